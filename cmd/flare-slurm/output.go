@@ -1,0 +1,80 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flare-slurm/flare-slurm/schema"
+)
+
+// cliError is every error a subcommand returns: it carries the exit code and
+// the fields of the --json error envelope.
+type cliError struct {
+	exit     int
+	Code     string          `json:"code"`
+	Message  string          `json:"message"`
+	Hint     string          `json:"hint,omitempty"`
+	Problems schema.Problems `json:"problems,omitempty"`
+}
+
+func (e *cliError) Error() string { return e.Message }
+
+// usageErrorf reports a usage error (exit 2).
+func usageErrorf(format string, args ...any) error {
+	return &cliError{exit: 2, Code: "usage", Message: fmt.Sprintf(format, args...), Hint: "run 'flare-slurm --help' for usage"}
+}
+
+// failure reports a failed command (exit 1). code is a stable machine word
+// such as "invalid_config"; message says what failed and where; hint says
+// what to do.
+func failure(code, message, hint string, problems schema.Problems) error {
+	return &cliError{exit: 1, Code: code, Message: message, Hint: hint, Problems: problems}
+}
+
+// failureExit is failure with an explicit exit code (for wait and status).
+func failureExit(exit int, code, message, hint string) error {
+	return &cliError{exit: exit, Code: code, Message: message, Hint: hint}
+}
+
+// jsonRequested says whether the command that ran has --json set.
+func jsonRequested(cmd *cobra.Command) bool {
+	if cmd == nil {
+		return false
+	}
+	f := cmd.Flags().Lookup("json")
+	return f != nil && f.Value.String() == "true"
+}
+
+// printOK writes {"status":"ok","data":data} to stdout.
+func (a *app) printOK(data any) error {
+	return a.writeJSON(map[string]any{"status": "ok", "data": data})
+}
+
+func (a *app) writeJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// reportError prints an error: the JSON envelope on stdout with --json,
+// otherwise "flare-slurm: error: …", one line per problem and
+// "flare-slurm: hint: …" on stderr.
+func (a *app) reportError(cmd *cobra.Command, e *cliError) {
+	if jsonRequested(cmd) {
+		if e.Problems == nil {
+			e.Problems = schema.Problems{}
+		}
+		_ = a.writeJSON(map[string]any{"status": "error", "error": e})
+		return
+	}
+	for _, p := range e.Problems {
+		fmt.Fprintln(a.stderr, p.String())
+	}
+	fmt.Fprintf(a.stderr, "flare-slurm: error: %s\n", e.Message)
+	if e.Hint != "" {
+		fmt.Fprintf(a.stderr, "flare-slurm: hint: %s\n", e.Hint)
+	}
+}

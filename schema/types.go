@@ -1,0 +1,175 @@
+package schema
+
+// The typed, validated forms of every input flare-slurm reads. Loaders in
+// this package return these values only when the input has no problem, so
+// the generator and the runtime never re-check what is settled here.
+
+// Directive is one sbatch directive, in the order the YAML lists it.
+// Integer values are kept in their decimal string form.
+type Directive struct {
+	Key   string
+	Value string
+}
+
+// Executables are the explicit command paths of job_launcher.executables.
+// An empty string means unset (resolved from PATH at run time).
+type Executables struct {
+	Sbatch    string
+	Squeue    string
+	Sacct     string
+	Scancel   string
+	Apptainer string
+	Srun      string
+}
+
+// PortRange is an inclusive TCP port range.
+type PortRange struct {
+	Start int
+	End   int
+}
+
+// JobLauncher is slurm.yaml's job_launcher block with defaults applied
+// (contract §3). It is also what the slurm_launcher args of a prepared
+// workspace's resources.json.default decode to.
+type JobLauncher struct {
+	Sandbox                    string // "apptainer", "pyxis" or "none"
+	Image                      string // absolute; "" in bare mode. After prepare: the image's real path
+	PythonPath                 string
+	ParentHost                 string // "" when unset
+	Directives                 []Directive
+	Setup                      string
+	ForwardEnv                 []string
+	Executables                Executables
+	InternalPort               int    // default 8102
+	InternalConnectionSecurity string // "mtls" (default) or "clear"
+	SubmitTimeout              float64
+	QueryTimeout               float64
+	CancelTimeout              float64
+	PollInterval               float64
+	PendingTimeout             float64
+	// MultiNodePortRange is the effective range; MultiNodePortRangeSet says
+	// whether the config set it (only then does prepare write it).
+	MultiNodePortRange    PortRange
+	MultiNodePortRangeSet bool
+}
+
+// Parent is slurm.yaml's optional client-only parent block.
+type Parent struct {
+	Directives       []Directive
+	EnvironmentSetup string
+}
+
+// SlurmConfig is a validated slurm.yaml.
+type SlurmConfig struct {
+	File        string // the path it was read from
+	JobLauncher JobLauncher
+	Parent      *Parent // nil when absent
+}
+
+// StudyRuntime is a validated local/study_runtime.yaml (format 2).
+type StudyRuntime struct {
+	File    string
+	Studies []Study // in file order
+}
+
+// Study returns the named study, or nil when the file has no entry for it.
+func (s *StudyRuntime) Study(name string) *Study {
+	if s == nil {
+		return nil
+	}
+	for i := range s.Studies {
+		if s.Studies[i].Name == name {
+			return &s.Studies[i]
+		}
+	}
+	return nil
+}
+
+// Study is one entry of studies.
+type Study struct {
+	Name         string
+	Image        string // container.image; "" when unset
+	Datasets     []Dataset
+	Env          []EnvVar // in file order; booleans already "true"/"false"
+	SecretEnv    []SecretEnv
+	SecretMounts []SecretMount
+	Slurm        *StudySlurm // nil when absent
+}
+
+// Dataset is one datasets.<name> entry; it mounts at /data/<study>/<name>.
+type Dataset struct {
+	Name   string
+	Type   string // always "mount" once validated
+	Source string
+	Mode   string // "ro" or "rw"
+}
+
+// EnvVar is one study env entry.
+type EnvVar struct {
+	Name  string
+	Value string
+}
+
+// SecretEnv is one secret_env entry: the worker's Name gets the value of the
+// parent's environment variable Source.
+type SecretEnv struct {
+	Name   string
+	Source string
+	Key    string // optional; "" when unset
+}
+
+// SecretMount is one secret_mounts entry (always read-only under Slurm).
+type SecretMount struct {
+	Name      string
+	Source    string
+	MountPath string
+	Mode      string // "ro"
+}
+
+// StudySlurm is a study's slurm block. Empty strings mean "not overridden",
+// except Setup, where nil means not overridden and "" clears the site setup.
+type StudySlurm struct {
+	Sandbox    string
+	PythonPath string
+	Setup      *string
+	Partition  string
+	Account    string
+	QOS        string
+}
+
+// JobMeta is the Slurm reading of a job's meta.json for one site.
+type JobMeta struct {
+	Study     string // "" when the job names none
+	Slurm     JobSlurm
+	Resources ResourceSpec
+}
+
+// JobSlurm is launcher_spec.default.slurm shallow-merged under
+// launcher_spec.<site>.slurm (site wins). Nil pointers and "" mean unset.
+type JobSlurm struct {
+	Image          string
+	Nodes          int // 1 when unset
+	GPUsPerNode    *int
+	CPUsPerNode    *int
+	MemPerNodeMiB  *int
+	Time           string
+	PendingTimeout *float64
+}
+
+// ResourceSpec is resource_spec.<site>. Nil means unset.
+type ResourceSpec struct {
+	NumOfGPUs *int
+	NumOfCPUs *int
+	MemoryMiB *int // "memory" converted from <n>Mi|Gi|Ti
+}
+
+// Kit is a validated startup kit (contract §2).
+type Kit struct {
+	Dir          string // absolute, cleaned
+	Role         string // "client" or "server"
+	Name         string // site name
+	Organization string // O= of the leaf certificate
+	// HasStudyRuntime and HasLegacyStudyData say which study files local/ holds.
+	HasStudyRuntime    bool
+	HasLegacyStudyData bool
+}
