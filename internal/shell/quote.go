@@ -7,7 +7,7 @@ import "strings"
 // Quote returns s as one POSIX shell word. A non-empty string made only of
 // safe characters (ASCII letters, digits and @%+=:,./-_) is returned bare;
 // anything else is wrapped in single quotes, with each ' written as '"'"'.
-// The empty string becomes ”. This matches Python's shlex.quote, so the
+// The empty string becomes two single quotes. This matches Python's shlex.quote, so the
 // scripts we render are byte-identical to NVFlare's for the same inputs.
 func Quote(s string) string {
 	if s == "" {
