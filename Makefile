@@ -6,6 +6,9 @@ GOLDEN_PKGS ?= ./generator/...
 
 .PHONY: build test test-unit test-slurm golden bench demo lint fuzz clean
 
+# The project's own single-machine Slurm cluster (runtime/slurmtest/README.md).
+SLURM_CLUSTER ?= runtime/slurmtest/cluster.sh
+
 build:
 	$(GO) build -o $(BIN) ./cmd/flare-slurm
 
@@ -17,7 +20,23 @@ lint:
 test-unit:
 	$(GO) test -count=1 ./...
 
-test: lint test-unit
+# make test runs the Slurm tier too when this machine can start the cluster
+# (root, apt or debootstrap); in CI (CI=true) it always does, and a cluster
+# that fails to start fails the run. Elsewhere it says why the tier is skipped.
+test: lint
+	@if [ "$${CI:-}" = true ] || bash $(SLURM_CLUSTER) can-run >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory test-slurm; \
+	else \
+		echo "make test: $$(bash $(SLURM_CLUSTER) can-run 2>&1); Slurm integration tests are skipped"; \
+		$(MAKE) --no-print-directory test-unit; \
+	fi
+
+# test-slurm starts the cluster, runs the whole suite with the integration
+# tier enabled, and stops the cluster (KEEP_SLURM=1 leaves it running).
+test-slurm:
+	bash $(SLURM_CLUSTER) up
+	@rc=0; FLARE_SLURM_IT=1 $(GO) test -count=1 -timeout 30m ./... || rc=$$?; \
+	if [ -z "$(KEEP_SLURM)" ]; then bash $(SLURM_CLUSTER) down || rc=1; fi; exit $$rc
 
 golden:
 	$(GO) test -count=1 $(GOLDEN_PKGS) -run . -update

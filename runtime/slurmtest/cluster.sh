@@ -1,0 +1,837 @@
+#!/usr/bin/env bash
+# cluster.sh: the project's own single-machine Slurm cluster for integration tests.
+#
+# A Debian 13 (trixie) root, built once with debootstrap and cached outside the
+# repository, runs mariadbd, munged, slurmdbd, slurmctld and slurmd under chroot,
+# sharing the host's network namespace. Nothing in the host's /etc is touched.
+#
+#   cluster.sh up          build the root if needed, start what is not running, wait until healthy
+#   cluster.sh down        cancel jobs, stop the daemons it started (by PID), unmount, forget state
+#   cluster.sh status      print daemon and node state; exit 0 only when healthy
+#   cluster.sh stop-ctld | start-ctld | stop-dbd | start-dbd    fault hooks for tests
+#   cluster.sh env         print the facts tests need (KEY=value lines)
+#   cluster.sh build       only build (or check) the cached root, start nothing
+#   cluster.sh can-run     exit 0 when this machine can run the cluster (root, debootstrap or apt-get)
+#   cluster.sh purge       down, then delete the cached root (next up is a cold start)
+#
+# Environment (all optional):
+#   FLARE_SLURM_ROOT    cached root      (default /var/cache/flare-slurm/trixie-root)
+#   FLARE_SLURM_STATE   PIDs, logs, lock (default /run/flare-slurm)
+#   FLARE_SLURM_MIRROR  Debian mirror    (default http://deb.debian.org/debian)
+set -euo pipefail
+umask 022
+export LC_ALL=C
+
+ROOT=${FLARE_SLURM_ROOT:-/var/cache/flare-slurm/trixie-root}
+STATE=${FLARE_SLURM_STATE:-/run/flare-slurm}
+MIRROR=${FLARE_SLURM_MIRROR:-http://deb.debian.org/debian}
+SUITE=trixie
+LOGDIR=$STATE/log
+
+# Bump RECIPE whenever the build of the root changes: a cached root with another
+# recipe is rebuilt on the next `up`.
+RECIPE=1
+PACKAGES=(slurmctld slurmd slurm-client slurmdbd mariadb-server munge procps)
+
+CLUSTER=flare
+ACCOUNT=flare
+TEST_USER=flaretest
+TEST_UID=1500
+TEST_HOME=/home/$TEST_USER
+TEST_WS=$TEST_HOME/ws
+NODE_CPUS=4
+NODE_MEM_MB=4096
+NODE_GPUS=2
+CTLD_PORT=6817
+SLURMD_PORT=6818
+DBD_PORT=6819
+DB_PORT=3306
+DB_PASS=flare-slurm-test-only
+IN_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+# Daemons in start order: name, binary inside the root.
+DAEMONS=(mariadbd munged slurmdbd slurmctld slurmd)
+declare -A BIN=(
+	[mariadbd]=/usr/sbin/mariadbd
+	[munged]=/usr/sbin/munged
+	[slurmdbd]=/usr/sbin/slurmdbd
+	[slurmctld]=/usr/sbin/slurmctld
+	[slurmd]=/usr/sbin/slurmd
+)
+
+say() { printf 'cluster.sh: %s\n' "$*" >&2; }
+die() {
+	printf 'cluster.sh: error: %s\n' "$*" >&2
+	exit 1
+}
+
+# ---------------------------------------------------------------- preconditions
+
+can_run() {
+	[ "$(id -u)" = 0 ] || {
+		echo "must run as root (it uses chroot and mount); run it with sudo or as root"
+		return 1
+	}
+	[ "$(uname -s)" = Linux ] || {
+		echo "needs Linux"
+		return 1
+	}
+	local t
+	for t in chroot mount umount flock setsid mountpoint; do
+		command -v "$t" >/dev/null || {
+			echo "needs '$t' on the host"
+			return 1
+		}
+	done
+	if [ ! -r "$ROOT/etc/flare-slurm-build" ] && ! command -v debootstrap >/dev/null &&
+		! command -v apt-get >/dev/null; then
+		echo "no cached root at $ROOT, no debootstrap and no apt-get to install it: cannot build the Debian trixie root"
+		return 1
+	fi
+}
+
+require_can_run() {
+	local why
+	why=$(can_run) || die "cannot run the Slurm test cluster here: $why"
+}
+
+lock() {
+	mkdir -p "$STATE" "$LOGDIR"
+	chmod 0755 "$STATE"
+	exec 9>"$STATE/lock"
+	flock -w 900 9 || die "timed out waiting for $STATE/lock (another cluster.sh is running)"
+}
+
+# --------------------------------------------------------------------- helpers
+
+# inroot CMD...: run CMD as root inside the root with a minimal environment.
+inroot() {
+	chroot "$ROOT" /usr/bin/env -i PATH="$IN_PATH" LC_ALL=C HOME=/root "$@"
+}
+
+host_short() { local h; h=$(uname -n); echo "${h%%.*}"; }
+
+# ids NAME: "uid gid" of NAME in the root's /etc/passwd.
+ids() {
+	awk -F: -v u="$1" '$1 == u { print $3, $4; found = 1 } END { exit !found }' "$ROOT/etc/passwd" ||
+		die "user $1 missing in $ROOT/etc/passwd"
+}
+
+# wait_for SECONDS DESCRIPTION CMD...: retry CMD every 0.5 s until it succeeds.
+wait_for() {
+	local secs=$1 what=$2 deadline
+	shift 2
+	deadline=$((SECONDS + secs))
+	until "$@" >/dev/null 2>&1; do
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			say "timed out after ${secs}s waiting for $what"
+			return 1
+		fi
+		sleep 0.5
+	done
+}
+
+canon_root() { readlink -f "$ROOT"; }
+
+# pid_of NAME: the recorded PID of daemon NAME if that process is alive and is
+# still our daemon (its executable is the root's binary and its root the chroot).
+pid_of() {
+	local name=$1 pid exe r
+	[ -r "$STATE/$name.pid" ] || return 1
+	read -r pid <"$STATE/$name.pid" || return 1
+	[[ $pid =~ ^[0-9]+$ ]] || return 1
+	exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
+	r=$(readlink "/proc/$pid/root" 2>/dev/null) || return 1
+	[ "$r" = "$(canon_root)" ] || return 1
+	[ "$exe" = "$(canon_root)$(real_bin "$name")" ] || return 1
+	echo "$pid"
+}
+
+# real_bin NAME: the daemon's binary with the root's symlinks resolved (Debian
+# installs e.g. /usr/sbin/slurmctld as an alternative for slurmctld-wlm).
+declare -A REAL_BIN=()
+real_bin() {
+	if [ -z "${REAL_BIN[$1]:-}" ]; then
+		REAL_BIN[$1]=$(chroot "$ROOT" /usr/bin/readlink -f "${BIN[$1]}")
+	fi
+	echo "${REAL_BIN[$1]}"
+}
+
+alive() { pid_of "$1" >/dev/null; }
+
+# stop_pid PID LABEL: SIGTERM, wait up to 30 s, then SIGKILL.
+stop_pid() {
+	local pid=$1 label=$2 i
+	kill -TERM "$pid" 2>/dev/null || return 0
+	for ((i = 0; i < 300; i++)); do
+		[ -e "/proc/$pid" ] || return 0
+		# a zombie (exited, not yet reaped) has no exe link
+		readlink "/proc/$pid/exe" >/dev/null 2>&1 || return 0
+		sleep 0.1
+	done
+	say "$label (pid $pid) ignored SIGTERM for 30s, sending SIGKILL"
+	kill -KILL "$pid" 2>/dev/null || true
+	for ((i = 0; i < 50; i++)); do
+		readlink "/proc/$pid/exe" >/dev/null 2>&1 || return 0
+		sleep 0.1
+	done
+}
+
+stop_daemon() {
+	local name=$1 pid
+	if pid=$(pid_of "$name"); then
+		stop_pid "$pid" "$name"
+	fi
+	rm -f "$STATE/$name.pid"
+}
+
+# launch NAME USERSPEC ARGS...: start a daemon in the foreground mode of its own,
+# detached (own session, stdio to a log, no inherited lock fd), record its PID.
+launch() {
+	local name=$1 userspec=$2 pid i
+	shift 2
+	local spec=()
+	[ -n "$userspec" ] && spec=(--userspec="$userspec" --groups="${userspec#*:}")
+	(
+		cd /
+		exec setsid chroot "${spec[@]}" "$ROOT" /usr/bin/env -i PATH="$IN_PATH" LC_ALL=C HOME=/ \
+			"${BIN[$name]}" "$@"
+	) </dev/null >>"$LOGDIR/$name.log" 2>&1 9>&- &
+	pid=$!
+	echo "$pid" >"$STATE/$name.pid"
+	# setsid, chroot and env exec in place: wait until the PID is the daemon itself.
+	for ((i = 0; i < 100; i++)); do
+		alive "$name" && return 0
+		[ -e "/proc/$pid" ] || break
+		sleep 0.05
+	done
+	say "$name did not start; last lines of $LOGDIR/$name.log:"
+	tail -n 20 "$LOGDIR/$name.log" >&2 || true
+	return 1
+}
+
+# processes_in_root: PIDs of every process whose root directory is the chroot.
+processes_in_root() {
+	local r p
+	r=$(canon_root)
+	for p in /proc/[0-9]*; do
+		[ "$(readlink "$p/root" 2>/dev/null)" = "$r" ] && echo "${p#/proc/}"
+	done
+	return 0
+}
+
+# sweep: stop leftovers of earlier runs inside the root (job steps, a daemon whose
+# PID file was lost). Only processes chrooted into our root are touched.
+sweep() {
+	local pids p
+	pids=$(processes_in_root)
+	[ -z "$pids" ] && return 0
+	say "stopping leftover processes inside the root: $(echo $pids)"
+	for p in $pids; do kill -TERM "$p" 2>/dev/null || true; done
+	for ((i = 0; i < 100; i++)); do
+		[ -z "$(processes_in_root)" ] && return 0
+		sleep 0.1
+	done
+	for p in $(processes_in_root); do kill -KILL "$p" 2>/dev/null || true; done
+	sleep 0.5
+}
+
+# mounts_under DIR: mount points at or below DIR, deepest first.
+mounts_under() {
+	local d
+	d=$(readlink -f "$1")
+	awk -v d="$d" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r
+}
+
+umount_under() {
+	local m
+	for m in $(mounts_under "$1"); do
+		umount "$m" 2>/dev/null || umount -l "$m" || die "cannot unmount $m"
+	done
+}
+
+mount_root() {
+	local r=$1
+	mountpoint -q "$r/proc" || mount -t proc -o nosuid,nodev,noexec proc "$r/proc" ||
+		die "cannot mount proc in $r (is this a container without mount rights?)"
+	mountpoint -q "$r/sys" || mount -t sysfs -o ro,nosuid,nodev,noexec sysfs "$r/sys" ||
+		die "cannot mount sysfs in $r"
+}
+
+# ------------------------------------------------------------------------ build
+
+recipe_stamp() { echo "recipe=$RECIPE suite=$SUITE packages=${PACKAGES[*]}"; }
+
+root_is_current() {
+	[ -r "$ROOT/etc/flare-slurm-build" ] &&
+		[ "$(cat "$ROOT/etc/flare-slurm-build")" = "$(recipe_stamp)" ]
+}
+
+ensure_debootstrap() {
+	command -v debootstrap >/dev/null && return 0
+	command -v apt-get >/dev/null || die "debootstrap is missing and there is no apt-get to install it"
+	say "installing debootstrap on the host (apt-get)"
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq >>"$LOGDIR/build.log" 2>&1 ||
+		die "apt-get update failed; see $LOGDIR/build.log"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >>"$LOGDIR/build.log" 2>&1 ||
+		die "apt-get install debootstrap failed; see $LOGDIR/build.log"
+}
+
+BUILD_TMP=
+cleanup_build() {
+	if [ -n "$BUILD_TMP" ] && [ -d "$BUILD_TMP" ]; then
+		umount_under "$BUILD_TMP" || true
+		rm -rf --one-file-system "$BUILD_TMP"
+	fi
+}
+
+build_failed() {
+	say "building the root failed; last lines of $LOGDIR/build.log:"
+	tail -n 30 "$LOGDIR/build.log" >&2 || true
+	exit 1
+}
+
+build_root() {
+	local parent old t0=$SECONDS
+	parent=$(dirname "$ROOT")
+	mkdir -p "$parent"
+	# Leftovers of interrupted builds are never mistaken for a root: remove them.
+	for old in "$ROOT".build.* "$ROOT".old.*; do
+		[ -e "$old" ] || continue
+		umount_under "$old"
+		rm -rf --one-file-system "$old"
+	done
+	ensure_debootstrap
+	: >"$LOGDIR/build.log"
+	BUILD_TMP=$(mktemp -d "$ROOT.build.XXXXXX")
+	trap cleanup_build EXIT
+	chmod 0755 "$BUILD_TMP"
+	say "building the Debian $SUITE root in $BUILD_TMP (debootstrap, about 30 s)"
+	debootstrap --variant=minbase "$SUITE" "$BUILD_TMP" "$MIRROR" >>"$LOGDIR/build.log" 2>&1 || build_failed
+	# No service may start while packages install.
+	printf '#!/bin/sh\nexit 101\n' >"$BUILD_TMP/usr/sbin/policy-rc.d"
+	chmod 0755 "$BUILD_TMP/usr/sbin/policy-rc.d"
+	mount_root "$BUILD_TMP"
+	say "debootstrap took $((SECONDS - t0))s; installing ${PACKAGES[*]} (about 15 s)"
+	chroot "$BUILD_TMP" /usr/bin/env -i PATH="$IN_PATH" LC_ALL=C HOME=/root DEBIAN_FRONTEND=noninteractive \
+		sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@" && apt-get clean' \
+		sh "${PACKAGES[@]}" >>"$LOGDIR/build.log" 2>&1 || build_failed
+	chroot "$BUILD_TMP" /usr/bin/test -x /usr/sbin/slurmctld || build_failed
+	recipe_stamp >"$BUILD_TMP/etc/flare-slurm-build"
+	umount_under "$BUILD_TMP"
+	sync -f "$BUILD_TMP" 2>/dev/null || sync
+	if [ -e "$ROOT" ]; then
+		old="$ROOT.old.$$"
+		mv "$ROOT" "$old"
+		mv "$BUILD_TMP" "$ROOT"
+		rm -rf --one-file-system "$old"
+	else
+		mv "$BUILD_TMP" "$ROOT"
+	fi
+	BUILD_TMP=
+	trap - EXIT
+	say "root built in $((SECONDS - t0))s: $ROOT"
+}
+
+# -------------------------------------------------------------------- configure
+
+write_file() { # write_file PATH MODE OWNER (content on stdin)
+	local path=$ROOT$1
+	mkdir -p "$(dirname "$path")"
+	cat >"$path.tmp"
+	chmod "$2" "$path.tmp"
+	chown "$3" "$path.tmp"
+	mv -f "$path.tmp" "$path"
+}
+
+# configure: everything that depends on this machine or on this script, written
+# fresh on every cold start of the daemons.
+configure() {
+	local host fqdn slurm_ids munge_ids mysql_ids
+	host=$(host_short)
+	fqdn=$(uname -n)
+	slurm_ids=$(ids slurm)
+	munge_ids=$(ids munge)
+	mysql_ids=$(ids mysql)
+	local su=${slurm_ids% *} sg=${slurm_ids#* } mu=${munge_ids% *} mg=${munge_ids#* }
+	local yu=${mysql_ids% *} yg=${mysql_ids#* }
+
+	write_file /etc/hosts 0644 0:0 <<-EOF
+		127.0.0.1 localhost $host${fqdn:+ $fqdn}
+		::1 localhost ip6-localhost ip6-loopback
+	EOF
+	echo "$host" | write_file /etc/hostname 0644 0:0
+
+	# The test account: uid >= 1000, private home and workspace.
+	if ! grep -q "^$TEST_USER:" "$ROOT/etc/passwd"; then
+		inroot groupadd -g "$TEST_UID" "$TEST_USER"
+		inroot useradd -u "$TEST_UID" -g "$TEST_UID" -d "$TEST_HOME" -s /bin/bash -M "$TEST_USER"
+	fi
+	install -d -m 0700 -o "$TEST_UID" -g "$TEST_UID" "$ROOT$TEST_HOME" "$ROOT$TEST_WS" "$ROOT$TEST_HOME/tmp"
+
+	# Directories of the daemons.
+	install -d -m 0755 -o "$su" -g "$sg" "$ROOT/var/spool/slurmctld" "$ROOT/var/log/slurm"
+	install -d -m 0755 -o 0 -g 0 "$ROOT/var/spool/slurmd"
+	install -d -m 0700 -o "$mu" -g "$mg" "$ROOT/etc/munge" "$ROOT/var/lib/munge" "$ROOT/var/log/munge"
+	install -d -m 0755 -o "$yu" -g "$yg" "$ROOT/var/lib/mysql"
+	if [ ! -s "$ROOT/etc/munge/munge.key" ]; then
+		inroot mungekey --create --keyfile=/etc/munge/munge.key >/dev/null
+	fi
+	chown "$mu:$mg" "$ROOT/etc/munge/munge.key"
+	chmod 0600 "$ROOT/etc/munge/munge.key"
+
+	write_file /etc/mysql/mariadb.conf.d/99-flare-slurm.cnf 0644 0:0 <<-EOF
+		[mysqld]
+		bind-address = 127.0.0.1
+		port = $DB_PORT
+		socket = /run/mysqld/mysqld.sock
+		pid-file = /run/mysqld/mysqld.pid
+		skip-name-resolve
+		innodb_buffer_pool_size = 512M
+		innodb_log_file_size = 64M
+		innodb_lock_wait_timeout = 900
+		[client]
+		socket = /run/mysqld/mysqld.sock
+	EOF
+
+	write_file /etc/slurm/slurmdbd.conf 0600 "$su:$sg" <<-EOF
+		# Written by runtime/slurmtest/cluster.sh; rewritten on every cold start.
+		AuthType=auth/munge
+		DbdHost=$host
+		DbdAddr=127.0.0.1
+		DbdPort=$DBD_PORT
+		SlurmUser=slurm
+		PidFile=/run/slurm/slurmdbd.pid
+		StorageType=accounting_storage/mysql
+		StorageHost=127.0.0.1
+		StoragePort=$DB_PORT
+		StorageUser=slurm
+		StoragePass=$DB_PASS
+		StorageLoc=slurm_acct_db
+	EOF
+
+	# Clients (sacctmgr too) need slurm.conf before slurmdbd is asked anything:
+	# munge credentials are restricted to the SlurmUser it names. FirstJobId is
+	# set again from accounting before slurmctld starts.
+	write_slurm_conf 1
+
+	write_file /etc/slurm/cgroup.conf 0644 0:0 <<-EOF
+		CgroupPlugin=disabled
+	EOF
+	# Stand-in GPUs: character devices with NVIDIA's major number but no driver
+	# behind them (opening one fails). They let jobs request --gres=gpu:N and see
+	# CUDA_VISIBLE_DEVICES set by Slurm; no GPU work can run.
+	local g
+	for ((g = 0; g < NODE_GPUS; g++)); do
+		[ -c "$ROOT/dev/nvidia$g" ] || mknod -m 0666 "$ROOT/dev/nvidia$g" c 195 "$g"
+	done
+	write_file /etc/slurm/gres.conf 0644 0:0 <<-EOF
+		NodeName=$host Name=gpu File=/dev/nvidia[0-$((NODE_GPUS - 1))]
+	EOF
+}
+
+# write_slurm_conf FIRST_JOB_ID
+write_slurm_conf() {
+	local host
+	host=$(host_short)
+	write_file /etc/slurm/slurm.conf 0644 0:0 <<-EOF
+		# Written by runtime/slurmtest/cluster.sh; rewritten on every cold start.
+		ClusterName=$CLUSTER
+		SlurmctldHost=$host(127.0.0.1)
+		SlurmUser=slurm
+		SlurmctldPort=$CTLD_PORT
+		SlurmdPort=$SLURMD_PORT
+		AuthType=auth/munge
+		CredType=cred/munge
+		StateSaveLocation=/var/spool/slurmctld
+		SlurmdSpoolDir=/var/spool/slurmd
+		SlurmctldPidFile=/run/slurm/slurmctld.pid
+		SlurmdPidFile=/run/slurm/slurmd.pid
+		ProctrackType=proctrack/linuxproc
+		TaskPlugin=task/none
+		JobAcctGatherType=jobacct_gather/none
+		SelectType=select/cons_tres
+		SelectTypeParameters=CR_CPU
+		SchedulerType=sched/backfill
+		MpiDefault=none
+		ReturnToService=2
+		KillWait=5
+		SlurmdTimeout=300
+		InactiveLimit=0
+		FirstJobId=$1
+		# The node declares what the tests need, not what the machine has.
+		SlurmdParameters=config_overrides
+		GresTypes=gpu
+		AccountingStorageType=accounting_storage/slurmdbd
+		AccountingStorageHost=127.0.0.1
+		AccountingStoragePort=$DBD_PORT
+		AccountingStorageEnforce=associations
+		JobCompType=jobcomp/none
+		NodeName=$host NodeAddr=127.0.0.1 CPUs=$NODE_CPUS RealMemory=$NODE_MEM_MB Gres=gpu:$NODE_GPUS State=UNKNOWN
+		PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+	EOF
+}
+
+# runtime_dirs: the root's /run is a fresh tmpfs per cold start, so no stale
+# socket, PID file or lock of an earlier run survives.
+runtime_dirs() {
+	local slurm_ids munge_ids mysql_ids
+	slurm_ids=$(ids slurm)
+	munge_ids=$(ids munge)
+	mysql_ids=$(ids mysql)
+	mountpoint -q "$ROOT/run" || mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs "$ROOT/run" || return 1
+	mkdir -p "$ROOT/dev/shm"
+	mountpoint -q "$ROOT/dev/shm" || mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$ROOT/dev/shm" || return 1
+	install -d -m 0755 -o "${munge_ids% *}" -g "${munge_ids#* }" "$ROOT/run/munge"
+	install -d -m 0755 -o "${mysql_ids% *}" -g "${mysql_ids#* }" "$ROOT/run/mysqld"
+	install -d -m 0755 -o "${slurm_ids% *}" -g "${slurm_ids#* }" "$ROOT/run/slurm"
+	install -d -m 1777 "$ROOT/run/lock"
+}
+
+# ---------------------------------------------------------------------- daemons
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+db_ping() { inroot mariadb-admin --connect-timeout=2 ping; }
+sql() { inroot mariadb --batch --skip-column-names -e "$1"; }
+
+start_mariadbd() {
+	alive mariadbd && return 0
+	[ -d "$ROOT/var/lib/mysql/mysql" ] || {
+		say "initialising the MariaDB data directory"
+		inroot mariadb-install-db --user=mysql --skip-test-db >>"$LOGDIR/mariadbd.log" 2>&1 || return 1
+	}
+	launch mariadbd "" --user=mysql || return 1
+	wait_for 60 "mariadbd" db_ping || return 1
+	# slurmdbd over MariaDB's socket fails (_check_mysql_concat_is_sane): it uses
+	# TCP, so the grant is for 127.0.0.1; the database must exist before its first start.
+	sql "CREATE DATABASE IF NOT EXISTS slurm_acct_db;
+		CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '$DB_PASS';
+		ALTER USER 'slurm'@'127.0.0.1' IDENTIFIED BY '$DB_PASS';
+		GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"
+}
+
+munge_ok() { inroot sh -c 'munge -n | unmunge'; }
+
+start_munged() {
+	alive munged && return 0
+	local mi
+	mi=$(ids munge)
+	launch munged "${mi% *}:${mi#* }" --foreground || return 1
+	wait_for 30 "munged" munge_ok
+}
+
+dbd_ok() { inroot timeout 10 sacctmgr -n -P show cluster format=cluster; }
+
+start_slurmdbd() {
+	alive slurmdbd && return 0
+	launch slurmdbd "" -D || return 1
+	wait_for 120 "slurmdbd" dbd_ok
+}
+
+register() {
+	if ! inroot sacctmgr -n -P show cluster format=cluster | grep -qx "$CLUSTER"; then
+		inroot sacctmgr -i add cluster "$CLUSTER" >/dev/null || return 1
+	fi
+	if ! inroot sacctmgr -n -P show account format=account | grep -qx "$ACCOUNT"; then
+		inroot sacctmgr -i add account "$ACCOUNT" Cluster="$CLUSTER" \
+			Description="flare-slurm tests" Organization=flare >/dev/null || return 1
+	fi
+	if ! inroot sacctmgr -n -P show user format=user | grep -qx "$TEST_USER"; then
+		inroot sacctmgr -i add user "$TEST_USER" Account="$ACCOUNT" DefaultAccount="$ACCOUNT" \
+			Cluster="$CLUSTER" >/dev/null || return 1
+	fi
+}
+
+# next_job_id: one past the largest job ID accounting has seen, so a lost
+# slurmctld state never reuses an ID that sacct already knows.
+next_job_id() {
+	local n
+	n=$(sql "SELECT COALESCE(MAX(id_job), 0) + 1 FROM slurm_acct_db.${CLUSTER}_job_table" 2>/dev/null) || n=1
+	[[ $n =~ ^[0-9]+$ ]] || n=1
+	echo "$n"
+}
+
+ctld_ok() { inroot scontrol ping | grep -q 'is UP'; }
+
+start_slurmctld() {
+	alive slurmctld && return 0
+	launch slurmctld "" -D -i || return 1
+	wait_for 60 "slurmctld" ctld_ok
+}
+
+node_ok() {
+	local st
+	st=$(inroot sinfo -h -N -o '%t' 2>/dev/null) || return 1
+	[[ $st =~ ^(idle|mix|alloc|comp|plnd)-?$ ]]
+}
+
+node_resume_if_needed() {
+	local st
+	st=$(inroot sinfo -h -N -o '%t' 2>/dev/null) || return 0
+	case $st in
+	drain* | down* | drng* | fail*)
+		inroot scontrol update nodename="$(host_short)" state=resume >/dev/null 2>&1 || true
+		;;
+	esac
+	return 0
+}
+
+start_slurmd() {
+	if ! alive slurmd; then
+		launch slurmd "" -D || return 1
+	fi
+	local deadline=$((SECONDS + 60))
+	until node_ok; do
+		node_resume_if_needed
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			say "timed out waiting for the node to become idle: $(inroot sinfo -h -N -o '%N %t %E' 2>&1)"
+			return 1
+		fi
+		sleep 0.5
+	done
+}
+
+sacct_ok() { inroot sacct -X -n --starttime=now --format=JobIDRaw; }
+
+all_alive() {
+	local d
+	for d in "${DAEMONS[@]}"; do alive "$d" || return 1; done
+}
+
+any_alive() {
+	local d
+	for d in "${DAEMONS[@]}"; do alive "$d" && return 0; done
+	return 1
+}
+
+healthy() { all_alive && ctld_ok && node_ok && sacct_ok; }
+
+show_logs() {
+	local d
+	for d in "${DAEMONS[@]}"; do
+		[ -s "$LOGDIR/$d.log" ] || continue
+		say "--- last lines of $LOGDIR/$d.log"
+		tail -n 15 "$LOGDIR/$d.log" >&2
+	done
+}
+
+# cold_reset: nothing of ours runs; clear every trace of an earlier run.
+cold_reset() {
+	sweep
+	umount_under "$ROOT"
+	rm -f "$STATE"/*.pid
+	# A fresh scheduler every cold start: after a crash, slurmctld's saved state
+	# would revive jobs that already ended. Accounting (the database) is kept,
+	# and FirstJobId continues after the last job it knows.
+	rm -rf --one-file-system "$ROOT/var/spool/slurmctld" "$ROOT/var/spool/slurmd"
+	local d
+	for d in "${DAEMONS[@]}"; do : >"$LOGDIR/$d.log"; done
+	local p
+	for p in $CTLD_PORT $SLURMD_PORT $DBD_PORT $DB_PORT; do
+		port_busy "$p" && die "127.0.0.1:$p is already in use by another program; the test cluster needs ports $CTLD_PORT, $SLURMD_PORT, $DBD_PORT and $DB_PORT"
+	done
+	return 0
+}
+
+start_all() {
+	local cold=$1
+	# Called in a condition, where set -e does not apply: check every step.
+	mount_root "$ROOT" || return 1
+	runtime_dirs || return 1
+	start_mariadbd || return 1
+	start_munged || return 1
+	start_slurmdbd || return 1
+	register || return 1
+	if [ "$cold" = 1 ]; then
+		write_slurm_conf "$(next_job_id)" || return 1
+	fi
+	start_slurmctld || return 1
+	start_slurmd || return 1
+	wait_for 60 "sacct" sacct_ok
+}
+
+do_up() {
+	local t0=$SECONDS
+	lock
+	if ! root_is_current; then
+		any_alive && do_down_locked
+		build_root
+	fi
+	if healthy >/dev/null 2>&1; then
+		say "already up ($(host_short), $(inroot sbatch --version))"
+		return 0
+	fi
+	local cold=0
+	if ! any_alive; then
+		cold=1
+		cold_reset
+		configure
+	fi
+	if ! start_all "$cold"; then
+		if [ "$cold" = 0 ]; then
+			say "a partial restart failed; restarting every daemon"
+			do_down_locked
+			cold_reset
+			configure
+			start_all 1 || {
+				show_logs
+				die "the cluster did not come up"
+			}
+		else
+			show_logs
+			die "the cluster did not come up"
+		fi
+	fi
+	say "up in $((SECONDS - t0))s: node $(host_short) idle, accounting answers ($(inroot sbatch --version))"
+}
+
+cancel_jobs() {
+	ctld_ok >/dev/null 2>&1 || return 0
+	local ids
+	ids=$(inroot squeue -h -o %i 2>/dev/null) || return 0
+	[ -z "$ids" ] && return 0
+	say "cancelling jobs: $(echo $ids)"
+	inroot scancel $ids >/dev/null 2>&1 || true
+	local deadline=$((SECONDS + 20))
+	while [ -n "$(inroot squeue -h -o %i 2>/dev/null)" ] && [ "$SECONDS" -lt "$deadline" ]; do
+		sleep 0.5
+	done
+}
+
+do_down_locked() {
+	if [ -d "$ROOT" ]; then
+		alive slurmctld && cancel_jobs
+		local i
+		for ((i = ${#DAEMONS[@]} - 1; i >= 0; i--)); do
+			stop_daemon "${DAEMONS[i]}"
+		done
+		sweep
+		umount_under "$ROOT"
+	fi
+	rm -f "$STATE"/*.pid
+}
+
+do_down() {
+	lock
+	do_down_locked
+	say "down"
+}
+
+do_status() {
+	local d pid rc=0
+	for d in "${DAEMONS[@]}"; do
+		if pid=$(pid_of "$d"); then
+			printf '%-10s running (pid %s)\n' "$d" "$pid"
+		else
+			printf '%-10s stopped\n' "$d"
+			rc=3
+		fi
+	done
+	if alive slurmctld; then
+		inroot sinfo -N -o '%N %P %t %c %m %G' 2>&1 || rc=3
+	fi
+	if [ "$rc" = 0 ] && ! healthy >/dev/null 2>&1; then
+		echo "daemons run but the cluster is not healthy (node not idle or sacct not answering)"
+		rc=3
+	fi
+	[ "$rc" = 0 ] && echo "cluster is up"
+	return "$rc"
+}
+
+need_up() {
+	root_is_current && [ -n "$(mounts_under "$ROOT")" ] ||
+		die "the cluster is not up (run: cluster.sh up)"
+}
+
+do_env() {
+	cat <<-EOF
+		ROOT=$(canon_root)
+		STATE=$STATE
+		CLUSTER=$CLUSTER
+		ACCOUNT=$ACCOUNT
+		PARTITION=debug
+		NODE=$(host_short)
+		TEST_USER=$TEST_USER
+		TEST_UID=$TEST_UID
+		TEST_GID=$TEST_UID
+		TEST_HOME=$TEST_HOME
+		TEST_WS=$TEST_WS
+		PATH_IN_ROOT=$IN_PATH
+	EOF
+}
+
+cmd=${1:-}
+case $cmd in
+can-run)
+	why=$(can_run) || {
+		echo "cluster.sh: cannot run here: $why" >&2
+		exit 1
+	}
+	;;
+up)
+	require_can_run
+	do_up
+	;;
+down)
+	require_can_run
+	do_down
+	;;
+status)
+	require_can_run
+	do_status
+	;;
+env)
+	do_env
+	;;
+stop-ctld)
+	require_can_run
+	lock
+	stop_daemon slurmctld
+	say "slurmctld stopped"
+	;;
+start-ctld)
+	require_can_run
+	lock
+	need_up
+	start_slurmctld || die "slurmctld did not start"
+	wait_for 60 "the node" node_ok || die "the node did not return"
+	say "slurmctld started"
+	;;
+stop-dbd)
+	require_can_run
+	lock
+	stop_daemon slurmdbd
+	say "slurmdbd stopped"
+	;;
+start-dbd)
+	require_can_run
+	lock
+	need_up
+	start_slurmdbd || die "slurmdbd did not start"
+	wait_for 60 "sacct" sacct_ok || die "sacct does not answer"
+	say "slurmdbd started"
+	;;
+build)
+	require_can_run
+	lock
+	if root_is_current; then
+		say "root is current: $ROOT"
+	else
+		any_alive && do_down_locked
+		build_root
+	fi
+	;;
+purge)
+	require_can_run
+	lock
+	do_down_locked
+	umount_under "$(dirname "$ROOT")"
+	rm -rf --one-file-system "$ROOT" "$ROOT".build.* "$ROOT".old.*
+	say "removed $ROOT"
+	;;
+*)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,542 @@
+// Package slurmtest gives integration tests a real Slurm cluster with accounting.
+//
+// The cluster is a Debian 13 root under chroot on this machine, started by
+// cluster.sh in this directory (see README.md). Tests opt in with the
+// environment variable FLARE_SLURM_IT=1; without it Require skips the test.
+//
+//	func TestSubmit(t *testing.T) {
+//		c := slurmtest.Require(t)
+//		dir := c.TempDir(t)                       // private dir of the test account, path inside the root
+//		out, err := c.Command(context.Background(), "sbatch", "--version").CombinedOutput()
+//		...
+//	}
+//
+// Everything a test runs through Command executes inside the root as the
+// dedicated non-root test account (see TestUser), with a minimal environment.
+// The cluster is left running when the test process ends: `make test-slurm`
+// stops it with `cluster.sh down`.
+package slurmtest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// EnvEnable is the variable that turns Slurm integration tests on ("1").
+const EnvEnable = "FLARE_SLURM_IT"
+
+// EnvScript overrides the location of cluster.sh.
+const EnvScript = "FLARE_SLURM_CLUSTER_SH"
+
+// upTimeout bounds `cluster.sh up`; a cold start (building the root) takes
+// about a minute, the rest is slack for a slow mirror.
+const upTimeout = 8 * time.Minute
+
+// lockWait bounds how long a test waits for its turn on the cluster (an
+// exclusive user elsewhere, e.g. a fault-injection test in another package).
+const lockWait = 10 * time.Minute
+
+// Cluster is the running test cluster. Paths named "in the root" are as the
+// jobs see them; HostPath maps them to this machine's file system.
+type Cluster struct {
+	// Root is the host path of the chroot (the root's "/").
+	Root string
+	// ClusterName, Account, Partition and Node are the Slurm names in use.
+	ClusterName, Account, Partition, Node string
+	// TestUser is the non-root account that runs the runtime side of tests,
+	// registered in accounting under Account; TestUID and TestGID are its IDs.
+	TestUser         string
+	TestUID, TestGID int
+	// Home is the test account's home in the root (mode 0700).
+	Home string
+	// Workspace is a directory owned by the test account, mode 0700, inside
+	// the root. Use TempDir for a fresh private directory below it.
+	Workspace string
+	// Path is the PATH that Command gives to processes in the root.
+	Path string
+
+	script    string
+	exclusive bool
+}
+
+var (
+	upOnce sync.Once
+	upErr  error
+	upMu   sync.Mutex // guards upEnv
+	upEnv  map[string]string
+)
+
+// Require returns the cluster, starting it on first use in this process.
+// Without FLARE_SLURM_IT=1 it skips the test. With it, a cluster that cannot
+// start fails the test: it never skips. While the test runs it holds shared
+// use of the cluster, so no exclusive (fault-injection) test runs meanwhile.
+func Require(t testing.TB) *Cluster {
+	t.Helper()
+	return require(t, false)
+}
+
+// RequireExclusive is Require for tests that break the cluster on purpose
+// (StopCtld, StopDbd, ...): it waits until no other test, in this or any
+// other test process, is using the cluster, and keeps everyone else waiting
+// until the test ends. At the end it restarts whatever the test stopped.
+// Do not call it inside a test (or a subtest of one) that called Require.
+func RequireExclusive(t testing.TB) *Cluster {
+	t.Helper()
+	return require(t, true)
+}
+
+func require(t testing.TB, exclusive bool) *Cluster {
+	t.Helper()
+	if os.Getenv(EnvEnable) != "1" {
+		t.Skipf("Slurm integration test: set %s=1 to run it against the local Slurm test cluster "+
+			"(needs root; runtime/slurmtest/cluster.sh starts it)", EnvEnable)
+	}
+	if os.Geteuid() != 0 {
+		t.Fatalf("slurmtest: %s=1 needs root: the Slurm test cluster runs under chroot (run as root, or unset %s)", EnvEnable, EnvEnable)
+	}
+	script, err := scriptPath()
+	if err != nil {
+		t.Fatalf("slurmtest: %v", err)
+	}
+	env, err := clusterEnv(script)
+	if err != nil {
+		t.Fatalf("slurmtest: %v", err)
+	}
+	if err := os.MkdirAll(env["STATE"], 0o755); err != nil {
+		t.Fatalf("slurmtest: %v", err)
+	}
+	// Take our turn first, so a start below never undoes an exclusive user's fault.
+	start := time.Now()
+	lockUse(t, filepath.Join(env["STATE"], "use.lock"), exclusive)
+	if d := time.Since(start); d > time.Second {
+		t.Logf("slurmtest: waited %v for the cluster", d.Round(time.Millisecond))
+	}
+
+	upOnce.Do(func() {
+		start := time.Now()
+		upErr = runScript(script, upTimeout, "up")
+		t.Logf("slurmtest: cluster.sh up took %v", time.Since(start).Round(time.Millisecond))
+	})
+	if upErr != nil {
+		t.Fatalf("slurmtest: the Slurm test cluster did not start (%s=1 requires it): %v", EnvEnable, upErr)
+	}
+	c, err := newCluster(script, env)
+	if err != nil {
+		t.Fatalf("slurmtest: %v", err)
+	}
+	if exclusive {
+		c.exclusive = true
+		// Whatever an earlier exclusive user left stopped, start it now; and
+		// restore the cluster before the lock is released (cleanups run LIFO).
+		if err := runScript(script, upTimeout, "up"); err != nil {
+			t.Fatalf("slurmtest: the Slurm test cluster is not healthy: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := runScript(script, upTimeout, "up"); err != nil {
+				t.Errorf("slurmtest: restoring the cluster after an exclusive test: %v", err)
+			}
+		})
+	}
+	return c
+}
+
+// lockUse takes a shared or exclusive flock on path until the test ends.
+func lockUse(t testing.TB, path string, exclusive bool) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		t.Fatalf("slurmtest: %v", err)
+	}
+	how := unix.LOCK_SH
+	if exclusive {
+		how = unix.LOCK_EX
+	}
+	deadline := time.Now().Add(lockWait)
+	for {
+		err = unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+			f.Close()
+			t.Fatalf("slurmtest: locking %s: %v", path, err)
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			t.Fatalf("slurmtest: waited %v for the Slurm test cluster (%s); "+
+				"is a test holding Require while a subtest asks for RequireExclusive?", lockWait, path)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Cleanup(func() { f.Close() })
+}
+
+// scriptPath finds cluster.sh: $FLARE_SLURM_CLUSTER_SH, beside this source
+// file, or runtime/slurmtest/cluster.sh in the module containing the working
+// directory (for binaries built with -trimpath).
+func scriptPath() (string, error) {
+	if p := os.Getenv(EnvScript); p != "" {
+		return p, nil
+	}
+	if _, file, _, ok := runtime.Caller(0); ok {
+		p := filepath.Join(filepath.Dir(file), "cluster.sh")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, "runtime", "slurmtest", "cluster.sh")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("cannot find runtime/slurmtest/cluster.sh; set %s", EnvScript)
+		}
+		dir = parent
+	}
+}
+
+// runScript runs `bash cluster.sh ARGS...`, failing with its output.
+func runScript(script string, timeout time.Duration, args ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	// The daemons it starts get their own stdio; this only guards against a
+	// stray child keeping our pipe open.
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("cluster.sh %s: %v\n%s", strings.Join(args, " "), err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}
+
+func clusterEnv(script string) (map[string]string, error) {
+	upMu.Lock()
+	defer upMu.Unlock()
+	if upEnv != nil {
+		return upEnv, nil
+	}
+	out, err := exec.Command("bash", script, "env").Output()
+	if err != nil {
+		return nil, fmt.Errorf("cluster.sh env: %v", err)
+	}
+	env := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
+			env[k] = v
+		}
+	}
+	for _, k := range []string{"ROOT", "STATE", "TEST_USER", "TEST_UID", "TEST_GID", "TEST_HOME", "TEST_WS", "PATH_IN_ROOT"} {
+		if env[k] == "" {
+			return nil, fmt.Errorf("cluster.sh env: no %s in %q", k, out)
+		}
+	}
+	upEnv = env
+	return env, nil
+}
+
+func newCluster(script string, env map[string]string) (*Cluster, error) {
+	uid, err := strconv.Atoi(env["TEST_UID"])
+	if err != nil {
+		return nil, fmt.Errorf("cluster.sh env: TEST_UID: %v", err)
+	}
+	gid, err := strconv.Atoi(env["TEST_GID"])
+	if err != nil {
+		return nil, fmt.Errorf("cluster.sh env: TEST_GID: %v", err)
+	}
+	return &Cluster{
+		Root:        env["ROOT"],
+		ClusterName: env["CLUSTER"],
+		Account:     env["ACCOUNT"],
+		Partition:   env["PARTITION"],
+		Node:        env["NODE"],
+		TestUser:    env["TEST_USER"],
+		TestUID:     uid,
+		TestGID:     gid,
+		Home:        env["TEST_HOME"],
+		Workspace:   env["TEST_WS"],
+		Path:        env["PATH_IN_ROOT"],
+		script:      script,
+	}, nil
+}
+
+// HostPath maps an absolute path inside the root to the host path.
+func (c *Cluster) HostPath(rootPath string) string {
+	if !filepath.IsAbs(rootPath) {
+		panic(fmt.Sprintf("slurmtest: HostPath needs an absolute path inside the root, got %q", rootPath))
+	}
+	return filepath.Join(c.Root, filepath.Clean(rootPath))
+}
+
+// RootPath maps a host path below Root to the path inside the root.
+func (c *Cluster) RootPath(hostPath string) (string, error) {
+	rel, err := filepath.Rel(c.Root, filepath.Clean(hostPath))
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
+		return "", fmt.Errorf("slurmtest: %s is not inside the root %s", hostPath, c.Root)
+	}
+	return filepath.Join("/", rel), nil
+}
+
+// Env is the minimal environment Command gives the test account.
+func (c *Cluster) Env() []string {
+	return []string{
+		"HOME=" + c.Home,
+		"USER=" + c.TestUser,
+		"LOGNAME=" + c.TestUser,
+		"SHELL=/bin/bash",
+		"PATH=" + c.Path,
+	}
+}
+
+// Command prepares name with args to run inside the root as the test account
+// (not root), in Home, with Env() as its environment. name is an absolute path
+// inside the root or a command looked up in the root's PATH. The caller may set
+// Dir (a path inside the root), append to Env, set Stdin/Stdout/Stderr, and
+// then Run it like any exec.Cmd.
+func (c *Cluster) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return c.command(ctx, c.TestUID, c.TestGID, c.Home, c.Env(), name, args)
+}
+
+// RootCommand is Command as root inside the root, for setup and inspection
+// (scontrol, sacctmgr, ...). The runtime under test must run through Command.
+func (c *Cluster) RootCommand(ctx context.Context, name string, args ...string) *exec.Cmd {
+	env := []string{"HOME=/root", "USER=root", "LOGNAME=root", "PATH=" + c.Path}
+	return c.command(ctx, 0, 0, "/", env, name, args)
+}
+
+func (c *Cluster) command(ctx context.Context, uid, gid int, dir string, env []string, name string, args []string) *exec.Cmd {
+	path := name
+	var lookErr error
+	if !strings.Contains(name, "/") {
+		path, lookErr = c.lookPath(name)
+	}
+	// The path is inside the root: exec.Command must not look it up on the host.
+	cmd := exec.CommandContext(ctx, "/", args...)
+	cmd.Path = path
+	cmd.Args = append([]string{name}, args...)
+	cmd.Err = lookErr
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Chroot:     c.Root,
+		Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{uint32(gid)}},
+		Setsid:     true,
+	}
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+func (c *Cluster) lookPath(name string) (string, error) {
+	for _, dir := range filepath.SplitList(c.Path) {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(c.HostPath(p)); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("slurmtest: %q not found in the root's PATH %s", name, c.Path)
+}
+
+// Run runs Command(name, args...) and returns its stdout; a failure (or a
+// non-zero exit) fails the test with stdout and stderr.
+func (c *Cluster) Run(t testing.TB, name string, args ...string) string {
+	t.Helper()
+	return c.run(t, c.Command(context.Background(), name, args...))
+}
+
+// RunRoot is Run as root inside the root.
+func (c *Cluster) RunRoot(t testing.TB, name string, args ...string) string {
+	t.Helper()
+	return c.run(t, c.RootCommand(context.Background(), name, args...))
+}
+
+func (c *Cluster) run(t testing.TB, cmd *exec.Cmd) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("slurmtest: %s: %v\nstdout: %s\nstderr: %s", strings.Join(cmd.Args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+// TempDir creates a fresh directory below Workspace, owned by the test account
+// with mode 0700, removed when the test ends. It returns the path inside the root.
+func (c *Cluster) TempDir(t testing.TB) string {
+	t.Helper()
+	host, err := os.MkdirTemp(c.HostPath(c.Workspace), sanitize(t.Name())+"-")
+	if err != nil {
+		t.Fatalf("slurmtest: %v", err)
+	}
+	if err := os.Chown(host, c.TestUID, c.TestGID); err != nil {
+		t.Fatalf("slurmtest: %v", err)
+	}
+	if err := os.Chmod(host, 0o700); err != nil {
+		t.Fatalf("slurmtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if os.Getenv("FLARE_SLURM_KEEP") == "" {
+			os.RemoveAll(host)
+		}
+	})
+	p, err := c.RootPath(host)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return p
+}
+
+// Mkdir creates rootPath (and missing parents) inside the root, owned by the
+// test account with the given mode.
+func (c *Cluster) Mkdir(t testing.TB, rootPath string, mode os.FileMode) {
+	t.Helper()
+	var missing []string
+	for p := c.HostPath(rootPath); ; p = filepath.Dir(p) {
+		if _, err := os.Lstat(p); err == nil {
+			break
+		}
+		missing = append(missing, p)
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		p := missing[i]
+		if err := os.Mkdir(p, mode); err != nil {
+			t.Fatalf("slurmtest: %v", err)
+		}
+		if err := os.Chown(p, c.TestUID, c.TestGID); err != nil {
+			t.Fatalf("slurmtest: %v", err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatalf("slurmtest: %v", err)
+		}
+	}
+}
+
+// WriteFile writes data to rootPath inside the root, owned by the test account.
+func (c *Cluster) WriteFile(t testing.TB, rootPath string, data []byte, mode os.FileMode) {
+	t.Helper()
+	c.install(t, rootPath, bytes.NewReader(data), mode)
+}
+
+// CopyIn copies the host file hostSrc to rootDst inside the root, owned by the
+// test account, keeping the source's permission bits. Parent directories must
+// exist (see Mkdir, TempDir). Use it for statically built binaries
+// (CGO_ENABLED=0), e.g. the CLI or a test helper; see also InstallGoBinary.
+func (c *Cluster) CopyIn(t testing.TB, hostSrc, rootDst string) {
+	t.Helper()
+	f, err := os.Open(hostSrc)
+	if err != nil {
+		t.Fatalf("slurmtest: %v", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatalf("slurmtest: %v", err)
+	}
+	c.install(t, rootDst, f, fi.Mode().Perm())
+}
+
+func (c *Cluster) install(t testing.TB, rootDst string, r io.Reader, mode os.FileMode) {
+	t.Helper()
+	dst := c.HostPath(rootDst)
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".slurmtest-*")
+	if err != nil {
+		t.Fatalf("slurmtest: %v", err)
+	}
+	_, err = io.Copy(tmp, r)
+	if err == nil {
+		err = tmp.Chown(c.TestUID, c.TestGID)
+	}
+	if err == nil {
+		err = tmp.Chmod(mode)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), dst)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		t.Fatalf("slurmtest: writing %s: %v", rootDst, err)
+	}
+}
+
+// InstallGoBinary builds the Go package pkg (an import path or a ./relative
+// path as `go build` takes it, resolved from the test's working directory)
+// with CGO_ENABLED=0, copies it into a fresh private directory inside the root
+// and returns its path inside the root.
+func (c *Cluster) InstallGoBinary(t testing.TB, pkg string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "bin")
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("slurmtest: go build %s: %v\n%s", pkg, err, b)
+	}
+	dir := c.TempDir(t)
+	dst := filepath.Join(dir, filepath.Base(strings.TrimSuffix(pkg, "/...")))
+	c.CopyIn(t, out, dst)
+	return dst
+}
+
+// StopCtld stops slurmctld (the scheduler stops answering). Exclusive tests only.
+func (c *Cluster) StopCtld(t testing.TB) { c.fault(t, "stop-ctld") }
+
+// StartCtld starts slurmctld again and waits until the node is back.
+func (c *Cluster) StartCtld(t testing.TB) { c.fault(t, "start-ctld") }
+
+// StopDbd stops slurmdbd (sacct stops answering). Exclusive tests only.
+func (c *Cluster) StopDbd(t testing.TB) { c.fault(t, "stop-dbd") }
+
+// StartDbd starts slurmdbd again and waits until sacct answers.
+func (c *Cluster) StartDbd(t testing.TB) { c.fault(t, "start-dbd") }
+
+func (c *Cluster) fault(t testing.TB, what string) {
+	t.Helper()
+	if !c.exclusive {
+		t.Fatalf("slurmtest: %s needs a cluster from RequireExclusive: other tests share this one", what)
+	}
+	start := time.Now()
+	if err := runScript(c.script, upTimeout, what); err != nil {
+		t.Fatalf("slurmtest: %v", err)
+	}
+	t.Logf("slurmtest: cluster.sh %s took %v", what, time.Since(start).Round(time.Millisecond))
+}
+
+func sanitize(name string) string {
+	b := []byte(name)
+	for i, ch := range b {
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '-' || ch == '_') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 40 {
+		b = b[:40]
+	}
+	return string(b)
+}
