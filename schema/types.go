@@ -64,6 +64,10 @@ type SlurmConfig struct {
 	File        string // the path it was read from
 	JobLauncher JobLauncher
 	Parent      *Parent // nil when absent
+
+	// parentLine and parentColumn locate the parent key, for problems
+	// found later (CheckConfigForKit).
+	parentLine, parentColumn int
 }
 
 // StudyRuntime is a validated local/study_runtime.yaml (format 2).

@@ -47,9 +47,17 @@ func jsonRequested(cmd *cobra.Command) bool {
 	return f != nil && f.Value.String() == "true"
 }
 
+// envelope is the shape of every --json answer; fields are in the order
+// pipelines read them.
+type envelope struct {
+	Status string    `json:"status"`
+	Data   any       `json:"data,omitempty"`
+	Error  *cliError `json:"error,omitempty"`
+}
+
 // printOK writes {"status":"ok","data":data} to stdout.
 func (a *app) printOK(data any) error {
-	return a.writeJSON(map[string]any{"status": "ok", "data": data})
+	return a.writeJSON(envelope{Status: "ok", Data: data})
 }
 
 func (a *app) writeJSON(v any) error {
@@ -67,7 +75,7 @@ func (a *app) reportError(cmd *cobra.Command, e *cliError) {
 		if e.Problems == nil {
 			e.Problems = schema.Problems{}
 		}
-		_ = a.writeJSON(map[string]any{"status": "error", "error": e})
+		_ = a.writeJSON(envelope{Status: "error", Error: e})
 		return
 	}
 	for _, p := range e.Problems {

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flare-slurm/flare-slurm/generator/compile"
+	"github.com/flare-slurm/flare-slurm/schema"
+)
+
+// renderResult is what render reports (the data of its --json output).
+type renderResult struct {
+	JobID      string   `json:"job_id"`
+	JobName    string   `json:"job_name"`
+	JobDir     string   `json:"job_dir"`
+	Sandbox    string   `json:"sandbox"`
+	Output     string   `json:"output"`
+	Files      []string `json:"files"`
+	SecretEnv  string   `json:"secret_env"` // "redacted" or "revealed"
+	SbatchArgv []string `json:"sbatch_argv"`
+}
+
+func init() {
+	commands = append(commands, func(a *app) *cobra.Command {
+		var workspace, request, output string
+		var asJSON, reveal bool
+		cmd := &cobra.Command{
+			Use:   "render --workspace W --request FILE|- --output DIR",
+			Short: "Compile one launch request into reviewable files; submit nothing",
+			Long: "render compiles one launch request against a prepared workspace exactly as a launch would\n" +
+				"and writes batch.sh, secret.env (values redacted unless --reveal-secrets), sbatch.argv.json\n" +
+				"and plan.json into DIR. It submits nothing and writes nothing into the workspace.\n" +
+				"Secret values are read from this process's environment (study secret_env sources) and\n" +
+				"from the request (credentials); read the request from - to keep credentials off disk.",
+			Args: cobra.NoArgs,
+			RunE: func(*cobra.Command, []string) error {
+				return a.render(workspace, request, output, asJSON, reveal)
+			},
+		}
+		f := cmd.Flags()
+		f.StringVar(&workspace, "workspace", "", "prepared workspace (the --output of prepare)")
+		f.StringVar(&request, "request", "", "launch request JSON file, or - for standard input")
+		f.StringVar(&output, "output", "", "directory to write the review files into (created if missing)")
+		f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+		f.BoolVar(&reveal, "reveal-secrets", false, "write real secret values into secret.env")
+		for _, name := range []string{"workspace", "request", "output"} {
+			_ = cmd.MarkFlagRequired(name)
+		}
+		return cmd
+	})
+}
+
+func (a *app) render(workspace, request, output string, asJSON, reveal bool) error {
+	var data []byte
+	var err error
+	if request == "-" {
+		data, err = io.ReadAll(a.stdin)
+	} else {
+		data, err = os.ReadFile(request)
+	}
+	if err != nil {
+		return failure("invalid_request", fmt.Sprintf("cannot read the launch request %s: %v", request, err), "pass a JSON file, or - for standard input", nil)
+	}
+	ws, err := compile.LoadWorkspace(workspace)
+	if err != nil {
+		return compileFailure("invalid_workspace", "the workspace "+workspace+" cannot be used", "prepare it with 'flare-slurm prepare' and pass its --output", err)
+	}
+	req, err := compile.ParseRequest(request, data)
+	if err != nil {
+		return compileFailure("invalid_request", "the launch request "+request+" is invalid", "see contract §12 for the request format", err)
+	}
+	env := compile.Environ(os.LookupEnv)
+	plan, err := compile.Resolve(ws, req, env)
+	if err != nil {
+		return compileFailure("launch_refused", "job "+req.JobID+" cannot be launched as requested", "fix the fields named above; nothing was written", err)
+	}
+	compileFn := plan.CompileRedacted
+	if reveal {
+		compileFn = plan.Compile
+	}
+	art, err := compileFn(env)
+	if err != nil {
+		return compileFailure("launch_refused", "job "+req.JobID+" cannot be compiled", "fix the fields named above; nothing was written", err)
+	}
+	files, err := plan.ReviewFiles(art)
+	if err != nil {
+		return failure("internal", err.Error(), "", nil)
+	}
+	if err := compile.WriteReview(output, files); err != nil {
+		return failure("write_failed", err.Error(), "choose a new or empty --output directory", nil)
+	}
+	res := renderResult{JobID: req.JobID, JobName: art.JobName, JobDir: art.JobDir, Sandbox: plan.Sandbox(),
+		Output: output, SecretEnv: "redacted", SbatchArgv: art.Argv}
+	if reveal {
+		res.SecretEnv = "revealed"
+	}
+	for _, f := range files {
+		res.Files = append(res.Files, filepath.Join(output, f.Name))
+	}
+	if asJSON {
+		return a.printOK(res)
+	}
+	fmt.Fprintf(a.stdout, "rendered job %s (sandbox %s, Slurm job name %s) into %s:\n", res.JobID, res.Sandbox, res.JobName, output)
+	for _, f := range res.Files {
+		fmt.Fprintf(a.stdout, "  %s\n", f)
+	}
+	fmt.Fprintf(a.stdout, "secret.env values are %s; nothing was submitted\n", res.SecretEnv)
+	return nil
+}
+
+// compileFailure turns a compile error into a CLI failure, listing its
+// problems when it carries them.
+func compileFailure(code, message, hint string, err error) error {
+	var ps schema.Problems
+	if errors.As(err, &ps) {
+		return failure(code, message, hint, ps)
+	}
+	return failure(code, message+": "+err.Error(), hint, nil)
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flare-slurm/flare-slurm/schema"
+)
+
+func init() {
+	commands = append(commands, func(a *app) *cobra.Command {
+		return &cobra.Command{
+			Use:   "schema [NAME]",
+			Short: "List the JSON Schemas of the inputs, or print one",
+			Long: `Without NAME, list the embedded JSON Schemas (2020-12) with their titles.
+With NAME, print that schema, e.g. for yaml-language-server:
+
+  flare-slurm schema slurm-config > slurm-config.schema.json
+  # then, first line of slurm.yaml:
+  # yaml-language-server: $schema=./slurm-config.schema.json`,
+			Args: cobra.MaximumNArgs(1),
+			RunE: func(_ *cobra.Command, args []string) error {
+				if len(args) == 0 {
+					for _, name := range schema.Names() {
+						fmt.Fprintf(a.stdout, "%-14s %s\n", name, schema.Title(name))
+					}
+					return nil
+				}
+				src, ok := schema.Source(args[0])
+				if !ok {
+					return usageErrorf("unknown schema %q (one of %s)", args[0], strings.Join(schema.Names(), ", "))
+				}
+				_, err := a.stdout.Write(src)
+				return err
+			},
+		}
+	})
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flare-slurm/flare-slurm/schema"
+)
+
+// validatedFile is one entry of `validate --json` output.
+type validatedFile struct {
+	Path  string `json:"path"`
+	Kind  string `json:"kind"`
+	Valid bool   `json:"valid"`
+}
+
+func init() {
+	commands = append(commands, func(a *app) *cobra.Command {
+		var kind, site string
+		var asJSON bool
+		cmd := &cobra.Command{
+			Use:   "validate [--kind slurm-config|study-runtime|job-meta|kit] [--site NAME] [--json] PATH...",
+			Short: "Check config files and startup kits, reporting every problem",
+			Long: `Check slurm.yaml, local/study_runtime.yaml, a job's meta.json or a startup kit
+directory and report every problem as file:line:column: field: message (hint).
+
+Without --kind the kind is detected: a directory is a kit; otherwise the file
+name or its top-level keys decide. --site selects the site whose reading of a
+job meta is checked; without it every site the meta names (and default) is.
+Exit status: 0 valid, 1 invalid, 2 usage error.`,
+			RunE: func(cmd *cobra.Command, paths []string) error {
+				if len(paths) == 0 {
+					return usageErrorf("validate needs at least one PATH")
+				}
+				if kind != "" && !slices.Contains(schema.Kinds(), kind) {
+					return usageErrorf("unknown --kind %q (one of %s)", kind, strings.Join(schema.Kinds(), ", "))
+				}
+				var files []validatedFile
+				var all schema.Problems
+				bad := map[string]bool{}
+				for _, p := range paths {
+					k := kind
+					if k == "" {
+						detected, probs := schema.DetectKind(p)
+						if probs != nil {
+							all = append(all, probs...)
+							bad[p] = true
+							continue
+						}
+						if detected == "" {
+							return usageErrorf("cannot tell what kind of file %s is; pass --kind (one of %s)", p, strings.Join(schema.Kinds(), ", "))
+						}
+						k = detected
+					}
+					probs := schema.Validate(k, p, site)
+					for _, pr := range probs {
+						bad[pr.File] = true
+					}
+					all = append(all, probs...)
+					files = append(files, validatedFile{Path: p, Kind: k, Valid: probs == nil})
+				}
+				if len(all) > 0 {
+					all.Sort()
+					return failure("invalid_input",
+						fmt.Sprintf("%s in %s", plural(len(all), "problem"), plural(len(bad), "file")),
+						"run 'flare-slurm schema NAME' to see every key a file may hold", all)
+				}
+				if asJSON {
+					return a.printOK(map[string]any{"files": files})
+				}
+				for _, f := range files {
+					fmt.Fprintf(a.stdout, "%s: ok (%s)\n", f.Path, f.Kind)
+				}
+				return nil
+			},
+		}
+		cmd.Flags().StringVar(&kind, "kind", "", "kind of every PATH: "+strings.Join(schema.Kinds(), ", ")+" (default: detected)")
+		cmd.Flags().StringVar(&site, "site", "", "site whose reading of a job meta is checked (default: every site it names)")
+		cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON on stdout")
+		return cmd
+	})
+}
+
+// plural renders "1 problem" or "3 problems".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

@@ -1,0 +1,154 @@
+package compile
+
+import (
+	"encoding/json"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// expectedArgv is what the stub standing in for the first command of
+// batch.sh must receive for a plan, per contract §8, built from the plan's
+// effective values.
+func expectedArgv(v PlanView, forwardSet []string) []string {
+	image := ""
+	if v.Image != nil {
+		image = *v.Image
+	}
+	switch v.Sandbox {
+	case "apptainer":
+		argv := []string{v.Tools.Apptainer, "exec", "--userns", "--containall", "--no-eval", "--no-privs", "--no-mount", "bind-paths,hostfs"}
+		for _, m := range v.Mounts {
+			argv = append(argv, "--bind", m.Source+":"+m.Destination+":"+m.Mode)
+		}
+		argv = append(argv, "--pwd", v.RunDir)
+		if v.Resources.GPUsPerNode != nil {
+			argv = append(argv, "--nv")
+		}
+		return append(append(argv, image), v.WorkerArgv...)
+	case "pyxis":
+		names := []string{"NVFLARE_SLURM_CHILD_PROCESS", "PYTHONPATH"}
+		for _, e := range v.Env {
+			names = append(names, e.Name)
+		}
+		for _, s := range v.SecretEnv {
+			names = append(names, s.Name)
+		}
+		sortStrings(names)
+		list := strings.Join(append(names, forwardSet...), ",")
+		var mounts []string
+		for _, m := range v.Mounts {
+			s := m.Source + ":" + m.Destination
+			if m.Mode == "ro" {
+				s += ":ro"
+			}
+			mounts = append(mounts, s)
+		}
+		argv := []string{v.Tools.Srun, "--ntasks=1", "--export=" + list, "--container-image=" + image, "--container-readonly",
+			"--no-container-mount-home", "--no-container-entrypoint", "--container-workdir=" + v.RunDir,
+			"--container-mounts=" + strings.Join(mounts, ","), "--container-env=" + list}
+		return append(argv, v.WorkerArgv...)
+	}
+	return v.WorkerArgv
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// TestGoldenVariantsBehaveUnderBash runs every golden variant's batch.sh
+// under bash, with a stub in place of python, apptainer and srun (and a
+// harmless setup), and checks the command, environment and secret file
+// against contract §8.
+func TestGoldenVariantsBehaveUnderBash(t *testing.T) {
+	stub := buildStub(t)
+	for _, variant := range variants {
+		t.Run(variant.name, func(t *testing.T) {
+			f := newFixture(t, variant.sandbox, variant.role)
+			if variant.adjust != nil {
+				variant.adjust(f)
+			}
+			f.Args["python_path"] = stub
+			f.Study = strings.ReplaceAll(f.Study, "/opt/genomics/bin/python", stub)
+			f.Args["executables"].(map[string]any)["apptainer"] = stub
+			f.Args["executables"].(map[string]any)["srun"] = stub
+			if f.Args["setup"] != "" {
+				f.Args["setup"] = "export SETUP_MARK=ran\n"
+			}
+			p, err := f.Resolve()
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := p.View()
+			// Forward one variable that is set and leave the others unset.
+			var env []string
+			var forwardSet []string
+			if len(v.ForwardEnv) > 0 {
+				env = append(env, v.ForwardEnv[0]+"=forwarded value")
+				forwardSet = v.ForwardEnv[:1]
+			}
+			code, stderr, out := runBatch(t, f, append(env, "SLURM_RESTART_COUNT=0"), nil)
+			if code != 0 {
+				t.Fatalf("batch.sh exited %d: %s", code, stderr)
+			}
+			data, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rec stubRecord
+			if err := json.Unmarshal(data, &rec); err != nil {
+				t.Fatal(err)
+			}
+			if want := expectedArgv(v, forwardSet); !reflect.DeepEqual(rec.Argv, want) {
+				t.Errorf("command differs:\n got %q\nwant %q", rec.Argv, want)
+			}
+			prefix := ""
+			if v.Sandbox == "apptainer" {
+				prefix = "APPTAINERENV_"
+			}
+			want := map[string]string{"PYTHONPATH": v.PythonEnv, "NVFLARE_SLURM_CHILD_PROCESS": "1"}
+			for _, e := range v.Env {
+				want[e.Name] = e.Value
+			}
+			for _, s := range v.SecretEnv {
+				if src, ok := strings.CutPrefix(s.Source, "env:"); ok {
+					want[s.Name] = f.Env[src]
+				}
+			}
+			for _, name := range forwardSet {
+				want[name] = "forwarded value"
+			}
+			for name, val := range want {
+				if got, ok := rec.Env[prefix+name]; !ok || got != val {
+					t.Errorf("worker env %s%s = %q (set %v), want %q", prefix, name, got, ok, val)
+				}
+			}
+			for _, name := range v.ForwardEnv[min(1, len(v.ForwardEnv)):] {
+				if _, ok := rec.Env[prefix+name]; ok {
+					t.Errorf("unset forward_env %s reached the worker", name)
+				}
+			}
+			for _, s := range v.SecretEnv {
+				if _, ok := rec.Env[prefix+s.Name]; !ok {
+					t.Errorf("secret %s did not reach the worker", s.Name)
+				}
+			}
+			if v.Setup != "" && rec.Env["SETUP_MARK"] != "ran" {
+				t.Error("setup did not run")
+			}
+			if rec.SecretExists {
+				t.Error("secret.env existed when the worker started")
+			}
+			for _, helper := range []string{"NVFL_APPTAINER", "NVFL_SRUN", "_nvfl_secret", "_nvfl_command"} {
+				if _, ok := rec.Env[helper]; ok {
+					t.Errorf("helper variable %s was exported to the worker", helper)
+				}
+			}
+		})
+	}
+}

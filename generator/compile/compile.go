@@ -1,0 +1,230 @@
+package compile
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/flare-slurm/flare-slurm/schema"
+	"github.com/flare-slurm/flare-slurm/templates"
+)
+
+// Artifacts are the rendered, not yet written, files and commands of one
+// job (contract §8).
+type Artifacts struct {
+	JobID       string
+	JobDir      string // <workspace>/.nvflare_slurm/jobs/<JobKey(job id)>
+	JobName     string
+	Comment     string
+	BatchScript []byte // batch.sh, mode 0700; holds no secret value
+	SecretEnv   []byte // secret.env, mode 0600; the only place secret values go
+	// SandboxRoot says whether the job dir gets an empty sandbox_root/
+	// (container sandboxes bind it over the workspace).
+	SandboxRoot bool
+	// Argv is the sbatch command; Argv[0] is the literal "sbatch", which the
+	// runtime replaces with the resolved sbatch path.
+	Argv []string
+	// SchedulerEnv is the environment sbatch runs with: this process's
+	// environment (os.Environ) scrubbed by Plan.SchedulerEnv. A caller with
+	// another base environment calls Plan.SchedulerEnv itself.
+	SchedulerEnv []string
+}
+
+// SystemPath is the PATH the apptainer backend resets to before setup.
+const SystemPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// gpuEnv are the device-selection variables mirrored into apptainer.
+var gpuEnv = []string{"CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES"}
+
+// batchData is what templates/batch.sh.tmpl renders.
+type batchData struct {
+	PlanView
+	SecretPath     string
+	SystemPath     string
+	Image          string
+	GPU            bool
+	ContainerNames []string // study env and secret names, sorted
+	PyxisNames     []string // PYTHONPATH, child marker, env and secret names, sorted
+	PyxisMounts    string
+	GPUEnv         []string
+}
+
+type secretLine struct{ Name, Value string }
+
+// Redacted replaces every secret value in a rendered secret.env for review.
+const Redacted = "<redacted>"
+
+// Compile renders the artifacts of the plan. Secret values are read here,
+// from env (study secret_env sources) and from the request's credentials,
+// and go into SecretEnv only.
+func (p *Plan) Compile(env Environ) (*Artifacts, error) {
+	secrets, err := p.secretValues(env)
+	if err != nil {
+		return nil, err
+	}
+	return p.compile(secrets)
+}
+
+// CompileRedacted renders the artifacts with every secret value replaced by
+// Redacted; it still requires every secret source to be set, exactly as a
+// launch would.
+func (p *Plan) CompileRedacted(env Environ) (*Artifacts, error) {
+	secrets, err := p.secretValues(env)
+	if err != nil {
+		return nil, err
+	}
+	for i := range secrets {
+		secrets[i].Value = Redacted
+	}
+	return p.compile(secrets)
+}
+
+func (p *Plan) secretValues(env Environ) ([]secretLine, error) {
+	if env == nil {
+		env = func(string) (string, bool) { return "", false }
+	}
+	var out []secretLine
+	var ps schema.Problems
+	for _, s := range p.studySecrets {
+		value, ok := env(s.Source)
+		if !ok {
+			ps = append(ps, schema.Problem{File: p.secretEnvFile, Path: "studies." + p.view.Study + ".secret_env." + s.Name + ".source",
+				Message: fmt.Sprintf("parent environment variable %s is not set", s.Source), Hint: "export it in the parent's environment before it starts"})
+			continue
+		}
+		out = append(out, secretLine{Name: s.Name, Value: value})
+	}
+	if ps != nil {
+		return nil, ps
+	}
+	for _, c := range p.credentials {
+		out = append(out, secretLine{Name: c.name, Value: c.value})
+	}
+	slices.SortFunc(out, func(a, b secretLine) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func (p *Plan) compile(secrets []secretLine) (*Artifacts, error) {
+	v := p.view
+	d := batchData{
+		PlanView:   v,
+		SecretPath: filepath.Join(v.JobDir, secretFile),
+		SystemPath: SystemPath,
+		GPUEnv:     gpuEnv,
+	}
+	if v.Image != nil {
+		d.Image = *v.Image
+	}
+	d.GPU = v.Resources.GPUsPerNode != nil && *v.Resources.GPUsPerNode > 0
+	for _, e := range v.Env {
+		d.ContainerNames = append(d.ContainerNames, e.Name)
+	}
+	for _, s := range v.SecretEnv {
+		d.ContainerNames = append(d.ContainerNames, s.Name)
+	}
+	slices.Sort(d.ContainerNames)
+	d.PyxisNames = append([]string{childProcessEnv, "PYTHONPATH"}, d.ContainerNames...)
+	slices.Sort(d.PyxisNames)
+	mounts := make([]string, len(v.Mounts))
+	for i, m := range v.Mounts {
+		if m.Mode == "rw" {
+			mounts[i] = m.Source + ":" + m.Destination
+		} else {
+			mounts[i] = m.Source + ":" + m.Destination + ":" + m.Mode
+		}
+	}
+	d.PyxisMounts = strings.Join(mounts, ",")
+	// The template ends the setup text with exactly one newline.
+	d.Setup = strings.TrimSuffix(v.Setup, "\n")
+
+	script, err := templates.Render("batch.sh.tmpl", d)
+	if err != nil {
+		return nil, err
+	}
+	secretEnv, err := templates.Render("secret.env.tmpl", struct{ Secrets []secretLine }{secrets})
+	if err != nil {
+		return nil, err
+	}
+	return &Artifacts{
+		JobID:        v.JobID,
+		JobDir:       v.JobDir,
+		JobName:      v.JobName,
+		Comment:      v.Comment,
+		BatchScript:  script,
+		SecretEnv:    secretEnv,
+		SandboxRoot:  v.Sandbox != "none",
+		Argv:         p.SbatchArgv(),
+		SchedulerEnv: p.SchedulerEnv(os.Environ()),
+	}, nil
+}
+
+// SbatchArgv is the sbatch command of contract §8, argv[0] "sbatch".
+func (p *Plan) SbatchArgv() []string {
+	v := p.view
+	res := v.Resources
+	n := strconv.Itoa(res.Nodes)
+	argv := []string{"sbatch", "--parsable", "--no-requeue", "--export=NIL", "--chdir=" + v.RunDir,
+		"--nodes=" + n, "--ntasks=" + n, "--ntasks-per-node=1"}
+	if res.GPUsPerNode != nil && *res.GPUsPerNode > 0 {
+		argv = append(argv, "--gres=gpu:"+strconv.Itoa(*res.GPUsPerNode))
+	}
+	if res.CPUsPerNode != nil {
+		argv = append(argv, "--cpus-per-task="+strconv.Itoa(*res.CPUsPerNode))
+	}
+	if res.MemPerNodeMiB != nil {
+		argv = append(argv, "--mem="+strconv.Itoa(*res.MemPerNodeMiB)+"M")
+	}
+	for _, d := range v.Directives {
+		argv = append(argv, "--"+d.Key+"="+d.Value)
+	}
+	return append(argv, "--job-name="+v.JobName, "--comment="+v.Comment,
+		"--output="+filepath.Join(v.RunDir, "slurm-%j.out"), filepath.Join(v.JobDir, batchFile))
+}
+
+// droppedSchedulerEnv are the exact names ScrubSchedulerEnv removes.
+var droppedSchedulerEnv = []string{"SLURM_CLUSTERS", "SLURM_EXPORT_ENV", "SLURM_HINT",
+	"SLURM_MEM_PER_CPU", "SLURM_MEM_PER_GPU", "SLURM_MEM_PER_NODE", "LC_ALL"}
+
+var droppedSchedulerPrefixes = []string{"SBATCH_", "SQUEUE_", "SACCT_", "SCANCEL_"}
+
+// ScrubSchedulerEnv returns base ("NAME=value" entries) without the
+// variables that would change what the Slurm commands do (contract §8),
+// keeping the order of the rest, and with LC_ALL=C appended.
+func ScrubSchedulerEnv(base []string) []string {
+	return scrub(base, nil)
+}
+
+// SchedulerEnv is ScrubSchedulerEnv that also drops the parent variables
+// the plan's secrets come from and the bootstrap credential names, so no
+// secret value reaches the scheduler's environment.
+func (p *Plan) SchedulerEnv(base []string) []string {
+	drop := []string{}
+	for _, s := range p.studySecrets {
+		drop = append(drop, s.Source, s.Name)
+	}
+	for _, c := range credentialArgs {
+		drop = append(drop, c.Env)
+	}
+	return scrub(base, drop)
+}
+
+func scrub(base, extra []string) []string {
+	out := make([]string, 0, len(base)+1)
+	for _, kv := range base {
+		name, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(droppedSchedulerEnv, name) || slices.Contains(extra, name) {
+			continue
+		}
+		prefixed := false
+		for _, pre := range droppedSchedulerPrefixes {
+			prefixed = prefixed || strings.HasPrefix(name, pre)
+		}
+		if !prefixed {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "LC_ALL=C")
+}

@@ -1,0 +1,249 @@
+package compile
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flare-slurm/flare-slurm/schema"
+)
+
+// TestResolveRejects: every rule of contract §5–§8 and §12 fails with an
+// error naming the field, and nothing is written.
+func TestResolveRejects(t *testing.T) {
+	study := func(body string) string { return "format_version: 2\nstudies:\n  s1:\n" + body }
+	cases := []struct {
+		name    string
+		sandbox string
+		adjust  func(f *fixture)
+		want    []string // substrings of the error
+	}{
+		{"invalid job id", "none", func(f *fixture) { f.Request["job_id"] = "-bad id" }, []string{"job_id", "not a valid job ID"}},
+		{"job id with slash", "none", func(f *fixture) { f.Request["job_id"] = "a/b" }, []string{"job_id", "not a valid job ID"}},
+		{"run dir missing", "none", func(f *fixture) { f.noRunDir = true }, []string{"job_id", "does not exist"}},
+		{"run dir symlink", "none", func(f *fixture) {
+			f.noRunDir = true
+			target := f.Dir("elsewhere/run")
+			f.after = func() { os.Symlink(target, filepath.Join(f.Root, f.JobID)) }
+		}, []string{"job_id", "is a symlink"}},
+		{"run dir a file", "none", func(f *fixture) {
+			f.noRunDir = true
+			f.after = func() { os.WriteFile(filepath.Join(f.Root, f.JobID), nil, 0o600) }
+		}, []string{"job_id", "is not a directory"}},
+		{"unknown job key", "none", func(f *fixture) {
+			f.setMeta(map[string]any{"launcher_spec": map[string]any{"site-1": map[string]any{"slurm": map[string]any{"gpus": 1}}}})
+		}, []string{"launcher_spec.site-1.slurm", "gpus"}},
+		{"pending timeout above site", "none", func(f *fixture) {
+			f.setMeta(map[string]any{"launcher_spec": map[string]any{"site-1": map[string]any{"slurm": map[string]any{"pending_timeout": 900}}}})
+		}, []string{"pending_timeout", "at most 600"}},
+		{"job image on sandbox none", "none", func(f *fixture) {
+			f.setMeta(map[string]any{"launcher_spec": map[string]any{"site-1": map[string]any{"slurm": map[string]any{"image": "/images/x.sif"}}}})
+		}, []string{"slurm.image", "sandbox is none"}},
+		{"study image on sandbox none", "none", func(f *fixture) {
+			f.Study = study("    container:\n      image: /images/x.sif\n")
+			f.setMeta(map[string]any{"study": "s1"})
+		}, []string{"s1", "container"}},
+		{"multi-node with container", "apptainer", func(f *fixture) {
+			f.setMeta(map[string]any{"launcher_spec": map[string]any{"site-1": map[string]any{"slurm": map[string]any{"nodes": 2}}}})
+		}, []string{"slurm.nodes", "multi-node", "sandbox none"}},
+		{"multi-node with image", "none", func(f *fixture) {
+			f.setMeta(map[string]any{"launcher_spec": map[string]any{"site-1": map[string]any{"slurm": map[string]any{"nodes": 2, "image": "/images/x.sif"}}}})
+		}, []string{"slurm.image", "multi-node job must not name an image"}},
+		{"gpu arithmetic", "none", func(f *fixture) {
+			f.setMeta(map[string]any{"resource_spec": map[string]any{"site-1": map[string]any{"num_of_gpus": 3}},
+				"launcher_spec": map[string]any{"site-1": map[string]any{"slurm": map[string]any{"nodes": 2, "gpus_per_node": 2}}}})
+		}, []string{"num_of_gpus", "nodes * gpus_per_node"}},
+		{"multi-node gpus without gpus_per_node", "none", func(f *fixture) {
+			f.setMeta(map[string]any{"resource_spec": map[string]any{"site-1": map[string]any{"num_of_gpus": 4}},
+				"launcher_spec": map[string]any{"site-1": map[string]any{"slurm": map[string]any{"nodes": 2}}}})
+		}, []string{"gpus_per_node"}},
+		{"mount destination under /proc", "apptainer", func(f *fixture) {
+			f.Study = study("    secret_mounts:\n      k:\n        source: /etc/ssl\n        mount_path: /proc/keys\n")
+			f.setMeta(map[string]any{"study": "s1"})
+		}, []string{"secret_mounts.k", "/proc"}},
+		{"mount destination over the workspace", "apptainer", func(f *fixture) {
+			f.Study = study("    secret_mounts:\n      k:\n        source: /etc/ssl\n        mount_path: " + f.Root + "/local/keys\n")
+			f.setMeta(map[string]any{"study": "s1"})
+		}, []string{"secret_mounts.k", "overlaps the launcher-owned path"}},
+		{"mount destination over resolv.conf", "apptainer", func(f *fixture) {
+			f.Study = study("    secret_mounts:\n      k:\n        source: /etc/ssl\n        mount_path: /etc/resolv.conf\n")
+			f.setMeta(map[string]any{"study": "s1"})
+		}, []string{"secret_mounts.k", "overlaps the launcher-owned path /etc/resolv.conf"}},
+		{"mounts overlapping each other", "apptainer", func(f *fixture) {
+			f.Study = study("    secret_mounts:\n      k:\n        source: /etc/ssl\n        mount_path: /data/s1/d\n    datasets:\n      d:\n        source: /srv/d\n        mode: ro\n")
+			f.setMeta(map[string]any{"study": "s1"})
+		}, []string{"secret_mounts.k", "overlaps"}},
+		{"mount source inside the workspace", "apptainer", func(f *fixture) {
+			f.Study = study("    datasets:\n      d:\n        source: " + f.Root + "/data\n        mode: ro\n")
+			f.setMeta(map[string]any{"study": "s1"})
+		}, []string{"datasets.d", "outside the workspace"}},
+		{"mount source through a symlink into the workspace", "apptainer", func(f *fixture) {
+			link := filepath.Join(f.Base, "link-to-ws")
+			f.after = func() { os.Symlink(f.Root, link) }
+			f.Study = study("    datasets:\n      d:\n        source: " + link + "/local\n        mode: ro\n")
+			f.setMeta(map[string]any{"study": "s1"})
+		}, []string{"datasets.d", "outside the workspace"}},
+		{"colon in a mount", "apptainer", func(f *fixture) {
+			f.Study = study("    datasets:\n      d:\n        source: /srv/a:b\n        mode: ro\n")
+			f.setMeta(map[string]any{"study": "s1"})
+		}, []string{"datasets.d"}},
+		{"comma in a mount destination", "apptainer", func(f *fixture) {
+			f.Study = study("    secret_mounts:\n      k:\n        source: /etc/ssl\n        mount_path: /run/a,b\n")
+			f.setMeta(map[string]any{"study": "s1"})
+		}, []string{"secret_mounts.k"}},
+		{"missing secret source", "none", func(f *fixture) {
+			f.Study = study("    secret_env:\n      DB_PASSWORD:\n        source: MISSING_SOURCE_VAR\n")
+			f.setMeta(map[string]any{"study": "s1"})
+		}, []string{"secret_env.DB_PASSWORD.source", "MISSING_SOURCE_VAR is not set"}},
+		{"env name also forwarded", "none", func(f *fixture) {
+			f.Args["forward_env"] = []any{"MODEL"}
+			f.Study = study("    env:\n      MODEL: x\n")
+			f.setMeta(map[string]any{"study": "s1"})
+		}, []string{"studies.s1.env.MODEL", "forward_env"}},
+		{"parent url wrong port", "none", func(f *fixture) {
+			f.args()["parent_url"] = []any{"-p", "tcp://localhost:9999"}
+		}, []string{"job_args.parent_url", "internal_port 8102"}},
+		{"parent url wrong scheme", "none", func(f *fixture) {
+			f.args()["parent_url"] = []any{"-p", "http://localhost:8102"}
+		}, []string{"job_args.parent_url", `scheme "http"`}},
+		{"parent url stcp on a clear link", "none", func(f *fixture) {
+			f.args()["parent_url"] = []any{"-p", "stcp://localhost:8102"}
+		}, []string{"job_args.parent_url", `scheme "stcp"`}},
+		{"parent_conn_sec mismatch", "none", func(f *fixture) {
+			f.args()["parent_conn_sec"] = []any{"--parent_conn_sec", "mtls"}
+		}, []string{"job_args.parent_conn_sec", "is mtls", "is clear"}},
+		{"parent_conn_sec unknown", "none", func(f *fixture) {
+			f.args()["parent_conn_sec"] = []any{"--parent_conn_sec", "tls"}
+		}, []string{"job_args.parent_conn_sec", "allowed: clear, mtls"}},
+		{"missing parent host outside an allocation", "none", func(f *fixture) {
+			delete(f.Args, "parent_host")
+		}, []string{"parent_host", "SLURM_JOB_ID is unset"}},
+		{"missing parent url", "none", func(f *fixture) { delete(f.args(), "parent_url") }, []string{"job_args.parent_url", "is required"}},
+		{"role mismatch", "none", func(f *fixture) {
+			f.Request["role"] = "server"
+			delete(f.args(), "startup_dir")
+			delete(f.args(), "client_name")
+			delete(f.args(), "target")
+			delete(f.args(), "scheme")
+		}, []string{"role", "client workspace"}},
+		{"site mismatch", "none", func(f *fixture) { f.Request["site"] = "site-2" }, []string{"site", `"site-1"`}},
+		{"unknown job arg", "none", func(f *fixture) { f.args()["app_root"] = []any{"-r", "/x"} }, []string{"job_args.app_root", "not a client job argument"}},
+		{"malformed job arg", "none", func(f *fixture) { f.args()["target"] = []any{"-g"} }, []string{"job_args.target", "[flag, value]"}},
+		{"options unclosed quote", "none", func(f *fixture) { f.args()["options"] = []any{"--set", "a='b"} }, []string{"job_args.options", "no closing quotation"}},
+		{"legacy study file", "none", func(f *fixture) {
+			f.File("lustre/site-1/local/study_data.yaml", "studies: {}\n")
+		}, []string{"study_data.yaml", "migrate"}},
+		{"image missing", "apptainer", func(f *fixture) { f.Args["image"] = filepath.Join(f.Base, "images/missing.sif") }, []string{"image", "not an existing regular file"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, c.sandbox, "client")
+			c.adjust(f)
+			_, err := f.Resolve()
+			if err == nil {
+				t.Fatalf("resolve succeeded, want an error mentioning %q", c.want)
+			}
+			var ps schema.Problems
+			if !errors.As(err, &ps) {
+				t.Errorf("error is %T, want schema.Problems: %v", err, err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not mention %q:\n%v", w, err)
+				}
+			}
+			if _, serr := os.Lstat(filepath.Join(f.Root, ".nvflare_slurm")); serr == nil {
+				t.Errorf("a failed resolve wrote %s", filepath.Join(f.Root, ".nvflare_slurm"))
+			}
+		})
+	}
+}
+
+// TestLoadWorkspaceRejects covers broken site settings.
+func TestLoadWorkspaceRejects(t *testing.T) {
+	cases := []struct {
+		name   string
+		adjust func(f *fixture)
+		want   []string
+	}{
+		{"unknown args key", func(f *fixture) { f.Args["internal_connection_security"] = "mtls" }, []string{"slurm_launcher.args", "internal_connection_security"}},
+		{"bad sandbox", func(f *fixture) { f.Args["sandbox"] = "docker" }, []string{"slurm_launcher.args.sandbox", "allowed: apptainer, pyxis, none"}},
+		{"relative python", func(f *fixture) { f.Args["python_path"] = "python3" }, []string{"python_path", "absolute"}},
+		{"bad port", func(f *fixture) { f.Args["internal_port"] = 70000.0 }, []string{"internal_port"}},
+		{"bad directive", func(f *fixture) {
+			f.Args["sbatch_directives"] = map[string]any{"partition": "a b", "nodelist": "n1"}
+		}, []string{"sbatch_directives.partition", "sbatch_directives.nodelist"}},
+		{"launcher-owned forward_env", func(f *fixture) { f.Args["forward_env"] = []any{"SLURM_JOB_ID"} }, []string{"forward_env[0]", "SLURM_JOB_ID"}},
+		{"workspace moved", func(f *fixture) { f.Args["workspace_path"] = "/elsewhere/site-1" }, []string{"workspace_path", "/elsewhere/site-1"}},
+		{"bad comm scheme", func(f *fixture) { f.Comm["internal"] = map[string]any{"scheme": "grpc"} }, []string{"internal.scheme", "allowed: tcp, shared-file"}},
+		{"shared-file without root", func(f *fixture) {
+			f.Comm["internal"] = map[string]any{"scheme": "shared-file", "resources": map[string]any{}}
+		}, []string{"internal.resources.root_dir"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, "none", "client")
+			c.adjust(f)
+			f.Write()
+			_, err := LoadWorkspace(f.Root)
+			if err == nil {
+				t.Fatalf("LoadWorkspace succeeded, want an error mentioning %q", c.want)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not mention %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestParseRequestRejects(t *testing.T) {
+	cases := map[string][]string{
+		`[]`:                          {"not a valid launch request"},
+		`{"job_id": "a"} {}`:          {"data after the JSON object"},
+		`{"job_id":"a","extra":1}`:    {"extra"},
+		`{"site":"s","role":"admin"}`: {"job_id: is required", `role: "admin" is not a role`, "job_args: is required"},
+		`{"job_id":"a","site":"s","role":"client","job_args":{"job_id":["-n","b"]}}`: {"job_args.job_id", `differs from job_id "a"`},
+	}
+	for in, wants := range cases {
+		_, err := ParseRequest("req.json", []byte(in))
+		if err == nil {
+			t.Errorf("ParseRequest(%s) succeeded", in)
+			continue
+		}
+		for _, w := range wants {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("ParseRequest(%s) error does not mention %q:\n%v", in, w, err)
+			}
+		}
+	}
+}
+
+// FuzzParseRequest: any input either fails with problems or yields a
+// request whose job ID and role are valid and whose job args are pairs.
+func FuzzParseRequest(f *testing.F) {
+	f.Add([]byte(`{"job_id":"j1","site":"s","role":"client","meta":{},"job_args":{"options":["--set","a=1"]}}`))
+	f.Add([]byte(`{"job_id":"../x","role":"server","job_args":{"auth_token":["-t",""]}}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req, err := ParseRequest("fuzz.json", data)
+		if err != nil {
+			var ps schema.Problems
+			if !errors.As(err, &ps) || len(ps) == 0 {
+				t.Fatalf("error is not schema.Problems: %v", err)
+			}
+			return
+		}
+		if !ValidJobID(req.JobID) || (req.Role != "client" && req.Role != "server") || req.Site == "" {
+			t.Fatalf("accepted an invalid request: %+v", req)
+		}
+		for name, pair := range req.JobArgs {
+			if len(pair) != 2 || pair[0] == "" {
+				t.Fatalf("job arg %s is not a pair: %q", name, pair)
+			}
+		}
+	})
+}

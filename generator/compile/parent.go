@@ -1,0 +1,114 @@
+package compile
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// parentURL checks and rewrites the worker's parent URL (contract §8) in
+// args and returns the directory to bind-mount for a shared-file link ("" for
+// TCP).
+func (r *resolver) parentURL(args map[string][]string, v *PlanView) string {
+	ws := r.ws
+	sec := "clear"
+	if pair, ok := args["parent_conn_sec"]; ok {
+		sec = pair[1]
+	}
+	if sec != "clear" && sec != "mtls" {
+		r.reqProblem("job_args.parent_conn_sec", fmt.Sprintf("%q is not a connection security", sec), "allowed: clear, mtls")
+		return ""
+	}
+	if sec != ws.ConnectionSecurity {
+		r.reqProblem("job_args.parent_conn_sec", fmt.Sprintf("is %s but the workspace's worker link (%s internal.resources.connection_security) is %s",
+			sec, ws.CommFile, ws.ConnectionSecurity), "the parent and the workspace disagree: prepare the workspace again or restart the parent")
+		return ""
+	}
+	pair, ok := args["parent_url"]
+	if !ok {
+		r.reqProblem("job_args.parent_url", "is required", "the parent passes its internal listener URL as [\"-p\", URL]")
+		return ""
+	}
+	raw := pair[1]
+	u, err := url.Parse(raw)
+	if err != nil {
+		r.reqProblem("job_args.parent_url", fmt.Sprintf("%q is not a URL: %v", raw, err), "")
+		return ""
+	}
+	if ws.InternalScheme == "shared-file" {
+		return r.sharedFileURL(u, raw, v)
+	}
+	want := "tcp"
+	if sec == "mtls" {
+		want = "stcp"
+	}
+	port, perr := strconv.Atoi(u.Port())
+	switch {
+	case u.Scheme != "tcp" && u.Scheme != want:
+		r.reqProblem("job_args.parent_url", fmt.Sprintf("%q uses scheme %q", raw, u.Scheme),
+			fmt.Sprintf("the worker link is %s: allowed schemes tcp or %s", ws.ConnectionSecurity, want))
+		return ""
+	case u.Hostname() == "" || u.Opaque != "":
+		r.reqProblem("job_args.parent_url", fmt.Sprintf("%q has no host", raw), "")
+		return ""
+	case perr != nil || port != ws.Launcher.InternalPort:
+		r.reqProblem("job_args.parent_url", fmt.Sprintf("%q does not use the workspace's internal_port %d", raw, ws.Launcher.InternalPort),
+			"the parent must listen on internal_port; prepare and the parent's comm_config.json disagree")
+		return ""
+	}
+	host := ws.Launcher.ParentHost
+	if host == "" {
+		if _, inAlloc := r.env("SLURM_JOB_ID"); inAlloc {
+			host, _ = r.env("SLURMD_NODENAME")
+			if host == "" {
+				r.wsProblem("parent_host", "is unset and SLURMD_NODENAME is empty in the parent's allocation", "set job_launcher.parent_host")
+				return ""
+			}
+		} else {
+			r.wsProblem("parent_host", "is required: the parent does not run inside a Slurm allocation (SLURM_JOB_ID is unset)",
+				"set job_launcher.parent_host to a host compute nodes can reach, and prepare again")
+			return ""
+		}
+	}
+	if strings.Contains(host, ":") && !(strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]")) {
+		host = "[" + host + "]"
+	}
+	// Keep everything after the authority byte for byte.
+	rest := raw[strings.Index(raw, "://")+3:]
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[i:]
+	} else {
+		rest = ""
+	}
+	rewritten := want + "://" + host + ":" + strconv.Itoa(ws.Launcher.InternalPort) + rest
+	args["parent_url"] = []string{pair[0], rewritten}
+	v.ParentURL = rewritten
+	return ""
+}
+
+// sharedFileURL accepts a shared-file listener URL unchanged and returns the
+// listener's parent directory, which containers bind-mount read-write.
+func (r *resolver) sharedFileURL(u *url.URL, raw string, v *PlanView) string {
+	listener := u.Path
+	root := r.ws.SharedFileRoot
+	switch {
+	case u.Scheme != "shared-file":
+		r.reqProblem("job_args.parent_url", fmt.Sprintf("%q uses scheme %q", raw, u.Scheme), "the workspace's worker link is shared-file: allowed scheme shared-file")
+		return ""
+	case u.Host != "" || !path.IsAbs(listener) || path.Clean(listener) != listener:
+		r.reqProblem("job_args.parent_url", fmt.Sprintf("%q does not name an absolute, normalised listener path", raw), "form: shared-file:///abs/path")
+		return ""
+	case listener != root && !strings.HasPrefix(listener, root+"/"):
+		r.reqProblem("job_args.parent_url", fmt.Sprintf("listener %s is outside the shared-file root_dir %s", listener, root), "")
+		return ""
+	}
+	v.ParentURL = raw
+	dir := path.Dir(listener)
+	if strings.ContainsAny(dir, ":,") {
+		r.reqProblem("job_args.parent_url", fmt.Sprintf("listener directory %s contains ':' or ','", dir), "container bind specifications cannot express it")
+		return ""
+	}
+	return dir
+}

@@ -1,0 +1,165 @@
+package compile
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+)
+
+// Plan is the resolved launch plan of one job: every effective value the
+// artifacts are rendered from. It is immutable: Resolve builds it, nothing
+// changes it afterwards, and its accessors return copies. It holds no
+// secret value except the bootstrap credentials of the request, which only
+// Compile reads (into secret.env) and which View and plan.json never show.
+type Plan struct {
+	view          PlanView
+	studySecrets  []SecretRef // study secret_env: worker name ← parent variable
+	credentials   []credential
+	secretEnvFile string // the study runtime file, for error messages
+}
+
+type credential struct{ name, value string }
+
+// PlanView is the reviewable form of a Plan, written as plan.json. Field
+// order is the JSON key order. It never holds a secret value.
+type PlanView struct {
+	JobID     string `json:"job_id"`
+	JobKey    string `json:"job_key"`
+	Site      string `json:"site"`
+	Role      string `json:"role"`
+	Workspace string `json:"workspace"`
+	RunDir    string `json:"run_dir"`
+	AppDir    string `json:"app_dir"`
+	JobDir    string `json:"job_dir"`
+	JobName   string `json:"job_name"`
+	Comment   string `json:"comment"`
+	// Study is the job's study name ("" for none); StudyConfigured says
+	// whether study_runtime.yaml has an entry for it.
+	Study           string      `json:"study"`
+	StudyConfigured bool        `json:"study_configured"`
+	Sandbox         string      `json:"sandbox"`
+	Image           *string     `json:"image"`
+	PythonPath      string      `json:"python_path"`
+	PythonEnv       string      `json:"pythonpath"`
+	Setup           string      `json:"setup"`
+	Directives      []Directive `json:"directives"`
+	Resources       Resources   `json:"resources"`
+	Env             []EnvVar    `json:"env"`
+	SecretEnv       []SecretRef `json:"secret_env"`
+	ForwardEnv      []string    `json:"forward_env"`
+	Mounts          []Mount     `json:"mounts"`
+	ParentURL       string      `json:"parent_url"`
+	WorkerModule    string      `json:"worker_module"`
+	// WorkerArgv is the full worker command: python_path -u -m module args….
+	WorkerArgv []string `json:"worker_argv"`
+	Tools      Tools    `json:"tools"`
+}
+
+// Directive is one effective sbatch directive.
+type Directive struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// Resources are the effective per-job resources (contract §7).
+type Resources struct {
+	Nodes          int     `json:"nodes"`
+	GPUsPerNode    *int    `json:"gpus_per_node"`
+	CPUsPerNode    *int    `json:"cpus_per_node"`
+	MemPerNodeMiB  *int    `json:"mem_per_node_mib"`
+	PendingTimeout float64 `json:"pending_timeout"`
+}
+
+// EnvVar is one study env value exported to the worker.
+type EnvVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// SecretRef names one secret.env entry and where its value comes from
+// ("env:NAME" for a parent variable, "request:job_args.X" for a bootstrap
+// credential). The value itself is never part of a plan view.
+type SecretRef struct {
+	Name   string `json:"name"`
+	Source string `json:"source"`
+}
+
+// Mount is one container bind mount; Mode is "ro" or "rw".
+type Mount struct {
+	Source      string `json:"source"`
+	Destination string `json:"destination"`
+	Mode        string `json:"mode"`
+}
+
+// Tools are the compute-node commands the script runs: the configured path
+// or the bare name (resolved on the compute node's PATH).
+type Tools struct {
+	Apptainer string `json:"apptainer"`
+	Srun      string `json:"srun"`
+}
+
+// View returns a deep copy of the plan's reviewable values.
+func (p *Plan) View() PlanView {
+	v := p.view
+	if v.Image != nil {
+		img := *v.Image
+		v.Image = &img
+	}
+	v.Directives = slices.Clone(v.Directives)
+	v.Resources.GPUsPerNode = cloneInt(v.Resources.GPUsPerNode)
+	v.Resources.CPUsPerNode = cloneInt(v.Resources.CPUsPerNode)
+	v.Resources.MemPerNodeMiB = cloneInt(v.Resources.MemPerNodeMiB)
+	v.Env = slices.Clone(v.Env)
+	v.SecretEnv = slices.Clone(v.SecretEnv)
+	v.ForwardEnv = slices.Clone(v.ForwardEnv)
+	v.Mounts = slices.Clone(v.Mounts)
+	v.WorkerArgv = slices.Clone(v.WorkerArgv)
+	return v
+}
+
+func cloneInt(p *int) *int {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// JSON renders plan.json: the view, 2-space indented, keys in a fixed
+// order, a trailing newline, no HTML escaping.
+func (p *Plan) JSON() ([]byte, error) {
+	return marshalJSON(p.view)
+}
+
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Accessors the runtime uses.
+
+func (p *Plan) JobID() string           { return p.view.JobID }
+func (p *Plan) JobKey() string          { return p.view.JobKey }
+func (p *Plan) JobDir() string          { return p.view.JobDir }
+func (p *Plan) JobName() string         { return p.view.JobName }
+func (p *Plan) Comment() string         { return p.view.Comment }
+func (p *Plan) Site() string            { return p.view.Site }
+func (p *Plan) RunDir() string          { return p.view.RunDir }
+func (p *Plan) Sandbox() string         { return p.view.Sandbox }
+func (p *Plan) Nodes() int              { return p.view.Resources.Nodes }
+func (p *Plan) PendingTimeout() float64 { return p.view.Resources.PendingTimeout }
+
+// SecretNames lists the names secret.env will hold, sorted.
+func (p *Plan) SecretNames() []string {
+	names := make([]string, len(p.view.SecretEnv))
+	for i, s := range p.view.SecretEnv {
+		names[i] = s.Name
+	}
+	return names
+}

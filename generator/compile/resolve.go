@@ -1,0 +1,468 @@
+package compile
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/flare-slurm/flare-slurm/internal/shell"
+	"github.com/flare-slurm/flare-slurm/schema"
+)
+
+// Environ looks a name up in the parent's environment (os.LookupEnv in
+// production).
+type Environ func(name string) (string, bool)
+
+// EnvironFrom returns an Environ over a "NAME=value" list such as
+// os.Environ(); the last entry of a name wins.
+func EnvironFrom(list []string) Environ {
+	m := make(map[string]string, len(list))
+	for _, kv := range list {
+		if name, value, ok := strings.Cut(kv, "="); ok {
+			m[name] = value
+		}
+	}
+	return func(name string) (string, bool) {
+		v, ok := m[name]
+		return v, ok
+	}
+}
+
+// Fixed names and paths (contract §6, §8).
+const (
+	controlDir       = ".nvflare_slurm"
+	batchFile        = "batch.sh"
+	secretFile       = "secret.env"
+	sandboxRootDir   = "sandbox_root"
+	childProcessEnv  = "NVFLARE_SLURM_CHILD_PROCESS"
+	resolvConf       = "/etc/resolv.conf"
+	jobNameSiteChars = 32
+)
+
+// JobKey is the hex SHA-256 of a job ID: the name of its job directory.
+func JobKey(jobID string) string {
+	sum := sha256.Sum256([]byte(jobID))
+	return hex.EncodeToString(sum[:])
+}
+
+// JobDirFor is the artifact directory of a job in a workspace.
+func JobDirFor(workspace, jobID string) string {
+	return filepath.Join(workspace, controlDir, "jobs", JobKey(jobID))
+}
+
+// resolver collects every problem of one Resolve call.
+type resolver struct {
+	ws     *Workspace
+	req    *Request
+	env    Environ
+	ps     schema.Problems
+	study  *schema.Study
+	stFile string
+}
+
+func (r *resolver) reqProblem(path, msg, hint string) {
+	r.ps = append(r.ps, schema.Problem{File: r.req.File, Path: path, Message: msg, Hint: hint})
+}
+
+func (r *resolver) wsProblem(path, msg, hint string) {
+	r.ps = append(r.ps, schema.Problem{File: r.ws.ResourcesFile, Path: "slurm_launcher.args." + path, Message: msg, Hint: hint})
+}
+
+func (r *resolver) studyProblem(path, msg, hint string) {
+	r.ps = append(r.ps, schema.Problem{File: r.stFile, Path: "studies." + r.study.Name + "." + path, Message: msg, Hint: hint})
+}
+
+// Resolve checks one launch request against the workspace and the rules of
+// contract §5–§8 and §12 and returns the plan of effective values. All
+// problems found come back at once as schema.Problems; nothing is written.
+func Resolve(ws *Workspace, req *Request, env Environ) (*Plan, error) {
+	if ws == nil || req == nil {
+		return nil, errors.New("compile: Resolve needs a workspace and a request")
+	}
+	if env == nil {
+		env = func(string) (string, bool) { return "", false }
+	}
+	r := &resolver{ws: ws, req: req, env: env}
+	p := &Plan{}
+	v := &p.view
+	v.JobID, v.Site, v.Role = req.JobID, req.Site, req.Role
+	v.JobKey = JobKey(req.JobID)
+	v.Workspace = ws.Root
+	v.JobDir = JobDirFor(ws.Root, req.JobID)
+	v.JobName = "nvfl-" + firstRunes(req.Site, jobNameSiteChars) + "-" + v.JobKey[:8]
+	v.Comment = "nvfl:" + req.JobID
+
+	if !ValidJobID(req.JobID) {
+		r.reqProblem("job_id", fmt.Sprintf("%q is not a valid job ID", req.JobID), "job IDs match ^[A-Za-z0-9][A-Za-z0-9._-]*$")
+		return nil, r.ps
+	}
+	if req.Role != ws.Role {
+		r.reqProblem("role", fmt.Sprintf("is %q but the workspace is a %s workspace", req.Role, ws.Role), "")
+	}
+	if ws.Site != "" && req.Site != ws.Site {
+		r.reqProblem("site", fmt.Sprintf("is %q but the workspace belongs to site %q", req.Site, ws.Site), "")
+	}
+	v.RunDir = r.runDir()
+	v.AppDir = filepath.Join(v.RunDir, "app_"+req.Site)
+
+	rt := r.loadStudyRuntime()
+	meta, mps := schema.ParseJobMeta(req.File, req.Meta, req.Site)
+	if mps != nil {
+		r.ps = append(r.ps, mps...)
+		meta = nil
+	}
+	if meta != nil {
+		v.Study = meta.Study
+		r.study = rt.Study(meta.Study)
+		v.StudyConfigured = r.study != nil
+	}
+	if meta != nil {
+		r.effective(p, meta)
+	}
+	r.environment(p)
+	r.parentAndArgv(p)
+	v.PythonEnv = pythonPath(filepath.Join(v.AppDir, "custom"), filepath.Join(ws.Root, "local", "custom"))
+	v.Tools = Tools{Apptainer: orDefault(ws.Launcher.Executables.Apptainer, "apptainer"), Srun: orDefault(ws.Launcher.Executables.Srun, "srun")}
+	if r.ps != nil {
+		return nil, r.ps
+	}
+	return p, nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func firstRunes(s string, n int) string {
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos]
+		}
+		i++
+	}
+	return s
+}
+
+// runDir checks <workspace>/<job_id>: an existing, non-symlink directory
+// that is an immediate child of the workspace.
+func (r *resolver) runDir() string {
+	dir := filepath.Join(r.ws.Root, r.req.JobID)
+	info, err := os.Lstat(dir)
+	hint := "the parent deploys the job into <workspace>/<job_id> before it launches it"
+	switch {
+	case err != nil:
+		r.reqProblem("job_id", fmt.Sprintf("run directory %s does not exist", dir), hint)
+	case info.Mode()&fs.ModeSymlink != 0:
+		r.reqProblem("job_id", fmt.Sprintf("run directory %s is a symlink", dir), "symlinked run directories are refused")
+	case !info.IsDir():
+		r.reqProblem("job_id", fmt.Sprintf("run directory %s is not a directory", dir), hint)
+	default:
+		real, err := filepath.EvalSymlinks(dir)
+		if err != nil || filepath.Dir(real) != r.ws.Root {
+			r.reqProblem("job_id", fmt.Sprintf("run directory %s is not an immediate child of the workspace", dir), hint)
+		}
+	}
+	return dir
+}
+
+// loadStudyRuntime re-reads local/study_runtime.yaml (contract §5).
+func (r *resolver) loadStudyRuntime() *schema.StudyRuntime {
+	r.stFile = filepath.Join(r.ws.Root, "local", "study_runtime.yaml")
+	legacy := filepath.Join(r.ws.Root, "local", "study_data.yaml")
+	_, err := os.Lstat(r.stFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, lerr := os.Lstat(legacy); lerr == nil {
+			r.ps = append(r.ps, schema.Problem{File: legacy, Message: "legacy study data file is not supported by the Slurm launcher",
+				Hint: "migrate it to local/study_runtime.yaml (format_version: 2)"})
+		}
+		return nil
+	}
+	rt, ps := schema.LoadStudyRuntime(r.stFile)
+	if ps != nil {
+		r.ps = append(r.ps, ps...)
+		return nil
+	}
+	return rt
+}
+
+// effective resolves sandbox, image, python path, setup, directives and
+// resources (contract §7).
+func (r *resolver) effective(p *Plan, meta *schema.JobMeta) {
+	v := &p.view
+	jl := r.ws.Launcher
+	st := r.study
+	var ss *schema.StudySlurm
+	if st != nil {
+		ss = st.Slurm
+	}
+	site := r.req.Site
+	jobPath := func(key string) string { return "meta.launcher_spec." + site + ".slurm." + key }
+
+	v.Sandbox = jl.Sandbox
+	v.PythonPath = jl.PythonPath
+	v.Setup = jl.Setup
+	if ss != nil {
+		if ss.Sandbox != "" {
+			v.Sandbox = ss.Sandbox
+		}
+		if ss.PythonPath != "" {
+			v.PythonPath = ss.PythonPath
+		}
+		if ss.Setup != nil {
+			v.Setup = *ss.Setup
+		}
+	}
+
+	// Image: job → study → site; none refuses every container setting.
+	image, imagePath := jl.Image, func(msg, hint string) { r.wsProblem("image", msg, hint) }
+	if st != nil && st.Image != "" {
+		image, imagePath = st.Image, func(msg, hint string) { r.studyProblem("container.image", msg, hint) }
+	}
+	if meta.Slurm.Image != "" {
+		image, imagePath = meta.Slurm.Image, func(msg, hint string) { r.reqProblem(jobPath("image"), msg, hint) }
+	}
+	if v.Sandbox == "none" {
+		if meta.Slurm.Image != "" {
+			r.reqProblem(jobPath("image"), "a job image needs a container sandbox but the effective sandbox is none", "remove the image or run the job under a study with sandbox apptainer or pyxis")
+		}
+		if st != nil {
+			if st.Image != "" {
+				r.studyProblem("container.image", "is not supported when the effective sandbox is none", "")
+			}
+			if len(st.Datasets) > 0 {
+				r.studyProblem("datasets", "are not supported when the effective sandbox is none (no mount namespace)", "")
+			}
+			if len(st.SecretMounts) > 0 {
+				r.studyProblem("secret_mounts", "are not supported when the effective sandbox is none (no mount namespace)", "")
+			}
+		}
+	} else {
+		switch {
+		case image == "":
+			r.wsProblem("image", "is required: the effective sandbox is "+v.Sandbox+" and neither the job nor the study names an image", "")
+		case !filepath.IsAbs(image):
+			imagePath("must be an absolute path", "")
+		default:
+			real, err := filepath.EvalSymlinks(image)
+			var info os.FileInfo
+			if err == nil {
+				info, err = os.Stat(real)
+			}
+			if err != nil || !info.Mode().IsRegular() {
+				imagePath(fmt.Sprintf("image %s is not an existing regular file", image), "")
+			} else {
+				v.Image = &real
+			}
+		}
+	}
+
+	// Directives: partition/account/qos study → site; time job → site.
+	eff := map[string]string{}
+	for _, d := range jl.Directives {
+		eff[d.Key] = d.Value
+	}
+	if ss != nil {
+		for key, val := range map[string]string{"partition": ss.Partition, "account": ss.Account, "qos": ss.QOS} {
+			if val != "" {
+				eff[key] = val
+			}
+		}
+	}
+	if meta.Slurm.Time != "" {
+		if strings.ContainsAny(meta.Slurm.Time, " \t\n\r\x00") {
+			r.reqProblem(jobPath("time"), "must not contain whitespace", "")
+		}
+		eff["time"] = meta.Slurm.Time
+	}
+	v.Directives = []Directive{}
+	for _, key := range directiveOrder {
+		if val, ok := eff[key]; ok {
+			v.Directives = append(v.Directives, Directive{Key: key, Value: val})
+		}
+	}
+
+	r.resources(p, meta, jobPath)
+}
+
+func (r *resolver) resources(p *Plan, meta *schema.JobMeta, jobPath func(string) string) {
+	v := &p.view
+	res := &v.Resources
+	js, rs := meta.Slurm, meta.Resources
+	resPath := func(key string) string { return "meta.resource_spec." + r.req.Site + "." + key }
+	res.Nodes = js.Nodes
+	if res.Nodes == 0 {
+		res.Nodes = 1
+	}
+	if res.Nodes < 1 {
+		r.reqProblem(jobPath("nodes"), "must be an integer of at least 1", "")
+	}
+	if res.Nodes > 1 {
+		if v.Sandbox != "none" {
+			r.reqProblem(jobPath("nodes"), fmt.Sprintf("a multi-node job needs the effective sandbox none, not %s", v.Sandbox),
+				"the application owns multi-node fan-out; run it under a study or site with sandbox none")
+		}
+		if js.Image != "" {
+			r.reqProblem(jobPath("image"), "a multi-node job must not name an image", "")
+		}
+	}
+	gpn := cloneInt(js.GPUsPerNode)
+	if gpn != nil && *gpn < 0 {
+		r.reqProblem(jobPath("gpus_per_node"), "must be an integer of at least 0", "")
+	}
+	if total := rs.NumOfGPUs; total != nil {
+		switch {
+		case *total < 0:
+			r.reqProblem(resPath("num_of_gpus"), "must be an integer of at least 0", "")
+		case gpn != nil && *total != res.Nodes**gpn:
+			r.reqProblem(resPath("num_of_gpus"), fmt.Sprintf("is %d but nodes * gpus_per_node is %d * %d = %d", *total, res.Nodes, *gpn, res.Nodes**gpn),
+				"num_of_gpus must equal nodes * gpus_per_node when both are given")
+		case res.Nodes > 1 && *total > 0 && gpn == nil:
+			r.reqProblem(jobPath("gpus_per_node"), fmt.Sprintf("is required: a %d-node job asks for %d GPUs in total", res.Nodes, *total),
+				"set gpus_per_node so that nodes * gpus_per_node = num_of_gpus")
+		case res.Nodes == 1 && gpn == nil && *total > 0:
+			gpn = cloneInt(total)
+		}
+	}
+	if gpn != nil && *gpn > 0 {
+		res.GPUsPerNode = gpn
+	}
+	res.CPUsPerNode = cloneInt(js.CPUsPerNode)
+	if rs.NumOfCPUs != nil {
+		res.CPUsPerNode = cloneInt(rs.NumOfCPUs)
+	}
+	if res.CPUsPerNode != nil && *res.CPUsPerNode < 1 {
+		r.reqProblem(jobPath("cpus_per_node"), "must be an integer of at least 1", "")
+	}
+	res.MemPerNodeMiB = cloneInt(js.MemPerNodeMiB)
+	if rs.MemoryMiB != nil {
+		res.MemPerNodeMiB = cloneInt(rs.MemoryMiB)
+	}
+	if res.MemPerNodeMiB != nil && *res.MemPerNodeMiB < 1 {
+		r.reqProblem(jobPath("mem_per_node"), "must be an integer of at least 1 (MiB)", "")
+	}
+	site := r.ws.Launcher.PendingTimeout
+	res.PendingTimeout = site
+	if pt := js.PendingTimeout; pt != nil {
+		switch {
+		case !(*pt > 0):
+			r.reqProblem(jobPath("pending_timeout"), "must be a number greater than 0", "")
+		case *pt > site:
+			r.reqProblem(jobPath("pending_timeout"), fmt.Sprintf("is %g s but the site allows at most %g s", *pt, site),
+				"a job may only lower the site's pending_timeout")
+		default:
+			res.PendingTimeout = *pt
+		}
+	}
+}
+
+// environment resolves study env, secret names, forward_env, credentials
+// and mounts.
+func (r *resolver) environment(p *Plan) {
+	v := &p.view
+	st := r.study
+	fwd := r.ws.Launcher.ForwardEnv
+	v.ForwardEnv = append([]string{}, fwd...)
+	v.Env = []EnvVar{}
+	v.SecretEnv = []SecretRef{}
+	v.Mounts = []Mount{}
+	p.secretEnvFile = r.stFile
+	if st != nil {
+		for _, e := range st.Env {
+			if !schema.IsValidEnvName(e.Name) || schema.IsLauncherOwnedEnvName(e.Name) {
+				r.studyProblem("env."+e.Name, "is not an allowed environment name", "names match [A-Za-z_][A-Za-z0-9_]* and are not launcher-owned")
+				continue
+			}
+			if contains(fwd, e.Name) {
+				r.studyProblem("env."+e.Name, "is also listed in the site's forward_env", "keep one: a fixed value in study env, or the post-setup value through forward_env")
+			}
+			v.Env = append(v.Env, EnvVar{Name: e.Name, Value: e.Value})
+		}
+		sort.Slice(v.Env, func(i, j int) bool { return v.Env[i].Name < v.Env[j].Name })
+		for _, s := range st.SecretEnv {
+			path := "secret_env." + s.Name
+			if !schema.IsValidEnvName(s.Name) || schema.IsLauncherOwnedEnvName(s.Name) {
+				r.studyProblem(path, "is not an allowed environment name", "")
+				continue
+			}
+			if contains(fwd, s.Name) {
+				r.studyProblem(path, "is also listed in the site's forward_env", "")
+			}
+			for _, e := range st.Env {
+				if e.Name == s.Name {
+					r.studyProblem(path, "is also set in the study's env", "")
+				}
+			}
+			if _, ok := r.env(s.Source); !ok {
+				r.studyProblem(path+".source", fmt.Sprintf("parent environment variable %s is not set", s.Source),
+					"export it in the parent's environment before it starts")
+			}
+			p.studySecrets = append(p.studySecrets, SecretRef{Name: s.Name, Source: s.Source})
+			v.SecretEnv = append(v.SecretEnv, SecretRef{Name: s.Name, Source: "env:" + s.Source})
+		}
+	}
+	for _, c := range credentialArgs {
+		if pair, ok := r.req.JobArgs[c.Arg]; ok && pair[1] != "" {
+			p.credentials = append(p.credentials, credential{name: c.Env, value: pair[1]})
+			v.SecretEnv = append(v.SecretEnv, SecretRef{Name: c.Env, Source: "request:job_args." + c.Arg})
+		}
+	}
+	sort.Slice(v.SecretEnv, func(i, j int) bool { return v.SecretEnv[i].Name < v.SecretEnv[j].Name })
+}
+
+// parentAndArgv rewrites the parent URL, builds the mounts and the worker
+// argv.
+func (r *resolver) parentAndArgv(p *Plan) {
+	v := &p.view
+	args := map[string][]string{}
+	for k, pair := range r.req.JobArgs {
+		args[k] = pair
+	}
+	listenerDir := r.parentURL(args, v)
+	if v.Sandbox != "none" && v.Sandbox != "" {
+		r.mounts(p, listenerDir)
+	}
+	module := clientModule
+	if r.req.Role == "server" {
+		module = serverModule
+	}
+	v.WorkerModule = module
+	argv := []string{v.PythonPath, "-u", "-m", module}
+	for _, name := range argOrder(r.req.Role) {
+		pair, ok := args[name]
+		if !ok {
+			continue
+		}
+		argv = append(argv, pair[0])
+		if name != "options" {
+			argv = append(argv, pair[1])
+			continue
+		}
+		words, err := shell.Split(pair[1])
+		if err != nil {
+			r.reqProblem("job_args.options", fmt.Sprintf("cannot be split into words: %v", err), "quote the value like a POSIX shell would")
+			continue
+		}
+		argv = append(argv, words...)
+	}
+	v.WorkerArgv = argv
+}
+
+func pythonPath(dirs ...string) string {
+	var keep []string
+	for _, d := range dirs {
+		if info, err := os.Stat(d); err == nil && info.IsDir() && !contains(keep, d) {
+			keep = append(keep, d)
+		}
+	}
+	return strings.Join(keep, ":")
+}

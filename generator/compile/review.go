@@ -1,0 +1,76 @@
+package compile
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/flare-slurm/flare-slurm/internal/fsx"
+)
+
+// ReviewFile is one file of a reviewer's dry run (flare-slurm render).
+type ReviewFile struct {
+	Name string
+	Data []byte
+	Mode os.FileMode
+}
+
+// ReviewFiles are the files `flare-slurm render` writes for a compiled
+// job, in a fixed order: batch.sh, secret.env, sbatch.argv.json, plan.json.
+// a should come from CompileRedacted unless secrets are to be revealed.
+func (p *Plan) ReviewFiles(a *Artifacts) ([]ReviewFile, error) {
+	argv, err := marshalJSON(a.Argv)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := p.JSON()
+	if err != nil {
+		return nil, err
+	}
+	return []ReviewFile{
+		{batchFile, a.BatchScript, 0o700},
+		{secretFile, a.SecretEnv, 0o600},
+		{"sbatch.argv.json", argv, 0o600},
+		{"plan.json", plan, 0o600},
+	}, nil
+}
+
+// WriteReview writes files into dir, creating dir (0700) when it does not
+// exist. Files are created exclusively: an existing file of the same name
+// is an error. On any failure every file and the directory this call
+// created are removed.
+func WriteReview(dir string, files []ReviewFile) (err error) {
+	var created []string
+	defer func() {
+		if err != nil {
+			for i := len(created) - 1; i >= 0; i-- {
+				os.Remove(created[i])
+			}
+		}
+	}()
+	info, lerr := os.Lstat(dir)
+	switch {
+	case lerr == nil && !info.IsDir():
+		return fmt.Errorf("output %s exists and is not a directory", dir)
+	case lerr != nil && errors.Is(lerr, fs.ErrNotExist):
+		if err := fsx.MkdirExclusive(dir, 0o700); err != nil {
+			return fmt.Errorf("create output directory: %w", err)
+		}
+		created = append(created, dir)
+	case lerr != nil:
+		return lerr
+	}
+	for _, f := range files {
+		path := filepath.Join(dir, f.Name)
+		if err := fsx.WriteExclusive(path, f.Data, f.Mode, false); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("%s already exists: render writes into an empty or new directory", path)
+			}
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		created = append(created, path)
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package schema
+
+import (
+	"os"
+	"sync"
+	"testing"
+)
+
+// Benchmarks of the loaders on the testdata examples: `make bench` or
+// go test -run '^$' -bench . -benchmem ./schema
+
+func BenchmarkParseSlurmConfig(b *testing.B) {
+	data, err := os.ReadFile("testdata/slurm-minimal.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	compiledSchemas()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, probs := ParseSlurmConfig("slurm.yaml", data); probs != nil {
+			b.Fatal(probs)
+		}
+	}
+}
+
+func BenchmarkParseStudyRuntime(b *testing.B) {
+	data, err := os.ReadFile("testdata/study_runtime.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	compiledSchemas()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, probs := ParseStudyRuntime("study_runtime.yaml", data); probs != nil {
+			b.Fatal(probs)
+		}
+	}
+}
+
+func BenchmarkParseJobMeta(b *testing.B) {
+	data, err := os.ReadFile("testdata/meta.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	compiledSchemas()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, probs := ParseJobMeta("meta.json", data, "site-1"); probs != nil {
+			b.Fatal(probs)
+		}
+	}
+}
+
+// BenchmarkInvalidSlurmConfig measures a file with many problems, where the
+// reporter walks every error.
+func BenchmarkInvalidSlurmConfig(b *testing.B) {
+	data := []byte("runtime: k8s\njob_launcher:\n  sandbox: docker\n  python_path: p\n  sbatch_directives: {partiton: x, time: \"1 h\"}\n  forward_env: [SLURM_X, 1A]\n  internal_port: 0\nextra: 1\n")
+	compiledSchemas()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, probs := ParseSlurmConfig("slurm.yaml", data); len(probs) < 7 {
+			b.Fatal(probs)
+		}
+	}
+}
+
+// BenchmarkCompileSchemas is the one-time cost of compiling the embedded
+// schemas (paid once per process).
+func BenchmarkCompileSchemas(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		compileOnce = sync.Once{}
+		if c := compiledSchemas(); c.err != nil {
+			b.Fatal(c.err)
+		}
+	}
+}

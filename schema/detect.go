@@ -1,0 +1,96 @@
+package schema
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// DetectKind guesses which kind of input path is: a directory is a kit;
+// otherwise the file name (study_runtime.yaml, meta.json) or its top-level
+// keys decide: runtime/job_launcher → slurm-config, format_version/studies
+// → study-runtime, resource_spec/launcher_spec → job-meta; any other .json
+// file → job-meta. It returns "" when it cannot tell, with the problems
+// that make the file unreadable as YAML, if any.
+func DetectKind(path string) (string, Problems) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", Problems{{File: path, Message: "cannot read file: " + errText(err)}}
+	}
+	if st.IsDir() {
+		return KindKit, nil
+	}
+	switch filepath.Base(path) {
+	case StudyRuntimeFile:
+		return KindStudyRuntime, nil
+	case "meta.json", "meta.yaml", "meta.yml":
+		return KindJobMeta, nil
+	}
+	data, probs := readInput(path)
+	if probs != nil {
+		return "", probs
+	}
+	t := parseTree(path, data)
+	if t.root == nil {
+		if strings.EqualFold(filepath.Ext(path), ".json") {
+			return KindJobMeta, nil
+		}
+		return "", t.result()
+	}
+	has := func(keys ...string) bool {
+		for _, k := range keys {
+			if get(t.root, k) != nil || getKey(t.root, k) != nil {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("runtime", "job_launcher"):
+		return KindSlurmConfig, nil
+	case has("format_version", "studies"):
+		return KindStudyRuntime, nil
+	case has("resource_spec", "launcher_spec"), strings.EqualFold(filepath.Ext(path), ".json"):
+		return KindJobMeta, nil
+	}
+	return "", nil
+}
+
+// Kinds lists what `validate --kind` accepts.
+func Kinds() []string {
+	return []string{KindSlurmConfig, KindStudyRuntime, KindJobMeta, KindKit}
+}
+
+// Validate checks one input of the given kind and returns its problems
+// (nil when valid). site selects the site of a job meta ("" checks every
+// site the file names). A kit's config.yaml (prepare's default config), if
+// present, is validated with the kit.
+func Validate(kind, path, site string) Problems {
+	var probs Problems
+	switch kind {
+	case KindSlurmConfig:
+		_, probs = LoadSlurmConfig(path)
+	case KindStudyRuntime:
+		_, probs = LoadStudyRuntime(path)
+	case KindJobMeta:
+		data, p := readInput(path)
+		if p != nil {
+			return p
+		}
+		_, probs = ParseJobMeta(path, data, site)
+	case KindKit:
+		var kit *Kit
+		kit, probs = LoadKit(path)
+		// KIT/config.yaml is prepare's default config: check it and its fit
+		// with the kit too.
+		cfgPath := filepath.Join(path, "config.yaml")
+		if kit != nil && isFile(cfgPath) {
+			cfg, p := LoadSlurmConfig(cfgPath)
+			probs = append(probs, p...)
+			probs = append(probs, CheckConfigForKit(cfg, kit)...)
+		}
+	default:
+		return Problems{{File: path, Message: "unknown kind " + kind}}
+	}
+	return probs
+}

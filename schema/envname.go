@@ -1,0 +1,61 @@
+package schema
+
+import "strings"
+
+// launcherOwnedNames are the environment names the launcher sets or relies
+// on in a worker's environment (contract §6).
+var launcherOwnedNames = map[string]bool{
+	"PYTHONPATH":                    true,
+	"NVFL_WORKSPACE_OWNER_FQCN":     true,
+	"NVFL_WORKSPACE_TRANSFER_TOKEN": true,
+	"NVFLARE_JOB_AUTH_TOKEN":        true,
+	"NVFLARE_JOB_TOKEN_SIGNATURE":   true,
+	"NVFLARE_JOB_SSID":              true,
+	"BASHOPTS":                      true,
+	"EUID":                          true,
+	"SHELLOPTS":                     true,
+	"UID":                           true,
+	"NVFL_APPTAINER":                true,
+	"NVFL_SRUN":                     true,
+}
+
+// launcherOwnedPrefixes are the name prefixes the launcher owns (contract §6).
+var launcherOwnedPrefixes = []string{
+	"SLURM_", "APPTAINER_", "APPTAINERENV_", "SINGULARITY_", "SINGULARITYENV_", "NVFLARE_SLURM_", "_nvfl_",
+}
+
+// IsValidEnvName says whether name is a POSIX environment name:
+// [A-Za-z_][A-Za-z0-9_]*.
+func IsValidEnvName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '_', 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// IsLauncherOwnedEnvName says whether name belongs to the launcher, so that
+// neither a site (forward_env) nor a study (env, secret_env) may set it
+// (contract §6).
+func IsLauncherOwnedEnvName(name string) bool {
+	if launcherOwnedNames[name] {
+		return true
+	}
+	for _, p := range launcherOwnedPrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// launcherOwnedHint explains a launcher-owned name.
+const launcherOwnedHint = "choose another name: the launcher owns PYTHONPATH, the job credentials and names starting with SLURM_, APPTAINER_, SINGULARITY_, NVFLARE_SLURM_ or _nvfl_"

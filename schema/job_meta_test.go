@@ -1,0 +1,158 @@
+package schema
+
+import (
+	"os"
+	"reflect"
+	"testing"
+)
+
+func intp(i int) *int           { return &i }
+func floatp(f float64) *float64 { return &f }
+func derefInt(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func TestParseJobMetaSites(t *testing.T) {
+	data, err := os.ReadFile("testdata/meta.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		site string
+		want JobMeta
+	}{
+		{"site-1", JobMeta{
+			Study: "pathology",
+			Slurm: JobSlurm{Nodes: 1, GPUsPerNode: intp(4), CPUsPerNode: intp(4), MemPerNodeMiB: intp(2048),
+				Time: "02:00:00", PendingTimeout: floatp(120)},
+			Resources: ResourceSpec{NumOfGPUs: intp(4), NumOfCPUs: intp(8), MemoryMiB: intp(32 * 1024)},
+		}},
+		{"site-2", JobMeta{
+			Study:     "pathology",
+			Slurm:     JobSlurm{Image: "/images/job.sif", Nodes: 2, GPUsPerNode: intp(4), CPUsPerNode: intp(4), Time: "02:00:00"},
+			Resources: ResourceSpec{NumOfGPUs: intp(8)},
+		}},
+		{"site-3", JobMeta{
+			Study: "pathology",
+			Slurm: JobSlurm{Nodes: 1, CPUsPerNode: intp(4), Time: "02:00:00"},
+		}},
+		{"", JobMeta{
+			Study: "pathology",
+			Slurm: JobSlurm{Nodes: 1, CPUsPerNode: intp(4), Time: "02:00:00"},
+		}},
+	} {
+		got, probs := ParseJobMeta("meta.json", data, tc.site)
+		if probs != nil {
+			t.Fatalf("%s: %v", tc.site, probs)
+		}
+		if !reflect.DeepEqual(*got, tc.want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.site, *got, tc.want)
+		}
+	}
+}
+
+func TestJobMetaEffective(t *testing.T) {
+	for _, tc := range []struct {
+		name, json         string
+		gpus, cpus, memMiB any
+	}{
+		{"one node num_of_gpus", `{"resource_spec": {"s": {"num_of_gpus": 2}}}`, 2, nil, nil},
+		{"zero gpus", `{"resource_spec": {"s": {"num_of_gpus": 0}}}`, nil, nil, nil},
+		{"gpus_per_node wins", `{"resource_spec": {"s": {"num_of_gpus": 8}}, "launcher_spec": {"s": {"slurm": {"nodes": 2, "gpus_per_node": 4}}}}`, 4, nil, nil},
+		{"num_of_cpus and memory override", `{"resource_spec": {"s": {"num_of_cpus": 3, "memory": "2Ti"}}, "launcher_spec": {"default": {"slurm": {"cpus_per_node": 9, "mem_per_node": 100}}}}`, nil, 3, 2 * 1024 * 1024},
+		{"per node values", `{"launcher_spec": {"default": {"slurm": {"cpus_per_node": 9, "mem_per_node": 100}}}}`, nil, 9, 100},
+	} {
+		m, probs := ParseJobMeta("meta.json", []byte(tc.json), "s")
+		if probs != nil {
+			t.Fatalf("%s: %v", tc.name, probs)
+		}
+		if g, c, mem := derefInt(m.EffectiveGPUsPerNode()), derefInt(m.EffectiveCPUsPerNode()), derefInt(m.EffectiveMemMiB()); g != tc.gpus || c != tc.cpus || mem != tc.memMiB {
+			t.Errorf("%s: gpus %v cpus %v mem %v; want %v %v %v", tc.name, g, c, mem, tc.gpus, tc.cpus, tc.memMiB)
+		}
+	}
+}
+
+func TestMemoryMiB(t *testing.T) {
+	for in, want := range map[string]int{"1Mi": 1, "512Mi": 512, "16Gi": 16384, "1Ti": 1048576, "999999999Ti": 999999999 * 1048576} {
+		if got, ok := MemoryMiB(in); !ok || got != want {
+			t.Errorf("MemoryMiB(%q) = %d, %v; want %d", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "Gi", "0Gi", "01Gi", "16G", "16gi", "-1Gi", "+1Gi", "1.5Gi", "1000000000Ti", "16 Gi"} {
+		if got, ok := MemoryMiB(in); ok {
+			t.Errorf("MemoryMiB(%q) = %d, want invalid", in, got)
+		}
+	}
+}
+
+func TestJobMetaProblems(t *testing.T) {
+	for _, tc := range []struct {
+		name, site, json string
+		want             []string
+	}{
+		{"not an object", "", `[1, 2]`, []string{`meta.json:1:1: top level must be a mapping (got list)`}},
+		{"not JSON", "", `{"a": `, []string{`meta.json:1:1: not valid YAML: did not find expected node content`}},
+		{"study empty", "", `{"study": ""}`, []string{`meta.json:1:11: study: must not be empty`}},
+		{"study type", "", `{"study": 3}`, []string{`meta.json:1:11: study: must be a string (got integer)`}},
+		{"unknown slurm key", "", `{"launcher_spec": {"default": {"slurm": {"node": 2, "partition": "x"}}}}`, []string{
+			"meta.json:1:42: launcher_spec.default.slurm.node: unsupported job-owned Slurm key (allowed: image, nodes, gpus_per_node, cpus_per_node, mem_per_node, time, pending_timeout) (did you mean `nodes`?)",
+			"meta.json:1:53: launcher_spec.default.slurm.partition: unsupported job-owned Slurm key (allowed: image, nodes, gpus_per_node, cpus_per_node, mem_per_node, time, pending_timeout)",
+		}},
+		{"slurm values", "", `{"launcher_spec": {"s": {"slurm": {"nodes": 0, "gpus_per_node": 1.5, "cpus_per_node": "4", "mem_per_node": 0, "time": "1 h", "pending_timeout": 0, "image": "rel"}}}}`, []string{
+			`meta.json:1:45: launcher_spec.s.slurm.nodes: must be at least 1 (got 0)`,
+			`meta.json:1:65: launcher_spec.s.slurm.gpus_per_node: must be an integer (got number)`,
+			`meta.json:1:87: launcher_spec.s.slurm.cpus_per_node: must be an integer (got string)`,
+			`meta.json:1:108: launcher_spec.s.slurm.mem_per_node: must be at least 1 (got 0)`,
+			`meta.json:1:119: launcher_spec.s.slurm.time: must not contain whitespace (got "1 h")`,
+			`meta.json:1:145: launcher_spec.s.slurm.pending_timeout: must be greater than 0 (got 0)`,
+			`meta.json:1:157: launcher_spec.s.slurm.image: must be an absolute path without newline, ':' or ',' (got "rel")`,
+		}},
+		{"resources", "", `{"resource_spec": {"s": {"num_of_gpus": -1, "num_of_cpus": 0, "memory": "16G"}}}`, []string{
+			`meta.json:1:41: resource_spec.s.num_of_gpus: must be at least 0 (got -1)`,
+			`meta.json:1:60: resource_spec.s.num_of_cpus: must be at least 1 (got 0)`,
+			`meta.json:1:73: resource_spec.s.memory: must be a whole number followed by Mi, Gi or Ti, e.g. 16Gi (got "16G")`,
+		}},
+		{"memory integer", "", `{"resource_spec": {"s": {"memory": 1024}}}`, []string{
+			`meta.json:1:36: resource_spec.s.memory: must be a string (got integer)`,
+		}},
+		{"gpu arithmetic", "s", `{"resource_spec": {"s": {"num_of_gpus": 6}}, "launcher_spec": {"default": {"slurm": {"nodes": 2}}, "s": {"slurm": {"gpus_per_node": 4}}}}`, []string{
+			`meta.json:1:41: resource_spec.s.num_of_gpus: must equal nodes * gpus_per_node = 2 * 4 = 8 when both are given (got 6) (fix num_of_gpus or launcher_spec.s.slurm.gpus_per_node)`,
+		}},
+		{"multi-node gpus need gpus_per_node", "s", `{"resource_spec": {"s": {"num_of_gpus": 4}}, "launcher_spec": {"s": {"slurm": {"nodes": 2}}}}`, []string{
+			`meta.json:1:41: resource_spec.s.num_of_gpus: a multi-node job (nodes 2) with num_of_gpus needs gpus_per_node (set launcher_spec.s.slurm.gpus_per_node)`,
+		}},
+		{"every site checked without --site", "", `{"resource_spec": {"a": {"num_of_gpus": 4}, "b": {"num_of_gpus": 3}}, "launcher_spec": {"default": {"slurm": {"gpus_per_node": 4}}}}`, []string{
+			`meta.json:1:66: resource_spec.b.num_of_gpus: must equal nodes * gpus_per_node = 1 * 4 = 4 when both are given (got 3) (fix num_of_gpus or launcher_spec.default.slurm.gpus_per_node)`,
+		}},
+		{"only the named site checked", "a", `{"resource_spec": {"a": {"num_of_gpus": 4}, "b": {"num_of_gpus": 3}}, "launcher_spec": {"default": {"slurm": {"gpus_per_node": 4}}}}`, nil},
+		{"duplicate JSON key", "", `{"study": "a", "study": "b"}`, []string{
+			`meta.json:1:16: study: duplicate key (first defined at line 1) (remove one of them)`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, probs := ParseJobMeta("meta.json", []byte(tc.json), tc.site)
+			got := problemLines(probs)
+			if len(got) == 0 {
+				got = nil
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("problems:\n got %q\nwant %q", got, tc.want)
+			}
+			if (m == nil) != (tc.want != nil) {
+				t.Errorf("meta %v with problems %v", m, tc.want)
+			}
+		})
+	}
+}
+
+func TestJobMetaTabsInJSON(t *testing.T) {
+	data := []byte("{\n\t\"study\":\t\"x\",\n\t\"launcher_spec\": {\"s\": {\"slurm\": {\"nodes\": 0}}}\n}\n")
+	_, probs := ParseJobMeta("meta.json", data, "")
+	want := []string{`meta.json:3:45: launcher_spec.s.slurm.nodes: must be at least 1 (got 0)`}
+	if got := problemLines(probs); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

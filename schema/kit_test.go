@@ -1,0 +1,214 @@
+package schema
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// certPEM makes a self-signed certificate whose subject has the given
+// organisation ("" for none).
+func certPEM(t *testing.T, cn, org string) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj := pkix.Name{CommonName: cn}
+	if org != "" {
+		subj.Organization = []string{org}
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      subj,
+		NotBefore:    time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		NotAfter:     time.Date(2036, 1, 1, 0, 0, 0, 0, time.UTC),
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// makeKit writes a valid kit of the role ("client" or "server") named name
+// under a temp dir and returns its path. files overrides or adds files
+// (relative path → content); a nil content removes the file.
+func makeKit(t *testing.T, role, name string, files map[string][]byte) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	leaf, roleFile, roleJSON := "client", ClientRoleFile, `{"client": {"fqsn": "site-1.example"}}`
+	if role == "server" {
+		leaf, roleFile, roleJSON = "server", ServerRoleFile, `{"servers": [{"identity": "server.example.org", "admin_server": "admin.example.org"}]}`
+	}
+	all := map[string][]byte{
+		"startup/" + roleFile:              []byte(roleJSON),
+		"startup/rootCA.pem":               certPEM(t, "root", "nvidia"),
+		"startup/" + leaf + ".crt":         certPEM(t, name, "nvidia"),
+		"startup/" + leaf + ".key":         []byte("not a real key\n"),
+		"local/resources.json.default":     []byte(`{"format_version": 2, "components": []}`),
+		"local/log_config.json.default":    []byte(`{}`),
+		"transfer/.keep":                   nil,
+		"startup/sub_start.sh":             []byte("#!/bin/sh\n"),
+		"local/authorization.json.default": []byte(`{}`),
+	}
+	for k, v := range files {
+		all[k] = v
+	}
+	for _, d := range []string{"startup", "local"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for rel, content := range all {
+		if content == nil {
+			continue
+		}
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestLoadKitValid(t *testing.T) {
+	client := makeKit(t, "client", "site-1", nil)
+	kit, probs := LoadKit(client)
+	if probs != nil {
+		t.Fatal(probs)
+	}
+	want := &Kit{Dir: client, Role: "client", Name: "site-1.example", Organization: "nvidia"}
+	if !reflect.DeepEqual(kit, want) {
+		t.Errorf("client kit:\n got %+v\nwant %+v", kit, want)
+	}
+
+	server := makeKit(t, "server", "srv", map[string][]byte{"local/study_runtime.yaml": []byte("format_version: 2\nstudies:\n")})
+	kit, probs = LoadKit(server)
+	if probs != nil {
+		t.Fatal(probs)
+	}
+	want = &Kit{Dir: server, Role: "server", Name: "server.example.org", Organization: "nvidia", HasStudyRuntime: true}
+	if !reflect.DeepEqual(kit, want) {
+		t.Errorf("server kit:\n got %+v\nwant %+v", kit, want)
+	}
+}
+
+func TestKitSiteNameFallbacks(t *testing.T) {
+	for _, tc := range []struct {
+		role, roleJSON, want string
+	}{
+		{"client", `{"client": {}}`, "kitdir"},
+		{"client", `{"client": {"fqsn": ""}}`, "kitdir"},
+		{"server", `{"servers": [{"admin_server": "adm.example"}]}`, "adm.example"},
+		{"server", `{"servers": []}`, "kitdir"},
+		{"server", `{"servers": [{"identity": "", "admin_server": ""}]}`, "kitdir"},
+	} {
+		file := "startup/" + ClientRoleFile
+		if tc.role == "server" {
+			file = "startup/" + ServerRoleFile
+		}
+		kit, probs := LoadKit(makeKit(t, tc.role, "kitdir", map[string][]byte{file: []byte(tc.roleJSON)}))
+		if probs != nil {
+			t.Fatal(probs)
+		}
+		if kit.Name != tc.want {
+			t.Errorf("%s: name %q, want %q", tc.roleJSON, kit.Name, tc.want)
+		}
+	}
+}
+
+func TestLoadKitProblems(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		role  string
+		files map[string][]byte
+		want  []string // relative to the kit dir, joined with it below
+	}{
+		{"admin kit", "client", map[string][]byte{"startup/fed_client.json": nil, "startup/fed_admin.json": []byte(`{}`)},
+			[]string{"startup/fed_admin.json: this is an admin kit: prepare does not take admin kits (use the kit of a server or client site)"}},
+		{"no role file", "client", map[string][]byte{"startup/fed_client.json": nil},
+			[]string{"startup: holds no role file (fed_server.json, fed_client.json or fed_admin.json) (is this a provisioned startup kit?)"}},
+		{"two role files", "client", map[string][]byte{"startup/fed_server.json": []byte(`{}`)},
+			[]string{"startup: holds more than one role file (fed_server.json, fed_client.json) (keep exactly one)"}},
+		{"missing identity files", "client", map[string][]byte{"startup/rootCA.pem": nil, "startup/client.key": nil},
+			[]string{
+				"startup/client.key: is missing: a client kit needs startup/rootCA.pem, client.crt and client.key",
+				"startup/rootCA.pem: is missing: a client kit needs startup/rootCA.pem, client.crt and client.key",
+			}},
+		{"server kit with client cert", "server", map[string][]byte{"startup/server.crt": nil, "startup/client.crt": []byte("x")},
+			[]string{"startup/server.crt: is missing: a server kit needs startup/rootCA.pem, server.crt and server.key"}},
+		{"certificate without O=", "client", map[string][]byte{"startup/client.crt": nil},
+			nil /* filled below */},
+		{"certificate not PEM", "client", map[string][]byte{"startup/client.crt": []byte("hello\n")},
+			[]string{"startup/client.crt: holds no PEM certificate (provision the kit with an organisation for this site)"}},
+		{"role file not JSON", "client", map[string][]byte{"startup/fed_client.json": []byte("{")},
+			[]string{"startup/fed_client.json: is not a JSON object"}},
+		{"resources missing", "client", map[string][]byte{"local/resources.json.default": nil},
+			[]string{"local/resources.json.default: cannot read file: no such file or directory (every provisioned kit has local/resources.json.default)"}},
+		{"resources not an object", "client", map[string][]byte{"local/resources.json.default": []byte(`[1]`)},
+			[]string{"local/resources.json.default: must be a JSON object"}},
+		{"legacy study data", "client", map[string][]byte{"local/study_data.yaml": []byte("{}\n")},
+			[]string{"local/study_data.yaml: legacy study_data.yaml (format 1) is not supported under Slurm (migrate it to local/study_runtime.yaml (format_version: 2) and delete study_data.yaml)"}},
+		{"legacy beside runtime", "client", map[string][]byte{"local/study_data.yaml": []byte("{}\n"), "local/study_runtime.yaml": []byte("format_version: 2\n")},
+			[]string{"local/study_data.yaml: legacy study_data.yaml cannot be combined with study_runtime.yaml (move its studies into study_runtime.yaml (format_version: 2) and delete study_data.yaml)"}},
+		{"invalid study runtime", "client", map[string][]byte{"local/study_runtime.yaml": []byte("format_version: 3\n")},
+			[]string{"local/study_runtime.yaml:1:17: format_version: must be 2 (got 3)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := tc.files
+			if tc.name == "certificate without O=" {
+				files = map[string][]byte{"startup/client.crt": certPEM(t, "site-1", "")}
+				tc.want = []string{`startup/client.crt: certificate subject "CN=site-1" has no organisation (O=) (provision the kit with an organisation for this site)`}
+			}
+			dir := makeKit(t, tc.role, "site-1", files)
+			kit, probs := LoadKit(dir)
+			if kit != nil {
+				t.Error("got a kit despite problems")
+			}
+			want := make([]string, len(tc.want))
+			for i, w := range tc.want {
+				want[i] = dir + "/" + w
+			}
+			if got := problemLines(probs); !reflect.DeepEqual(got, want) {
+				t.Errorf("problems:\n got %q\nwant %q", got, want)
+			}
+		})
+	}
+}
+
+func TestLoadKitLayout(t *testing.T) {
+	dir := t.TempDir()
+	_, probs := LoadKit(filepath.Join(dir, "missing"))
+	if got := problemLines(probs); len(got) != 1 || got[0] != filepath.Join(dir, "missing")+": cannot read startup kit: no such file or directory" {
+		t.Errorf("missing: %q", got)
+	}
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, probs = LoadKit(file)
+	if got := problemLines(probs); len(got) != 1 || got[0] != file+": is not a directory; a startup kit is a folder with startup/ and local/" {
+		t.Errorf("file: %q", got)
+	}
+	_, probs = LoadKit(dir)
+	want := []string{
+		filepath.Join(dir, "local") + ": must be a directory of the startup kit (is this the top folder of a provisioned kit?)",
+		filepath.Join(dir, "startup") + ": must be a directory of the startup kit (is this the top folder of a provisioned kit?)",
+	}
+	if got := problemLines(probs); !reflect.DeepEqual(got, want) {
+		t.Errorf("empty dir:\n got %q\nwant %q", got, want)
+	}
+}

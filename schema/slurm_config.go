@@ -1,0 +1,393 @@
+package schema
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Defaults of job_launcher (contract §3).
+const (
+	DefaultInternalPort    = 8102
+	DefaultSubmitTimeout   = 30.0
+	DefaultQueryTimeout    = 10.0
+	DefaultCancelTimeout   = 10.0
+	DefaultPollInterval    = 10.0
+	DefaultPendingTimeout  = 600.0
+	DefaultConnSecurity    = "mtls"
+	minMultiNodePort       = 1024
+	maxPort                = 65535
+	defaultPortRangeStart  = 29400
+	defaultPortRangeEnd    = 30399
+	fallbackPortRangeStart = 30400
+	fallbackPortRangeEnd   = 31399
+)
+
+// DirectiveKeys are the sbatch directives a config may set, in the order
+// the compiled sbatch argv lists them.
+var DirectiveKeys = []string{"partition", "account", "qos", "time", "constraint", "reservation"}
+
+// DefaultMultiNodePortRange is the range used when the config sets none:
+// 29400-30399, or 30400-31399 when internalPort falls inside the former.
+func DefaultMultiNodePortRange(internalPort int) PortRange {
+	if internalPort >= defaultPortRangeStart && internalPort <= defaultPortRangeEnd {
+		return PortRange{Start: fallbackPortRangeStart, End: fallbackPortRangeEnd}
+	}
+	return PortRange{Start: defaultPortRangeStart, End: defaultPortRangeEnd}
+}
+
+// LoadSlurmConfig reads and validates a slurm.yaml.
+func LoadSlurmConfig(path string) (*SlurmConfig, Problems) {
+	data, probs := readInput(path)
+	if probs != nil {
+		return nil, probs
+	}
+	return ParseSlurmConfig(path, data)
+}
+
+// readInput reads a whole input file, reporting an unreadable one.
+func readInput(path string) ([]byte, Problems) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, Problems{{File: path, Message: "cannot read file: " + errText(err)}}
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, Problems{{File: path, Message: "is a directory, not a file"}}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxInputBytes+1))
+	if err != nil {
+		return nil, Problems{{File: path, Message: "cannot read file: " + errText(err)}}
+	}
+	if len(data) > maxInputBytes {
+		return nil, Problems{{File: path, Message: fmt.Sprintf("file is too large (more than %d bytes)", maxInputBytes)}}
+	}
+	return data, nil
+}
+
+// errText is an OS error without the path it repeats.
+func errText(err error) string {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// ParseSlurmConfig validates slurm.yaml content read from file and returns
+// it with defaults applied. It checks that a container image is an existing
+// regular file on this host.
+func ParseSlurmConfig(file string, data []byte) (*SlurmConfig, Problems) {
+	t := parseTree(file, data)
+	if t.root == nil {
+		return nil, t.result()
+	}
+	t.validateSchema(KindSlurmConfig, slurmKeyHook, nil)
+	jl := get(t.root, "job_launcher")
+	if jl != nil && jl.Kind == yaml.MappingNode {
+		t.checkJobLauncher(jl)
+	}
+	if p := get(t.root, "parent"); p != nil && p.Kind == yaml.MappingNode {
+		t.checkDirectives(get(p, "sbatch_directives"), "parent.sbatch_directives")
+	}
+	if probs := t.result(); probs != nil {
+		return nil, probs
+	}
+	cfg := &SlurmConfig{File: file, JobLauncher: decodeJobLauncher(jl)}
+	if pk := getKey(t.root, "parent"); pk != nil {
+		cfg.parentLine, cfg.parentColumn = pk.Line, pk.Column
+		if p := get(t.root, "parent"); !isNull(p) {
+			cfg.Parent = &Parent{
+				Directives:       decodeDirectives(get(p, "sbatch_directives")),
+				EnvironmentSetup: optString(get(p, "environment_setup")),
+			}
+		}
+	}
+	return cfg, nil
+}
+
+// slurmKeyHook phrases unknown sbatch directives.
+func slurmKeyHook(parent, key string, allowed []string) (string, string, bool) {
+	if strings.HasSuffix(parent, "sbatch_directives") {
+		return "unsupported sbatch directive (allowed: " + strings.Join(DirectiveKeys, ", ") + ")", didYouMean(key, allowed), true
+	}
+	return "", "", false
+}
+
+// result returns the problems found, sorted and without repeats; nil when
+// there are none.
+func (t *tree) result() Problems {
+	if len(t.probs) == 0 {
+		return nil
+	}
+	t.probs.Sort()
+	out := t.probs[:0]
+	for i, p := range t.probs {
+		if i > 0 && p == t.probs[i-1] {
+			continue
+		}
+		out = append(out, p)
+	}
+	t.probs = out
+	return out
+}
+
+// checkJobLauncher runs the job_launcher rules JSON Schema cannot express.
+func (t *tree) checkJobLauncher(jl *yaml.Node) {
+	sandbox := get(jl, "sandbox")
+	image := get(jl, "image")
+	if isString(sandbox) {
+		switch sandbox.Value {
+		case "apptainer", "pyxis":
+			if isNull(image) {
+				t.add(getKeyOr(jl, "sandbox"), "job_launcher.image", "is required when sandbox is "+sandbox.Value,
+					"set image to the absolute path of the container image file")
+			} else if isString(image) && strings.HasPrefix(image.Value, "/") {
+				if msg := checkImageFile(image.Value); msg != "" {
+					t.add(image, "job_launcher.image", msg, "prepare needs the image file itself; fix the path or copy the image there")
+				}
+			}
+		case "none":
+			if !isNull(image) {
+				t.add(image, "job_launcher.image", "must not be set when sandbox is none",
+					"remove image, or set sandbox to apptainer or pyxis")
+			}
+		}
+	}
+	t.checkDirectives(get(jl, "sbatch_directives"), "job_launcher.sbatch_directives")
+	if fe := get(jl, "forward_env"); fe != nil && fe.Kind == yaml.SequenceNode {
+		seen := map[string]int{}
+		for i, item := range fe.Content {
+			path := fmt.Sprintf("job_launcher.forward_env[%d]", i)
+			if !isString(item) || !IsValidEnvName(item.Value) {
+				continue // the schema reports it
+			}
+			if IsLauncherOwnedEnvName(item.Value) {
+				t.add(item, path, fmt.Sprintf("%s is launcher-owned and cannot be forwarded", item.Value), launcherOwnedHint)
+			}
+			if first, dup := seen[item.Value]; dup {
+				t.add(item, path, fmt.Sprintf("%s is listed twice (first at forward_env[%d])", item.Value, first), "")
+			} else {
+				seen[item.Value] = i
+			}
+		}
+	}
+	port := DefaultInternalPort
+	if pn := get(jl, "internal_port"); pn != nil {
+		if v, ok := intValue(pn); ok {
+			port = v
+		}
+	}
+	if r := get(jl, "multi_node_port_range"); r != nil {
+		t.checkPortRange(r, port)
+	}
+}
+
+// getKeyOr is the key node of key in m, else m itself.
+func getKeyOr(m *yaml.Node, key string) *yaml.Node {
+	if k := getKey(m, key); k != nil {
+		return k
+	}
+	return m
+}
+
+// checkImageFile says what is wrong with a container image path on this
+// host, or "".
+func checkImageFile(path string) string {
+	st, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Sprintf("image %s does not exist on this host", path)
+	}
+	if err != nil {
+		return fmt.Sprintf("image %s cannot be read: %s", path, errText(err))
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Sprintf("image %s is not a regular file", path)
+	}
+	return ""
+}
+
+// ImageRealPath resolves a validated image path to the real path prepare
+// records, checking it is an existing regular file.
+func ImageRealPath(path string) (string, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", fmt.Errorf("image %s: %s", path, errText(err))
+	}
+	if msg := checkImageFile(real); msg != "" {
+		return "", fmt.Errorf("%s", msg)
+	}
+	return filepath.Abs(real)
+}
+
+// checkDirectives reports directive values with whitespace the schema's
+// ASCII pattern lets through (vertical tab, NBSP, Unicode spaces).
+func (t *tree) checkDirectives(m *yaml.Node, path string) {
+	for _, p := range pairs(m) {
+		t.checkNoSpace(p.val, joinPath(path, p.name))
+	}
+}
+
+// checkNoSpace reports a string value containing non-ASCII whitespace.
+func (t *tree) checkNoSpace(n *yaml.Node, path string) {
+	if !isString(n) {
+		return
+	}
+	if strings.ContainsAny(n.Value, " \t\n\r\f") {
+		return // the schema reports it
+	}
+	if strings.IndexFunc(n.Value, unicode.IsSpace) >= 0 {
+		t.add(n, path, fmt.Sprintf("must not contain whitespace (got %q)", n.Value), "")
+	}
+}
+
+// checkPortRange checks multi_node_port_range beyond its shape.
+func (t *tree) checkPortRange(n *yaml.Node, internalPort int) {
+	const path = "job_launcher.multi_node_port_range"
+	r, ok := portRangeOf(n)
+	if !ok {
+		return // the schema reports the shape
+	}
+	switch {
+	case r.Start < minMultiNodePort || r.Start > maxPort || r.End < minMultiNodePort || r.End > maxPort:
+		if n.Kind == yaml.ScalarNode { // list items are range-checked by the schema
+			t.add(n, path, fmt.Sprintf("ports must be within %d..%d (got %d-%d)", minMultiNodePort, maxPort, r.Start, r.End), "")
+		}
+	case r.Start > r.End:
+		t.add(n, path, fmt.Sprintf("START must not be above END (got %d-%d)", r.Start, r.End), "")
+	case internalPort >= r.Start && internalPort <= r.End:
+		t.add(n, path, fmt.Sprintf("must not contain internal_port %d (got %d-%d)", internalPort, r.Start, r.End),
+			"choose a range that leaves out internal_port")
+	}
+}
+
+// portRangeOf reads "START-END" or [START, END]; ok is false for any other
+// shape.
+func portRangeOf(n *yaml.Node) (PortRange, bool) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if !isString(n) {
+			return PortRange{}, false
+		}
+		a, b, found := strings.Cut(n.Value, "-")
+		if !found || len(a) == 0 || len(a) > 5 || len(b) == 0 || len(b) > 5 {
+			return PortRange{}, false
+		}
+		start, err1 := strconv.Atoi(a)
+		end, err2 := strconv.Atoi(b)
+		if err1 != nil || err2 != nil || strings.ContainsAny(a+b, "+-") {
+			return PortRange{}, false
+		}
+		return PortRange{Start: start, End: end}, true
+	case yaml.SequenceNode:
+		if len(n.Content) != 2 {
+			return PortRange{}, false
+		}
+		start, ok1 := intValue(n.Content[0])
+		end, ok2 := intValue(n.Content[1])
+		if !ok1 || !ok2 || n.Content[0].ShortTag() != "!!int" || n.Content[1].ShortTag() != "!!int" {
+			return PortRange{}, false
+		}
+		return PortRange{Start: start, End: end}, true
+	}
+	return PortRange{}, false
+}
+
+// decodeJobLauncher reads a validated job_launcher mapping.
+func decodeJobLauncher(jl *yaml.Node) JobLauncher {
+	j := JobLauncher{
+		Sandbox:                    get(jl, "sandbox").Value,
+		Image:                      optString(get(jl, "image")),
+		PythonPath:                 get(jl, "python_path").Value,
+		ParentHost:                 optString(get(jl, "parent_host")),
+		Directives:                 decodeDirectives(get(jl, "sbatch_directives")),
+		Setup:                      optString(get(jl, "setup")),
+		InternalPort:               optInt(get(jl, "internal_port"), DefaultInternalPort),
+		InternalConnectionSecurity: DefaultConnSecurity,
+		SubmitTimeout:              optFloat(get(jl, "submit_timeout"), DefaultSubmitTimeout),
+		QueryTimeout:               optFloat(get(jl, "query_timeout"), DefaultQueryTimeout),
+		CancelTimeout:              optFloat(get(jl, "cancel_timeout"), DefaultCancelTimeout),
+		PollInterval:               optFloat(get(jl, "poll_interval"), DefaultPollInterval),
+		PendingTimeout:             optFloat(get(jl, "pending_timeout"), DefaultPendingTimeout),
+	}
+	if cs := get(jl, "internal_connection_security"); !isNull(cs) {
+		j.InternalConnectionSecurity = cs.Value
+	}
+	if fe := get(jl, "forward_env"); fe != nil && fe.Kind == yaml.SequenceNode {
+		for _, item := range fe.Content {
+			j.ForwardEnv = append(j.ForwardEnv, item.Value)
+		}
+	}
+	if ex := get(jl, "executables"); ex != nil {
+		j.Executables = Executables{
+			Sbatch:    optString(get(ex, "sbatch")),
+			Squeue:    optString(get(ex, "squeue")),
+			Sacct:     optString(get(ex, "sacct")),
+			Scancel:   optString(get(ex, "scancel")),
+			Apptainer: optString(get(ex, "apptainer")),
+			Srun:      optString(get(ex, "srun")),
+		}
+	}
+	if r := get(jl, "multi_node_port_range"); r != nil {
+		j.MultiNodePortRange, _ = portRangeOf(r)
+		j.MultiNodePortRangeSet = true
+	} else {
+		j.MultiNodePortRange = DefaultMultiNodePortRange(j.InternalPort)
+	}
+	return j
+}
+
+// decodeDirectives reads a validated sbatch_directives mapping in file
+// order; integer values become decimal strings.
+func decodeDirectives(m *yaml.Node) []Directive {
+	var out []Directive
+	for _, p := range pairs(m) {
+		out = append(out, Directive{Key: p.name, Value: scalarText(p.val)})
+	}
+	return out
+}
+
+func optString(n *yaml.Node) string {
+	if isNull(n) {
+		return ""
+	}
+	return n.Value
+}
+
+func optInt(n *yaml.Node, def int) int {
+	if v, ok := intValue(n); ok {
+		return v
+	}
+	return def
+}
+
+func optFloat(n *yaml.Node, def float64) float64 {
+	if v, ok := floatValue(n); ok {
+		return v
+	}
+	return def
+}
+
+// CheckConfigForKit reports config settings the kit's role does not allow:
+// a parent block belongs to client kits only.
+func CheckConfigForKit(cfg *SlurmConfig, kit *Kit) Problems {
+	if cfg == nil || kit == nil {
+		return nil
+	}
+	var probs Problems
+	if kit.Role == "server" && cfg.Parent != nil {
+		probs = append(probs, Problem{
+			File: cfg.File, Line: cfg.parentLine, Column: cfg.parentColumn, Path: "parent",
+			Message: fmt.Sprintf("is not allowed for server kit %s: the parent block is for client kits only", kit.Name),
+			Hint:    "remove the parent block, or use a client kit",
+		})
+	}
+	return probs
+}

@@ -1,0 +1,290 @@
+package schema
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"gopkg.in/yaml.v3"
+)
+
+// File names of a kit's study runtime (v2) and of its legacy v1 format.
+const (
+	StudyRuntimeFile = "study_runtime.yaml"
+	LegacyStudyFile  = "study_data.yaml"
+)
+
+// LoadStudyRuntime reads and validates a local/study_runtime.yaml. A legacy
+// study_data.yaml beside it is a problem too: the two cannot be combined.
+func LoadStudyRuntime(path string) (*StudyRuntime, Problems) {
+	var legacy Problems
+	if filepath.Base(path) == StudyRuntimeFile {
+		legacyPath := filepath.Join(filepath.Dir(path), LegacyStudyFile)
+		if _, err := os.Lstat(legacyPath); err == nil {
+			legacy = Problems{{
+				File:    legacyPath,
+				Message: "legacy study_data.yaml cannot be combined with study_runtime.yaml",
+				Hint:    "move its studies into study_runtime.yaml (format_version: 2) and delete study_data.yaml",
+			}}
+		}
+	}
+	data, probs := readInput(path)
+	if probs != nil {
+		return nil, append(legacy, probs...)
+	}
+	sr, probs := ParseStudyRuntime(path, data)
+	if legacy != nil {
+		probs = append(legacy, probs...)
+		probs.Sort()
+		return nil, probs
+	}
+	return sr, probs
+}
+
+// ParseStudyRuntime validates study_runtime.yaml content read from file.
+func ParseStudyRuntime(file string, data []byte) (*StudyRuntime, Problems) {
+	t := parseTree(file, data)
+	if t.root == nil {
+		return nil, t.result()
+	}
+	t.validateSchema(KindStudyRuntime, studyKeyHook, studyValueHook)
+	studies := get(t.root, "studies")
+	for _, s := range pairs(studies) {
+		if !t.checkName(s.key, "studies."+s.name, s.name) {
+			continue
+		}
+		if s.val.Kind == yaml.MappingNode {
+			t.checkStudy(s.name, s.val)
+		}
+	}
+	if probs := t.result(); probs != nil {
+		return nil, probs
+	}
+	sr := &StudyRuntime{File: file}
+	for _, s := range pairs(studies) {
+		sr.Studies = append(sr.Studies, decodeStudy(s.name, s.val))
+	}
+	return sr, nil
+}
+
+var studyNameRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9_-]{0,61}[a-z0-9])?$`)
+
+// studyKeyHook explains keys that belong to other launchers.
+func studyKeyHook(parent, key string, allowed []string) (string, string, bool) {
+	parts := strings.Split(parent, ".")
+	switch {
+	case len(parts) == 2 && parts[0] == "studies" && key == "pod_template":
+		return "pod_template belongs to the Kubernetes launcher and is not supported under Slurm", "remove it", true
+	case len(parts) == 2 && parts[0] == "studies" && key == "docker_kwargs":
+		return "docker_kwargs belongs to the Docker launcher and is not supported under Slurm", "remove it", true
+	case len(parts) == 4 && parts[0] == "studies" && parts[2] == "secret_mounts" && key == "items":
+		return "items is Kubernetes-only and is not supported under Slurm",
+			"point source at a directory containing only the intended files", true
+	case len(parts) == 3 && parts[0] == "studies" && parts[2] == "slurm":
+		return "unknown key (allowed: " + strings.Join(allowed, ", ") + ")", didYouMean(key, allowed), true
+	}
+	return "", "", false
+}
+
+// studyValueHook explains the reserved dataset type.
+func studyValueHook(p string, k jsonschema.ErrorKind) (string, bool) {
+	e, ok := k.(*kind.Enum)
+	if !ok {
+		return "", false
+	}
+	switch {
+	case strings.HasSuffix(p, ".type") && strings.Contains(p, ".datasets.") && e.Got == "databricks":
+		return "dataset type databricks is not yet supported (allowed: mount)", true
+	case strings.HasSuffix(p, ".mode") && strings.Contains(p, ".secret_mounts."):
+		return fmt.Sprintf("must be ro: secret mounts are always read-only (got %s)", gotValue(e.Got)), true
+	}
+	return "", false
+}
+
+// nameHint explains the study, dataset and secret mount name rule.
+const nameMessage = "is not a valid name: use 1-63 lowercase letters, digits, '_' or '-', starting and ending with a letter or digit"
+
+// checkName reports a study, dataset or secret mount name that breaks the
+// name rule; it says whether the name is valid.
+func (t *tree) checkName(n *yaml.Node, path, name string) bool {
+	if studyNameRE.MatchString(name) {
+		return true
+	}
+	t.add(n, path, fmt.Sprintf("%s (got %q)", nameMessage, name), "")
+	return false
+}
+
+// checkStudy runs the rules of one study that JSON Schema cannot express.
+func (t *tree) checkStudy(name string, s *yaml.Node) {
+	base := "studies." + name
+	for _, key := range []string{"datasets", "secret_mounts"} {
+		for _, p := range pairs(get(s, key)) {
+			t.checkName(p.key, base+"."+key+"."+p.name, p.name)
+		}
+	}
+	env := get(s, "env")
+	for _, p := range pairs(env) {
+		t.checkEnvName(p.key, joinPath(base+".env", p.name), p.name)
+	}
+	envNames := map[string]bool{}
+	for _, p := range pairs(env) {
+		envNames[p.name] = true
+	}
+	for _, p := range pairs(get(s, "secret_env")) {
+		path := joinPath(base+".secret_env", p.name)
+		t.checkEnvName(p.key, path, p.name)
+		if envNames[p.name] {
+			t.add(p.key, path, fmt.Sprintf("%s is defined in both env and secret_env", p.name), "keep it in one of them")
+		}
+		if src := get(p.val, "source"); isString(src) && IsValidEnvName(src.Value) && IsLauncherOwnedEnvName(src.Value) {
+			t.add(src, path+".source", fmt.Sprintf("%s is launcher-owned and cannot be a secret source", src.Value), launcherOwnedHint)
+		}
+	}
+	sl := get(s, "slurm")
+	for _, key := range []string{"partition", "account", "qos"} {
+		t.checkNoSpace(get(sl, key), base+".slurm."+key)
+	}
+	if sb := get(sl, "sandbox"); isString(sb) && sb.Value == "none" {
+		for _, key := range []string{"container", "datasets", "secret_mounts"} {
+			if k := getKey(s, key); k != nil {
+				t.add(k, base+"."+key, "is not allowed when the study's slurm.sandbox is none",
+					"remove "+key+", or use sandbox apptainer or pyxis")
+			}
+		}
+	}
+	// Mount destinations: datasets at /data/<study>/<name>, then secret
+	// mounts; none may overlap another of the same study.
+	type dest struct {
+		path string
+		what string
+	}
+	var dests []dest
+	for _, p := range pairs(get(s, "datasets")) {
+		dests = append(dests, dest{"/data/" + name + "/" + p.name, "dataset " + p.name})
+	}
+	for _, p := range pairs(get(s, "secret_mounts")) {
+		mp := get(p.val, "mount_path")
+		if !isString(mp) || !strings.HasPrefix(mp.Value, "/") || strings.ContainsAny(mp.Value, ":,\n\r\x00") {
+			continue // the schema reports it
+		}
+		mpPath := joinPath(base+".secret_mounts", p.name) + ".mount_path"
+		if msg := CheckMountDestination(mp.Value); msg != "" {
+			t.add(mp, mpPath, msg, "")
+			continue
+		}
+		clean := path.Clean(mp.Value)
+		for _, d := range dests {
+			if PathsOverlap(clean, d.path) {
+				t.add(mp, mpPath, fmt.Sprintf("%s overlaps the mount of %s at %s", mp.Value, d.what, d.path), "choose a destination outside it")
+				break
+			}
+		}
+		dests = append(dests, dest{clean, "secret mount " + p.name})
+	}
+}
+
+// checkEnvName reports a malformed or launcher-owned study variable name.
+func (t *tree) checkEnvName(n *yaml.Node, path, name string) {
+	if !IsValidEnvName(name) {
+		t.add(n, path, fmt.Sprintf("is not a valid environment name: must match [A-Za-z_][A-Za-z0-9_]* (got %q)", name), "")
+		return
+	}
+	if IsLauncherOwnedEnvName(name) {
+		t.add(n, path, fmt.Sprintf("%s is launcher-owned and cannot be set by a study", name), launcherOwnedHint)
+	}
+}
+
+// CheckMountDestination says what is wrong with a container mount
+// destination, or "": it must be a normalised absolute path (no "." or
+// ".." parts, no doubled slashes) and not /, /proc, /sys, /dev or below.
+func CheckMountDestination(dst string) string {
+	if !strings.HasPrefix(dst, "/") {
+		return "must be an absolute path"
+	}
+	if strings.ContainsAny(dst, ":,") {
+		return "must not contain ':' or ','"
+	}
+	trimmed := strings.TrimRight(dst, "/")
+	if trimmed == "" || path.Clean(dst) != trimmed || strings.HasPrefix(dst, "//") {
+		if trimmed == "" {
+			return "must not be /"
+		}
+		return fmt.Sprintf("must be a normalised path (got %q, normalised %q)", dst, path.Clean(dst))
+	}
+	for _, forbidden := range []string{"/proc", "/sys", "/dev"} {
+		if trimmed == forbidden || strings.HasPrefix(trimmed, forbidden+"/") {
+			return fmt.Sprintf("must not be %s or below it", forbidden)
+		}
+	}
+	return ""
+}
+
+// PathsOverlap says whether one cleaned absolute path equals or contains
+// the other.
+func PathsOverlap(a, b string) bool {
+	a, b = path.Clean(a), path.Clean(b)
+	if a == b || a == "/" || b == "/" {
+		return true
+	}
+	return strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/")
+}
+
+// decodeStudy reads one validated study.
+func decodeStudy(name string, s *yaml.Node) Study {
+	st := Study{Name: name}
+	if c := get(s, "container"); c != nil {
+		st.Image = optString(get(c, "image"))
+	}
+	for _, p := range pairs(get(s, "datasets")) {
+		st.Datasets = append(st.Datasets, Dataset{
+			Name:   p.name,
+			Type:   "mount",
+			Source: get(p.val, "source").Value,
+			Mode:   get(p.val, "mode").Value,
+		})
+	}
+	for _, p := range pairs(get(s, "env")) {
+		st.Env = append(st.Env, EnvVar{Name: p.name, Value: scalarText(p.val)})
+	}
+	for _, p := range pairs(get(s, "secret_env")) {
+		st.SecretEnv = append(st.SecretEnv, SecretEnv{
+			Name:   p.name,
+			Source: get(p.val, "source").Value,
+			Key:    optString(get(p.val, "key")),
+		})
+	}
+	for _, p := range pairs(get(s, "secret_mounts")) {
+		st.SecretMounts = append(st.SecretMounts, SecretMount{
+			Name:      p.name,
+			Source:    get(p.val, "source").Value,
+			MountPath: get(p.val, "mount_path").Value,
+			Mode:      "ro",
+		})
+	}
+	if sl := get(s, "slurm"); sl != nil {
+		ss := &StudySlurm{
+			Sandbox:    optString(get(sl, "sandbox")),
+			PythonPath: optString(get(sl, "python_path")),
+		}
+		if setup := get(sl, "setup"); setup != nil {
+			v := setup.Value
+			ss.Setup = &v
+		}
+		if v := get(sl, "partition"); v != nil {
+			ss.Partition = scalarText(v)
+		}
+		if v := get(sl, "account"); v != nil {
+			ss.Account = scalarText(v)
+		}
+		if v := get(sl, "qos"); v != nil {
+			ss.QOS = scalarText(v)
+		}
+		st.Slurm = ss
+	}
+	return st
+}

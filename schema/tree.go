@@ -1,0 +1,383 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// maxInputBytes caps what a loader reads: every input is a small hand-written
+// file, and a cap keeps a mistaken path (an image, a log) from being slurped.
+const maxInputBytes = 4 << 20
+
+// tree is one parsed input file: the YAML node tree (for positions and
+// order), the same content as plain Go values (for JSON Schema validation)
+// and the problems found so far.
+type tree struct {
+	file  string
+	root  *yaml.Node // the top-level mapping; nil when the file is unusable
+	value any        // root as map[string]any / []any / string / json.Number / bool / nil
+	// locs maps a JSON pointer ("/job_launcher/sandbox") to its node.
+	locs  map[string]loc
+	probs Problems
+	// suppressed holds pointers whose value was already reported while
+	// parsing (an alias, a non-finite number): schema errors there would
+	// only repeat it.
+	suppressed map[string]bool
+}
+
+// loc is one value in the tree: its key node (nil for the root and list
+// items), its value node and its dotted path.
+type loc struct {
+	key  *yaml.Node
+	val  *yaml.Node
+	path string
+}
+
+var (
+	yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	bigIntRE   = regexp.MustCompile(`^[-+]?[0-9]+$`)
+)
+
+// parseTree parses data as one YAML (or JSON) document whose top level is a
+// mapping. On a syntax error, an empty file or a top level that is not a
+// mapping, t.root is nil and t.probs holds the one problem.
+func parseTree(file string, data []byte) *tree {
+	t := &tree{file: file, locs: map[string]loc{}, suppressed: map[string]bool{}}
+	if len(data) > maxInputBytes {
+		t.add(nil, "", fmt.Sprintf("file is too large (%d bytes, at most %d)", len(data), maxInputBytes), "")
+		return t
+	}
+	doc, err := decodeOne(data)
+	if err != nil && json.Valid(data) {
+		// JSON allows tabs where YAML does not; in valid JSON a tab can only
+		// be whitespace between tokens, so a space keeps every column.
+		doc, err = decodeOne(bytes.ReplaceAll(data, []byte("\t"), []byte(" ")))
+	}
+	if err != nil {
+		p := Problem{File: file, Message: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+		if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+			p.Line, _ = strconv.Atoi(m[1])
+			p.Column = 1
+			p.Message = "not valid YAML: " + m[2]
+		}
+		t.probs = append(t.probs, p)
+		return t
+	}
+	if doc == nil || len(doc.Content) == 0 || (doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].ShortTag() == "!!null") {
+		t.add(nil, "", "file is empty", "expected a YAML mapping")
+		return t
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		t.add(root, "", fmt.Sprintf("top level must be a mapping (got %s)", nodeKindName(root)), "")
+		return t
+	}
+	t.root = root
+	t.value = t.convert(root, nil, "", "")
+	return t
+}
+
+// decodeOne decodes exactly one YAML document; a second one is an error.
+func decodeOne(data []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		line := extra.Line
+		return nil, fmt.Errorf("yaml: line %d: the file holds more than one YAML document", max(line, 1))
+	} else if !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return &doc, nil
+}
+
+// add records a problem at node n (nil: no position).
+func (t *tree) add(n *yaml.Node, path, message, hint string) {
+	p := Problem{File: t.file, Path: path, Message: message, Hint: hint}
+	if n != nil {
+		p.Line, p.Column = n.Line, n.Column
+	}
+	t.probs = append(t.probs, p)
+}
+
+// convert turns node n (at JSON pointer ptr and dotted path) into a plain
+// value, recording its location, and reports duplicate keys, aliases,
+// merge keys and non-finite numbers.
+func (t *tree) convert(n *yaml.Node, key *yaml.Node, ptr, path string) any {
+	t.locs[ptr] = loc{key: key, val: n, path: path}
+	switch n.Kind {
+	case yaml.AliasNode:
+		t.add(n, path, "YAML aliases are not supported", "write the value out in full")
+		t.suppressed[ptr] = true
+		return nil
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		first := map[string]*yaml.Node{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode {
+				t.add(k, path, "mapping keys must be plain strings", "")
+				continue
+			}
+			if k.ShortTag() == "!!merge" {
+				t.add(k, path, "YAML merge keys (<<) are not supported", "write the keys out in full")
+				continue
+			}
+			name := k.Value
+			childPath := joinPath(path, name)
+			if prev, dup := first[name]; dup {
+				t.add(k, childPath, fmt.Sprintf("duplicate key (first defined at line %d)", prev.Line), "remove one of them")
+				continue
+			}
+			first[name] = k
+			m[name] = t.convert(v, k, ptr+"/"+escapePointer(name), childPath)
+		}
+		return m
+	case yaml.SequenceNode:
+		s := make([]any, len(n.Content))
+		for i, item := range n.Content {
+			s[i] = t.convert(item, nil, ptr+"/"+strconv.Itoa(i), fmt.Sprintf("%s[%d]", path, i))
+		}
+		return s
+	case yaml.ScalarNode:
+		v, ok := scalarValue(n)
+		if !ok {
+			t.add(n, path, fmt.Sprintf("must be a finite number (got %s)", n.Value), "")
+			t.suppressed[ptr] = true
+			return json.Number("0")
+		}
+		return v
+	}
+	return nil
+}
+
+// scalarValue is the plain value of a scalar node: nil, bool, json.Number
+// or string. ok is false for a non-finite float (.inf, .nan), which JSON
+// cannot hold.
+func scalarValue(n *yaml.Node) (any, bool) {
+	switch n.ShortTag() {
+	case "!!null":
+		return nil, true
+	case "!!bool":
+		var b bool
+		if err := n.Decode(&b); err == nil {
+			return b, true
+		}
+	case "!!int":
+		var i int64
+		if err := n.Decode(&i); err == nil {
+			return json.Number(strconv.FormatInt(i, 10)), true
+		}
+		// Too big for int64: keep the exact decimal when YAML wrote one.
+		text := strings.ReplaceAll(n.Value, "_", "")
+		if b, ok := new(big.Int).SetString(text, 0); ok {
+			return json.Number(b.String()), true
+		}
+	case "!!float":
+		// yaml.v3 tags integers beyond int64 as floats: keep them exact.
+		if bigIntRE.MatchString(n.Value) {
+			if b, ok := new(big.Int).SetString(strings.TrimPrefix(n.Value, "+"), 10); ok {
+				return json.Number(b.String()), true
+			}
+		}
+		var f float64
+		if err := n.Decode(&f); err == nil {
+			if math.IsInf(f, 0) || math.IsNaN(f) {
+				return nil, false
+			}
+			return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), true
+		}
+	}
+	return n.Value, true
+}
+
+// nodeKindName names what a node holds, for messages.
+func nodeKindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "list"
+	case yaml.AliasNode:
+		return "alias"
+	}
+	switch n.ShortTag() {
+	case "!!null":
+		return "null"
+	case "!!bool":
+		return "boolean"
+	case "!!int":
+		return "integer"
+	case "!!float":
+		return "number"
+	}
+	return "string"
+}
+
+func joinPath(parent, key string) string {
+	if parent == "" {
+		return key
+	}
+	return parent + "." + key
+}
+
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// pointer joins unescaped JSON pointer tokens.
+func pointer(tokens []string) string {
+	var b strings.Builder
+	for _, tok := range tokens {
+		b.WriteByte('/')
+		b.WriteString(escapePointer(tok))
+	}
+	return b.String()
+}
+
+// pair is one key/value of a mapping node.
+type pair struct {
+	name string
+	key  *yaml.Node
+	val  *yaml.Node
+}
+
+// pairs lists the entries of mapping node m in file order (nil for any other
+// node), skipping duplicates and non-scalar keys, which are reported already.
+func pairs(m *yaml.Node) []pair {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	var out []pair
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k := m.Content[i]
+		if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!merge" || seen[k.Value] {
+			continue
+		}
+		seen[k.Value] = true
+		out = append(out, pair{name: k.Value, key: k, val: m.Content[i+1]})
+	}
+	return out
+}
+
+// get returns the value node of key in mapping m, or nil. The first of
+// duplicate keys wins, as in pairs.
+func get(m *yaml.Node, key string) *yaml.Node {
+	if i := keyIndex(m, key); i >= 0 {
+		return m.Content[i+1]
+	}
+	return nil
+}
+
+// getKey returns the key node of key in mapping m, or nil.
+func getKey(m *yaml.Node, key string) *yaml.Node {
+	if i := keyIndex(m, key); i >= 0 {
+		return m.Content[i]
+	}
+	return nil
+}
+
+// keyIndex is the index in m.Content of key's first key node, or -1.
+func keyIndex(m *yaml.Node, key string) int {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return -1
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k := m.Content[i]
+		if k.Kind == yaml.ScalarNode && k.Value == key && k.ShortTag() != "!!merge" {
+			return i
+		}
+	}
+	return -1
+}
+
+// isNull says whether n is absent or an explicit null.
+func isNull(n *yaml.Node) bool {
+	return n == nil || (n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null")
+}
+
+// isString says whether n is a string scalar.
+func isString(n *yaml.Node) bool {
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return false
+	}
+	switch n.ShortTag() {
+	case "!!null", "!!bool", "!!int", "!!float", "!!merge":
+		return false
+	}
+	return true
+}
+
+// intValue reads an integer scalar (an integral float such as 2.0 too);
+// ok is false for anything else or a value outside int.
+func intValue(n *yaml.Node) (int, bool) {
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return 0, false
+	}
+	v, ok := scalarValue(n)
+	num, isNum := v.(json.Number)
+	if !ok || !isNum {
+		return 0, false
+	}
+	r, ok := new(big.Rat).SetString(string(num))
+	if !ok || !r.IsInt() || !r.Num().IsInt64() {
+		return 0, false
+	}
+	i := r.Num().Int64()
+	if int64(int(i)) != i {
+		return 0, false
+	}
+	return int(i), true
+}
+
+// floatValue reads a finite number scalar.
+func floatValue(n *yaml.Node) (float64, bool) {
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return 0, false
+	}
+	v, ok := scalarValue(n)
+	num, isNum := v.(json.Number)
+	if !ok || !isNum {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(num), 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, false
+	}
+	return f, true
+}
+
+// scalarText is the string form of a string, integer, float or boolean
+// scalar: integers in decimal (0x1F → "31"), booleans as "true"/"false",
+// floats and strings as written.
+func scalarText(n *yaml.Node) string {
+	v, _ := scalarValue(n)
+	switch v := v.(type) {
+	case bool:
+		return strconv.FormatBool(v)
+	case json.Number:
+		if n.ShortTag() == "!!int" {
+			return string(v) // already decimal
+		}
+	case nil:
+		return ""
+	}
+	return n.Value
+}
