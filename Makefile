@@ -45,11 +45,23 @@ golden:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+# demo prepares the example client kit into a fresh temp directory and prints
+# it. The example's apptainer image path does not exist here, so the demo
+# points it at an empty stand-in image inside the temp directory.
 demo: build
-	@out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
-	./$(BIN) prepare examples/site-1 --config examples/slurm.yaml --output "$$out/site-1" && \
-	echo "--- workspace $$out/site-1:" && (cd "$$out/site-1" && find . -type f | sort) && \
-	echo "--- startup/start_slurm.sh:" && cat "$$out/site-1/startup/start_slurm.sh"
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	: > "$$tmp/nvflare-demo.sif"; \
+	sed "s|^  image: .*|  image: $$tmp/nvflare-demo.sif|" examples/slurm.yaml > "$$tmp/slurm.yaml"; \
+	./$(BIN) prepare examples/site-1 --config "$$tmp/slurm.yaml" --output "$$tmp/site-1" && \
+	echo "--- workspace $$tmp/site-1:" && (cd "$$tmp/site-1" && find . -type f | sort) && \
+	echo "--- startup/start_slurm.sh:" && cat "$$tmp/site-1/startup/start_slurm.sh" && \
+	echo "--- startup/parent.slurm:" && cat "$$tmp/site-1/startup/parent.slurm"
+
+# fuzz runs each parser's fuzz target for FUZZTIME.
+FUZZTIME ?= 20s
+fuzz:
+	for f in FuzzParseSlurmConfig FuzzParseStudyRuntime FuzzParseJobMeta; do \
+		$(GO) test ./schema -run '^$$$$' -fuzz "^$$f$$$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s || exit 1; done
 
 clean:
 	rm -rf bin

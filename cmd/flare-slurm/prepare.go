@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flare-slurm/flare-slurm/generator/prepare"
+)
+
+func init() {
+	commands = append(commands, func(a *app) *cobra.Command {
+		var opts prepare.Options
+		var kitFlag string
+		var asJSON, check bool
+		cmd := &cobra.Command{
+			Use:   "prepare [KIT]",
+			Short: "Turn a startup kit into a Slurm runtime workspace",
+			Long: `prepare copies a provisioned NVFlare startup kit into a runtime workspace for the
+Slurm job launcher (what 'nvflare deploy prepare' produces for runtime: slurm).
+The new workspace is staged beside OUT and swapped into place atomically.
+
+Defaults: --config KIT/config.yaml, --output KIT/prepared/slurm.
+--check writes nothing: it prints a unified diff of what prepare would change
+and exits 1 when OUT differs (drift detection).`,
+			Args: cobra.MaximumNArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				switch {
+				case len(args) == 1 && kitFlag != "":
+					return usageErrorf("give the startup kit once: as an argument or with --kit")
+				case len(args) == 1:
+					opts.Kit = args[0]
+				case kitFlag != "":
+					opts.Kit = kitFlag
+				default:
+					return usageErrorf("missing startup kit: run 'flare-slurm prepare KIT --config slurm.yaml'")
+				}
+				// prepare is short-lived and allocates little (about 2 MiB for a
+				// small kit): collecting garbage only costs time and the
+				// memory of the collector's threads. The limit brings the
+				// collector back should a huge kit need it.
+				debug.SetGCPercent(-1)
+				debug.SetMemoryLimit(256 << 20)
+				if check {
+					return a.prepareCheck(opts, asJSON)
+				}
+				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+				defer stop()
+				res, err := prepare.Run(ctx, opts)
+				if err != nil {
+					return prepareFailure(err)
+				}
+				for _, w := range res.Warnings {
+					fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", w)
+				}
+				if asJSON {
+					return a.printOK(res)
+				}
+				for _, f := range res.Fields() {
+					fmt.Fprintf(a.stdout, "%s: %s\n", f[0], f[1])
+				}
+				return nil
+			},
+		}
+		f := cmd.Flags()
+		f.StringVar(&kitFlag, "kit", "", "the startup kit directory (instead of the KIT argument)")
+		f.StringVar(&opts.Config, "config", "", "the Slurm config (default KIT/config.yaml)")
+		f.StringVar(&opts.Output, "output", "", "the workspace to create or replace (default KIT/prepared/slurm)")
+		f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+		f.BoolVar(&opts.Force, "force", false, "replace a workspace even if it holds job artifacts")
+		f.BoolVar(&check, "check", false, "write nothing; print a diff and exit 1 if the workspace differs")
+		return cmd
+	})
+}
+
+// prepareCheck is --check: a diff on stdout and exit 1 when OUT drifted.
+func (a *app) prepareCheck(opts prepare.Options, asJSON bool) error {
+	ws, err := prepare.Render(opts)
+	if err != nil {
+		return prepareFailure(err)
+	}
+	drift, err := prepare.Diff(ws)
+	if err != nil {
+		return prepareFailure(err)
+	}
+	if len(drift.Changes) == 0 {
+		if asJSON {
+			return a.printOK(map[string]any{"output": ws.Output, "identical": true})
+		}
+		fmt.Fprintf(a.stdout, "%s is up to date\n", ws.Output)
+		return nil
+	}
+	if !asJSON {
+		fmt.Fprint(a.stdout, drift.Text)
+	}
+	return &cliError{exit: 1, Code: "drift",
+		Message:  fmt.Sprintf("workspace %s differs from what prepare would produce (%d change(s))", ws.Output, len(drift.Changes)),
+		Hint:     "run prepare without --check to update it",
+		Problems: drift.Problems()}
+}
+
+func prepareFailure(err error) error {
+	var pe *prepare.Error
+	if errors.As(err, &pe) {
+		return failure(pe.Code, pe.Message, pe.Hint, pe.Problems)
+	}
+	return failure(prepare.CodeFailed, err.Error(), "", nil)
+}

@@ -1,0 +1,131 @@
+// Package prepare turns an NVFlare startup kit and a slurm.yaml into the
+// runtime workspace the Slurm launcher runs in (contract §4), producing the
+// same files, JSON and script text as NVFlare's `nvflare deploy prepare`.
+//
+// The work is split in two: Render validates every input and computes the
+// new workspace in memory (rendered files as bytes, kit files as references
+// to copy), writing nothing; Write stages that workspace beside the output
+// and swaps it into place atomically. Run does both; Diff compares a
+// rendered workspace with what is on disk (--check).
+package prepare
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/flare-slurm/flare-slurm/schema"
+)
+
+// Options are the inputs of one prepare.
+type Options struct {
+	Kit    string // the startup kit directory (required)
+	Config string // slurm.yaml; "" means KIT/config.yaml
+	Output string // the workspace; "" means KIT/prepared/slurm
+	// Force replaces a workspace that holds job artifacts under
+	// .nvflare_slurm/jobs/ (they are listed in Result.Discarded).
+	Force bool
+}
+
+// Result describes a prepared workspace. The JSON field names and the order
+// of the fields are those of NVFlare's prepare result.
+type Result struct {
+	Runtime       string `json:"runtime"`
+	Role          string `json:"role"`
+	Name          string `json:"name"`
+	Output        string `json:"output"`
+	StartCommand  string `json:"start_command"`
+	StartScript   string `json:"start_script"`
+	Resources     string `json:"resources"`
+	SubmitCommand string `json:"submit_command,omitempty"` // only with a parent block
+	// Warnings are things the user should know that did not stop prepare.
+	Warnings []string `json:"warnings,omitempty"`
+	// Discarded lists the job artifact directories a forced prepare removed
+	// with the old workspace.
+	Discarded []string `json:"discarded,omitempty"`
+}
+
+// Fields returns the result as ordered key/value pairs for people
+// ("key: value" lines); warnings are not included.
+func (r *Result) Fields() [][2]string {
+	fields := [][2]string{
+		{"runtime", r.Runtime},
+		{"role", r.Role},
+		{"name", r.Name},
+		{"output", r.Output},
+		{"start_command", r.StartCommand},
+		{"start_script", r.StartScript},
+		{"resources", r.Resources},
+	}
+	if r.SubmitCommand != "" {
+		fields = append(fields, [2]string{"submit_command", r.SubmitCommand})
+	}
+	return fields
+}
+
+// Error codes of prepare failures.
+const (
+	CodeInvalidConfig = "invalid_config"
+	CodeInvalidKit    = "invalid_kit"
+	CodeInvalidOutput = "invalid_output"
+	CodeJobsPresent   = "jobs_present"
+	CodeFailed        = "prepare_failed"
+	CodeInterrupted   = "interrupted"
+)
+
+// Error is every failure of prepare: a stable code, a message saying what
+// failed and where, a hint saying what to do, and the input problems found.
+type Error struct {
+	Code     string
+	Message  string
+	Hint     string
+	Problems schema.Problems
+	Err      error // the underlying error, if any
+}
+
+func (e *Error) Error() string {
+	if len(e.Problems) > 0 {
+		return e.Message + ":\n" + e.Problems.Error()
+	}
+	return e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+func errorf(code, hint, format string, args ...any) *Error {
+	return &Error{Code: code, Hint: hint, Message: fmt.Sprintf(format, args...)}
+}
+
+// Run prepares the workspace: Render, refuse to discard job artifacts
+// without Force, then Write. A cancelled ctx (SIGINT, SIGTERM) stops it
+// before the swap and leaves the output as it was, with no staging
+// directory behind.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	ws, err := Render(opts)
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := JobArtifacts(ws.Output)
+	if err != nil {
+		return nil, &Error{Code: CodeFailed, Message: fmt.Sprintf("cannot read the job artifacts of %s: %v", ws.Output, err),
+			Hint: "check the permissions of the existing workspace", Err: err}
+	}
+	if len(jobs) > 0 {
+		if !opts.Force {
+			return nil, &Error{
+				Code: CodeJobsPresent,
+				Message: fmt.Sprintf("workspace %s holds the artifacts of %d job(s) under %s: %s",
+					ws.Output, len(jobs), jobsDir, strings.Join(jobs, ", ")),
+				Hint: "stop the parent, make sure no Slurm allocation still uses them, then re-run with --force to discard them",
+			}
+		}
+		ws.Result.Discarded = jobs
+		for _, j := range jobs {
+			ws.Result.Warnings = append(ws.Result.Warnings, fmt.Sprintf("discarding job artifacts %s/%s/%s (--force)", ws.Output, jobsDir, j))
+		}
+	}
+	if err := Write(ctx, ws); err != nil {
+		return nil, err
+	}
+	return &ws.Result, nil
+}

@@ -1,0 +1,286 @@
+package prepare
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/flare-slurm/flare-slurm/internal/shell"
+	"github.com/flare-slurm/flare-slurm/schema"
+	"github.com/flare-slurm/flare-slurm/templates"
+)
+
+// Names of the files prepare reads, writes or removes.
+const (
+	resourcesDefault = "local/resources.json.default"
+	resourcesActive  = "local/resources.json"
+	commConfig       = "local/comm_config.json"
+	studyRuntime     = "local/study_runtime.yaml"
+	studyDataLegacy  = "local/study_data.yaml"
+	startScript      = "startup/start_slurm.sh"
+	parentScript     = "startup/parent.slurm"
+	jobsDir          = ".nvflare_slurm/jobs"
+)
+
+// removedStartScripts are the kit's start scripts that make no sense in a
+// Slurm workspace (sub_start.sh stays: start_slurm.sh runs it), plus stale
+// outputs of an earlier prepare.
+var removedStartScripts = []string{
+	"startup/start.sh", "startup/stop_fl.sh", "startup/docker.sh", "startup/start_docker.sh",
+	startScript, parentScript,
+}
+
+// newFileMode is the mode of files prepare creates that the kit did not
+// have (NVFlare gets 0644 from the usual umask; we do not depend on it).
+const newFileMode fs.FileMode = 0o644
+
+// File is one entry of a rendered workspace.
+type File struct {
+	Path   string      // slash-separated, relative to the workspace root
+	Dir    bool        // a directory
+	Mode   fs.FileMode // permission bits
+	Data   []byte      // the content, for files prepare renders
+	Source string      // for files copied verbatim: the kit file to copy
+	// ModTime is the kit file's modification time, kept on copies.
+	ModTime  time.Time
+	rendered bool
+}
+
+// Rendered says whether the content is in Data (true) or is Source's.
+func (f *File) Rendered() bool { return f.rendered }
+
+// Workspace is a rendered workspace: everything Write needs, nothing
+// written yet.
+type Workspace struct {
+	Output string // absolute, normalised, symlinks of existing parents resolved
+	Kit    string
+	Files  []*File // sorted by Path; parents before children; the root is "."
+	Result Result
+	index  map[string]*File
+}
+
+// File returns the entry at slash path p, or nil.
+func (w *Workspace) File(p string) *File { return w.index[p] }
+
+func (w *Workspace) put(p string, data []byte, mode fs.FileMode) {
+	if f := w.index[p]; f != nil && !f.Dir {
+		f.Data, f.Source, f.rendered, f.ModTime = data, "", true, time.Time{}
+		f.Mode = mode
+		return
+	}
+	f := &File{Path: p, Mode: mode, Data: data, rendered: true}
+	w.index[p] = f
+	w.Files = append(w.Files, f)
+}
+
+func (w *Workspace) remove(p string) {
+	if w.index[p] == nil {
+		return
+	}
+	delete(w.index, p)
+	for i, f := range w.Files {
+		if f.Path == p {
+			w.Files = append(w.Files[:i], w.Files[i+1:]...)
+			return
+		}
+	}
+}
+
+func (w *Workspace) warnf(format string, args ...any) {
+	w.Result.Warnings = append(w.Result.Warnings, fmt.Sprintf(format, args...))
+}
+
+// Render validates the config, then the kit, then the output, and computes
+// the new workspace in memory. It writes nothing.
+func Render(opts Options) (*Workspace, error) {
+	if opts.Kit == "" {
+		return nil, errorf(CodeInvalidKit, "run 'flare-slurm prepare KIT --config slurm.yaml'", "no startup kit given")
+	}
+	kit, err := resolvePath(opts.Kit)
+	if err != nil {
+		return nil, errorf(CodeInvalidKit, "check the kit path", "cannot resolve the kit path %s: %v", opts.Kit, err)
+	}
+	configPath := filepath.Join(kit, "config.yaml")
+	if opts.Config != "" {
+		if configPath, err = resolvePath(opts.Config); err != nil {
+			return nil, errorf(CodeInvalidConfig, "check the --config path", "cannot resolve the config path %s: %v", opts.Config, err)
+		}
+	}
+	output := filepath.Join(kit, "prepared", "slurm")
+	if opts.Output != "" {
+		if output, err = resolvePath(opts.Output); err != nil {
+			return nil, errorf(CodeInvalidOutput, "check the --output path", "cannot resolve the output path %s: %v", opts.Output, err)
+		}
+	}
+
+	// Config, then kit; every problem of both is reported at once.
+	cfg, cfgProblems := schema.LoadSlurmConfig(configPath)
+	k, kitProblems := schema.LoadKit(kit)
+	if len(cfgProblems) > 0 || len(kitProblems) > 0 {
+		problems := append(append(schema.Problems{}, cfgProblems...), kitProblems...)
+		if len(cfgProblems) > 0 {
+			return nil, &Error{Code: CodeInvalidConfig, Problems: problems,
+				Message: fmt.Sprintf("%s is not a valid Slurm config", configPath), Hint: "fix the problems listed above; nothing was written"}
+		}
+		return nil, &Error{Code: CodeInvalidKit, Problems: problems,
+			Message: fmt.Sprintf("%s is not a valid startup kit", kit), Hint: "fix the problems listed above; nothing was written"}
+	}
+	if ps := schema.CheckConfigForKit(cfg, k); len(ps) > 0 {
+		return nil, &Error{Code: CodeInvalidConfig, Problems: ps,
+			Message: fmt.Sprintf("%s cannot be used with the %s kit %s", configPath, k.Role, kit), Hint: "fix the problems listed above; nothing was written"}
+	}
+	if k.Role != "client" && k.Role != "server" {
+		return nil, errorf(CodeInvalidKit, "use a server or client startup kit", "%s is a %s kit; prepare supports server and client kits only", kit, k.Role)
+	}
+	jl := cfg.JobLauncher
+	if jl.Sandbox != "none" {
+		real, err := schema.ImageRealPath(jl.Image)
+		if err != nil {
+			problem := schema.Problem{File: cfg.File, Path: "job_launcher.image", Message: err.Error(),
+				Hint: "point image at the container image file on the shared filesystem"}
+			return nil, &Error{Code: CodeInvalidConfig, Problems: schema.Problems{problem},
+				Message: fmt.Sprintf("%s is not a valid Slurm config", configPath), Hint: "fix the problems listed above; nothing was written"}
+		}
+		jl.Image = real
+	}
+
+	if err := checkOutput(kit, output); err != nil {
+		return nil, err
+	}
+
+	w := &Workspace{Output: output, Kit: kit, index: map[string]*File{}}
+	if err := w.scanKit(); err != nil {
+		return nil, err
+	}
+	launcherPath := clientLauncher
+	if k.Role == "server" {
+		launcherPath = serverLauncher
+	}
+	if err := w.patchResources(launcherPath, LauncherArgs(jl, output), k.Role == "server"); err != nil {
+		return nil, err
+	}
+	if err := w.patchCommConfig(jl); err != nil {
+		return nil, err
+	}
+	if w.File(studyRuntime) == nil && w.File(studyDataLegacy) == nil {
+		text, err := templates.Render("study_runtime.yaml.tmpl", nil)
+		if err != nil {
+			return nil, templateError(err)
+		}
+		w.put(studyRuntime, text, newFileMode)
+	}
+	for _, p := range removedStartScripts {
+		if f := w.File(p); f != nil && f.Dir {
+			return nil, errorf(CodeInvalidKit, "remove that directory from the kit", "%s is a directory in the kit %s; prepare must replace it", p, kit)
+		}
+		w.remove(p)
+	}
+	start, err := templates.Render("start_slurm.sh.tmpl", map[string]any{"Workspace": output})
+	if err != nil {
+		return nil, templateError(err)
+	}
+	w.put(startScript, start, 0o700)
+	if cfg.Parent != nil {
+		parent, err := templates.Render("parent.slurm.tmpl", map[string]any{
+			"Workspace":        output,
+			"Directives":       cfg.Parent.Directives,
+			"EnvironmentSetup": cfg.Parent.EnvironmentSetup,
+		})
+		if err != nil {
+			return nil, templateError(err)
+		}
+		w.put(parentScript, parent, 0o700)
+	}
+	w.index["."].Mode = 0o700
+	sort.SliceStable(w.Files, func(i, j int) bool { return pathLess(w.Files[i].Path, w.Files[j].Path) })
+
+	w.Result = Result{
+		Runtime:      "slurm",
+		Role:         k.Role,
+		Name:         k.Name,
+		Output:       output,
+		StartCommand: "cd " + shell.Quote(output) + " && ./startup/start_slurm.sh",
+		StartScript:  filepath.Join(output, filepath.FromSlash(startScript)),
+		Resources:    filepath.Join(output, filepath.FromSlash(resourcesDefault)),
+		Warnings:     w.Result.Warnings,
+	}
+	if cfg.Parent != nil {
+		w.Result.SubmitCommand = shell.Join([]string{
+			"sbatch", "--parsable",
+			"--output=" + output + "/parent-slurm-%j.out",
+			filepath.Join(output, filepath.FromSlash(parentScript)),
+		})
+	}
+	return w, nil
+}
+
+func templateError(err error) error {
+	return &Error{Code: CodeFailed, Message: err.Error(), Hint: "this is a bug in flare-slurm: please report it", Err: err}
+}
+
+// pathLess orders slash paths so that a directory comes right before its
+// contents: "." first, then component by component.
+func pathLess(a, b string) bool {
+	if a == "." || b == "." {
+		return a == "." && b != "."
+	}
+	return strings.ReplaceAll(a, "/", "\x00") < strings.ReplaceAll(b, "/", "\x00")
+}
+
+// resolvePath makes p absolute and resolves symlinks in the longest part
+// of it that exists, like Python's Path.resolve(strict=False), which
+// NVFlare applies to --kit, --config and --output.
+func resolvePath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	existing, rest := abs, ""
+	for {
+		if _, err := os.Lstat(existing); err == nil {
+			break
+		}
+		parent := filepath.Dir(existing)
+		if parent == existing {
+			return abs, nil
+		}
+		rest = filepath.Join(filepath.Base(existing), rest)
+		existing = parent
+	}
+	real, err := filepath.EvalSymlinks(existing)
+	if err != nil {
+		// A dangling or looping symlink: keep the path as written.
+		return abs, nil
+	}
+	return filepath.Join(real, rest), nil
+}
+
+// checkOutput refuses an output that is the kit or contains it, that exists
+// and is not a directory, or whose path the launcher cannot use.
+func checkOutput(kit, output string) error {
+	if output == kit || within(kit, output) {
+		return errorf(CodeInvalidOutput, "choose a workspace directory outside the kit, or leave --output unset for KIT/prepared/slurm",
+			"output %s is the kit %s or contains it", output, kit)
+	}
+	if st, err := os.Stat(output); err == nil && !st.IsDir() {
+		return errorf(CodeInvalidOutput, "choose a directory path for --output", "output %s exists and is not a directory", output)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return errorf(CodeInvalidOutput, "check the permissions of the output path", "cannot inspect output %s: %v", output, err)
+	}
+	if strings.ContainsAny(output, ":,") {
+		return errorf(CodeInvalidOutput, "choose a workspace path without ':' or ','",
+			"workspace path %s contains ':' or ',', which Slurm and container bind lists use as separators", output)
+	}
+	return nil
+}
+
+// within says whether path lies strictly inside dir.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../")
+}

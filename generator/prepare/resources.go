@@ -1,0 +1,284 @@
+package prepare
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/flare-slurm/flare-slurm/internal/ojson"
+	"github.com/flare-slurm/flare-slurm/schema"
+)
+
+// Component paths prepare writes or recognises as built in.
+const (
+	clientLauncher      = "nvflare.app_opt.job_launcher.slurm.ClientSlurmJobLauncher"
+	serverLauncher      = "nvflare.app_opt.job_launcher.slurm.ServerSlurmJobLauncher"
+	passthroughManager  = "nvflare.app_common.resource_managers.passthrough_resource_manager.PassthroughResourceManager"
+	gpuResourceManager  = "nvflare.app_common.resource_managers.gpu_resource_manager.GPUResourceManager"
+	gpuResourceConsumer = "nvflare.app_common.resource_consumers.gpu_resource_consumer.GPUResourceConsumer"
+	launcherID          = "slurm_launcher"
+)
+
+// launcherIDs are the job launcher components a Slurm workspace replaces.
+var launcherIDs = map[string]bool{"process_launcher": true, "docker_launcher": true, "k8s_launcher": true, "slurm_launcher": true}
+
+var builtinLaunchers = map[string]bool{
+	"nvflare.app_opt.job_launcher.docker_launcher.ClientDockerJobLauncher": true,
+	"nvflare.app_opt.job_launcher.docker_launcher.ServerDockerJobLauncher": true,
+	"nvflare.app_opt.job_launcher.k8s_launcher.ClientK8sJobLauncher":       true,
+	"nvflare.app_opt.job_launcher.k8s_launcher.ServerK8sJobLauncher":       true,
+	clientLauncher: true,
+	serverLauncher: true,
+	"nvflare.app_common.job_launcher.client_process_launcher.ClientProcessJobLauncher": true,
+	"nvflare.app_common.job_launcher.server_process_launcher.ServerProcessJobLauncher": true,
+}
+
+// LauncherArgs returns the "args" object of the slurm_launcher component
+// that prepare writes into local/resources.json.default for jl and the
+// workspace path. The keys, in this order:
+//
+//	sandbox, python_path, executables {sbatch, squeue, sacct, scancel,
+//	apptainer, srun}, image, internal_port, sbatch_directives {in YAML
+//	order}, setup, forward_env, parent_host, submit_timeout, query_timeout,
+//	cancel_timeout, poll_interval, pending_timeout,
+//	multi_node_port_range [start, end] (only when the config set it),
+//	workspace_path
+//
+// Unset strings (image in bare mode, parent_host, executables) are null;
+// internal_port and the port range are integers; the timeouts and
+// intervals are floats written as Python writes them (30.0);
+// internal_connection_security is not an argument (it lives in
+// local/comm_config.json). The caller records the image's real path in
+// jl.Image. schema.JobLauncher is what these args decode back to.
+func LauncherArgs(jl schema.JobLauncher, workspace string) *ojson.Value {
+	exe := ojson.NewObject().
+		Set("sbatch", ojson.StringOrNull(jl.Executables.Sbatch)).
+		Set("squeue", ojson.StringOrNull(jl.Executables.Squeue)).
+		Set("sacct", ojson.StringOrNull(jl.Executables.Sacct)).
+		Set("scancel", ojson.StringOrNull(jl.Executables.Scancel)).
+		Set("apptainer", ojson.StringOrNull(jl.Executables.Apptainer)).
+		Set("srun", ojson.StringOrNull(jl.Executables.Srun))
+	directives := ojson.NewObject()
+	for _, d := range jl.Directives {
+		directives.Set(d.Key, ojson.StringValue(d.Value))
+	}
+	args := ojson.NewObject().
+		Set("sandbox", ojson.StringValue(jl.Sandbox)).
+		Set("python_path", ojson.StringValue(jl.PythonPath)).
+		Set("executables", exe).
+		Set("image", ojson.StringOrNull(jl.Image)).
+		Set("internal_port", ojson.IntValue(int64(jl.InternalPort))).
+		Set("sbatch_directives", directives).
+		Set("setup", ojson.StringValue(jl.Setup)).
+		Set("forward_env", ojson.StringArray(jl.ForwardEnv)).
+		Set("parent_host", ojson.StringOrNull(jl.ParentHost)).
+		Set("submit_timeout", ojson.FloatValue(jl.SubmitTimeout)).
+		Set("query_timeout", ojson.FloatValue(jl.QueryTimeout)).
+		Set("cancel_timeout", ojson.FloatValue(jl.CancelTimeout)).
+		Set("poll_interval", ojson.FloatValue(jl.PollInterval)).
+		Set("pending_timeout", ojson.FloatValue(jl.PendingTimeout))
+	if jl.MultiNodePortRangeSet {
+		r := ojson.NewArray()
+		r.Items = append(r.Items, ojson.IntValue(int64(jl.MultiNodePortRange.Start)), ojson.IntValue(int64(jl.MultiNodePortRange.End)))
+		args.Set("multi_node_port_range", r)
+	}
+	return args.Set("workspace_path", ojson.StringValue(workspace))
+}
+
+// loadObject reads a kit JSON file that must hold an object.
+func (w *Workspace) loadObject(rel string) (*ojson.Value, bool, error) {
+	data, ok, err := w.readKitFile(rel)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	file := filepath.Join(w.Kit, filepath.FromSlash(rel))
+	v, err := ojson.Parse(data)
+	if err != nil {
+		p := schema.Problem{File: file, Message: "not valid JSON: " + err.Error(), Hint: "fix the startup kit JSON"}
+		var se *ojson.SyntaxError
+		if errors.As(err, &se) {
+			p.Line, p.Column, p.Message = se.Line, se.Column, "not valid JSON: "+se.Msg
+		}
+		return nil, true, kitProblem(p)
+	}
+	if !v.IsObject() {
+		return nil, true, kitProblem(schema.Problem{File: file, Message: "must contain a JSON object, not " + v.Kind.String(), Hint: "fix the startup kit JSON"})
+	}
+	return v, true, nil
+}
+
+func kitProblem(ps ...schema.Problem) error {
+	return &Error{Code: CodeInvalidKit, Problems: ps, Message: "the startup kit cannot be prepared",
+		Hint: "fix the problems listed above; nothing was written"}
+}
+
+func (w *Workspace) kitFile(rel string) string { return filepath.Join(w.Kit, filepath.FromSlash(rel)) }
+
+// patchResources rewrites local/resources.json.default (contract §4.1 and,
+// for servers, §4.4) and drops local/resources.json.
+func (w *Workspace) patchResources(launcherPath string, args *ojson.Value, server bool) error {
+	res, ok, err := w.loadObject(resourcesDefault)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return kitProblem(schema.Problem{File: w.kitFile(resourcesDefault), Message: "missing", Hint: "use a fully provisioned startup kit"})
+	}
+	file := w.kitFile(resourcesDefault)
+	components := res.SetDefault("components", ojson.NewArray())
+	if components.Kind != ojson.Array {
+		return kitProblem(schema.Problem{File: file, Path: "components", Message: "must be a list, not " + components.Kind.String(), Hint: "fix the startup kit resources file"})
+	}
+	kept := components.Items[:0:0]
+	for i, c := range components.Items {
+		if !c.IsObject() {
+			return kitProblem(schema.Problem{File: file, Path: fmt.Sprintf("components[%d]", i), Message: "must be an object, not " + c.Kind.String(), Hint: "fix the startup kit resources file"})
+		}
+		id := stringOf(c.Get("id"))
+		switch {
+		case id == "resource_consumer":
+			if customConfig(c, map[string]bool{gpuResourceConsumer: true}) {
+				w.warnf("prepare removes component 'resource_consumer' from resources.json.default; its configuration will not be used by the prepared runtime")
+			}
+		case id == "resource_manager":
+			if customConfig(c, map[string]bool{gpuResourceManager: true, passthroughManager: true}) {
+				w.warnf("prepare replaces component 'resource_manager' with PassthroughResourceManager; its path and args will not be used by the prepared runtime")
+			}
+		case launcherIDs[id]:
+			if launcherDiscardsConfig(c, id, launcherPath) {
+				w.warnf("prepare replaces component '%s' with the generated '%s'; its path and args will not be used by the prepared runtime", id, launcherID)
+			}
+		default:
+			kept = append(kept, c)
+			continue
+		}
+	}
+	components.Items = append(kept,
+		ojson.NewObject().Set("id", ojson.StringValue("resource_manager")).Set("path", ojson.StringValue(passthroughManager)).Set("args", ojson.NewObject()),
+		ojson.NewObject().Set("id", ojson.StringValue(launcherID)).Set("path", ojson.StringValue(launcherPath)).Set("args", args),
+	)
+	if server {
+		if err := w.relocateServerStorage(res, file); err != nil {
+			return err
+		}
+	}
+	mode := newFileMode
+	if f := w.File(resourcesDefault); f != nil {
+		mode = f.Mode
+	}
+	w.put(resourcesDefault, ojson.Marshal(res), mode)
+	w.remove(resourcesActive)
+	return nil
+}
+
+// relocateServerStorage points the snapshot persistor and every job
+// manager at directories inside the workspace.
+func (w *Workspace) relocateServerStorage(res *ojson.Value, file string) error {
+	if sp := res.Get("snapshot_persistor"); sp != nil {
+		storageArgs := sp.Get("args").Get("storage").Get("args")
+		if storageArgs.IsObject() {
+			storageArgs.Set("root_dir", ojson.StringValue(w.Output+"/snapshot-storage"))
+		} else {
+			w.warnf("snapshot_persistor is present, but prepare could not relocate snapshot storage to the workspace at %s/snapshot-storage; expected nested key: snapshot_persistor.args.storage.args.root_dir", w.Output)
+		}
+	}
+	for i, c := range res.Get("components").Items {
+		if stringOf(c.Get("id")) != "job_manager" {
+			continue
+		}
+		args := c.SetDefault("args", ojson.NewObject())
+		if !args.IsObject() {
+			return kitProblem(schema.Problem{File: file, Path: fmt.Sprintf("components[%d].args", i), Message: "must be an object, not " + args.Kind.String(), Hint: "fix the job_manager component"})
+		}
+		args.Set("uri_root", ojson.StringValue(w.Output+"/jobs-storage"))
+	}
+	return nil
+}
+
+func stringOf(v *ojson.Value) string {
+	if v == nil || v.Kind != ojson.String {
+		return ""
+	}
+	return v.Str
+}
+
+// customConfig says whether a replaced component carried args or a path
+// that is not built in: then replacing it loses something, and the user
+// is warned.
+func customConfig(c *ojson.Value, builtin map[string]bool) bool {
+	if c.Get("args").Truthy() {
+		return true
+	}
+	p := c.Get("path")
+	return p.Truthy() && (p.Kind != ojson.String || !builtin[p.Str])
+}
+
+func launcherDiscardsConfig(c *ojson.Value, id, launcherPath string) bool {
+	if c.Get("args").Truthy() {
+		return true
+	}
+	p := c.Get("path")
+	if !p.Truthy() {
+		return false
+	}
+	if p.Kind != ojson.String {
+		return true
+	}
+	if id == launcherID && p.Str != launcherPath {
+		return true
+	}
+	return !builtinLaunchers[p.Str]
+}
+
+// patchCommConfig writes local/comm_config.json (contract §4.2).
+func (w *Workspace) patchCommConfig(jl schema.JobLauncher) error {
+	cc, ok, err := w.loadObject(commConfig)
+	if err != nil {
+		return err
+	}
+	mode := newFileMode
+	if ok {
+		mode = w.File(commConfig).Mode
+	} else {
+		cc = ojson.NewObject().
+			Set("allow_adhoc_conns", ojson.BoolValue(false)).
+			Set("backbone_conn_gen", ojson.IntValue(2)).
+			Set("internal", ojson.NewObject().
+				Set("scheme", ojson.StringValue("tcp")).
+				Set("resources", ojson.NewObject().Set("connection_security", ojson.StringValue("clear"))))
+	}
+	file := w.kitFile(commConfig)
+	internal := cc.SetDefault("internal", ojson.NewObject())
+	if !internal.IsObject() {
+		return kitProblem(schema.Problem{File: file, Path: "internal", Message: "must be an object, not " + internal.Kind.String(), Hint: "fix the startup kit comm config"})
+	}
+	sharedFile := stringOf(internal.Get("scheme")) == "shared-file"
+	if !sharedFile {
+		internal.Set("scheme", ojson.StringValue("tcp"))
+	}
+	resources := internal.SetDefault("resources", ojson.NewObject())
+	if !resources.IsObject() {
+		return kitProblem(schema.Problem{File: file, Path: "internal.resources", Message: "must be an object, not " + resources.Kind.String(), Hint: "fix the startup kit comm config"})
+	}
+	if sharedFile {
+		root := resources.Get("root_dir")
+		if root == nil || root.Kind != ojson.String || !strings.HasPrefix(root.Str, "/") {
+			return kitProblem(schema.Problem{File: file, Path: "internal.resources.root_dir",
+				Message: "the shared-file transport needs an absolute internal.resources.root_dir",
+				Hint:    "set root_dir to an absolute directory on the shared filesystem"})
+		}
+		sec := resources.SetDefault("connection_security", ojson.StringValue("clear"))
+		if sec.Kind != ojson.String || sec.Str != "clear" {
+			return kitProblem(schema.Problem{File: file, Path: "internal.resources.connection_security",
+				Message: "the shared-file transport supports only clear connection security",
+				Hint:    "set connection_security to \"clear\" or remove it"})
+		}
+	} else {
+		resources.Set("host", ojson.StringValue("0.0.0.0"))
+		resources.Set("port", ojson.IntValue(int64(jl.InternalPort)))
+		resources.Set("connection_security", ojson.StringValue(jl.InternalConnectionSecurity))
+	}
+	w.put(commConfig, ojson.Marshal(cc), mode)
+	return nil
+}
