@@ -17,6 +17,10 @@ type cliError struct {
 	Message  string          `json:"message"`
 	Hint     string          `json:"hint,omitempty"`
 	Problems schema.Problems `json:"problems,omitempty"`
+	// resultOnly marks an exit status that only carries a result already
+	// printed on stdout (wait's non-zero return code): with --json the
+	// message goes to stderr, so stdout stays one JSON document.
+	resultOnly bool
 }
 
 func (e *cliError) Error() string { return e.Message }
@@ -36,6 +40,12 @@ func failure(code, message, hint string, problems schema.Problems) error {
 // failureExit is failure with an explicit exit code (for wait and status).
 func failureExit(exit int, code, message, hint string) error {
 	return &cliError{exit: exit, Code: code, Message: message, Hint: hint}
+}
+
+// resultExit ends a command whose result is already printed with exit code
+// exit; without --json, message also goes to stderr.
+func resultExit(exit int, message string) error {
+	return &cliError{exit: exit, Code: "job_failed", Message: message, resultOnly: true}
 }
 
 // jsonRequested says whether the command that ran has --json set.
@@ -72,6 +82,10 @@ func (a *app) writeJSON(v any) error {
 // "flare-slurm: hint: …" on stderr.
 func (a *app) reportError(cmd *cobra.Command, e *cliError) {
 	if jsonRequested(cmd) {
+		if e.resultOnly {
+			fmt.Fprintf(a.stderr, "flare-slurm: error: %s\n", e.Message)
+			return
+		}
 		if e.Problems == nil {
 			e.Problems = schema.Problems{}
 		}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flare-slurm/flare-slurm/runtime/site"
+	"github.com/flare-slurm/flare-slurm/schema"
+)
+
+func init() {
+	commands = append(commands, func(a *app) *cobra.Command {
+		var workspace string
+		var asJSON bool
+		cmd := &cobra.Command{
+			Use:   "bootstrap-check --workspace W",
+			Short: "Check a workspace and the Slurm commands exactly as a parent's bootstrap does",
+			Long: "bootstrap-check resolves sbatch, squeue, sacct and scancel, requires Slurm 23.02.3 or later,\n" +
+				"probes accounting, validates the workspace and creates .nvflare_slurm/jobs.",
+			Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				rt, err := openSite(cmd.Context(), a, workspace, true)
+				if err != nil {
+					return err
+				}
+				p := rt.Client.Paths
+				data := map[string]any{
+					"workspace":     rt.Workspace.Root,
+					"site":          rt.Workspace.Site,
+					"role":          rt.Workspace.Role,
+					"slurm_version": rt.Version.String(),
+					"executables":   map[string]string{"sbatch": p.Sbatch, "squeue": p.Squeue, "sacct": p.Sacct, "scancel": p.Scancel},
+					"accounting":    "ok",
+					"jobs_dir":      rt.Manager.JobsDir(),
+				}
+				if asJSON {
+					return a.printOK(data)
+				}
+				fmt.Fprintf(a.stdout, "workspace %s (%s %s) is ready\n", rt.Workspace.Root, rt.Workspace.Role, rt.Workspace.Site)
+				fmt.Fprintf(a.stdout, "slurm %s; accounting answers\n", rt.Version)
+				for _, n := range []struct{ k, v string }{{"sbatch", p.Sbatch}, {"squeue", p.Squeue}, {"sacct", p.Sacct}, {"scancel", p.Scancel}} {
+					fmt.Fprintf(a.stdout, "%-8s %s\n", n.k, n.v)
+				}
+				return nil
+			},
+		}
+		cmd.Flags().StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
+		cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+		return cmd
+	})
+}
+
+// openSite opens the workspace for a runtime command; check runs the
+// once-per-parent scheduler checks (version, accounting).
+func openSite(ctx context.Context, a *app, workspace string, check bool) (*site.Runtime, error) {
+	if workspace == "" {
+		return nil, usageErrorf("--workspace is required")
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	rt, err := site.Open(ctx, workspace, site.Options{
+		Environ: os.Environ(),
+		Logger: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{
+			Level: slog.LevelWarn,
+			// One line per event, without a timestamp: the caller's log adds its own.
+			ReplaceAttr: func(groups []string, at slog.Attr) slog.Attr {
+				if len(groups) == 0 && at.Key == slog.TimeKey {
+					return slog.Attr{}
+				}
+				return at
+			},
+		})),
+		CheckScheduler: check,
+	})
+	if err != nil {
+		var ps schema.Problems
+		if errors.As(err, &ps) {
+			return nil, failure("invalid_workspace", fmt.Sprintf("workspace %s is not a usable prepared workspace", workspace),
+				"pass the --output directory of 'flare-slurm prepare' and fix the problems listed", ps)
+		}
+		return nil, failure("bootstrap_failed", err.Error(), "fix the workspace or the Slurm setup, then run 'flare-slurm bootstrap-check'", nil)
+	}
+	return rt, nil
+}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flare-slurm/flare-slurm/runtime/manager"
+)
+
+func init() {
+	commands = append(commands, func(a *app) *cobra.Command {
+		var workspace, jobID string
+		var asJSON bool
+		cmd := &cobra.Command{
+			Use:   "cancel --workspace W --job-id ID",
+			Short: "Abort a job: record a user abort, verify ownership, then scancel it",
+			Long: "cancel records a user abort in the job dir (so every wait reports 9 once the job ends),\n" +
+				"re-verifies with squeue that the Slurm job is this workspace's, and runs scancel -Q --me.",
+			Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				h, err := openJob(cmd, a, workspace, jobID)
+				if err != nil {
+					return err
+				}
+				st, err := h.Terminate(cmd.Context())
+				if errors.Is(err, manager.ErrCancelPending) {
+					return failure("cancel_pending", fmt.Sprintf("job %s: %v", jobID, err),
+						"the abort stays recorded: a running wait (or any status) on this workspace sends scancel once squeue proves the job is ours", nil)
+				}
+				if err != nil {
+					return failure("cancel_failed", err.Error(), "", nil)
+				}
+				return a.printStatus(st, asJSON)
+			},
+		}
+		cmd.Flags().StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
+		cmd.Flags().StringVar(&jobID, "job-id", "", "NVFlare job id (required)")
+		cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+		return cmd
+	})
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flare-slurm/flare-slurm/runtime/manager"
+)
+
+func init() {
+	commands = append(commands, func(a *app) *cobra.Command {
+		var workspace string
+		var yes, asJSON bool
+		cmd := &cobra.Command{
+			Use:   "gc --workspace W [--yes]",
+			Short: "List leftover job dirs and remove those whose allocation the scheduler confirms finished",
+			Long: "gc asks squeue and sacct about every job dir under .nvflare_slurm/jobs. Without --yes it only\n" +
+				"lists them; with --yes it removes the dirs the scheduler confirms finished. An unavailable\n" +
+				"scheduler removes nothing.",
+			Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				rt, err := openSite(cmd.Context(), a, workspace, false)
+				if err != nil {
+					return err
+				}
+				entries, err := rt.Manager.GC(cmd.Context(), yes)
+				if err != nil {
+					return failure("gc_failed", err.Error(), "", nil)
+				}
+				if entries == nil {
+					entries = []manager.GCEntry{}
+				}
+				if asJSON {
+					return a.printOK(map[string]any{"removed": yes, "job_dirs": entries})
+				}
+				if len(entries) == 0 {
+					fmt.Fprintln(a.stdout, "no job dirs")
+					return nil
+				}
+				for _, e := range entries {
+					action := "kept"
+					switch {
+					case e.Removed:
+						action = "removed"
+					case e.Verdict == manager.GCFinished && !yes:
+						action = "would remove (run with --yes)"
+					}
+					id := e.JobID
+					if id == "" {
+						id = "?"
+					}
+					fmt.Fprintf(a.stdout, "%s job %s slurm %s: %s (%s): %s\n", e.Dir, id, orDash(e.SlurmJobID), e.Verdict, e.Reason, action)
+				}
+				return nil
+			},
+		}
+		cmd.Flags().StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
+		cmd.Flags().BoolVar(&yes, "yes", false, "remove the job dirs confirmed finished (default: dry run)")
+		cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+		return cmd
+	})
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flare-slurm/flare-slurm/schema"
+)
+
+func init() {
+	commands = append(commands, func(a *app) *cobra.Command {
+		var workspace, request string
+		var asJSON bool
+		cmd := &cobra.Command{
+			Use:   "launch --workspace W --request FILE|-",
+			Short: "Compile a launch request and submit it as one Slurm batch job",
+			Long: "launch runs the parent's bootstrap checks, compiles the launch request (a file, or - for\n" +
+				"standard input so that credentials never touch disk) and submits it once with sbatch.",
+			Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				if request == "" {
+					return usageErrorf("--request is required (a file, or - for standard input)")
+				}
+				var data []byte
+				var err error
+				if request == "-" {
+					data, err = io.ReadAll(io.LimitReader(a.stdin, 16<<20))
+				} else {
+					data, err = os.ReadFile(request)
+				}
+				if err != nil {
+					return failure("invalid_request", fmt.Sprintf("cannot read launch request %s: %v", request, err), "", nil)
+				}
+				rt, err := openSite(cmd.Context(), a, workspace, true)
+				if err != nil {
+					return err
+				}
+				h, err := rt.Launch(cmd.Context(), request, data)
+				if err != nil {
+					var ps schema.Problems
+					if errors.As(err, &ps) {
+						return failure("invalid_request", fmt.Sprintf("launch request %s cannot be compiled", request), "fix the problems listed", ps)
+					}
+					return failure("launch_failed", err.Error(), "", nil)
+				}
+				info := h.Info()
+				if asJSON {
+					return a.printOK(map[string]string{
+						"slurm_job_id": info.SlurmJobID,
+						"job_name":     info.JobName,
+						"job_dir":      rt.Manager.JobDir(info.JobID),
+					})
+				}
+				fmt.Fprintf(a.stdout, "job %s submitted as Slurm job %s (job name %s, artifacts %s)\n",
+					info.JobID, info.SlurmJobID, info.JobName, rt.Manager.JobDir(info.JobID))
+				return nil
+			},
+		}
+		cmd.Flags().StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
+		cmd.Flags().StringVar(&request, "request", "", "launch request file, or - for standard input (required)")
+		cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+		return cmd
+	})
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flare-slurm/flare-slurm/runtime/manager"
+)
+
+func init() {
+	commands = append(commands, func(a *app) *cobra.Command {
+		var workspace, jobID string
+		var asJSON bool
+		cmd := &cobra.Command{
+			Use:   "status --workspace W --job-id ID",
+			Short: "Print a job's state and, once it ended, its NVFlare return code",
+			Long: "status prints the job's latest observed state (shared by every process on the workspace,\n" +
+				"at most one poll interval old). The return code is 127 until the job is terminal.",
+			Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				h, err := openJob(cmd, a, workspace, jobID)
+				if err != nil {
+					return err
+				}
+				st, err := h.Poll(cmd.Context())
+				if err != nil {
+					return failure("status_failed", err.Error(), "", nil)
+				}
+				return a.printStatus(st, asJSON)
+			},
+		}
+		cmd.Flags().StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
+		cmd.Flags().StringVar(&jobID, "job-id", "", "NVFlare job id (required)")
+		cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+		return cmd
+	})
+}
+
+// openJob opens the workspace without the bootstrap's scheduler checks and
+// finds the job's handle.
+func openJob(cmd *cobra.Command, a *app, workspace, jobID string) (*manager.Handle, error) {
+	if jobID == "" {
+		return nil, usageErrorf("--job-id is required")
+	}
+	rt, err := openSite(cmd.Context(), a, workspace, false)
+	if err != nil {
+		return nil, err
+	}
+	h, err := rt.Manager.Open(jobID)
+	if errors.Is(err, manager.ErrNoJob) {
+		return nil, failure("no_such_job", fmt.Sprintf("job %s: no live handle and no recorded result in workspace %s", jobID, workspace),
+			"check the job id; results of finished jobs are kept for 7 days", nil)
+	}
+	if err != nil {
+		return nil, failure("no_such_job", err.Error(), "", nil)
+	}
+	return h, nil
+}
+
+func (a *app) printStatus(st manager.Status, asJSON bool) error {
+	if asJSON {
+		return a.printOK(st)
+	}
+	if st.Terminal {
+		fmt.Fprintf(a.stdout, "job %s (Slurm job %s): %s, return code %d\n", st.JobID, st.SlurmJobID, st.State, st.ReturnCode)
+	} else {
+		fmt.Fprintf(a.stdout, "job %s (Slurm job %s): %s, not finished (return code %d)\n", st.JobID, st.SlurmJobID, st.State, st.ReturnCode)
+	}
+	if st.Detail != "" {
+		fmt.Fprintf(a.stdout, "  %s\n", st.Detail)
+	}
+	return nil
+}

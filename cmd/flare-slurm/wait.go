@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	commands = append(commands, func(a *app) *cobra.Command {
+		var workspace, jobID string
+		var asJSON bool
+		cmd := &cobra.Command{
+			Use:   "wait --workspace W --job-id ID",
+			Short: "Poll a job until it ends and print its NVFlare return code",
+			Long: "wait polls once per poll interval (±10 %) until the job is terminal, prints the result and\n" +
+				"exits with the job's NVFlare return code: 0 on success, otherwise non-zero (1, 9, 101-104).\n" +
+				"Any number of wait processes on one workspace share one squeue per poll interval.",
+			Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				h, err := openJob(cmd, a, workspace, jobID)
+				if err != nil {
+					return err
+				}
+				st, err := h.Wait(cmd.Context())
+				if err != nil {
+					return failure("wait_failed", err.Error(), "", nil)
+				}
+				if err := a.printStatus(st, asJSON); err != nil {
+					return err
+				}
+				if st.ReturnCode == 0 {
+					return nil
+				}
+				// The result is already on stdout (the ok envelope with --json).
+				return resultExit(st.ReturnCode, fmt.Sprintf("job %s ended %s with return code %d", st.JobID, st.State, st.ReturnCode))
+			},
+		}
+		cmd.Flags().StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
+		cmd.Flags().StringVar(&jobID, "job-id", "", "NVFlare job id (required)")
+		cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+		return cmd
+	})
+}

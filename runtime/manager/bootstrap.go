@@ -1,0 +1,77 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
+)
+
+// ValidateWorkspace checks the runtime workspace (contract §9): a canonical
+// real directory owned by uid with no group or world permission bits, with
+// real startup/ and local/ directories.
+func ValidateWorkspace(root string, uid int) error {
+	if !filepath.IsAbs(root) || filepath.Clean(root) != root {
+		return fmt.Errorf("workspace %s must be an absolute, normalised path", root)
+	}
+	real, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return fmt.Errorf("workspace %s: %v", root, err)
+	}
+	if real != root {
+		return fmt.Errorf("workspace %s is reached through a symlink (its real path is %s); use the real path", root, real)
+	}
+	st, err := os.Lstat(root)
+	if err != nil {
+		return fmt.Errorf("workspace %s: %v", root, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("workspace %s is not a directory", root)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != uid {
+		return fmt.Errorf("workspace %s is owned by uid %d, not by the runtime account (uid %d)", root, sys.Uid, uid)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("workspace %s has mode %04o: it must be private to the runtime account (chmod 700)", root, st.Mode().Perm())
+	}
+	for _, sub := range []string{"startup", "local"} {
+		p := filepath.Join(root, sub)
+		st, err := os.Lstat(p)
+		if err != nil || !st.IsDir() {
+			return fmt.Errorf("workspace %s: %s must be a real directory (not a symlink); prepare the workspace again", root, p)
+		}
+	}
+	return nil
+}
+
+// CheckScheduler is the once-per-parent scheduler check: the Slurm release
+// must be at least scheduler.MinVersion and accounting must answer (three
+// tries, half a second apart).
+func CheckScheduler(ctx context.Context, c *scheduler.Client, sleep func(context.Context, time.Duration) error) (scheduler.Version, error) {
+	if sleep == nil {
+		sleep = sleepCtx
+	}
+	v, err := c.Version(ctx)
+	if err != nil {
+		return v, fmt.Errorf("check the Slurm version: %w", err)
+	}
+	if err := scheduler.CheckVersion(v); err != nil {
+		return v, err
+	}
+	for try := 1; ; try++ {
+		err = c.ProbeAccounting(ctx, c.Timeouts.Query)
+		if err == nil {
+			return v, nil
+		}
+		if try == 3 {
+			return v, fmt.Errorf("slurm accounting (slurmdbd) is required and did not answer 3 probes: %w", err)
+		}
+		if err := sleep(ctx, 500*time.Millisecond); err != nil {
+			return v, err
+		}
+	}
+}

@@ -1,0 +1,177 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Verdicts of gc on one leftover job dir.
+const (
+	GCFinished = "finished" // the scheduler confirms no allocation is live or pending
+	GCLive     = "live"     // the allocation is pending or running
+	GCUnknown  = "unknown"  // the scheduler did not give a usable answer
+)
+
+// GCEntry is gc's view of one job dir.
+type GCEntry struct {
+	Dir        string `json:"dir"`
+	JobID      string `json:"job_id,omitempty"`
+	SlurmJobID string `json:"slurm_job_id,omitempty"`
+	Verdict    string `json:"verdict"`
+	State      string `json:"state,omitempty"`
+	Reason     string `json:"reason"`
+	Removed    bool   `json:"removed"`
+}
+
+// GC lists the job dirs of the workspace, asks squeue and sacct whether
+// each one's allocation is still live or pending and, when remove is true,
+// deletes the dirs the scheduler confirms finished. A dir with a handle is
+// finished when squeue no longer lists the job and sacct has its terminal
+// record; a dir without a handle (a launch that crashed before recording
+// the submission) when squeue lists no job of its name. Anything else —
+// including an unavailable scheduler — keeps the dir.
+func (m *Manager) GC(ctx context.Context, remove bool) ([]GCEntry, error) {
+	var out []GCEntry
+	err := m.obs.withLock(ctx, func(c *cache) (bool, error) {
+		var err error
+		out, err = m.gcLocked(ctx, c, remove)
+		return remove, err
+	})
+	return out, err
+}
+
+func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntry, error) {
+	ents, err := os.ReadDir(m.jobsDir)
+	if err != nil {
+		return nil, fmt.Errorf("list job dirs: %w", err)
+	}
+	var withHandle []*liveJob
+	var entries []*GCEntry
+	byDir := map[string]*GCEntry{}
+	var nameless []*GCEntry
+	for _, e := range ents {
+		dir := filepath.Join(m.jobsDir, e.Name())
+		ge := &GCEntry{Dir: dir, Verdict: GCUnknown}
+		entries = append(entries, ge)
+		byDir[dir] = ge
+		if !e.IsDir() {
+			ge.Reason = "not a directory; remove it by hand"
+			continue
+		}
+		h, err := readHandle(dir)
+		switch {
+		case err == nil && e.Name() == JobKey(h.JobID):
+			ge.JobID, ge.SlurmJobID = h.JobID, h.SlurmJobID
+			t, _ := readTimers(dir)
+			withHandle = append(withHandle, &liveJob{info: h, dir: dir, onDisk: true, timers: t})
+		case errors.Is(err, errNoHandle):
+			nameless = append(nameless, ge)
+		case err == nil:
+			ge.Reason = "handle.json names a job whose key is not this dir; inspect it by hand"
+		default:
+			ge.Reason = "unreadable handle.json: " + err.Error()
+		}
+	}
+	cl := m.cfg.Client
+	if len(withHandle) > 0 {
+		ids := make([]string, len(withHandle))
+		for i, j := range withHandle {
+			ids[i] = j.info.SlurmJobID
+		}
+		q, qerr := cl.Queue(ctx, ids)
+		var left []*liveJob
+		for _, j := range withHandle {
+			ge := byDir[j.dir]
+			if qerr != nil {
+				ge.Reason = qerr.Error()
+				continue
+			}
+			row, found, err := q.Lookup(j.info.SlurmJobID, j.info.JobName, j.info.Marker, cl.UID)
+			switch {
+			case err != nil:
+				ge.Reason = err.Error()
+			case found && !IsTerminal(row.State):
+				ge.Verdict, ge.State, ge.Reason = GCLive, row.State, "in the queue"
+			default:
+				left = append(left, j)
+			}
+		}
+		if len(left) > 0 {
+			ids = ids[:0]
+			for _, j := range left {
+				ids = append(ids, j.info.SlurmJobID)
+			}
+			a, aerr := cl.Accounting(ctx, ids)
+			for _, j := range left {
+				ge := byDir[j.dir]
+				if aerr != nil {
+					ge.Reason = aerr.Error()
+					continue
+				}
+				rec, found, err := a.Lookup(j.info.SlurmJobID, j.info.JobName, cl.User, j.info.SubmitTime)
+				switch {
+				case err != nil:
+					ge.Reason = err.Error()
+				case !found:
+					ge.Reason = "not in the queue and no accounting record: cannot confirm it finished"
+				case !IsTerminal(rec.State):
+					ge.Verdict, ge.State, ge.Reason = GCLive, rec.State, "accounting shows it live"
+				default:
+					ge.Verdict, ge.State, ge.Reason = GCFinished, rec.State, "accounting shows it ended"
+					if remove {
+						rc := ReturnCode(rec.State, rec.Exit, rec.DerivedExit, j.timers.UserAbort)
+						m.obs.finish(c, j, rec.State, rc, "collected by gc", m.now())
+						ge.Removed = true
+					}
+				}
+			}
+		}
+	}
+	if len(nameless) > 0 {
+		queued, err := m.queuedKeys(ctx)
+		for _, ge := range nameless {
+			switch {
+			case err != nil:
+				ge.Reason = "no handle.json; " + err.Error()
+			case queued[filepath.Base(ge.Dir)]:
+				ge.Verdict, ge.Reason = GCLive, "no handle.json, but a job of this NVFlare job id is in the queue"
+			default:
+				ge.Verdict, ge.Reason = GCFinished, "no handle.json and no job of this NVFlare job id in the queue"
+				if remove {
+					if rerr := removeJobDir(ge.Dir); rerr != nil {
+						ge.Reason += "; remove failed: " + rerr.Error()
+					} else {
+						ge.Removed = true
+					}
+				}
+			}
+		}
+	}
+	sort.Slice(entries, func(i, k int) bool { return entries[i].Dir < entries[k].Dir })
+	res := make([]GCEntry, len(entries))
+	for i, e := range entries {
+		res[i] = *e
+	}
+	return res, nil
+}
+
+// queuedKeys lists this account's queue and returns the job keys of the
+// rows whose comment is an NVFlare marker (nvfl:<job id>).
+func (m *Manager) queuedKeys(ctx context.Context) (map[string]bool, error) {
+	q, err := m.cfg.Client.QueueAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys := map[string]bool{}
+	for _, r := range q.Rows {
+		if id, ok := strings.CutPrefix(r.Comment, "nvfl:"); ok && r.UID == m.cfg.Client.UID {
+			keys[JobKey(id)] = true
+		}
+	}
+	return keys, nil
+}

@@ -1,0 +1,147 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Status is what a handle knows about its job.
+type Status struct {
+	JobID      string `json:"job_id"`
+	SlurmJobID string `json:"slurm_job_id"`
+	State      string `json:"state"`
+	Terminal   bool   `json:"terminal"`
+	ReturnCode int    `json:"return_code"` // 127 until terminal
+	Detail     string `json:"detail,omitempty"`
+}
+
+// Handle is one submitted job.
+type Handle struct {
+	m    *Manager
+	info HandleInfo
+	done atomic.Pointer[Finished] // set once the result is known
+}
+
+// Info returns the persisted handle.
+func (h *Handle) Info() HandleInfo { return h.info }
+
+// Poll returns the job's status from an observation at most one poll
+// interval old; it asks the scheduler only when no process on the
+// workspace has done so within the interval.
+func (h *Handle) Poll(ctx context.Context) (Status, error) {
+	if f := h.done.Load(); f != nil {
+		return h.finished(*f), nil
+	}
+	c, err := h.m.obs.view(ctx, h.m.extraHandles, false, nil)
+	if err != nil {
+		return h.unknown(StateSubmitted, err.Error()), err
+	}
+	return h.from(c), nil
+}
+
+func (h *Handle) from(c *cache) Status {
+	if f, ok := c.Finished[h.info.JobID]; ok && f.SlurmJobID == h.info.SlurmJobID {
+		h.done.Store(&f)
+		h.m.forget(h)
+		return h.finished(f)
+	}
+	if o, ok := c.Jobs[h.info.SlurmJobID]; ok {
+		return h.unknown(o.State, o.Detail)
+	}
+	return h.unknown(StateSubmitted, "")
+}
+
+func (h *Handle) unknown(state, detail string) Status {
+	return Status{JobID: h.info.JobID, SlurmJobID: h.info.SlurmJobID, State: state, ReturnCode: RCUnknown, Detail: detail}
+}
+
+func (h *Handle) finished(f Finished) Status {
+	return Status{JobID: h.info.JobID, SlurmJobID: f.SlurmJobID, State: f.State, Terminal: true, ReturnCode: f.ReturnCode, Detail: f.Detail}
+}
+
+// Wait polls until the job is terminal or ctx ends, sleeping one poll
+// interval ±10 % between polls. Errors of a single poll (a lock or file
+// problem) are logged and retried; they never end the wait.
+func (h *Handle) Wait(ctx context.Context) (Status, error) {
+	for {
+		st, err := h.Poll(ctx)
+		if st.Terminal {
+			return st, nil
+		}
+		if err != nil && ctx.Err() == nil {
+			h.m.log.Warn("poll failed; retrying", "job_id", h.info.JobID, "err", err)
+		}
+		if err := h.m.cfg.Sleep(ctx, h.m.waitInterval()); err != nil {
+			return st, err
+		}
+	}
+}
+
+func (m *Manager) waitInterval() time.Duration {
+	j := m.cfg.Jitter()
+	if j < -1 {
+		j = -1
+	} else if j > 1 {
+		j = 1
+	}
+	return time.Duration(float64(m.cfg.PollInterval) * (1 + 0.1*j))
+}
+
+// Terminate records a user abort in the job dir (so that every process
+// reports 9 once the job ends cancelled or completed), then re-verifies
+// ownership with a fresh squeue and cancels the job with scancel. A job
+// that is no longer in the queue is not cancelled; its result follows from
+// accounting.
+func (h *Handle) Terminate(ctx context.Context) (Status, error) {
+	if f := h.done.Load(); f != nil {
+		return h.finished(*f), nil
+	}
+	dir := h.m.JobDir(h.info.JobID)
+	var recorded bool
+	c, err := h.m.obs.view(ctx, h.m.extraHandles, true, func() error {
+		cur, err := readHandle(dir)
+		if err != nil || cur.SlurmJobID != h.info.SlurmJobID {
+			return nil // finished and removed meanwhile: nothing to record
+		}
+		t, err := readTimers(dir)
+		if err != nil {
+			return err
+		}
+		t.CancelRequested, t.UserAbort = true, true
+		if err := writeTimers(dir, t); err != nil {
+			return fmt.Errorf("record user abort: %w", err)
+		}
+		recorded = true
+		return nil
+	})
+	if err != nil {
+		return h.unknown(StateSubmitted, err.Error()), err
+	}
+	st := h.from(c)
+	if st.Terminal {
+		return st, nil
+	}
+	if !recorded {
+		return st, fmt.Errorf("job %s: its handle vanished before the abort was recorded", h.info.JobID)
+	}
+	h.m.log.Info("user abort requested", "job_id", h.info.JobID, "slurm_job_id", h.info.SlurmJobID)
+	o, inView := c.Jobs[h.info.SlurmJobID]
+	switch {
+	case inView && o.CancelSent:
+		return st, nil
+	case inView && !o.InQueue && (o.Detail == "" || strings.HasPrefix(o.Detail, "not in the queue")):
+		// Out of the queue: nothing to scancel; the result follows from
+		// accounting and maps CANCELLED or COMPLETED to 9.
+		return st, nil
+	}
+	return st, fmt.Errorf("%w: %s", ErrCancelPending, st.Detail)
+}
+
+// ErrCancelPending: the abort is recorded but scancel was not sent, because
+// the scheduler did not answer or its answer did not prove the job is ours.
+// Every later poll of the workspace retries it.
+var ErrCancelPending = errors.New("user abort recorded, but scancel was not sent yet (any later poll on this workspace retries it)")

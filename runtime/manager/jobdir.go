@@ -1,0 +1,172 @@
+package manager
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/google/renameio/v2"
+
+	"github.com/flare-slurm/flare-slurm/internal/fsx"
+)
+
+// Files of the control area (contract §8 plus this runtime's own).
+const (
+	ControlDir   = ".nvflare_slurm"
+	JobsDir      = "jobs"
+	HandleFile   = "handle.json"
+	TimersFile   = "timers.json"
+	lockFile     = "observe.lock"
+	cacheFile    = "observations.json"
+	handleFormat = 1
+)
+
+// noFollow makes opening a control file through a symlink fail.
+const noFollow = syscall.O_NOFOLLOW
+
+// JobKey is the job dir name of an NVFlare job id: the hex SHA-256 of the
+// id (contract §8).
+func JobKey(jobID string) string {
+	sum := sha256.Sum256([]byte(jobID))
+	return hex.EncodeToString(sum[:])
+}
+
+// HandleInfo is the persisted handle of one submitted job (handle.json,
+// mode 0600): what a restarted parent or another CLI process needs to find
+// and check the job.
+type HandleInfo struct {
+	Format         int       `json:"format"`
+	JobID          string    `json:"job_id"`
+	SlurmJobID     string    `json:"slurm_job_id"`
+	JobName        string    `json:"job_name"`
+	Marker         string    `json:"marker"`
+	SubmitTime     time.Time `json:"submit_time"`
+	PendingTimeout float64   `json:"pending_timeout"` // seconds, the job's effective value
+}
+
+func writeHandle(dir string, h HandleInfo, sync bool) error {
+	data, err := json.MarshalIndent(h, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := fsx.WriteExclusive(filepath.Join(dir, HandleFile), append(data, '\n'), 0o600, sync); err != nil {
+		return err
+	}
+	if !sync {
+		return nil
+	}
+	return fsx.SyncDir(dir)
+}
+
+// errNoHandle: the job dir exists without handle.json (a launch in
+// progress, or one that crashed between creating its artifacts and
+// recording the submission).
+var errNoHandle = errors.New("no handle.json")
+
+func readHandle(dir string) (HandleInfo, error) {
+	var h HandleInfo
+	data, err := readSmallFile(filepath.Join(dir, HandleFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return h, errNoHandle
+	}
+	if err != nil {
+		return h, err
+	}
+	if err := json.Unmarshal(data, &h); err != nil {
+		return h, fmt.Errorf("%s: %v", filepath.Join(dir, HandleFile), err)
+	}
+	if h.Format != handleFormat || h.JobID == "" || !digits(h.SlurmJobID) || h.JobName == "" || h.Marker == "" || h.SubmitTime.IsZero() {
+		return h, fmt.Errorf("%s: not a valid handle (format %d)", filepath.Join(dir, HandleFile), h.Format)
+	}
+	return h, nil
+}
+
+// Timers are the per-job clocks of contract §9 kept in the job dir, so that
+// every process watching the workspace shares them (timers.json).
+type Timers struct {
+	PendingSince    time.Time `json:"pending_since,omitzero"`
+	Misses          int       `json:"accounting_misses,omitempty"`
+	LastMiss        time.Time `json:"last_miss,omitzero"`
+	CancelRequested bool      `json:"cancel_requested,omitempty"`
+	UserAbort       bool      `json:"user_abort,omitempty"`
+}
+
+func readTimers(dir string) (Timers, error) {
+	var t Timers
+	data, err := readSmallFile(filepath.Join(dir, TimersFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return t, nil
+	}
+	if err != nil {
+		return t, err
+	}
+	if err := json.Unmarshal(data, &t); err != nil {
+		return t, fmt.Errorf("%s: %v", filepath.Join(dir, TimersFile), err)
+	}
+	return t, nil
+}
+
+func writeTimers(dir string, t Timers) error {
+	data, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	return renameio.WriteFile(filepath.Join(dir, TimersFile), append(data, '\n'), 0o600)
+}
+
+// readSmallFile reads a control file without following a symlink.
+func readSmallFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() || st.Size() > 1<<20 {
+		return nil, fmt.Errorf("%s: not a regular file of at most 1 MiB", path)
+	}
+	data := make([]byte, st.Size())
+	_, err = f.ReadAt(data, 0)
+	if err != nil && st.Size() > 0 {
+		return nil, err
+	}
+	return data, nil
+}
+
+// removeJobDir deletes a job dir, first making any read-only directory a
+// container left under sandbox_root writable again.
+func removeJobDir(dir string) error {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	err := os.RemoveAll(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+func digits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,326 @@
+// Package manager starts NVFlare job processes as Slurm batch jobs and
+// learns how they ended (contract §9): launch, poll, wait, terminate and
+// shutdown over handles persisted in each job dir, with the scheduler load
+// of a whole workspace bounded through one shared observation cache.
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
+)
+
+// States a Status reports besides Slurm's own words.
+const (
+	StateSubmitted = "SUBMITTED" // accepted by sbatch, not observed yet
+	StateLost      = "LOST"      // gone from the queue with no accounting record (→ 104)
+)
+
+// Config is what a Manager needs.
+type Config struct {
+	Workspace      string // canonical workspace root (ValidateWorkspace)
+	Client         *scheduler.Client
+	PollInterval   time.Duration
+	PendingTimeout time.Duration // the site value; a job may only lower it
+
+	// Injected for tests; zero values mean the real clock, sleep and a
+	// ±10 % uniform jitter.
+	Now    func() time.Time
+	Sleep  func(ctx context.Context, d time.Duration) error
+	Jitter func() float64 // in [-1, 1]
+	Logger *slog.Logger
+}
+
+// Manager owns the live handles of one process on one workspace.
+type Manager struct {
+	cfg     Config
+	log     *slog.Logger
+	jobsDir string
+	obs     *observer
+
+	mu      sync.Mutex
+	handles map[string]*Handle // by NVFlare job id; nil while launching
+	closed  bool
+
+	noSync bool // tests only: skip the fsync of handle.json
+}
+
+// New opens a validated workspace: it creates .nvflare_slurm/jobs (0700)
+// when missing and runs no scheduler command.
+func New(cfg Config) (*Manager, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("manager: no scheduler client")
+	}
+	if cfg.PollInterval <= 0 || cfg.PendingTimeout <= 0 {
+		return nil, errors.New("manager: poll interval and pending timeout must be positive")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleepCtx
+	}
+	if cfg.Jitter == nil {
+		cfg.Jitter = func() float64 { return rand.Float64()*2 - 1 }
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	control := filepath.Join(cfg.Workspace, ControlDir)
+	jobs := filepath.Join(control, JobsDir)
+	for _, d := range []string{control, jobs} {
+		if err := ensureDir(d); err != nil {
+			return nil, err
+		}
+	}
+	m := &Manager{cfg: cfg, log: cfg.Logger, jobsDir: jobs, handles: map[string]*Handle{}}
+	m.obs = &observer{m: m, dir: control}
+	return m, nil
+}
+
+func (m *Manager) now() time.Time { return m.cfg.Now() }
+
+// JobsDir is <workspace>/.nvflare_slurm/jobs.
+func (m *Manager) JobsDir() string { return m.jobsDir }
+
+// JobDir is the artifact directory of an NVFlare job id.
+func (m *Manager) JobDir(jobID string) string { return filepath.Join(m.jobsDir, JobKey(jobID)) }
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Job is one compiled job, ready to submit.
+type Job struct {
+	JobID          string
+	Dir            string   // must be JobDir(JobID)
+	Name           string   // Slurm job name
+	Marker         string   // Slurm comment, nvfl:<job id>
+	Argv           []string // sbatch argv; argv[0] is replaced by the resolved sbatch
+	Env            []string // sbatch's environment
+	PendingTimeout time.Duration
+	// Write creates Dir exclusively with the job's artifacts. An existing
+	// dir must give an error wrapping fs.ErrExist.
+	Write func() error
+}
+
+// ErrShutdown is returned by Launch after Shutdown.
+var ErrShutdown = errors.New("the launcher is shutting down and accepts no new launches")
+
+var clusterRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// Launch writes the job's artifacts, submits it once and returns its live
+// handle. Any failure removes the job dir it created.
+func (m *Manager) Launch(ctx context.Context, job Job) (*Handle, error) {
+	if job.Dir != m.JobDir(job.JobID) {
+		return nil, fmt.Errorf("job %s: artifact dir %s is not %s", job.JobID, job.Dir, m.JobDir(job.JobID))
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrShutdown
+	}
+	if _, ok := m.handles[job.JobID]; ok {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("job %s already has a live handle in this process", job.JobID)
+	}
+	m.handles[job.JobID] = nil // reserved while launching
+	m.mu.Unlock()
+
+	h, err := m.launch(ctx, job)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		delete(m.handles, job.JobID)
+		return nil, err
+	}
+	m.handles[job.JobID] = h
+	return h, nil
+}
+
+func (m *Manager) launch(ctx context.Context, job Job) (*Handle, error) {
+	if prev, err := readHandle(job.Dir); err == nil {
+		return nil, fmt.Errorf("job %s is already running as Slurm job %s (submitted %s); watch it with status or wait, and relaunch only after it ended",
+			job.JobID, prev.SlurmJobID, prev.SubmitTime.Format(time.RFC3339))
+	}
+	if _, err := os.Lstat(job.Dir); err == nil {
+		return nil, staleError(job)
+	}
+	if err := job.Write(); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil, staleError(job)
+		}
+		m.cleanup(job.Dir)
+		return nil, fmt.Errorf("job %s: write artifacts: %w", job.JobID, err)
+	}
+	submitted := m.now()
+	id, cluster, err := m.cfg.Client.Submit(ctx, job.Argv, job.Env)
+	if err != nil {
+		m.cleanup(job.Dir)
+		if scheduler.IsUnavailable(err) {
+			return nil, fmt.Errorf("job %s: %w; the job was not launched (if Slurm accepted it anyway, its allocation cannot start the worker: the artifacts are removed)", job.JobID, err)
+		}
+		return nil, fmt.Errorf("job %s: %w; the job was not launched", job.JobID, err)
+	}
+	if cluster != "" {
+		outcome := "skipped: cluster name is not a plain word"
+		if clusterRE.MatchString(cluster) {
+			outcome = "ok"
+			if cerr := m.cfg.Client.CancelOnCluster(ctx, id, cluster); cerr != nil {
+				outcome = cerr.Error()
+			}
+		}
+		m.log.Error("CRITICAL: sbatch routed the job to another cluster; multi-cluster routing is unsupported",
+			"job_id", job.JobID, "slurm_job_id", id, "cluster", cluster, "cancellation", outcome)
+		m.cleanup(job.Dir)
+		return nil, fmt.Errorf("job %s: sbatch answered %s;%s: multi-cluster routing is unsupported (cancellation: %s)", job.JobID, id, cluster, outcome)
+	}
+	info := HandleInfo{
+		Format:         handleFormat,
+		JobID:          job.JobID,
+		SlurmJobID:     id,
+		JobName:        job.Name,
+		Marker:         job.Marker,
+		SubmitTime:     submitted.UTC(),
+		PendingTimeout: job.PendingTimeout.Seconds(),
+	}
+	if err := writeHandle(job.Dir, info, !m.noSync); err != nil {
+		// Without a handle nobody could watch or clean up the job: stop it.
+		cerr := m.cfg.Client.Cancel(ctx, id)
+		m.cleanup(job.Dir)
+		return nil, fmt.Errorf("job %s: record handle of Slurm job %s: %w (cancellation: %v)", job.JobID, id, err, cerr)
+	}
+	m.log.Info("job submitted", "job_id", job.JobID, "slurm_job_id", id, "job_name", job.Name)
+	return &Handle{m: m, info: info}, nil
+}
+
+func staleError(job Job) error {
+	return fmt.Errorf("stale artifacts of job %s in %s prevent its relaunch; verify no allocation uses them before removal (flare-slurm gc)", job.JobID, job.Dir)
+}
+
+func (m *Manager) cleanup(dir string) {
+	if err := removeJobDir(dir); err != nil {
+		m.log.Error("cannot remove job artifacts after a failed launch", "dir", dir, "err", err)
+	}
+}
+
+// ErrNoJob is returned by Open for a job id with neither a job dir nor a
+// recorded result.
+var ErrNoJob = errors.New("no such job in this workspace")
+
+// Open returns the handle of a job launched by any process on this
+// workspace, or of one that has already finished.
+func (m *Manager) Open(jobID string) (*Handle, error) {
+	m.mu.Lock()
+	if h := m.handles[jobID]; h != nil {
+		m.mu.Unlock()
+		return h, nil
+	}
+	m.mu.Unlock()
+	dir := m.JobDir(jobID)
+	info, err := readHandle(dir)
+	if err == nil {
+		h := &Handle{m: m, info: info}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if prev := m.handles[jobID]; prev != nil {
+			return prev, nil
+		}
+		m.handles[jobID] = h
+		return h, nil
+	}
+	if errors.Is(err, errNoHandle) {
+		if _, serr := os.Lstat(dir); serr == nil {
+			return nil, fmt.Errorf("job %s has artifacts in %s but no handle: its launch is in progress or crashed before the submission was recorded (see flare-slurm gc)", jobID, dir)
+		}
+	} else {
+		return nil, err
+	}
+	// The job dir is gone: the job may have finished.
+	var fin *Finished
+	err = m.obs.withLock(context.Background(), func(c *cache) (bool, error) {
+		if f, ok := c.Finished[jobID]; ok {
+			fin = &f
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if fin == nil {
+		return nil, fmt.Errorf("job %s: %w", jobID, ErrNoJob)
+	}
+	h := &Handle{m: m, info: HandleInfo{JobID: jobID, SlurmJobID: fin.SlurmJobID}}
+	h.done.Store(fin)
+	return h, nil
+}
+
+// Shutdown closes launch admission. Live handles stay usable.
+func (m *Manager) Shutdown() {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+}
+
+// extraHandles are this process's handles whose job dir is gone, so that
+// the refresh still asks about them.
+func (m *Manager) extraHandles() []HandleInfo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []HandleInfo
+	for _, h := range m.handles {
+		if h == nil || h.done.Load() != nil {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(m.JobDir(h.info.JobID), HandleFile)); err != nil {
+			out = append(out, h.info)
+		}
+	}
+	return out
+}
+
+func (m *Manager) forget(h *Handle) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.handles[h.info.JobID] == h {
+		delete(m.handles, h.info.JobID)
+	}
+}
+
+func ensureDir(path string) error {
+	err := os.Mkdir(path, 0o700)
+	if err == nil {
+		return os.Chmod(path, 0o700)
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	st, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s must be a real directory, not a symlink or file", path)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("%s has mode %o: it must not be accessible to group or others (chmod 700)", path, st.Mode().Perm())
+	}
+	return nil
+}

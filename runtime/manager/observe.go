@@ -1,0 +1,508 @@
+package manager
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/renameio/v2"
+	"golang.org/x/sys/unix"
+
+	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
+)
+
+// The five-miss rule (contract §9): a job absent from the queue is declared
+// lost only after this many successful accounting answers without a record,
+// each at least missSpacing after the previous counted one.
+const (
+	maxMisses   = 5
+	missSpacing = 6 * time.Second
+)
+
+// Retention of finished results in the observation cache, so that a
+// process that looks after the job dir was removed still learns the result.
+const (
+	finishedKeep = 7 * 24 * time.Hour
+	finishedMax  = 4096
+)
+
+// Observation is the latest view of one live job.
+type Observation struct {
+	JobID      string    `json:"job_id"`
+	State      string    `json:"state"`
+	Detail     string    `json:"detail,omitempty"` // why the view is not fresh, when it is not
+	ObservedAt time.Time `json:"observed_at"`
+	// CancelSent says scancel succeeded at this observation, right after
+	// the squeue row proved the job is ours.
+	CancelSent bool `json:"cancel_sent,omitempty"`
+	// InQueue says this observation came from a squeue row.
+	InQueue bool `json:"in_queue,omitempty"`
+}
+
+// Finished is the result of a job that reached a terminal state.
+type Finished struct {
+	SlurmJobID string    `json:"slurm_job_id"`
+	State      string    `json:"state"`
+	ReturnCode int       `json:"return_code"`
+	Detail     string    `json:"detail,omitempty"`
+	FinishedAt time.Time `json:"finished_at"`
+}
+
+// cache is the workspace's shared observation file. Jobs is keyed by Slurm
+// job id, Finished by NVFlare job id.
+type cache struct {
+	Format      int                    `json:"format"`
+	RefreshedAt time.Time              `json:"refreshed_at"`
+	Jobs        map[string]Observation `json:"jobs"`
+	Finished    map[string]Finished    `json:"finished"`
+}
+
+// observer coordinates every process watching one workspace: at most one
+// squeue (and one sacct for jobs that left the queue) per poll interval,
+// whoever asks. The file lock serialises processes; mu serialises the
+// goroutines of this one.
+type observer struct {
+	m   *Manager
+	dir string // <workspace>/.nvflare_slurm
+
+	mu  sync.Mutex
+	mem *cache // the last cache this process read or wrote
+}
+
+func (o *observer) fresh(c *cache, now time.Time) bool {
+	if c == nil || c.RefreshedAt.IsZero() {
+		return false
+	}
+	age := now.Sub(c.RefreshedAt)
+	return age >= 0 && age < o.m.cfg.PollInterval
+}
+
+// view returns an observation no older than one poll interval, refreshing
+// it when no process has done so. extra, called only for a refresh, lists
+// jobs of this process whose job dir is gone (they are queried too).
+// force refreshes regardless of age;
+// mutate, when set, runs under the lock before the refresh.
+func (o *observer) view(ctx context.Context, extra func() []HandleInfo, force bool, mutate func() error) (*cache, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !force && mutate == nil {
+		if o.fresh(o.mem, o.m.now()) {
+			return o.mem, nil
+		}
+		// The cache is replaced by rename, so reading it unlocked sees one
+		// whole version: most callers find another process's fresh refresh
+		// here and never touch the lock.
+		if c, err := o.read(); err == nil && o.fresh(c, o.m.now()) {
+			o.mem = c
+			return c, nil
+		}
+	}
+	unlock, err := o.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	c, err := o.read()
+	if err != nil {
+		return nil, err
+	}
+	if mutate != nil {
+		if err := mutate(); err != nil {
+			return nil, err
+		}
+	}
+	if !force && o.fresh(c, o.m.now()) {
+		o.mem = c
+		return c, nil
+	}
+	var more []HandleInfo
+	if extra != nil {
+		more = extra()
+	}
+	o.refresh(ctx, c, more)
+	if err := o.write(c); err != nil {
+		return nil, err
+	}
+	o.mem = c
+	return c, nil
+}
+
+// withLock runs f with the workspace lock held and the current cache.
+func (o *observer) withLock(ctx context.Context, f func(c *cache) (bool, error)) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	unlock, err := o.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	c, err := o.read()
+	if err != nil {
+		return err
+	}
+	changed, err := f(c)
+	if err != nil || !changed {
+		return err
+	}
+	if err := o.write(c); err != nil {
+		return err
+	}
+	o.mem = c
+	return nil
+}
+
+func (o *observer) lock(ctx context.Context) (func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(o.dir, lockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|noFollow, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open workspace lock: %w", err)
+	}
+	// A blocking lock: holders keep it for at most one refresh (two query
+	// timeouts), and waiters must not spin.
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil // closing releases the lock
+}
+
+func (o *observer) read() (*cache, error) {
+	c := &cache{Format: 1, Jobs: map[string]Observation{}, Finished: map[string]Finished{}}
+	data, err := readCache(filepath.Join(o.dir, cacheFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(data, c); err != nil || c.Format != 1 {
+		// A damaged cache only costs one refresh; never trust it.
+		o.m.log.Warn("ignoring unreadable observation cache", "file", filepath.Join(o.dir, cacheFile), "err", err)
+		c = &cache{Format: 1}
+	}
+	if c.Jobs == nil {
+		c.Jobs = map[string]Observation{}
+	}
+	if c.Finished == nil {
+		c.Finished = map[string]Finished{}
+	}
+	return c, nil
+}
+
+func readCache(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	buf := make([]byte, st.Size())
+	if _, err := f.ReadAt(buf, 0); err != nil && st.Size() > 0 {
+		return nil, err
+	}
+	return buf, nil
+}
+
+func (o *observer) write(c *cache) error {
+	o.pruneFinished(c)
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	return renameio.WriteFile(filepath.Join(o.dir, cacheFile), data, 0o600)
+}
+
+func (o *observer) pruneFinished(c *cache) {
+	now := o.m.now()
+	type kv struct {
+		k string
+		t time.Time
+	}
+	var all []kv
+	for k, f := range c.Finished {
+		if now.Sub(f.FinishedAt) > finishedKeep {
+			delete(c.Finished, k)
+			continue
+		}
+		all = append(all, kv{k, f.FinishedAt})
+	}
+	if len(all) <= finishedMax {
+		return
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].t.Before(all[j].t) })
+	for _, e := range all[:len(all)-finishedMax] {
+		delete(c.Finished, e.k)
+	}
+}
+
+// liveJob is one job the refresh looks at.
+type liveJob struct {
+	info   HandleInfo
+	dir    string
+	onDisk bool
+	timers Timers
+	dirty  bool
+}
+
+// listJobs reads the handle of every job dir of the workspace. Dirs without
+// a (valid) handle are skipped: gc deals with them.
+func (o *observer) listJobs() ([]*liveJob, error) {
+	jobsDir := filepath.Join(o.dir, JobsDir)
+	ents, err := os.ReadDir(jobsDir)
+	if err != nil {
+		return nil, fmt.Errorf("list job dirs: %w", err)
+	}
+	var jobs []*liveJob
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(jobsDir, e.Name())
+		h, err := readHandle(dir)
+		if err != nil {
+			if !errors.Is(err, errNoHandle) {
+				o.m.log.Warn("skipping job dir with an unreadable handle", "dir", dir, "err", err)
+			}
+			continue
+		}
+		if e.Name() != JobKey(h.JobID) {
+			o.m.log.Warn("skipping job dir whose handle names another job", "dir", dir, "job_id", h.JobID)
+			continue
+		}
+		t, err := readTimers(dir)
+		if err != nil {
+			o.m.log.Warn("resetting unreadable job timers", "dir", dir, "err", err)
+		}
+		jobs = append(jobs, &liveJob{info: h, dir: dir, onDisk: true, timers: t})
+	}
+	return jobs, nil
+}
+
+// refresh asks the scheduler about every live job of the workspace (plus
+// extra) and records what it learned in c, the job dirs' timers and, for
+// jobs that ended, by removing their dirs. It never fails: a scheduler that
+// does not answer leaves every job as it was, with a detail saying why.
+func (o *observer) refresh(ctx context.Context, c *cache, extra []HandleInfo) {
+	now := o.m.now()
+	c.RefreshedAt = now
+	jobs, err := o.listJobs()
+	if err != nil {
+		o.m.log.Error("cannot list job dirs", "err", err)
+		return
+	}
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		seen[j.info.SlurmJobID] = true
+	}
+	for _, h := range extra {
+		if seen[h.SlurmJobID] {
+			continue
+		}
+		if f, ok := c.Finished[h.JobID]; ok && f.SlurmJobID == h.SlurmJobID {
+			continue
+		}
+		seen[h.SlurmJobID] = true
+		jobs = append(jobs, &liveJob{info: h, dir: filepath.Join(o.dir, JobsDir, JobKey(h.JobID))})
+	}
+	live := map[string]bool{}
+	for _, j := range jobs {
+		live[j.info.SlurmJobID] = true
+	}
+	for id := range c.Jobs {
+		if !live[id] {
+			delete(c.Jobs, id)
+		}
+	}
+	if len(jobs) == 0 {
+		return
+	}
+	sort.Slice(jobs, func(i, k int) bool { return lessID(jobs[i].info.SlurmJobID, jobs[k].info.SlurmJobID) })
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.info.SlurmJobID
+	}
+	cl := o.m.cfg.Client
+	q, qerr := cl.Queue(ctx, ids)
+	if qerr == nil {
+		asked := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			asked[id] = true
+		}
+		for _, r := range q.Rows {
+			if !asked[r.JobID] {
+				o.m.log.Warn("ignoring a squeue row of a job that was not asked about", "slurm_job_id", r.JobID, "job_name", r.Name)
+			}
+		}
+	}
+	var left []*liveJob
+	for _, j := range jobs {
+		if qerr != nil {
+			o.note(c, j, "", "no fresh answer: "+qerr.Error(), now)
+			continue
+		}
+		row, found, err := q.Lookup(j.info.SlurmJobID, j.info.JobName, j.info.Marker, cl.UID)
+		if err != nil {
+			o.m.log.Error("job remains non-terminal after a scheduler protocol error", "job_id", j.info.JobID, "slurm_job_id", j.info.SlurmJobID, "err", err)
+			o.note(c, j, "", err.Error(), now)
+			continue
+		}
+		if !found || IsTerminal(row.State) {
+			left = append(left, j)
+			continue
+		}
+		o.queued(ctx, c, j, row.State, now)
+	}
+	if len(left) > 0 {
+		ids = ids[:0]
+		for _, j := range left {
+			ids = append(ids, j.info.SlurmJobID)
+		}
+		a, aerr := cl.Accounting(ctx, ids)
+		for _, j := range left {
+			if aerr != nil {
+				o.note(c, j, "", "no fresh answer: "+aerr.Error(), now)
+				continue
+			}
+			o.accounted(c, j, a, now)
+		}
+	}
+	for _, j := range jobs {
+		if j.dirty && j.onDisk {
+			if err := writeTimers(j.dir, j.timers); err != nil {
+				o.m.log.Error("cannot record job timers", "dir", j.dir, "err", err)
+			}
+		}
+	}
+}
+
+// note records a non-terminal view; an empty state keeps the last one.
+func (o *observer) note(c *cache, j *liveJob, state, detail string, now time.Time) {
+	prev, ok := c.Jobs[j.info.SlurmJobID]
+	if state == "" {
+		state = prev.State
+		if !ok || state == "" {
+			state = StateSubmitted
+		}
+	}
+	at := now
+	if detail != "" && ok {
+		at = prev.ObservedAt
+	}
+	c.Jobs[j.info.SlurmJobID] = Observation{JobID: j.info.JobID, State: state, Detail: detail, ObservedAt: at}
+}
+
+// queued handles a job squeue shows live: pending timer, cancellation.
+func (o *observer) queued(ctx context.Context, c *cache, j *liveJob, state string, now time.Time) {
+	if j.timers.Misses != 0 {
+		j.timers.Misses, j.timers.LastMiss, j.dirty = 0, time.Time{}, true
+	}
+	detail := ""
+	if IsPending(state) {
+		if j.timers.PendingSince.IsZero() {
+			j.timers.PendingSince, j.dirty = now, true
+		}
+		limit := time.Duration(j.info.PendingTimeout * float64(time.Second))
+		if !j.timers.CancelRequested && now.Sub(j.timers.PendingSince) >= limit {
+			o.m.log.Warn("job exceeded its pending timeout; cancelling it", "job_id", j.info.JobID, "slurm_job_id", j.info.SlurmJobID, "pending_timeout", limit)
+			j.timers.CancelRequested, j.dirty = true, true
+		}
+	}
+	sent := false
+	if j.timers.CancelRequested {
+		// This squeue row has just proved the job is ours (uid, name, marker).
+		if err := o.m.cfg.Client.Cancel(ctx, j.info.SlurmJobID); err != nil {
+			o.m.log.Error("scancel failed; will retry at the next poll", "slurm_job_id", j.info.SlurmJobID, "err", err)
+			detail = "cancellation requested; " + err.Error()
+		} else {
+			detail, sent = "cancellation requested", true
+		}
+	}
+	o.note(c, j, state, detail, now)
+	obs := c.Jobs[j.info.SlurmJobID]
+	obs.CancelSent, obs.InQueue = sent, true
+	c.Jobs[j.info.SlurmJobID] = obs
+}
+
+// accounted handles a job that left the queue (or shows a terminal state
+// there) with the accounting answer a.
+func (o *observer) accounted(c *cache, j *liveJob, a *scheduler.Accounting, now time.Time) {
+	rec, found, err := a.Lookup(j.info.SlurmJobID, j.info.JobName, o.m.cfg.Client.User, j.info.SubmitTime)
+	if err != nil {
+		o.m.log.Error("job remains non-terminal after a scheduler protocol error", "job_id", j.info.JobID, "slurm_job_id", j.info.SlurmJobID, "err", err)
+		o.note(c, j, "", err.Error(), now)
+		return
+	}
+	if !found {
+		if j.timers.Misses == 0 || now.Sub(j.timers.LastMiss) >= missSpacing {
+			j.timers.Misses++
+			j.timers.LastMiss = now
+			j.dirty = true
+		}
+		if j.timers.Misses >= maxMisses {
+			o.m.log.Error("slurm accounting has no record of the job after five healthy answers", "job_id", j.info.JobID, "slurm_job_id", j.info.SlurmJobID)
+			o.finish(c, j, StateLost, RCInfrastructure, fmt.Sprintf("not in the queue and no accounting record after %d answers", maxMisses), now)
+			return
+		}
+		o.note(c, j, "", fmt.Sprintf("not in the queue; no accounting record yet (%d/%d)", j.timers.Misses, maxMisses), now)
+		return
+	}
+	if j.timers.Misses != 0 {
+		j.timers.Misses, j.timers.LastMiss, j.dirty = 0, time.Time{}, true
+	}
+	if !IsTerminal(rec.State) {
+		o.note(c, j, rec.State, "", now)
+		return
+	}
+	rc := ReturnCode(rec.State, rec.Exit, rec.DerivedExit, j.timers.UserAbort)
+	detail := fmt.Sprintf("exit code %d:%d, derived %d:%d", rec.Exit.Status, rec.Exit.Signal, rec.DerivedExit.Status, rec.DerivedExit.Signal)
+	if j.timers.UserAbort {
+		detail += ", user abort"
+	}
+	o.finish(c, j, rec.State, rc, detail, now)
+}
+
+// finish records a terminal result and removes the job's artifacts.
+func (o *observer) finish(c *cache, j *liveJob, state string, rc int, detail string, now time.Time) {
+	delete(c.Jobs, j.info.SlurmJobID)
+	c.Finished[j.info.JobID] = Finished{SlurmJobID: j.info.SlurmJobID, State: state, ReturnCode: rc, Detail: detail, FinishedAt: now}
+	j.dirty = false
+	if j.onDisk {
+		if err := removeJobDir(j.dir); err != nil {
+			o.m.log.Error("cannot remove the artifacts of a finished job", "dir", j.dir, "err", err)
+		}
+	}
+	o.m.log.Info("job finished", slog.String("job_id", j.info.JobID), slog.String("slurm_job_id", j.info.SlurmJobID),
+		slog.String("state", state), slog.Int("return_code", rc))
+}
+
+// lessID orders numeric ids numerically.
+func lessID(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return strings.Compare(a, b) < 0
+}

@@ -1,0 +1,214 @@
+// Package scheduler runs the four Slurm commands flare-slurm needs —
+// sbatch, squeue, sacct and scancel — as argv with time limits, output
+// caps and a scrubbed environment, and reads their answers. Every answer
+// is found, not found, unavailable (UnavailableError) or a protocol error
+// (ProtocolError); only the first two say anything about a job.
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/flare-slurm/flare-slurm/schema"
+)
+
+// Paths are the canonical paths of the four commands.
+type Paths struct {
+	Sbatch, Squeue, Sacct, Scancel string
+}
+
+// ResolvePaths finds each command from its executables entry or, when
+// unset, from path (a PATH value), canonicalises it and requires an
+// executable regular file.
+func ResolvePaths(exe schema.Executables, path string) (Paths, error) {
+	var p Paths
+	for _, e := range []struct {
+		name       string
+		configured string
+		dst        *string
+	}{
+		{"sbatch", exe.Sbatch, &p.Sbatch},
+		{"squeue", exe.Squeue, &p.Squeue},
+		{"sacct", exe.Sacct, &p.Sacct},
+		{"scancel", exe.Scancel, &p.Scancel},
+	} {
+		resolved, err := resolve(e.name, e.configured, path)
+		if err != nil {
+			return Paths{}, err
+		}
+		*e.dst = resolved
+	}
+	return p, nil
+}
+
+func resolve(name, configured, path string) (string, error) {
+	candidate := configured
+	where := "executables." + name
+	if candidate == "" {
+		where = "PATH"
+		for _, dir := range filepath.SplitList(path) {
+			if dir == "" || !filepath.IsAbs(dir) {
+				continue
+			}
+			c := filepath.Join(dir, name)
+			if st, err := os.Stat(c); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+				candidate = c
+				break
+			}
+		}
+		if candidate == "" {
+			return "", fmt.Errorf("required Slurm command %s was not found on PATH; set job_launcher.executables.%s or fix the parent's environment", name, name)
+		}
+	}
+	if !filepath.IsAbs(candidate) {
+		return "", fmt.Errorf("%s: %q is not an absolute path", where, candidate)
+	}
+	real, err := filepath.EvalSymlinks(candidate)
+	if err != nil {
+		return "", fmt.Errorf("%s: cannot resolve %s: %v", where, candidate, err)
+	}
+	st, err := os.Stat(real)
+	if err != nil || !st.Mode().IsRegular() || unix.Access(real, unix.X_OK) != nil {
+		return "", fmt.Errorf("%s: %s (resolved to %s) is not an executable regular file", where, candidate, real)
+	}
+	return real, nil
+}
+
+// Timeouts are the per-call limits of job_launcher.
+type Timeouts struct {
+	Submit, Query, Cancel time.Duration
+}
+
+// Seconds converts a config number of seconds to a Duration.
+func Seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// Client runs the scheduler commands for one submitting account.
+type Client struct {
+	Paths    Paths
+	UID      int
+	User     string   // the account name sacct prints in User
+	Env      []string // environment for queries and scancel (QueryEnv applied by New)
+	Timeouts Timeouts
+	Runner   Runner
+	Location *time.Location // time zone of sacct's Submit column
+}
+
+// New builds a client; env is the caller's environment before scrubbing.
+func New(paths Paths, uid int, user string, env []string, t Timeouts, r Runner) *Client {
+	if r == nil {
+		r = ExecRunner{}
+	}
+	return &Client{Paths: paths, UID: uid, User: user, Env: QueryEnv(env), Timeouts: t, Runner: r, Location: time.Local}
+}
+
+func (c *Client) run(ctx context.Context, name string, timeout time.Duration, env []string, argv ...string) (Result, error) {
+	r := c.Runner.Run(ctx, Command{Argv: argv, Env: env, Timeout: timeout})
+	if r.StdoutOverflow {
+		return r, protocolf(name, "stdout exceeded the %d-byte limit", MaxStdout)
+	}
+	if !r.OK() {
+		return r, &UnavailableError{Command: name, Diag: Diagnostic(r)}
+	}
+	return r, nil
+}
+
+// Version runs `sbatch --version`.
+func (c *Client) Version(ctx context.Context) (Version, error) {
+	r, err := c.run(ctx, "sbatch --version", c.Timeouts.Query, c.Env, c.Paths.Sbatch, "--version")
+	if err != nil {
+		return Version{}, err
+	}
+	return ParseVersion(string(r.Stdout))
+}
+
+// ProbeAccounting runs `sacct -X -n --starttime=now --format=JobIDRaw`,
+// which only succeeds when slurmdbd answers.
+func (c *Client) ProbeAccounting(ctx context.Context, timeout time.Duration) error {
+	_, err := c.run(ctx, "sacct", timeout, c.Env, c.Paths.Sacct, "-X", "-n", "--starttime=now", "--format=JobIDRaw")
+	return err
+}
+
+// Submit runs the compiled sbatch argv (argv[0] is replaced by the resolved
+// sbatch) with env, the scheduler environment of the compiled job, and
+// returns the job id and, for a multi-cluster answer, the cluster.
+func (c *Client) Submit(ctx context.Context, argv []string, env []string) (id, cluster string, err error) {
+	if len(argv) == 0 {
+		return "", "", fmt.Errorf("empty sbatch argv")
+	}
+	full := append([]string{c.Paths.Sbatch}, argv[1:]...)
+	r, err := c.run(ctx, "sbatch", c.Timeouts.Submit, env, full...)
+	if err != nil {
+		return "", "", err
+	}
+	return ParseSubmit(r.Stdout)
+}
+
+// invalidJobID is what squeue prints when none of the ids it was asked
+// about is known to slurmctld (the jobs have left the queue).
+const invalidJobID = "Invalid job id specified"
+
+// Queue asks squeue about ids (this account's jobs only). An answer where
+// slurmctld reports the ids as unknown is a successful empty answer.
+func (c *Client) Queue(ctx context.Context, ids []string) (*Queue, error) {
+	if len(ids) == 0 {
+		return &Queue{}, nil
+	}
+	r, err := c.run(ctx, "squeue", c.Timeouts.Query, c.Env, c.Paths.Squeue, "-h",
+		"--user="+strconv.Itoa(c.UID), "--jobs="+strings.Join(ids, ","), "--format="+SqueueFormat)
+	if err != nil {
+		if IsUnavailable(err) && r.ExitCode > 0 && !r.TimedOut && len(lines(r.Stdout)) == 0 &&
+			strings.Contains(r.Stderr, invalidJobID) {
+			return &Queue{}, nil
+		}
+		return nil, err
+	}
+	return ParseQueue(r.Stdout)
+}
+
+// QueueAll lists every job of this account in the queue (used by gc for
+// job dirs whose handle was never written).
+func (c *Client) QueueAll(ctx context.Context) (*Queue, error) {
+	r, err := c.run(ctx, "squeue", c.Timeouts.Query, c.Env, c.Paths.Squeue, "-h",
+		"--user="+strconv.Itoa(c.UID), "--format="+SqueueFormat)
+	if err != nil {
+		return nil, err
+	}
+	return ParseQueue(r.Stdout)
+}
+
+// Accounting asks sacct for the allocation records of ids.
+func (c *Client) Accounting(ctx context.Context, ids []string) (*Accounting, error) {
+	if len(ids) == 0 {
+		return &Accounting{}, nil
+	}
+	r, err := c.run(ctx, "sacct", c.Timeouts.Query, c.Env, c.Paths.Sacct, "-X", "-n", "-P",
+		"--jobs="+strings.Join(ids, ","), "--format="+SacctFormat)
+	if err != nil {
+		return nil, err
+	}
+	loc := c.Location
+	if loc == nil {
+		loc = time.Local
+	}
+	return ParseAccounting(r.Stdout, loc)
+}
+
+// Cancel runs `scancel -Q --me <id>`. The caller verifies ownership first.
+func (c *Client) Cancel(ctx context.Context, id string) error {
+	_, err := c.run(ctx, "scancel", c.Timeouts.Cancel, c.Env, c.Paths.Scancel, "-Q", "--me", id)
+	return err
+}
+
+// CancelOnCluster runs `scancel -M <cluster> -Q --me <id>` for a job sbatch
+// routed to another cluster.
+func (c *Client) CancelOnCluster(ctx context.Context, id, cluster string) error {
+	_, err := c.run(ctx, "scancel", c.Timeouts.Cancel, c.Env, c.Paths.Scancel, "-M", cluster, "-Q", "--me", id)
+	return err
+}

@@ -1,0 +1,218 @@
+package scheduler
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flare-slurm/flare-slurm/schema"
+)
+
+// script writes an executable bash stand-in into dir.
+func script(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte("#!/bin/bash\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestExecRunnerArgvNotShell(t *testing.T) {
+	dir := t.TempDir()
+	p := script(t, dir, "echoargs", `printf '%s\n' "$@"`)
+	hostile := "$(touch " + filepath.Join(dir, "pwned") + ")"
+	r := ExecRunner{}.Run(context.Background(), Command{Argv: []string{p, hostile, "a b"}, Timeout: 5 * time.Second})
+	if !r.OK() || string(r.Stdout) != hostile+"\na b\n" {
+		t.Fatalf("r = %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
+		t.Fatal("argument was evaluated by a shell")
+	}
+}
+
+func TestExecRunnerTimeoutKillsGroup(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "survived")
+	p := script(t, dir, "slow", "(sleep 1; touch "+marker+") &\nsleep 30")
+	start := time.Now()
+	r := ExecRunner{}.Run(context.Background(), Command{Argv: []string{p}, Timeout: 200 * time.Millisecond})
+	if !r.TimedOut || r.OK() || r.ExitCode != -1 {
+		t.Fatalf("r = %+v", r)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("timeout took %v", d)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a grandchild outlived the timeout")
+	}
+}
+
+func TestExecRunnerCaps(t *testing.T) {
+	dir := t.TempDir()
+	big := script(t, dir, "big", "head -c $((16*1024*1024+1)) /dev/zero")
+	r := ExecRunner{}.Run(context.Background(), Command{Argv: []string{big}, Timeout: 20 * time.Second})
+	if !r.StdoutOverflow || len(r.Stdout) != MaxStdout {
+		t.Fatalf("overflow=%v len=%d", r.StdoutOverflow, len(r.Stdout))
+	}
+	exact := script(t, dir, "exact", "head -c $((16*1024*1024)) /dev/zero")
+	r = ExecRunner{}.Run(context.Background(), Command{Argv: []string{exact}, Timeout: 20 * time.Second})
+	if r.StdoutOverflow || !r.OK() {
+		t.Fatalf("exact limit: overflow=%v ok=%v", r.StdoutOverflow, r.OK())
+	}
+	noisy := script(t, dir, "noisy", "head -c 70000 /dev/zero | tr '\\0' e >&2; exit 3")
+	r = ExecRunner{}.Run(context.Background(), Command{Argv: []string{noisy}, Timeout: 20 * time.Second})
+	if r.ExitCode != 3 || len(r.Stderr) != MaxStderr+len(StderrTruncated) || !strings.HasSuffix(r.Stderr, StderrTruncated) {
+		t.Fatalf("rc=%d stderr len=%d", r.ExitCode, len(r.Stderr))
+	}
+}
+
+func TestExecRunnerStartError(t *testing.T) {
+	r := ExecRunner{}.Run(context.Background(), Command{Argv: []string{"/nonexistent/sbatch"}, Timeout: time.Second})
+	if r.StartErr == nil || r.OK() {
+		t.Fatalf("r = %+v", r)
+	}
+}
+
+func TestScrubEnv(t *testing.T) {
+	in := []string{"PATH=/bin", "SBATCH_PARTITION=x", "SQUEUE_FORMAT=y", "SACCT_FORMAT=z", "SCANCEL_USER=u",
+		"SLURM_CLUSTERS=c", "SLURM_EXPORT_ENV=ALL", "SLURM_HINT=h", "SLURM_MEM_PER_CPU=1", "SLURM_MEM_PER_GPU=1",
+		"SLURM_MEM_PER_NODE=1", "LC_ALL=de_DE", "SLURM_CONF=/etc/slurm.conf", "SLURM_TIME_FORMAT=relative"}
+	got := strings.Join(ScrubEnv(in), " ")
+	if got != "PATH=/bin SLURM_CONF=/etc/slurm.conf SLURM_TIME_FORMAT=relative LC_ALL=C" {
+		t.Fatalf("ScrubEnv = %s", got)
+	}
+	got = strings.Join(QueryEnv(in), " ")
+	if got != "PATH=/bin SLURM_CONF=/etc/slurm.conf LC_ALL=C SLURM_TIME_FORMAT=standard" {
+		t.Fatalf("QueryEnv = %s", got)
+	}
+}
+
+// fakeRunner answers from a function and records every command.
+type fakeRunner struct {
+	calls  []Command
+	answer func(c Command) Result
+}
+
+func (f *fakeRunner) Run(_ context.Context, c Command) Result {
+	f.calls = append(f.calls, c)
+	return f.answer(c)
+}
+
+func testClient(f *fakeRunner) *Client {
+	c := New(Paths{"/s/sbatch", "/s/squeue", "/s/sacct", "/s/scancel"}, 1000, "alice",
+		[]string{"SQUEUE_FORMAT=%all", "HOME=/h"}, Timeouts{Submit: 30 * time.Second, Query: 10 * time.Second, Cancel: 5 * time.Second}, f)
+	c.Location = time.UTC
+	return c
+}
+
+func TestClientArgvAndClassification(t *testing.T) {
+	f := &fakeRunner{answer: func(c Command) Result {
+		return Result{Stdout: []byte("12|RUNNING|1000|nvfl:a|n\n")}
+	}}
+	c := testClient(f)
+	q, err := c.Queue(context.Background(), []string{"12", "13"})
+	if err != nil || len(q.Rows) != 1 {
+		t.Fatalf("q=%+v err=%v", q, err)
+	}
+	got := strings.Join(f.calls[0].Argv, " ")
+	if got != "/s/squeue -h --user=1000 --jobs=12,13 --format=%i|%T|%U|%k|%j" {
+		t.Fatalf("argv %s", got)
+	}
+	if f.calls[0].Timeout != 10*time.Second || strings.Join(f.calls[0].Env, " ") != "HOME=/h LC_ALL=C SLURM_TIME_FORMAT=standard" {
+		t.Fatalf("timeout %v env %v", f.calls[0].Timeout, f.calls[0].Env)
+	}
+
+	// Unavailable: timeout, start error, non-zero exit.
+	for _, res := range []Result{{TimedOut: true, ExitCode: -1}, {StartErr: os.ErrNotExist, ExitCode: -1}, {ExitCode: 1, Stderr: "slurm_load_jobs error: Unable to contact slurm controller"}} {
+		f.answer = func(Command) Result { return res }
+		if _, err := c.Queue(context.Background(), []string{"12"}); !IsUnavailable(err) {
+			t.Errorf("%+v: err = %v, want unavailable", res, err)
+		}
+		if _, err := c.Accounting(context.Background(), []string{"12"}); !IsUnavailable(err) {
+			t.Errorf("%+v: sacct err = %v, want unavailable", res, err)
+		}
+	}
+	// squeue's answer for ids that left the queue is an empty answer.
+	f.answer = func(Command) Result {
+		return Result{ExitCode: 1, Stderr: "slurm_load_jobs error: Invalid job id specified\n"}
+	}
+	if q, err := c.Queue(context.Background(), []string{"12"}); err != nil || len(q.Rows) != 0 {
+		t.Fatalf("invalid id: %+v %v", q, err)
+	}
+	// Overflow is a protocol error, not an answer.
+	f.answer = func(Command) Result { return Result{StdoutOverflow: true} }
+	if _, err := c.Queue(context.Background(), []string{"12"}); !IsProtocol(err) {
+		t.Fatalf("overflow: %v", err)
+	}
+}
+
+func TestClientSacctSubmitCancel(t *testing.T) {
+	f := &fakeRunner{answer: func(c Command) Result { return Result{Stdout: []byte("77\n")} }}
+	c := testClient(f)
+	id, cl, err := c.Submit(context.Background(), []string{"sbatch", "--parsable", "/j/batch.sh"}, []string{"LC_ALL=C"})
+	if err != nil || id != "77" || cl != "" {
+		t.Fatalf("submit %q %q %v", id, cl, err)
+	}
+	if got := strings.Join(f.calls[0].Argv, " "); got != "/s/sbatch --parsable /j/batch.sh" || f.calls[0].Timeout != 30*time.Second {
+		t.Fatalf("sbatch argv %s timeout %v", got, f.calls[0].Timeout)
+	}
+	f.answer = func(c Command) Result { return Result{} }
+	if _, err := c.Accounting(context.Background(), []string{"1", "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(f.calls[1].Argv, " "); got != "/s/sacct -X -n -P --jobs=1,2 --format="+SacctFormat {
+		t.Fatalf("sacct argv %s", got)
+	}
+	if err := c.Cancel(context.Background(), "5"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CancelOnCluster(context.Background(), "5", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(f.calls[2].Argv, " "); got != "/s/scancel -Q --me 5" || f.calls[2].Timeout != 5*time.Second {
+		t.Fatalf("scancel argv %s", got)
+	}
+	if got := strings.Join(f.calls[3].Argv, " "); got != "/s/scancel -M b -Q --me 5" {
+		t.Fatalf("scancel -M argv %s", got)
+	}
+	if err := c.ProbeAccounting(context.Background(), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(f.calls[4].Argv, " "); got != "/s/sacct -X -n --starttime=now --format=JobIDRaw" {
+		t.Fatalf("probe argv %s", got)
+	}
+}
+
+func TestResolvePaths(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	os.Mkdir(bin, 0o755)
+	for _, n := range []string{"sbatch", "squeue", "sacct", "scancel"} {
+		script(t, bin, n, "exit 0")
+	}
+	// A stable symlink is followed to its target.
+	os.Mkdir(filepath.Join(dir, "current"), 0o755)
+	os.Symlink(filepath.Join(bin, "sbatch"), filepath.Join(dir, "current", "sbatch"))
+	p, err := ResolvePaths(schema.Executables{Sbatch: filepath.Join(dir, "current", "sbatch")}, "/nonexistent:"+bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Sbatch != filepath.Join(bin, "sbatch") || p.Scancel != filepath.Join(bin, "scancel") {
+		t.Fatalf("paths %+v", p)
+	}
+	if _, err := ResolvePaths(schema.Executables{}, "/nonexistent"); err == nil || !strings.Contains(err.Error(), "sbatch was not found on PATH") {
+		t.Fatalf("err = %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "plain"), []byte("x"), 0o644)
+	if _, err := ResolvePaths(schema.Executables{Squeue: filepath.Join(dir, "plain")}, bin); err == nil || !strings.Contains(err.Error(), "executables.squeue") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := ResolvePaths(schema.Executables{Sacct: bin}, bin); err == nil || !strings.Contains(err.Error(), "not an executable regular file") {
+		t.Fatalf("dir: err = %v", err)
+	}
+}

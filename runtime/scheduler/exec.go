@@ -1,0 +1,119 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// Output caps of contract §9: more stdout than MaxStdout is a protocol
+// error; stderr beyond MaxStderr is cut and marked with StderrTruncated.
+const (
+	MaxStdout       = 16 << 20
+	MaxStderr       = 64 << 10
+	StderrTruncated = "\n...[stderr truncated]"
+)
+
+// Command is one scheduler command: an argv (never a shell line), the
+// environment it runs with and its time limit.
+type Command struct {
+	Argv    []string
+	Env     []string
+	Timeout time.Duration
+}
+
+// Result is what a command did. ExitCode is -1 when the process did not
+// exit on its own (it could not start, timed out or died of a signal).
+type Result struct {
+	Stdout         []byte
+	Stderr         string // capped at MaxStderr, marked when cut
+	ExitCode       int
+	TimedOut       bool
+	StartErr       error
+	StdoutOverflow bool // stdout exceeded MaxStdout; Stdout holds the first MaxStdout bytes
+}
+
+// OK says whether the command ran to completion with exit status 0.
+func (r Result) OK() bool { return r.StartErr == nil && !r.TimedOut && r.ExitCode == 0 }
+
+// Runner runs scheduler commands. ExecRunner is the real one; tests use
+// stand-ins.
+type Runner interface {
+	Run(ctx context.Context, c Command) Result
+}
+
+// ExecRunner runs commands as child processes in their own process group,
+// killing the whole group when the time limit passes.
+type ExecRunner struct{}
+
+// Run executes c.Argv directly (no shell) with c.Env.
+func (ExecRunner) Run(ctx context.Context, c Command) Result {
+	if len(c.Argv) == 0 {
+		return Result{ExitCode: -1, StartErr: errors.New("empty command")}
+	}
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
+	cmd.Env = c.Env
+	if cmd.Env == nil {
+		cmd.Env = []string{}
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A grandchild holding the pipes open must not hang us past the limit.
+	cmd.WaitDelay = time.Second
+	stdout := &capWriter{limit: MaxStdout}
+	stderr := &capWriter{limit: MaxStderr}
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		return Result{ExitCode: -1, StartErr: err}
+	}
+	err := cmd.Wait()
+	res := Result{
+		Stdout:         stdout.buf,
+		Stderr:         string(stderr.buf),
+		ExitCode:       -1,
+		StdoutOverflow: stdout.over,
+	}
+	if stderr.over {
+		res.Stderr += StderrTruncated
+	}
+	if ctx.Err() == context.DeadlineExceeded {
+		res.TimedOut = true
+		return res
+	}
+	if cmd.ProcessState != nil && cmd.ProcessState.Exited() {
+		res.ExitCode = cmd.ProcessState.ExitCode()
+	} else if err != nil && cmd.ProcessState == nil {
+		res.StartErr = err
+	}
+	return res
+}
+
+// capWriter keeps the first limit bytes written to it and records whether
+// more arrived; it never fails, so the child is not killed by EPIPE.
+type capWriter struct {
+	buf   []byte
+	limit int
+	over  bool
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	room := w.limit - len(w.buf)
+	if len(p) > room {
+		w.over = true
+		if room > 0 {
+			w.buf = append(w.buf, p[:room]...)
+		}
+		return len(p), nil
+	}
+	w.buf = append(w.buf, p...)
+	return len(p), nil
+}

@@ -1,0 +1,222 @@
+package scheduler
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestNormalizeState(t *testing.T) {
+	for in, want := range map[string]string{
+		"RUNNING":          "RUNNING",
+		"CANCELLED by 0":   "CANCELLED",
+		"CANCELLED+":       "CANCELLED",
+		" COMPLETED+ more": "COMPLETED",
+		"":                 "",
+		"   ":              "",
+	} {
+		if got := NormalizeState(in); got != want {
+			t.Errorf("NormalizeState(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestQueueLookup(t *testing.T) {
+	out := "12|RUNNING|1000|nvfl:job-a|nvfl-site-aaaaaaaa\n" +
+		"13|PENDING|1000|nvfl:job-b|nvfl-site-bbbbbbbb\n" +
+		"\n" +
+		"99|RUNNING|1000|nvfl:other|nvfl-site-cccccccc\n"
+	q, err := ParseQueue([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok, err := q.Lookup("13", "nvfl-site-bbbbbbbb", "nvfl:job-b", 1000)
+	if err != nil || !ok || r.State != "PENDING" {
+		t.Fatalf("lookup 13 = %+v %v %v", r, ok, err)
+	}
+	if _, ok, err := q.Lookup("14", "x", "y", 1000); ok || err != nil {
+		t.Fatalf("absent id: ok=%v err=%v", ok, err)
+	}
+	// Ownership mismatches on our id are protocol errors.
+	for _, c := range []struct {
+		name, marker string
+		uid          int
+	}{
+		{"nvfl-site-aaaaaaab", "nvfl:job-a", 1000},
+		{"nvfl-site-aaaaaaaa", "nvfl:job-A", 1000},
+		{"nvfl-site-aaaaaaaa", "nvfl:job-a", 1001},
+	} {
+		if _, _, err := q.Lookup("12", c.name, c.marker, c.uid); !IsProtocol(err) {
+			t.Errorf("mismatch %+v: err = %v, want protocol error", c, err)
+		}
+	}
+}
+
+func TestQueueDuplicateRows(t *testing.T) {
+	q, err := ParseQueue([]byte("12|RUNNING|1000|nvfl:a|n\n12|RUNNING|1000|nvfl:a|n\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := q.Lookup("12", "n", "nvfl:a", 1000); !IsProtocol(err) || !strings.Contains(err.Error(), "2 rows") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestParseQueueMalformed(t *testing.T) {
+	for _, out := range []string{
+		"12|RUNNING|1000|nvfl:a\n",
+		"12|RUNNING|abc|nvfl:a|n\n",
+		"12||1000|nvfl:a|n\n",
+		"|RUNNING|1000|nvfl:a|n\n",
+		"12|RUNNING|-1|nvfl:a|n\n",
+		"12|0+000|1000|nvfl:a|n\n",
+		"12|running|1000|nvfl:a|n\n",
+	} {
+		if _, err := ParseQueue([]byte(out)); !IsProtocol(err) {
+			t.Errorf("ParseQueue(%q) err = %v, want protocol error", out, err)
+		}
+	}
+	q, err := ParseQueue([]byte("12|CANCELLED by 0|1000|nvfl:a|name|with|pipes\n"))
+	if err != nil || q.Rows[0].Name != "name|with|pipes" || q.Rows[0].State != "CANCELLED" {
+		t.Fatalf("q = %+v err = %v", q, err)
+	}
+}
+
+func TestAccountingLookup(t *testing.T) {
+	loc := time.UTC
+	out := "12|nvfl-s-aaaaaaaa|alice|COMPLETED|0:0|0:0|2026-12-02T14:00:00\n" +
+		"13|nvfl-s-bbbbbbbb|alice|CANCELLED by 1000|0:15|0:0|2026-12-02T14:00:00\n" +
+		"14|nvfl-s-cccccccc|alice|FAILED+|103:0|0:0|Unknown\n"
+	a, err := ParseAccounting([]byte(out), loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := time.Date(2026, 12, 2, 14, 0, 30, 0, loc)
+	r, ok, err := a.Lookup("13", "nvfl-s-bbbbbbbb", "alice", sub)
+	if err != nil || !ok || r.State != "CANCELLED" || r.Exit != (ExitCode{0, 15}) {
+		t.Fatalf("13: %+v %v %v", r, ok, err)
+	}
+	r, ok, err = a.Lookup("14", "nvfl-s-cccccccc", "alice", sub)
+	if err != nil || !ok || r.State != "FAILED" || r.Exit.Status != 103 {
+		t.Fatalf("14: %+v %v %v", r, ok, err)
+	}
+	if _, ok, err := a.Lookup("15", "x", "alice", sub); ok || err != nil {
+		t.Fatalf("absent: %v %v", ok, err)
+	}
+	if _, _, err := a.Lookup("12", "nvfl-s-aaaaaaaa", "bob", sub); !IsProtocol(err) {
+		t.Fatalf("user mismatch: %v", err)
+	}
+	if _, _, err := a.Lookup("12", "nvfl-s-aaaaaaab", "alice", sub); !IsProtocol(err) {
+		t.Fatalf("name mismatch: %v", err)
+	}
+}
+
+func TestAccountingReusedID(t *testing.T) {
+	loc := time.UTC
+	out := "12|old-name|bob|COMPLETED|0:0|0:0|2026-12-01T09:00:00\n"
+	a, err := ParseAccounting([]byte(out), loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := time.Date(2026, 12, 2, 14, 0, 0, 0, loc)
+	if _, ok, err := a.Lookup("12", "nvfl-s-aaaaaaaa", "alice", sub); ok || !IsProtocol(err) || !strings.Contains(err.Error(), "reused") {
+		t.Fatalf("stale only: ok=%v err=%v", ok, err)
+	}
+	// Within the skew a slightly earlier Submit (clock skew) is fine.
+	out2 := "12|n|alice|RUNNING|0:0|0:0|2026-12-02T13:59:10\n"
+	a, _ = ParseAccounting([]byte(out2), loc)
+	if _, ok, err := a.Lookup("12", "n", "alice", sub); !ok || err != nil {
+		t.Fatalf("within skew: ok=%v err=%v", ok, err)
+	}
+	// 61 s earlier is a reuse.
+	out3 := "12|n|alice|RUNNING|0:0|0:0|2026-12-02T13:58:59\n"
+	a, _ = ParseAccounting([]byte(out3), loc)
+	if _, _, err := a.Lookup("12", "n", "alice", sub); !IsProtocol(err) {
+		t.Fatalf("61 s earlier: err=%v", err)
+	}
+	// An old record beside the new one: the new one is the answer.
+	a, _ = ParseAccounting([]byte(out+"12|n|alice|PENDING|0:0|0:0|2026-12-02T14:00:01\n"), loc)
+	if r, ok, err := a.Lookup("12", "n", "alice", sub); !ok || err != nil || r.State != "PENDING" {
+		t.Fatalf("old+new: %+v %v %v", r, ok, err)
+	}
+	// Two current records are a protocol error.
+	a, _ = ParseAccounting([]byte("12|n|alice|PENDING|0:0|0:0|Unknown\n12|n|alice|PENDING|0:0|0:0|Unknown\n"), loc)
+	if _, _, err := a.Lookup("12", "n", "alice", sub); !IsProtocol(err) {
+		t.Fatalf("duplicates: err=%v", err)
+	}
+}
+
+func TestParseAccountingMalformed(t *testing.T) {
+	for _, out := range []string{
+		"12|n|alice|COMPLETED|0:0|0:0\n",
+		"12|n|alice|COMPLETED|0|0:0|Unknown\n",
+		"12|n|alice|COMPLETED|0:0|x:0|Unknown\n",
+		"12|n|alice|COMPLETED|-1:0|0:0|Unknown\n",
+		"12.batch|n|alice|COMPLETED|0:0|0:0|Unknown\n",
+		"12|n|alice||0:0|0:0|Unknown\n",
+		"12|n|alice|COMPLETED|0:0|0:0|yesterday\n",
+		"12|n|a|b|alice|COMPLETED|0:0|0:0|Unknown\n",
+	} {
+		if _, err := ParseAccounting([]byte(out), time.UTC); !IsProtocol(err) {
+			t.Errorf("ParseAccounting(%q) err = %v, want protocol error", out, err)
+		}
+	}
+}
+
+func TestParseSubmit(t *testing.T) {
+	for _, c := range []struct {
+		out, id, cluster string
+		ok               bool
+	}{
+		{"123\n", "123", "", true},
+		{"\n 123 \n\n", "123", "", true},
+		{"123;cluster-b\n", "123", "cluster-b", true},
+		{"", "", "", false},
+		{"123\n124\n", "", "", false},
+		{"Submitted batch job 123\n", "", "", false},
+		{"123;\n", "", "", false},
+		{"12a\n", "", "", false},
+	} {
+		id, cl, err := ParseSubmit([]byte(c.out))
+		if (err == nil) != c.ok || id != c.id || cl != c.cluster {
+			t.Errorf("ParseSubmit(%q) = %q %q %v", c.out, id, cl, err)
+		}
+	}
+}
+
+func FuzzParseQueue(f *testing.F) {
+	f.Add([]byte("12|RUNNING|1000|nvfl:a|n\n"))
+	f.Add([]byte("12|CANCELLED by 0|1000|nvfl:a|n|x\n\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		q, err := ParseQueue(b)
+		if err != nil {
+			if !IsProtocol(err) {
+				t.Fatalf("non-protocol error %v", err)
+			}
+			return
+		}
+		for _, r := range q.Rows {
+			if r.JobID == "" || !validState(r.State) {
+				t.Fatalf("bad row %+v", r)
+			}
+		}
+	})
+}
+
+func FuzzParseAccounting(f *testing.F) {
+	f.Add([]byte("12|n|alice|COMPLETED|0:0|0:0|2026-12-02T14:00:00\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, err := ParseAccounting(b, time.UTC)
+		if err != nil {
+			if !IsProtocol(err) {
+				t.Fatalf("non-protocol error %v", err)
+			}
+			return
+		}
+		for _, r := range a.Rows {
+			if !isDigits(r.JobID) || !validState(r.State) {
+				t.Fatalf("bad row %+v", r)
+			}
+		}
+	})
+}
