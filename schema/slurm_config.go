@@ -179,6 +179,11 @@ func (t *tree) checkJobLauncher(jl *yaml.Node) {
 			}
 		}
 	}
+	if ph := get(jl, "parent_host"); isString(ph) && ph.Value != "" && !strings.ContainsRune(ph.Value, 0) {
+		if msg := CheckParentHost(ph.Value); msg != "" {
+			t.add(ph, "job_launcher.parent_host", msg, "set the host name or address compute nodes use to reach the parent")
+		}
+	}
 	port := DefaultInternalPort
 	if pn := get(jl, "internal_port"); pn != nil {
 		if v, ok := intValue(pn); ok {

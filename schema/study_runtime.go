@@ -22,6 +22,11 @@ const (
 // LoadStudyRuntime reads and validates a local/study_runtime.yaml. A legacy
 // study_data.yaml beside it is a problem too: the two cannot be combined.
 func LoadStudyRuntime(path string) (*StudyRuntime, Problems) {
+	return loadStudyRuntime(path, ParseStudyRuntime)
+}
+
+// loadStudyRuntime is LoadStudyRuntime with the parser as a parameter.
+func loadStudyRuntime(path string, parse func(string, []byte) (*StudyRuntime, Problems)) (*StudyRuntime, Problems) {
 	var legacy Problems
 	if filepath.Base(path) == StudyRuntimeFile {
 		legacyPath := filepath.Join(filepath.Dir(path), LegacyStudyFile)
@@ -37,13 +42,13 @@ func LoadStudyRuntime(path string) (*StudyRuntime, Problems) {
 	if probs != nil {
 		return nil, append(legacy, probs...)
 	}
-	sr, probs := ParseStudyRuntime(path, data)
 	if legacy != nil {
+		_, probs = ParseStudyRuntime(path, data)
 		probs = append(legacy, probs...)
 		probs.Sort()
 		return nil, probs
 	}
-	return sr, probs
+	return parse(path, data)
 }
 
 // ParseStudyRuntime validates study_runtime.yaml content read from file.

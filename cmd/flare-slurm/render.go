@@ -70,6 +70,9 @@ func (a *app) render(workspace, request, output string, asJSON, reveal bool) err
 	if err != nil {
 		return compileFailure("invalid_workspace", "the workspace "+workspace+" cannot be used", "prepare it with 'flare-slurm prepare' and pass its --output", err)
 	}
+	if err := compile.CheckReviewOutput(ws, output); err != nil {
+		return failure("invalid_output", err.Error(), "choose an --output directory outside the workspace", nil)
+	}
 	req, err := compile.ParseRequest(request, data)
 	if err != nil {
 		return compileFailure("invalid_request", "the launch request "+request+" is invalid", "see contract §12 for the request format", err)

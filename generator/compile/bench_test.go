@@ -90,3 +90,26 @@ func BenchmarkResolveAndRender(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWriteJobDir is the job dir write alone (no fsync): the part of
+// BenchmarkCompileJob that depends on the filesystem and its load.
+func BenchmarkWriteJobDir(b *testing.B) {
+	for _, sandbox := range []string{"none", "apptainer"} {
+		b.Run(sandbox, func(b *testing.B) {
+			f := newFixture(b, sandbox, "client")
+			_, a := f.MustCompile()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := WriteJobDir(a, false); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if err := os.RemoveAll(a.JobDir); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
+	}
+}

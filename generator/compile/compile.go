@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flare-slurm/flare-slurm/internal/slurmenv"
 	"github.com/flare-slurm/flare-slurm/schema"
 	"github.com/flare-slurm/flare-slurm/templates"
 )
@@ -39,9 +40,19 @@ const SystemPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 // gpuEnv are the device-selection variables mirrored into apptainer.
 var gpuEnv = []string{"CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES"}
 
-// batchData is what templates/batch.sh.tmpl renders.
+// batchData is what templates/batch.sh.tmpl renders. It copies the plan
+// values it needs instead of embedding PlanView: text/template finds a
+// promoted field by a slow breadth-first search at every use.
 type batchData struct {
-	PlanView
+	Sandbox        string
+	Setup          string
+	PythonEnv      string
+	Env            []EnvVar
+	ForwardEnv     []string
+	WorkerArgv     []string
+	Tools          Tools
+	RunDir         string
+	ApptainerBinds []string // src:dst:mode per mount
 	SecretPath     string
 	SystemPath     string
 	Image          string
@@ -110,7 +121,13 @@ func (p *Plan) secretValues(env Environ) ([]secretLine, error) {
 func (p *Plan) compile(secrets []secretLine) (*Artifacts, error) {
 	v := p.view
 	d := batchData{
-		PlanView:   v,
+		Sandbox:    v.Sandbox,
+		PythonEnv:  v.PythonEnv,
+		Env:        v.Env,
+		ForwardEnv: v.ForwardEnv,
+		WorkerArgv: v.WorkerArgv,
+		Tools:      v.Tools,
+		RunDir:     v.RunDir,
 		SecretPath: filepath.Join(v.JobDir, secretFile),
 		SystemPath: SystemPath,
 		GPUEnv:     gpuEnv,
@@ -129,7 +146,9 @@ func (p *Plan) compile(secrets []secretLine) (*Artifacts, error) {
 	d.PyxisNames = append([]string{childProcessEnv, "PYTHONPATH"}, d.ContainerNames...)
 	slices.Sort(d.PyxisNames)
 	mounts := make([]string, len(v.Mounts))
+	d.ApptainerBinds = make([]string, len(v.Mounts))
 	for i, m := range v.Mounts {
+		d.ApptainerBinds[i] = m.Source + ":" + m.Destination + ":" + m.Mode
 		if m.Mode == "rw" {
 			mounts[i] = m.Source + ":" + m.Destination
 		} else {
@@ -184,17 +203,11 @@ func (p *Plan) SbatchArgv() []string {
 		"--output="+filepath.Join(v.RunDir, "slurm-%j.out"), filepath.Join(v.JobDir, batchFile))
 }
 
-// droppedSchedulerEnv are the exact names ScrubSchedulerEnv removes.
-var droppedSchedulerEnv = []string{"SLURM_CLUSTERS", "SLURM_EXPORT_ENV", "SLURM_HINT",
-	"SLURM_MEM_PER_CPU", "SLURM_MEM_PER_GPU", "SLURM_MEM_PER_NODE", "LC_ALL"}
-
-var droppedSchedulerPrefixes = []string{"SBATCH_", "SQUEUE_", "SACCT_", "SCANCEL_"}
-
 // ScrubSchedulerEnv returns base ("NAME=value" entries) without the
 // variables that would change what the Slurm commands do (contract §8),
 // keeping the order of the rest, and with LC_ALL=C appended.
 func ScrubSchedulerEnv(base []string) []string {
-	return scrub(base, nil)
+	return slurmenv.Scrub(base)
 }
 
 // SchedulerEnv is ScrubSchedulerEnv that also drops the parent variables
@@ -208,23 +221,5 @@ func (p *Plan) SchedulerEnv(base []string) []string {
 	for _, c := range credentialArgs {
 		drop = append(drop, c.Env)
 	}
-	return scrub(base, drop)
-}
-
-func scrub(base, extra []string) []string {
-	out := make([]string, 0, len(base)+1)
-	for _, kv := range base {
-		name, _, _ := strings.Cut(kv, "=")
-		if slices.Contains(droppedSchedulerEnv, name) || slices.Contains(extra, name) {
-			continue
-		}
-		prefixed := false
-		for _, pre := range droppedSchedulerPrefixes {
-			prefixed = prefixed || strings.HasPrefix(name, pre)
-		}
-		if !prefixed {
-			out = append(out, kv)
-		}
-	}
-	return append(out, "LC_ALL=C")
+	return slurmenv.Scrub(base, drop...)
 }

@@ -8,6 +8,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // mounts builds the container bind mounts (contract §8): launcher-owned
@@ -15,17 +17,11 @@ import (
 func (r *resolver) mounts(p *Plan, listenerDir string) {
 	v := &p.view
 	ws := r.ws.Root
-	realOr := func(pth string) string {
-		if real, err := filepath.EvalSymlinks(pth); err == nil {
-			return real
-		}
-		return pth
-	}
 	owned := []Mount{
 		{Source: filepath.Join(v.JobDir, sandboxRootDir), Destination: ws, Mode: "rw"},
 		{Source: v.RunDir, Destination: v.RunDir, Mode: "rw"},
-		{Source: realOr(filepath.Join(ws, "startup")), Destination: filepath.Join(ws, "startup"), Mode: "ro"},
-		{Source: realOr(filepath.Join(ws, "local")), Destination: filepath.Join(ws, "local"), Mode: "ro"},
+		{Source: r.realUnderWorkspace("startup"), Destination: filepath.Join(ws, "startup"), Mode: "ro"},
+		{Source: r.realUnderWorkspace("local"), Destination: filepath.Join(ws, "local"), Mode: "ro"},
 	}
 	ownedDest := []string{ws, resolvConf}
 	if v.Sandbox == "apptainer" {
@@ -34,6 +30,16 @@ func (r *resolver) mounts(p *Plan, listenerDir string) {
 	if listenerDir != "" {
 		owned = append(owned, Mount{Source: listenerDir, Destination: listenerDir, Mode: "rw"})
 		ownedDest = append(ownedDest, listenerDir)
+	}
+	for _, m := range owned {
+		// The workspace path was checked when it was loaded, but startup/
+		// and local/ are resolved now: a symlink there must not smuggle a
+		// ':' or ',' (a second mount) into the bind specifications.
+		if strings.ContainsAny(m.Source+m.Destination, ":,\n\r\x00") {
+			r.ps = append(r.ps, schema.Problem{File: ws, Message: fmt.Sprintf("launcher-owned mount %s -> %s contains ':', ',' or a line break", m.Source, m.Destination),
+				Hint: "startup/ and local/ must be real directories of the workspace; prepare it again"})
+			return
+		}
 	}
 	v.Mounts = append(v.Mounts, owned...)
 	st := r.study
@@ -59,7 +65,7 @@ func (r *resolver) mounts(p *Plan, listenerDir string) {
 				return
 			}
 		}
-		src, err := checkSource(source, ws)
+		src, err := checkSource(source, ws, r.paths)
 		if err != nil {
 			r.studyProblem(field, fmt.Sprintf("%s source %s: %v", label, source, err), "")
 			return
@@ -73,6 +79,16 @@ func (r *resolver) mounts(p *Plan, listenerDir string) {
 	for _, s := range st.SecretMounts {
 		add("secret_mounts."+s.Name+".mount_path", "secret mount "+s.Name, s.Source, s.MountPath, "ro")
 	}
+}
+
+// realUnderWorkspace is realPath(<workspace>/rel). Once the run dir check
+// has seen that the workspace root is still its own real path, the walk
+// starts there instead of at /.
+func (r *resolver) realUnderWorkspace(rel string) string {
+	if r.wsReal {
+		return realPathFrom(r.ws.Root, rel, r.paths)
+	}
+	return realPathFrom("/", filepath.Join(r.ws.Root, rel), r.paths)
 }
 
 var forbiddenDest = []string{"/proc", "/sys", "/dev"}
@@ -111,7 +127,7 @@ func checkDestination(dest string) (string, error) {
 
 // checkSource requires an absolute source whose resolved path is outside
 // the workspace; neither may contain ':' or ','.
-func checkSource(source, workspace string) (string, error) {
+func checkSource(source, workspace string, cache pathCache) (string, error) {
 	switch {
 	case !filepath.IsAbs(source):
 		return "", errors.New("must be an absolute path")
@@ -120,7 +136,7 @@ func checkSource(source, workspace string) (string, error) {
 	case strings.ContainsAny(source, "\n\r\x00"):
 		return "", errors.New("must not contain line breaks or NUL")
 	}
-	real := realPath(filepath.Clean(source))
+	real := realPathFrom("/", filepath.Clean(source), cache)
 	if strings.ContainsAny(real, ":,") {
 		return "", fmt.Errorf("resolves to %s, which contains ':' or ','", real)
 	}
@@ -130,22 +146,88 @@ func checkSource(source, workspace string) (string, error) {
 	return real, nil
 }
 
-// realPath resolves symlinks like Python's os.path.realpath: the longest
-// existing prefix is resolved and the rest appended unchanged, so a source
-// that only exists on compute nodes is still accepted.
+// realPath resolves symlinks like Python's os.path.realpath (non-strict):
+// each component is resolved in one walk from the root; a component that
+// cannot be read (it does not exist here, e.g. a path that only exists on
+// compute nodes) is kept as written, and so is everything below it (which
+// cannot be read either) unless ".." climbs back out. Symlinks are followed
+// even when their target is missing, so a dangling link cannot hide where
+// a mount really points. p must be absolute.
 func realPath(p string) string {
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		return real
+	return realPathFrom("/", p, nil)
+}
+
+// pathCache remembers, for one Resolve, what each looked-up path is, so
+// that mount sources sharing a prefix are not walked again.
+type pathCache map[string]pathEntry
+
+type pathEntry struct {
+	unreadable bool
+	link       bool
+	target     string
+}
+
+func (c pathCache) lookup(p string) pathEntry {
+	if e, ok := c[p]; ok {
+		return e
 	}
-	dir, base := filepath.Split(p)
-	dir = filepath.Clean(dir)
-	if dir == p || dir == "/" {
-		return p
+	var e pathEntry
+	info, err := os.Lstat(p)
+	switch {
+	case err != nil:
+		e.unreadable = true
+	case info.Mode()&fs.ModeSymlink != 0:
+		if target, err := os.Readlink(p); err == nil {
+			e.link, e.target = true, target
+		}
 	}
-	if _, err := os.Lstat(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return p
+	if c != nil {
+		c[p] = e
 	}
-	return filepath.Join(realPath(dir), base)
+	return e
+}
+
+// realPathFrom is realPath of base/rest for a base that is already a real
+// path (no symlink in it); cache may be nil.
+func realPathFrom(base, rest string, cache pathCache) string {
+	resolved := base
+	links, unread := 0, 0 // unread: components appended below an unreadable path
+	for rest != "" {
+		var name string
+		name, rest, _ = strings.Cut(strings.TrimLeft(rest, "/"), "/")
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			resolved = filepath.Dir(resolved)
+			if unread > 0 {
+				unread--
+			}
+			continue
+		}
+		next := filepath.Join(resolved, name)
+		if unread > 0 {
+			resolved, unread = next, unread+1
+			continue
+		}
+		e := cache.lookup(next)
+		switch {
+		case e.unreadable:
+			resolved, unread = next, 1
+			continue
+		case !e.link:
+			resolved = next
+			continue
+		}
+		if links++; links > 255 {
+			return filepath.Join(next, rest) // a loop: keep the rest as written
+		}
+		if filepath.IsAbs(e.target) {
+			resolved = "/"
+		}
+		rest = e.target + "/" + rest
+	}
+	return resolved
 }
 
 // overlaps says whether one path equals or contains the other.

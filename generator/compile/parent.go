@@ -6,6 +6,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // parentURL checks and rewrites the worker's parent URL (contract §8) in
@@ -66,6 +68,10 @@ func (r *resolver) parentURL(args map[string][]string, v *PlanView) string {
 				r.wsProblem("parent_host", "is unset and SLURMD_NODENAME is empty in the parent's allocation", "set job_launcher.parent_host")
 				return ""
 			}
+			if msg := schema.CheckParentHost(host); msg != "" {
+				r.wsProblem("parent_host", "is unset and the parent's SLURMD_NODENAME cannot stand in for it: "+msg, "set job_launcher.parent_host")
+				return ""
+			}
 		} else {
 			r.wsProblem("parent_host", "is required: the parent does not run inside a Slurm allocation (SLURM_JOB_ID is unset)",
 				"set job_launcher.parent_host to a host compute nodes can reach, and prepare again")
@@ -100,14 +106,17 @@ func (r *resolver) sharedFileURL(u *url.URL, raw string, v *PlanView) string {
 	case u.Host != "" || !path.IsAbs(listener) || path.Clean(listener) != listener:
 		r.reqProblem("job_args.parent_url", fmt.Sprintf("%q does not name an absolute, normalised listener path", raw), "form: shared-file:///abs/path")
 		return ""
-	case listener != root && !strings.HasPrefix(listener, root+"/"):
+	case listener != root && !strings.HasPrefix(listener, strings.TrimSuffix(root, "/")+"/"):
 		r.reqProblem("job_args.parent_url", fmt.Sprintf("listener %s is outside the shared-file root_dir %s", listener, root), "")
 		return ""
 	}
 	v.ParentURL = raw
 	dir := path.Dir(listener)
-	if strings.ContainsAny(dir, ":,") {
-		r.reqProblem("job_args.parent_url", fmt.Sprintf("listener directory %s contains ':' or ','", dir), "container bind specifications cannot express it")
+	if _, err := checkDestination(dir); err != nil {
+		// The directory is bind-mounted at itself: it follows the
+		// destination rules (never /, /proc, /sys, /dev; no ':' or ',').
+		r.reqProblem("job_args.parent_url", fmt.Sprintf("listener directory %s cannot be bind-mounted: %v", dir, err),
+			"put the shared-file listener in a directory below root_dir")
 		return ""
 	}
 	return dir

@@ -85,14 +85,32 @@ func ParseRequest(file string, data []byte) (*Request, error) {
 		Meta    json.RawMessage            `json:"meta"`
 		JobArgs map[string]json.RawMessage `json:"job_args"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&raw); err != nil {
+	// Fast path: a well-formed request decodes in one pass with every
+	// job argument a list of strings. Anything else is decoded again
+	// argument by argument below, so each problem names its argument.
+	var fast struct {
+		JobID   *string             `json:"job_id"`
+		Site    *string             `json:"site"`
+		Role    *string             `json:"role"`
+		Meta    json.RawMessage     `json:"meta"`
+		JobArgs map[string][]string `json:"job_args"`
+	}
+	var pairs map[string][]string
+	if decodeStrict(data, &fast) == nil {
+		raw.JobID, raw.Site, raw.Role, raw.Meta = fast.JobID, fast.Site, fast.Role, fast.Meta
+		pairs = fast.JobArgs
+		if pairs != nil {
+			raw.JobArgs = make(map[string]json.RawMessage, len(pairs))
+			for name := range pairs {
+				raw.JobArgs[name] = nil
+			}
+		}
+	} else if err := decodeStrict(data, &raw); err != nil {
+		if errors.Is(err, errTrailingData) {
+			return nil, schema.Problems{{File: file, Message: "not a valid launch request: data after the JSON object"}}
+		}
 		return nil, schema.Problems{{File: file, Message: "not a valid launch request: " + jsonMessage(err),
 			Hint: "a launch request is one JSON object with job_id, site, role, meta and job_args (contract §12)"}}
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, schema.Problems{{File: file, Message: "not a valid launch request: data after the JSON object"}}
 	}
 	var ps schema.Problems
 	add := func(path, msg, hint string) {
@@ -141,8 +159,11 @@ func ParseRequest(file string, data []byte) (*Request, error) {
 			add(path, "is not a "+req.Role+" job argument", "allowed: "+strings.Join(allowed, ", "))
 			continue
 		}
-		var pair []string
-		if err := json.Unmarshal(raw.JobArgs[name], &pair); err != nil || len(pair) != 2 {
+		pair, ok := pairs[name]
+		if pairs == nil {
+			ok = json.Unmarshal(raw.JobArgs[name], &pair) == nil
+		}
+		if !ok || len(pair) != 2 {
 			add(path, "must be a [flag, value] pair of two strings", "")
 			continue
 		}
@@ -163,6 +184,22 @@ func ParseRequest(file string, data []byte) (*Request, error) {
 		return nil, ps
 	}
 	return req, nil
+}
+
+var errTrailingData = errors.New("data after the JSON object")
+
+// decodeStrict decodes exactly one JSON value into v, refusing unknown
+// object fields and anything after the value.
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errTrailingData
+	}
+	return nil
 }
 
 // isJobArg says whether name is a job argument of role (either role when

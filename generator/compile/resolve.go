@@ -64,6 +64,10 @@ type resolver struct {
 	ps     schema.Problems
 	study  *schema.Study
 	stFile string
+	// wsReal says the run dir check found the workspace root to be its
+	// own real path (no symlink in it) during this Resolve.
+	wsReal bool
+	paths  pathCache // what each path looked up for mounts is, during this Resolve
 }
 
 func (r *resolver) reqProblem(path, msg, hint string) {
@@ -88,7 +92,7 @@ func Resolve(ws *Workspace, req *Request, env Environ) (*Plan, error) {
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
-	r := &resolver{ws: ws, req: req, env: env}
+	r := &resolver{ws: ws, req: req, env: env, paths: pathCache{}}
 	p := &Plan{}
 	v := &p.view
 	v.JobID, v.Site, v.Role = req.JobID, req.Site, req.Role
@@ -167,13 +171,22 @@ func (r *resolver) runDir() string {
 	case !info.IsDir():
 		r.reqProblem("job_id", fmt.Sprintf("run directory %s is not a directory", dir), hint)
 	default:
-		real, err := filepath.EvalSymlinks(dir)
-		if err != nil || filepath.Dir(real) != r.ws.Root {
+		// dir exists (Lstat above), so its realpath is what EvalSymlinks
+		// would give; the walk shares looked-up prefixes with the mounts.
+		real := realPathFrom("/", dir, r.paths)
+		if filepath.Dir(real) != r.ws.Root {
 			r.reqProblem("job_id", fmt.Sprintf("run directory %s is not an immediate child of the workspace", dir), hint)
+		} else {
+			r.wsReal = true
 		}
 	}
 	return dir
 }
+
+// studyRuntimes re-reads study runtime files for every launch; it skips
+// the parse only when a file's bytes are unchanged (see
+// schema.StudyRuntimeReader), which gives exactly LoadStudyRuntime's result.
+var studyRuntimes schema.StudyRuntimeReader
 
 // loadStudyRuntime re-reads local/study_runtime.yaml (contract §5).
 func (r *resolver) loadStudyRuntime() *schema.StudyRuntime {
@@ -187,7 +200,7 @@ func (r *resolver) loadStudyRuntime() *schema.StudyRuntime {
 		}
 		return nil
 	}
-	rt, ps := schema.LoadStudyRuntime(r.stFile)
+	rt, ps := studyRuntimes.Load(r.stFile)
 	if ps != nil {
 		r.ps = append(r.ps, ps...)
 		return nil
@@ -253,11 +266,8 @@ func (r *resolver) effective(p *Plan, meta *schema.JobMeta) {
 		case !filepath.IsAbs(image):
 			imagePath("must be an absolute path", "")
 		default:
-			real, err := filepath.EvalSymlinks(image)
-			var info os.FileInfo
-			if err == nil {
-				info, err = os.Stat(real)
-			}
+			real := realPathFrom("/", image, r.paths)
+			info, err := os.Stat(real)
 			if err != nil || !info.Mode().IsRegular() {
 				imagePath(fmt.Sprintf("image %s is not an existing regular file", image), "")
 			} else {

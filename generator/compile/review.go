@@ -74,3 +74,17 @@ func WriteReview(dir string, files []ReviewFile) (err error) {
 	}
 	return nil
 }
+
+// CheckReviewOutput refuses a review directory inside the workspace (after
+// resolving symlinks like the mount sources): render must never write into
+// the workspace a parent runs from.
+func CheckReviewOutput(ws *Workspace, dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("output %s: %w", dir, err)
+	}
+	if real := realPath(abs); overlaps(real, ws.Root) {
+		return fmt.Errorf("output %s resolves to %s, inside the workspace %s: render writes nothing into the workspace", dir, real, ws.Root)
+	}
+	return nil
+}

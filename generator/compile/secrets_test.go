@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/flare-slurm/flare-slurm/internal/fsx"
 )
 
 // TestSecretsNeverLeak scans every artifact but secret.env, the sbatch argv,
@@ -146,12 +144,12 @@ func TestWriteJobDirCleansUpOnFailure(t *testing.T) {
 
 	// A failure on the last file removes every file and directory the call
 	// created, the control directories included.
-	defer func(orig func(string, []byte, os.FileMode, bool) error) { writeExclusive = orig }(writeExclusive)
-	writeExclusive = func(path string, data []byte, perm os.FileMode, sync bool) error {
-		if filepath.Base(path) == "batch.sh" {
+	defer func(orig func(int, string, []byte, uint32, bool) error) { writeExclusive = orig }(writeExclusive)
+	writeExclusive = func(dirfd int, name string, data []byte, perm uint32, sync bool) error {
+		if name == "batch.sh" {
 			return errors.New("injected failure")
 		}
-		return fsx.WriteExclusive(path, data, perm, sync)
+		return createExclusive(dirfd, name, data, perm, sync)
 	}
 	err := WriteJobDir(a, false)
 	if err == nil || !strings.Contains(err.Error(), "injected failure") {

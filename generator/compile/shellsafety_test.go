@@ -410,12 +410,17 @@ func TestBatchFailsWithoutSecretFile(t *testing.T) {
 
 // TestSecretFileGoneBeforeWorker: the worker starts with its credentials
 // in the environment and the secret file already deleted, even when setup
-// fails to clean up after itself or turns on tracing.
+// fails to clean up after itself or turns on tracing (xtrace, or verbose,
+// which would echo the lines of the sourced secret file).
 func TestSecretFileGoneBeforeWorker(t *testing.T) {
-	for _, sandbox := range []string{"none", "apptainer", "pyxis"} {
-		t.Run(sandbox, func(t *testing.T) {
+	for _, c := range []struct{ sandbox, setup string }{
+		{"none", "set -x"}, {"apptainer", "set -x"}, {"pyxis", "set -x"},
+		{"none", "set -v"}, {"apptainer", "set -o verbose"}, {"pyxis", "set -xv"},
+	} {
+		sandbox := c.sandbox
+		t.Run(sandbox+"/"+c.setup, func(t *testing.T) {
 			f := newFixture(t, sandbox, "client")
-			f.Args["setup"] = "set -x"
+			f.Args["setup"] = c.setup
 			stub := buildStub(t)
 			f.Args["executables"].(map[string]any)["apptainer"] = stub
 			f.Args["executables"].(map[string]any)["srun"] = stub
@@ -442,7 +447,7 @@ func TestSecretFileGoneBeforeWorker(t *testing.T) {
 				t.Errorf("worker did not get its auth token: %q", rec.Env[prefix+"NVFLARE_JOB_AUTH_TOKEN"])
 			}
 			if strings.Contains(stderr, "tok-7d1f0e3b9c") {
-				t.Errorf("xtrace from setup printed a credential:\n%s", stderr)
+				t.Errorf("%s in setup printed a credential:\n%s", c.setup, stderr)
 			}
 		})
 	}

@@ -290,8 +290,8 @@ func (ws *Workspace) loadLauncher() schema.Problems {
 		jl.ForwardEnv = append(jl.ForwardEnv, name)
 	}
 	if a.ParentHost != nil {
-		if *a.ParentHost == "" || strings.ContainsAny(*a.ParentHost, "\x00/@?# \t\n") {
-			add("parent_host", fmt.Sprintf("%q is not a host name or address", *a.ParentHost), "")
+		if msg := schema.CheckParentHost(*a.ParentHost); msg != "" {
+			add("parent_host", msg, "set job_launcher.parent_host and prepare again")
 		}
 		jl.ParentHost = *a.ParentHost
 	}

@@ -8,11 +8,12 @@ import (
 	"path/filepath"
 
 	"github.com/flare-slurm/flare-slurm/internal/fsx"
+	"golang.org/x/sys/unix"
 )
 
-// writeExclusive is fsx.WriteExclusive; tests replace it to inject a
-// failure half-way through a write.
-var writeExclusive = fsx.WriteExclusive
+// writeExclusive is createExclusive; tests replace it to inject a failure
+// half-way through a write.
+var writeExclusive = createExclusive
 
 // ErrStaleArtifacts is wrapped by WriteJobDir's error when the job dir
 // already exists.
@@ -48,38 +49,112 @@ func WriteJobDir(a *Artifacts, sync bool) (err error) {
 			created = append(created, dir)
 		}
 	}
-	if err := fsx.MkdirExclusive(a.JobDir, 0o700); err != nil {
+	if err := unix.Mkdir(a.JobDir, 0o700); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("%w of job %s in %s: verify no allocation uses them before removal, then remove the directory to relaunch",
 				ErrStaleArtifacts, a.JobID, a.JobDir)
 		}
-		return fmt.Errorf("create job directory: %w", err)
+		return fmt.Errorf("create job directory %s: %w", a.JobDir, err)
 	}
 	created = append(created, a.JobDir)
+	// Everything inside the job dir is created relative to a descriptor of
+	// it: short lookups, and no path component can be swapped under us.
+	dirfd, err := unix.Open(a.JobDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: a.JobDir, Err: err}
+	}
+	defer unix.Close(dirfd)
+	if err := exactMode(dirfd, "", 0o700); err != nil {
+		return &os.PathError{Op: "chmod", Path: a.JobDir, Err: err}
+	}
 	if a.SandboxRoot {
-		dir := filepath.Join(a.JobDir, sandboxRootDir)
-		if err := fsx.MkdirExclusive(dir, 0o700); err != nil {
-			return fmt.Errorf("create %s: %w", dir, err)
+		path := filepath.Join(a.JobDir, sandboxRootDir)
+		if err := unix.Mkdirat(dirfd, sandboxRootDir, 0o700); err != nil {
+			return fmt.Errorf("create %s: %w", path, err)
 		}
-		created = append(created, dir)
+		created = append(created, path)
+		if err := exactMode(dirfd, sandboxRootDir, 0o700); err != nil {
+			return &os.PathError{Op: "chmod", Path: path, Err: err}
+		}
 	}
 	for _, f := range []struct {
 		name string
 		data []byte
-		mode os.FileMode
+		mode uint32
 	}{{secretFile, a.SecretEnv, 0o600}, {batchFile, a.BatchScript, 0o700}} {
 		path := filepath.Join(a.JobDir, f.name)
-		if err := writeExclusive(path, f.data, f.mode, sync); err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
+		if err := writeExclusive(dirfd, f.name, f.data, f.mode, sync); err != nil {
+			return fmt.Errorf("write %s: %w", path, &os.PathError{Op: "create", Path: path, Err: err})
 		}
 		created = append(created, path)
 	}
 	if sync {
-		for _, dir := range []string{a.JobDir, jobsDir, controlDir} {
+		if err := unix.Fsync(dirfd); err != nil {
+			return fmt.Errorf("fsync directory %s: %w", a.JobDir, err)
+		}
+		for _, dir := range []string{jobsDir, controlDir} {
 			if err := fsx.SyncDir(dir); err != nil {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// exactMode gives name in dirfd ("" for dirfd itself) exactly mode perm.
+// Modes are created with perm, so this only changes something when the
+// umask narrowed it; fstat is read-only, a chmod would dirty the inode.
+func exactMode(dirfd int, name string, perm uint32) error {
+	var st unix.Stat_t
+	var err error
+	if name == "" {
+		err = unix.Fstat(dirfd, &st)
+	} else {
+		err = unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	if err != nil || st.Mode&0o7777 == perm {
+		return err
+	}
+	if name == "" {
+		return unix.Fchmod(dirfd, perm)
+	}
+	return unix.Fchmodat(dirfd, name, perm, 0)
+}
+
+// createExclusive creates name in dirfd with O_CREAT|O_EXCL|O_NOFOLLOW and
+// exactly mode perm, writes data and, with sync, fsyncs it. On failure
+// after creation the file is removed.
+func createExclusive(dirfd int, name string, data []byte, perm uint32, sync bool) (err error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+	for errors.Is(err, unix.EINTR) {
+		fd, err = unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+	}
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := unix.Close(fd); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			unix.Unlinkat(dirfd, name, 0)
+		}
+	}()
+	if err := exactMode(fd, "", perm); err != nil {
+		return err
+	}
+	for len(data) > 0 {
+		n, err := unix.Write(fd, data)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	if sync {
+		return unix.Fsync(fd)
 	}
 	return nil
 }

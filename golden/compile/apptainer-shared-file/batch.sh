@@ -20,7 +20,7 @@ trap _nvfl_cleanup EXIT
 }
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export SLURM_EXPORT_ENV=ALL
-set +x
+set +vx
 source "${_nvfl_secret}"
 rm -f -- "${_nvfl_secret}"
 trap - EXIT

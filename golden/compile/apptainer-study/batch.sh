@@ -23,7 +23,7 @@ export SLURM_EXPORT_ENV=ALL
 source /etc/profile.d/modules.sh
 module load apptainer/1.3
 export SLURM_EXPORT_ENV=ALL
-set +x
+set +vx
 source "${_nvfl_secret}"
 rm -f -- "${_nvfl_secret}"
 trap - EXIT

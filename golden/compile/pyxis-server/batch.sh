@@ -19,7 +19,7 @@ trap _nvfl_cleanup EXIT
   exit 100
 }
 export SLURM_EXPORT_ENV=ALL
-set +x
+set +vx
 source "${_nvfl_secret}"
 rm -f -- "${_nvfl_secret}"
 trap - EXIT
