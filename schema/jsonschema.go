@@ -52,12 +52,18 @@ func Title(name string) string {
 	return title
 }
 
-// compiled holds every embedded schema, compiled once.
+// compiled holds the embedded schema documents, added once, and each
+// schema compiled on its first use: a process that validates only a
+// slurm.yaml (prepare) does not pay for compiling the other schemas.
 type compiled struct {
-	schemas map[string]*jsonschema.Schema // by name
-	ids     map[string]string             // name → $id
-	raw     map[string]any                // $id → decoded schema document (for errorMessage and properties)
-	err     error
+	ids map[string]string // name → $id
+	raw map[string]any    // $id → decoded schema document (for errorMessage and properties)
+	err error             // a failure to load the embedded documents
+
+	mu       sync.Mutex // guards comp and schemas: the compiler is not safe for concurrent use
+	comp     *jsonschema.Compiler
+	schemas  map[string]*jsonschema.Schema // by name, compiled so far
+	compErrs map[string]error
 }
 
 var (
@@ -65,43 +71,61 @@ var (
 	compiledSet compiled
 )
 
-// compiledSchemas compiles the embedded schemas on first use. They are part
-// of the binary, so a failure is a programming error caught by the tests.
+// compiledSchemas loads the embedded schema documents on first use. They
+// are part of the binary, so a failure is a programming error caught by the
+// tests.
 func compiledSchemas() *compiled {
 	compileOnce.Do(func() {
-		c := compiled{schemas: map[string]*jsonschema.Schema{}, ids: map[string]string{}, raw: map[string]any{}}
-		comp := jsonschema.NewCompiler()
-		comp.DefaultDraft(jsonschema.Draft2020)
-		comp.UseLoader(noLoader{})
+		c := &compiledSet
+		c.ids, c.raw = map[string]string{}, map[string]any{}
+		c.schemas, c.compErrs = map[string]*jsonschema.Schema{}, map[string]error{}
+		c.comp = jsonschema.NewCompiler()
+		c.comp.DefaultDraft(jsonschema.Draft2020)
+		c.comp.UseLoader(noLoader{})
 		for _, name := range Names() {
 			data, _ := Source(name)
 			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 			if err != nil {
 				c.err = fmt.Errorf("schema %s: %w", name, err)
-				break
+				return
 			}
 			id, _ := doc.(map[string]any)["$id"].(string)
 			c.ids[name] = id
 			c.raw[id] = doc
-			if err := comp.AddResource(id, doc); err != nil {
+			if err := c.comp.AddResource(id, doc); err != nil {
 				c.err = fmt.Errorf("schema %s: %w", name, err)
-				break
+				return
 			}
 		}
-		for _, name := range Names() {
-			if c.err != nil {
-				break
-			}
-			sch, err := comp.Compile(c.ids[name])
-			if err != nil {
-				c.err = fmt.Errorf("schema %s: %w", name, err)
-				break
-			}
-			c.schemas[name] = sch
-		}
-		compiledSet = c
 	})
 	return &compiledSet
+}
+
+// schema returns the named schema, compiling it on first use.
+func (c *compiled) schema(name string) (*jsonschema.Schema, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if sch, ok := c.schemas[name]; ok {
+		return sch, nil
+	}
+	if err, ok := c.compErrs[name]; ok {
+		return nil, err
+	}
+	id, ok := c.ids[name]
+	if !ok {
+		return nil, fmt.Errorf("no embedded schema named %q", name)
+	}
+	sch, err := c.comp.Compile(id)
+	if err != nil {
+		err = fmt.Errorf("schema %s: %w", name, err)
+		c.compErrs[name] = err
+		return nil, err
+	}
+	c.schemas[name] = sch
+	return sch, nil
 }
 
 // noLoader refuses every URL: schemas never come from the network or disk.
@@ -127,11 +151,12 @@ func (t *tree) validateSchema(name string, onKey keyHook, onValue valueHook) {
 		return
 	}
 	c := compiledSchemas()
-	if c.err != nil {
-		t.add(nil, "", "internal error: "+c.err.Error(), "")
+	sch, err := c.schema(name)
+	if err != nil {
+		t.add(nil, "", "internal error: "+err.Error(), "")
 		return
 	}
-	err := c.schemas[name].Validate(t.value)
+	err = sch.Validate(t.value)
 	if err == nil {
 		return
 	}

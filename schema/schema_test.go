@@ -7,8 +7,14 @@ import (
 )
 
 func TestSchemasCompile(t *testing.T) {
-	if c := compiledSchemas(); c.err != nil {
-		t.Fatal(c.err)
+	c := compiledSchemas()
+	for _, name := range Names() {
+		if _, err := c.schema(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.schema("nope"); err == nil {
+		t.Error("compiled a schema that is not embedded")
 	}
 	if got := Names(); !slices.Equal(got, []string{"job-meta", "slurm-config", "study-runtime"}) {
 		t.Errorf("Names() = %q", got)

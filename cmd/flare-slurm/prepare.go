@@ -50,7 +50,7 @@ and exits 1 when OUT differs (drift detection).`,
 				if check {
 					return a.prepareCheck(opts, asJSON)
 				}
-				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 				defer stop()
 				res, err := prepare.Run(ctx, opts)
 				if err != nil {

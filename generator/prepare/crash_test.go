@@ -151,7 +151,8 @@ func TestCrashLeavesOldOrNewWorkspace(t *testing.T) {
 	}
 }
 
-// TestSignalCleansUp sends SIGTERM or SIGINT at random moments: the
+// TestSignalCleansUp sends SIGTERM, SIGINT or SIGHUP (a lost SSH session)
+// at random moments: the
 // prepare stops, the output is the old or the new tree, and no staging
 // directory is left even without another prepare.
 func TestSignalCleansUp(t *testing.T) {
@@ -183,7 +184,7 @@ func TestSignalCleansUp(t *testing.T) {
 		}
 		// Past the process start-up, so that the handler is installed.
 		delay := 3*time.Millisecond + time.Duration(rng.Int64N(int64(full)))
-		sig := []os.Signal{syscall.SIGTERM, os.Interrupt}[trial%2]
+		sig := []os.Signal{syscall.SIGTERM, os.Interrupt, syscall.SIGHUP}[trial%3]
 		timer := time.AfterFunc(delay, func() { _ = cmd.Process.Signal(sig) })
 		_ = cmd.Wait()
 		timer.Stop()

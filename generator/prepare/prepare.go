@@ -43,6 +43,9 @@ type Result struct {
 	// Discarded lists the job artifact directories a forced prepare removed
 	// with the old workspace.
 	Discarded []string `json:"discarded,omitempty"`
+	// DiscardedStorage lists the entries of a server workspace's job store
+	// and snapshot storage ("jobs-storage/<name>") a forced prepare removed.
+	DiscardedStorage []string `json:"discarded_storage,omitempty"`
 }
 
 // Fields returns the result as ordered key/value pairs for people
@@ -97,7 +100,7 @@ func errorf(code, hint, format string, args ...any) *Error {
 }
 
 // Run prepares the workspace: Render, refuse to discard job artifacts
-// without Force, then Write. A cancelled ctx (SIGINT, SIGTERM) stops it
+// without Force, then Write. A cancelled ctx (SIGINT, SIGTERM, SIGHUP) stops it
 // before the swap and leaves the output as it was, with no staging
 // directory behind.
 func Run(ctx context.Context, opts Options) (*Result, error) {
@@ -110,19 +113,31 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, &Error{Code: CodeFailed, Message: fmt.Sprintf("cannot read the job artifacts of %s: %v", ws.Output, err),
 			Hint: "check the permissions of the existing workspace", Err: err}
 	}
-	if len(jobs) > 0 {
-		if !opts.Force {
-			return nil, &Error{
-				Code: CodeJobsPresent,
-				Message: fmt.Sprintf("workspace %s holds the artifacts of %d job(s) under %s: %s",
-					ws.Output, len(jobs), jobsDir, strings.Join(jobs, ", ")),
-				Hint: "stop the parent, make sure no Slurm allocation still uses them, then re-run with --force to discard them",
-			}
+	stored, err := StoredServerData(ws.Output)
+	if err != nil {
+		return nil, &Error{Code: CodeFailed, Message: fmt.Sprintf("cannot read the server storage of %s: %v", ws.Output, err),
+			Hint: "check the permissions of the existing workspace", Err: err}
+	}
+	if (len(jobs) > 0 || len(stored) > 0) && !opts.Force {
+		var held []string
+		if len(jobs) > 0 {
+			held = append(held, fmt.Sprintf("the artifacts of %d job(s) under %s: %s", len(jobs), jobsDir, strings.Join(jobs, ", ")))
 		}
-		ws.Result.Discarded = jobs
-		for _, j := range jobs {
-			ws.Result.Warnings = append(ws.Result.Warnings, fmt.Sprintf("discarding job artifacts %s/%s/%s (--force)", ws.Output, jobsDir, j))
+		if len(stored) > 0 {
+			held = append(held, fmt.Sprintf("server job store and snapshot data: %s", strings.Join(stored, ", ")))
 		}
+		return nil, &Error{
+			Code:    CodeJobsPresent,
+			Message: fmt.Sprintf("workspace %s holds %s", ws.Output, strings.Join(held, "; and ")),
+			Hint:    "stop the parent, make sure no Slurm allocation still uses them (and move away any stored jobs and snapshots you need), then re-run with --force to discard them",
+		}
+	}
+	ws.Result.Discarded, ws.Result.DiscardedStorage = jobs, stored
+	for _, j := range jobs {
+		ws.Result.Warnings = append(ws.Result.Warnings, fmt.Sprintf("discarding job artifacts %s/%s/%s (--force)", ws.Output, jobsDir, j))
+	}
+	for _, s := range stored {
+		ws.Result.Warnings = append(ws.Result.Warnings, fmt.Sprintf("discarding server storage %s/%s (--force)", ws.Output, s))
 	}
 	if err := Write(ctx, ws); err != nil {
 		return nil, err

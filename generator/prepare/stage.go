@@ -26,8 +26,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/flare-slurm/flare-slurm/internal/fsx"
+	"github.com/flare-slurm/flare-slurm/internal/shell"
 )
 
 // stagingPrefix is the name prefix of the staging directories of output.
@@ -35,7 +40,12 @@ func stagingPrefix(output string) string {
 	return "." + filepath.Base(output) + ".prepare-"
 }
 
-var ownerRE = regexp.MustCompile(`^h([0-9a-f]{8})p([0-9]+)s([0-9]+)-[0-9a-f]+$`)
+// ownerRE parses the owner part of a staging directory name. It is
+// compiled on first use: every flare-slurm command would otherwise pay for
+// it at start-up.
+var ownerRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^h([0-9a-f]{8})p([0-9]+)s([0-9]+)-[0-9a-f]+$`)
+})
 
 func hostTag() string {
 	name, _ := os.Hostname()
@@ -113,7 +123,13 @@ func (w *Workspace) cleanStale() {
 			continue
 		}
 		dir := filepath.Join(parent, e.Name())
-		m := ownerRE.FindStringSubmatch(strings.TrimPrefix(e.Name(), prefix))
+		if st, err := os.Lstat(dir); err != nil {
+			continue
+		} else if sys, ok := st.Sys().(*syscall.Stat_t); !ok || int(sys.Uid) != currentUID() {
+			w.warnf("leaving %s: it belongs to another user; remove it once no prepare of %s runs", dir, w.Output)
+			continue
+		}
+		m := ownerRE().FindStringSubmatch(strings.TrimPrefix(e.Name(), prefix))
 		if m == nil || m[1] != host {
 			w.warnf("leaving %s: it was not made by a prepare on this host (another host, or another tool); remove it once no prepare of %s runs", dir, w.Output)
 			continue
@@ -125,6 +141,10 @@ func (w *Workspace) cleanStale() {
 		if ownerAlive(pid, m[3]) {
 			continue // its prepare may still be running
 		}
+		if holdsOldWorkspace(dir, w.Output) {
+			w.warnf("leaving %s: it holds the old workspace of %s, which an interrupted or failed swap did not put back; move it back or remove it yourself", filepath.Join(dir, asideName), w.Output)
+			continue
+		}
 		if err := removeTree(dir); err != nil {
 			w.warnf("could not remove the abandoned staging directory %s: %v", dir, err)
 		} else {
@@ -132,6 +152,43 @@ func (w *Workspace) cleanStale() {
 		}
 	}
 }
+
+// asideName is the entry of a staging directory that holds the old
+// workspace while the two-rename fallback of swap.Install runs, and
+// keptMarker the file that marks a staging directory whose old workspace
+// could not be put back.
+const (
+	asideName  = "old"
+	keptMarker = "KEPT-OLD-WORKSPACE"
+)
+
+// markKept marks stage as holding the only copy of output's old
+// workspace (at old), so that cleanStale never removes it.
+func markKept(stage, old, output string) error {
+	note := fmt.Sprintf("%s is the old workspace of %s: a prepare could not put it back.\n"+
+		"flare-slurm never deletes this directory. Move it back with:\n  mv %s %s\n",
+		old, output, shell.Quote(old), shell.Quote(output))
+	return fsx.WriteExclusive(filepath.Join(stage, keptMarker), []byte(note), 0o600, true)
+}
+
+// holdsOldWorkspace says whether the abandoned staging directory dir may
+// hold the only copy of output's old workspace: the fallback moved it
+// aside (dir/old exists) and either the swap was marked as failed or it
+// never completed (output is absent: killed between the two renames).
+func holdsOldWorkspace(dir, output string) bool {
+	if _, err := os.Lstat(filepath.Join(dir, asideName)); err != nil {
+		return false
+	}
+	if _, err := os.Lstat(filepath.Join(dir, keptMarker)); err == nil {
+		return true
+	}
+	_, err := os.Lstat(output)
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// currentUID is os.Geteuid; tests replace it. Only staging directories
+// owned by this user are ever removed.
+var currentUID = os.Geteuid
 
 // removeTree removes dir and everything in it: files are unlinked by a few
 // workers in parallel, then the directories deepest first. Directories

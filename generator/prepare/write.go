@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/flare-slurm/flare-slurm/internal/fsx"
+	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"github.com/flare-slurm/flare-slurm/internal/swap"
 )
 
@@ -39,6 +40,31 @@ func JobArtifacts(output string) ([]string, error) {
 	return names, nil
 }
 
+// serverStores are the directories inside the workspace where prepare
+// puts a server's job store and snapshots (contract §4.4).
+var serverStores = []string{"jobs-storage", "snapshot-storage"}
+
+// StoredServerData lists the entries of the server job store and snapshot
+// storage inside the workspace at output ("jobs-storage/<name>", sorted):
+// replacing the workspace would discard those stored jobs. Missing or
+// empty stores have none.
+func StoredServerData(output string) ([]string, error) {
+	var out []string
+	for _, store := range serverStores {
+		entries, err := os.ReadDir(filepath.Join(output, store))
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			out = append(out, store+"/"+e.Name())
+		}
+	}
+	return out, nil
+}
+
 // Write materialises w at w.Output.
 //
 //  1. Abandoned staging directories of earlier, killed prepares of this
@@ -56,7 +82,20 @@ func JobArtifacts(output string) ([]string, error) {
 // directory and leaves OUT as it was.
 func Write(ctx context.Context, w *Workspace) (err error) {
 	parent := filepath.Dir(w.Output)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
+	created, err := mkdirParents(parent)
+	defer func() {
+		// A prepare that did not install the workspace leaves no trace:
+		// the parent directories it created go too (deepest first; only
+		// while empty).
+		if err != nil && !errors.Is(err, errSwapped) {
+			for i := len(created) - 1; i >= 0; i-- {
+				if unix.Rmdir(created[i]) != nil {
+					break
+				}
+			}
+		}
+	}()
+	if err != nil {
 		return &Error{Code: CodeInvalidOutput, Message: fmt.Sprintf("cannot create the output's parent directory %s: %v", parent, err),
 			Hint: "check the path and its permissions", Err: err}
 	}
@@ -71,8 +110,14 @@ func Write(ctx context.Context, w *Workspace) (err error) {
 		if keepStage {
 			return
 		}
-		if rmErr := removeTree(stage); rmErr != nil && err == nil {
-			w.warnf("could not remove the staging directory %s: %v", stage, rmErr)
+		rmErr := removeStage(stage)
+		var pe *Error
+		switch {
+		case rmErr == nil:
+		case err == nil:
+			w.warnf("could not remove the staging directory %s: %v; remove it by hand (the next prepare of %s retries)", stage, rmErr, w.Output)
+		case errors.As(err, &pe):
+			pe.Message += fmt.Sprintf("; the staging directory %s could not be removed either: %v", stage, rmErr)
 		}
 	}()
 	root := filepath.Join(stage, "new")
@@ -92,22 +137,59 @@ func Write(ctx context.Context, w *Workspace) (err error) {
 	}
 	// syncfs made the staged tree and its directory entries durable; the
 	// swap fsyncs the directories whose entries it changes.
-	old, swapped, err := swap.Install(root, w.Output, filepath.Join(stage, "old"))
+	old, swapped, err := install(root, w.Output, filepath.Join(stage, asideName))
 	switch {
 	case err == nil:
 		// The old tree is inside stage now; the deferred removal drops it.
 		return nil
 	case swapped:
 		return &Error{Code: CodeFailed, Message: fmt.Sprintf("the new workspace is in place at %s, but flushing the directory failed: %v", w.Output, err),
-			Hint: "check the filesystem; re-run prepare to be sure the workspace is durable", Err: err}
+			Hint: "check the filesystem; re-run prepare to be sure the workspace is durable", Err: errors.Join(errSwapped, err)}
 	case old != "":
-		// The two-rename fallback could not put the old tree back: keep it.
+		// The two-rename fallback could not put the old tree back: it is
+		// the only copy of the old workspace. Keep the staging directory
+		// and mark it so that no later prepare removes it (cleanStale).
 		keepStage = true
-		return &Error{Code: CodeFailed, Message: fmt.Sprintf("cannot move the staged workspace into place at %s: %v", w.Output, err),
-			Hint: fmt.Sprintf("the old workspace is at %s: move it back to %s", old, w.Output), Err: err}
+		msg := fmt.Sprintf("cannot move the staged workspace into place at %s: %v; the old workspace could not be put back and is now at %s", w.Output, err, old)
+		if merr := markKept(stage, old, w.Output); merr != nil {
+			msg += fmt.Sprintf(" (marking it failed: %v)", merr)
+		}
+		return &Error{Code: CodeFailed, Message: msg,
+			Hint: fmt.Sprintf("move it back with: mv %s %s (prepare never deletes it)", shell.Quote(old), shell.Quote(w.Output)), Err: err}
 	}
 	return &Error{Code: CodeFailed, Message: fmt.Sprintf("cannot move the staged workspace into place at %s: %v", w.Output, err),
 		Hint: "the output was not changed; check the output directory and re-run prepare", Err: err}
+}
+
+// errSwapped marks an error that came after the new workspace was
+// installed (its parents are in use then).
+var errSwapped = errors.New("the workspace was installed")
+
+// mkdirParents creates dir and its missing parents (0755) and returns the
+// directories it created, outermost first.
+func mkdirParents(dir string) ([]string, error) {
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		missing = append(missing, d)
+	}
+	var created []string
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := os.Mkdir(missing[i], 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return created, err
+		} else if err == nil {
+			created = append(created, missing[i])
+		}
+	}
+	// An existing non-directory (or a symlink to one) in the path.
+	if st, err := os.Stat(dir); err != nil {
+		return created, err
+	} else if !st.IsDir() {
+		return created, &os.PathError{Op: "mkdir", Path: dir, Err: unix.ENOTDIR}
+	}
+	return created, nil
 }
 
 // materialise writes every file of w under root, which must not exist:
@@ -319,6 +401,13 @@ func syncfs(dir string) error {
 	defer d.Close()
 	return unix.Syncfs(int(d.Fd()))
 }
+
+// install is swap.Install and removeStage removeTree; tests replace them
+// to make the swap or the clean-up fail.
+var (
+	install     = swap.Install
+	removeStage = removeTree
+)
 
 // workerLimit caps the workers of parallel.
 var workerLimit = 8
