@@ -42,7 +42,7 @@ func simulateMinute(tb testing.TB, e *env, hs []*Handle, rng *rand.Rand) (squeue
 		if _, err := hs[i].Poll(context.Background()); err != nil {
 			tb.Fatal(err)
 		}
-		next[i] = next[i].Add(hs[i].m.waitInterval())
+		next[i] = next[i].Add(hs[i].m.nextWait())
 	}
 	return e.slurm.count("squeue") - q0, e.slurm.count("sacct") - a0
 }

@@ -35,9 +35,10 @@ type fakeSlurm struct {
 	argvs [][]string
 
 	squeueFail, sacctFail, sbatchFail bool
-	timeout                           bool   // every query times out
-	sbatchOut                         string // overrides the id line when set
-	squeueExtra                       string // rows appended to every squeue answer
+	timeout                           bool           // every query times out
+	sbatchOut                         string         // overrides the id line when set
+	sbatchHook                        func(*fakeJob) // changes each submitted job
+	squeueExtra                       string         // rows appended to every squeue answer
 	sacctExtra                        string
 }
 
@@ -97,6 +98,9 @@ func (f *fakeSlurm) Run(_ context.Context, c scheduler.Command) scheduler.Result
 		id := fmt.Sprint(f.next)
 		f.jobs[id] = &fakeJob{id: id, name: flagValue(c.Argv, "--job-name"), comment: flagValue(c.Argv, "--comment"),
 			uid: 1000, user: "alice", state: "PENDING", exit: "0:0", derived: "0:0", submit: f.now(), inQueue: true, inAcct: true}
+		if f.sbatchHook != nil {
+			f.sbatchHook(f.jobs[id])
+		}
 		if f.sbatchOut != "" {
 			return scheduler.Result{Stdout: []byte(strings.ReplaceAll(f.sbatchOut, "ID", id))}
 		}

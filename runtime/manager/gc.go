@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Verdicts of gc on one leftover job dir.
@@ -70,6 +71,18 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 			t, _ := readTimers(dir)
 			withHandle = append(withHandle, &liveJob{info: h, dir: dir, onDisk: true, timers: t})
 		case errors.Is(err, errNoHandle):
+			// A launch in another process writes its artifacts, runs
+			// sbatch (up to submit_timeout) and only then its handle: a
+			// young dir without a handle may be one in progress.
+			st, serr := os.Lstat(dir)
+			if serr != nil {
+				ge.Reason = "cannot inspect: " + serr.Error()
+				continue
+			}
+			if age := m.now().Sub(st.ModTime()); age < m.launchGrace() {
+				ge.Reason = fmt.Sprintf("no handle.json, created %s ago: a launch may be in progress; run gc again later", age.Round(time.Second))
+				continue
+			}
 			nameless = append(nameless, ge)
 		case err == nil:
 			ge.Reason = "handle.json names a job whose key is not this dir; inspect it by hand"
@@ -158,6 +171,12 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 		res[i] = *e
 	}
 	return res, nil
+}
+
+// launchGrace is how long a job dir without a handle is taken for a launch
+// in progress: the submit timeout plus a minute for writing artifacts.
+func (m *Manager) launchGrace() time.Duration {
+	return m.cfg.Client.Timeouts.Submit + time.Minute
 }
 
 // queuedKeys lists this account's queue and returns the job keys of the

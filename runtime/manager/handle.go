@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -24,6 +27,26 @@ type Handle struct {
 	m    *Manager
 	info HandleInfo
 	done atomic.Pointer[Finished] // set once the result is known
+	// timers is the last copy of the job's timers this process saw or
+	// wrote (guarded by the observer's mu): when the job dir is removed by
+	// hand, the refresh continues from it instead of starting over.
+	timers Timers
+}
+
+// covered says whether c can answer for h. A job whose dir is gone is
+// asked about only by the processes holding its handle: when a cache that
+// another process refreshed lacks it, this process must refresh for it. A
+// job with its dir (launched after the last refresh) simply waits for the
+// next one.
+func (h *Handle) covered(c *cache) bool {
+	if f, ok := c.Finished[h.info.JobID]; ok && f.SlurmJobID == h.info.SlurmJobID {
+		return true
+	}
+	if _, ok := c.Jobs[h.info.SlurmJobID]; ok {
+		return true
+	}
+	_, err := os.Lstat(filepath.Join(h.m.JobDir(h.info.JobID), HandleFile))
+	return err == nil
 }
 
 // Info returns the persisted handle.
@@ -36,7 +59,7 @@ func (h *Handle) Poll(ctx context.Context) (Status, error) {
 	if f := h.done.Load(); f != nil {
 		return h.finished(*f), nil
 	}
-	c, err := h.m.obs.view(ctx, h.m.extraHandles, false, nil)
+	c, err := h.m.obs.view(ctx, h.m.extraHandles, false, nil, h.covered)
 	if err != nil {
 		return h.unknown(StateSubmitted, err.Error()), err
 	}
@@ -75,10 +98,28 @@ func (h *Handle) Wait(ctx context.Context) (Status, error) {
 		if err != nil && ctx.Err() == nil {
 			h.m.log.Warn("poll failed; retrying", "job_id", h.info.JobID, "err", err)
 		}
-		if err := h.m.cfg.Sleep(ctx, h.m.waitInterval()); err != nil {
+		if err := h.m.cfg.Sleep(ctx, h.m.nextWait()); err != nil {
 			return st, err
 		}
 	}
+}
+
+// nextWait is how long a wait sleeps before its next poll: one poll
+// interval ±10 %, except that a wake-up that would find the shared
+// observation still fresh (and so learn nothing) is mirrored to the same
+// distance after the observation expires. A result thus shows within 1.1
+// poll intervals, and waiters stay spread over a tenth of an interval.
+func (m *Manager) nextWait() time.Duration {
+	d := m.waitInterval()
+	exp := m.obs.expiry()
+	now := m.now()
+	if exp.IsZero() || exp.Sub(now) > m.cfg.PollInterval {
+		return d
+	}
+	if wake := now.Add(d); wake.Before(exp) {
+		d = exp.Sub(now) + exp.Sub(wake)
+	}
+	return d
 }
 
 func (m *Manager) waitInterval() time.Duration {
@@ -104,6 +145,15 @@ func (h *Handle) Terminate(ctx context.Context) (Status, error) {
 	var recorded bool
 	c, err := h.m.obs.view(ctx, h.m.extraHandles, true, func() error {
 		cur, err := readHandle(dir)
+		if errors.Is(err, errNoHandle) {
+			if _, serr := os.Lstat(dir); errors.Is(serr, fs.ErrNotExist) {
+				// The job dir was removed by hand: this process still
+				// watches the job, so the abort is kept in its memory.
+				h.timers.CancelRequested, h.timers.UserAbort = true, true
+				recorded = true
+				return nil
+			}
+		}
 		if err != nil || cur.SlurmJobID != h.info.SlurmJobID {
 			return nil // finished and removed meanwhile: nothing to record
 		}
@@ -115,9 +165,10 @@ func (h *Handle) Terminate(ctx context.Context) (Status, error) {
 		if err := writeTimers(dir, t); err != nil {
 			return fmt.Errorf("record user abort: %w", err)
 		}
+		h.timers = t
 		recorded = true
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		return h.unknown(StateSubmitted, err.Error()), err
 	}
@@ -133,7 +184,7 @@ func (h *Handle) Terminate(ctx context.Context) (Status, error) {
 	switch {
 	case inView && o.CancelSent:
 		return st, nil
-	case inView && !o.InQueue && (o.Detail == "" || strings.HasPrefix(o.Detail, "not in the queue")):
+	case inView && !o.InQueue && (o.Detail == "" || strings.HasPrefix(o.Detail, "not in the queue") || strings.HasPrefix(o.Detail, endedInQueue)):
 		// Out of the queue: nothing to scancel; the result follows from
 		// accounting and maps CANCELLED or COMPLETED to 9.
 		return st, nil

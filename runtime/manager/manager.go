@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
@@ -79,7 +80,7 @@ func New(cfg Config) (*Manager, error) {
 	control := filepath.Join(cfg.Workspace, ControlDir)
 	jobs := filepath.Join(control, JobsDir)
 	for _, d := range []string{control, jobs} {
-		if err := ensureDir(d); err != nil {
+		if err := ensureDir(d, os.Getuid()); err != nil {
 			return nil, err
 		}
 	}
@@ -170,6 +171,10 @@ func (m *Manager) launch(ctx context.Context, job Job) (*Handle, error) {
 		m.cleanup(job.Dir)
 		return nil, fmt.Errorf("job %s: write artifacts: %w", job.JobID, err)
 	}
+	pending := job.PendingTimeout
+	if pending <= 0 || pending > m.cfg.PendingTimeout {
+		pending = m.cfg.PendingTimeout // a job may only lower the site value
+	}
 	submitted := m.now()
 	id, cluster, err := m.cfg.Client.Submit(ctx, job.Argv, job.Env)
 	if err != nil {
@@ -199,16 +204,41 @@ func (m *Manager) launch(ctx context.Context, job Job) (*Handle, error) {
 		JobName:        job.Name,
 		Marker:         job.Marker,
 		SubmitTime:     submitted.UTC(),
-		PendingTimeout: job.PendingTimeout.Seconds(),
+		PendingTimeout: pending.Seconds(),
 	}
 	if err := writeHandle(job.Dir, info, !m.noSync); err != nil {
-		// Without a handle nobody could watch or clean up the job: stop it.
-		cerr := m.cfg.Client.Cancel(ctx, id)
+		// Without a handle nobody could watch or clean up the job: stop it
+		// (once squeue proves it is ours, like every scancel).
+		outcome := m.cancelVerified(ctx, info)
 		m.cleanup(job.Dir)
-		return nil, fmt.Errorf("job %s: record handle of Slurm job %s: %w (cancellation: %v)", job.JobID, id, err, cerr)
+		m.log.Error("CRITICAL: submitted job has no handle", "job_id", job.JobID, "slurm_job_id", id, "cancellation", outcome)
+		return nil, fmt.Errorf("job %s: record handle of Slurm job %s: %w (cancellation: %s)", job.JobID, id, err, outcome)
 	}
 	m.log.Info("job submitted", "job_id", job.JobID, "slurm_job_id", id, "job_name", job.Name)
 	return &Handle{m: m, info: info}, nil
+}
+
+// cancelVerified cancels a job that has no handle on disk, after squeue
+// shows its row with this account's uid, its name and its marker. It says
+// what happened, naming the scancel an operator must run when it could not.
+func (m *Manager) cancelVerified(ctx context.Context, info HandleInfo) string {
+	cl := m.cfg.Client
+	manual := fmt.Sprintf("verify and cancel it by hand: scancel %s", info.SlurmJobID)
+	q, err := cl.Queue(ctx, []string{info.SlurmJobID})
+	if err != nil {
+		return fmt.Sprintf("not sent, ownership could not be verified (%v); %s", err, manual)
+	}
+	row, found, err := q.Lookup(info.SlurmJobID, info.JobName, info.Marker, cl.UID)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("not sent (%v); %s", err, manual)
+	case !found || IsTerminal(row.State):
+		return "not needed: the job is no longer in the queue"
+	}
+	if err := cl.Cancel(ctx, info.SlurmJobID); err != nil {
+		return fmt.Sprintf("failed (%v); %s", err, manual)
+	}
+	return "scancel sent"
 }
 
 func staleError(job Job) error {
@@ -281,16 +311,29 @@ func (m *Manager) Shutdown() {
 
 // extraHandles are this process's handles whose job dir is gone, so that
 // the refresh still asks about them.
-func (m *Manager) extraHandles() []HandleInfo {
+func (m *Manager) extraHandles() []*Handle {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []HandleInfo
+	var out []*Handle
 	for _, h := range m.handles {
 		if h == nil || h.done.Load() != nil {
 			continue
 		}
 		if _, err := os.Lstat(filepath.Join(m.JobDir(h.info.JobID), HandleFile)); err != nil {
-			out = append(out, h.info)
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// liveHandles are this process's unfinished handles by Slurm job id.
+func (m *Manager) liveHandles() map[string]*Handle {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]*Handle, len(m.handles))
+	for _, h := range m.handles {
+		if h != nil && h.done.Load() == nil {
+			out[h.info.SlurmJobID] = h
 		}
 	}
 	return out
@@ -304,7 +347,9 @@ func (m *Manager) forget(h *Handle) {
 	}
 }
 
-func ensureDir(path string) error {
+// ensureDir creates a control dir 0700, or checks an existing one: a real
+// directory owned by uid, not accessible to group or others.
+func ensureDir(path string, uid int) error {
 	err := os.Mkdir(path, 0o700)
 	if err == nil {
 		return os.Chmod(path, 0o700)
@@ -318,6 +363,9 @@ func ensureDir(path string) error {
 	}
 	if !st.IsDir() {
 		return fmt.Errorf("%s must be a real directory, not a symlink or file", path)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != uid {
+		return fmt.Errorf("%s is owned by uid %d, not by the runtime account (uid %d): it may belong to another parent; fix its owner or prepare a new workspace", path, sys.Uid, uid)
 	}
 	if st.Mode().Perm()&0o077 != 0 {
 		return fmt.Errorf("%s has mode %o: it must not be accessible to group or others (chmod 700)", path, st.Mode().Perm())

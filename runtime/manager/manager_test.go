@@ -166,7 +166,7 @@ func TestFiveMissRule(t *testing.T) {
 	// (at 1, 7, 13 and 19 s; the fifth would be at 25 s).
 	for i := 0; i < 24; i++ {
 		e.clock.Advance(time.Second)
-		c, err := e.m.obs.view(context.Background(), nil, true, nil)
+		c, err := e.m.obs.view(context.Background(), nil, true, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -486,6 +486,8 @@ func TestGC(t *testing.T) {
 	e.slurm.mu.Unlock()
 	orphan := e.m.JobDir("orphan") // crashed before handle.json
 	os.Mkdir(orphan, 0o700)
+	old := e.clock.Now().Add(-time.Hour) // older than any launch in progress
+	os.Chtimes(orphan, old, old)
 	g := e.manager()
 	entries, err := g.GC(context.Background(), false)
 	if err != nil {

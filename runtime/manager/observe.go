@@ -76,6 +76,22 @@ type observer struct {
 
 	mu  sync.Mutex
 	mem *cache // the last cache this process read or wrote
+	// removals are the job dirs of results recorded in the cache being
+	// written: they are removed only once that cache is on disk, so a
+	// crash or a failed write never loses a result together with its dir.
+	removals []string
+	// failedAt is when this process last refreshed but could not write
+	// the cache; it waits one poll interval before trying again, so that
+	// a full disk does not turn every poll into a scheduler query.
+	failedAt time.Time
+}
+
+// writeCacheFile replaces the observation cache atomically (tests make it
+// fail).
+var writeCacheFile = writeCacheFileDefault
+
+func writeCacheFileDefault(path string, data []byte, perm os.FileMode) error {
+	return renameio.WriteFile(path, data, perm)
 }
 
 func (o *observer) fresh(c *cache, now time.Time) bool {
@@ -87,21 +103,28 @@ func (o *observer) fresh(c *cache, now time.Time) bool {
 }
 
 // view returns an observation no older than one poll interval, refreshing
-// it when no process has done so. extra, called only for a refresh, lists
+// it when no process has done so (or when covers says it lacks a job this
+// process must know about). extra, called only for a refresh, lists
 // jobs of this process whose job dir is gone (they are queried too).
 // force refreshes regardless of age;
 // mutate, when set, runs under the lock before the refresh.
-func (o *observer) view(ctx context.Context, extra func() []HandleInfo, force bool, mutate func() error) (*cache, error) {
+func (o *observer) view(ctx context.Context, extra func() []*Handle, force bool, mutate func() error, covers func(*cache) bool) (*cache, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if covers == nil {
+		covers = func(*cache) bool { return true }
+	}
 	if !force && mutate == nil {
-		if o.fresh(o.mem, o.m.now()) {
+		if o.fresh(o.mem, o.m.now()) && covers(o.mem) {
 			return o.mem, nil
+		}
+		if since := o.m.now().Sub(o.failedAt); !o.failedAt.IsZero() && since >= 0 && since < o.m.cfg.PollInterval {
+			return nil, fmt.Errorf("the observation cache could not be written %s ago; next attempt after one poll interval", since.Round(time.Second))
 		}
 		// The cache is replaced by rename, so reading it unlocked sees one
 		// whole version: most callers find another process's fresh refresh
 		// here and never touch the lock.
-		if c, err := o.read(); err == nil && o.fresh(c, o.m.now()) {
+		if c, err := o.read(); err == nil && o.fresh(c, o.m.now()) && covers(c) {
 			o.mem = c
 			return c, nil
 		}
@@ -111,6 +134,7 @@ func (o *observer) view(ctx context.Context, extra func() []HandleInfo, force bo
 		return nil, err
 	}
 	defer unlock()
+	o.removals = nil
 	c, err := o.read()
 	if err != nil {
 		return nil, err
@@ -120,18 +144,20 @@ func (o *observer) view(ctx context.Context, extra func() []HandleInfo, force bo
 			return nil, err
 		}
 	}
-	if !force && o.fresh(c, o.m.now()) {
+	if !force && o.fresh(c, o.m.now()) && covers(c) {
 		o.mem = c
 		return c, nil
 	}
-	var more []HandleInfo
+	var more []*Handle
 	if extra != nil {
 		more = extra()
 	}
 	o.refresh(ctx, c, more)
 	if err := o.write(c); err != nil {
+		o.failedAt = c.RefreshedAt
 		return nil, err
 	}
+	o.failedAt = time.Time{}
 	o.mem = c
 	return c, nil
 }
@@ -149,8 +175,10 @@ func (o *observer) withLock(ctx context.Context, f func(c *cache) (bool, error))
 	if err != nil {
 		return err
 	}
+	o.removals = nil
 	changed, err := f(c)
 	if err != nil || !changed {
+		o.removals = nil
 		return err
 	}
 	if err := o.write(c); err != nil {
@@ -169,12 +197,28 @@ func (o *observer) lock(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("open workspace lock: %w", err)
 	}
-	// A blocking lock: holders keep it for at most one refresh (two query
-	// timeouts), and waiters must not spin.
+	// Holders keep the lock for one refresh (two query timeouts and any
+	// scancel). Waiters try again every lockRetry, so that a holder that
+	// is stopped (^Z) or hung cannot block them beyond their context or
+	// lockPatience; a poll that gives up reports an error and the job
+	// stays as it was.
+	deadline := time.Now().Add(o.lockPatience())
 	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
-		if !errors.Is(err, unix.EINTR) {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil || (!errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR)) {
 			break
+		}
+		if time.Now().After(deadline) {
+			err = fmt.Errorf("held by another process for more than %s", o.lockPatience().Round(time.Second))
+			break
+		}
+		t := time.NewTimer(lockRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, ctx.Err())
+		case <-t.C:
 		}
 	}
 	if err != nil {
@@ -182,6 +226,16 @@ func (o *observer) lock(ctx context.Context) (func(), error) {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	return func() { f.Close() }, nil // closing releases the lock
+}
+
+// lockRetry is how often a waiter tries the workspace lock again.
+const lockRetry = 50 * time.Millisecond
+
+// lockPatience is how long a waiter tries before giving up for this poll:
+// longer than any refresh (two queries, a scancel) plus one poll interval.
+func (o *observer) lockPatience() time.Duration {
+	t := o.m.cfg.Client.Timeouts
+	return 2*t.Query + 2*t.Cancel + o.m.cfg.PollInterval
 }
 
 func (o *observer) read() (*cache, error) {
@@ -227,13 +281,26 @@ func readCache(path string) ([]byte, error) {
 	return buf, nil
 }
 
+// write replaces the cache file with c, then removes the job dirs whose
+// results c records. When the write fails, those dirs stay: the next
+// refresh finds the jobs again and records their results then.
 func (o *observer) write(c *cache) error {
+	dirs := o.removals
+	o.removals = nil
 	o.pruneFinished(c)
 	data, err := json.Marshal(c)
 	if err != nil {
 		return err
 	}
-	return renameio.WriteFile(filepath.Join(o.dir, cacheFile), data, 0o600)
+	if err := writeCacheFile(filepath.Join(o.dir, cacheFile), data, 0o600); err != nil {
+		return fmt.Errorf("record observations in %s: %w", filepath.Join(o.dir, cacheFile), err)
+	}
+	for _, dir := range dirs {
+		if err := removeJobDir(dir); err != nil {
+			o.m.log.Error("cannot remove the artifacts of a finished job", "dir", dir, "err", err)
+		}
+	}
+	return nil
 }
 
 func (o *observer) pruneFinished(c *cache) {
@@ -266,6 +333,11 @@ type liveJob struct {
 	onDisk bool
 	timers Timers
 	dirty  bool
+	// queueState is the terminal state squeue still lists the job in.
+	queueState string
+	// h is this process's handle of the job, if any: it keeps a copy of
+	// the timers so that they survive the removal of the job dir by hand.
+	h *Handle
 }
 
 // listJobs reads the handle of every job dir of the workspace. Dirs without
@@ -306,7 +378,7 @@ func (o *observer) listJobs() ([]*liveJob, error) {
 // extra) and records what it learned in c, the job dirs' timers and, for
 // jobs that ended, by removing their dirs. It never fails: a scheduler that
 // does not answer leaves every job as it was, with a detail saying why.
-func (o *observer) refresh(ctx context.Context, c *cache, extra []HandleInfo) {
+func (o *observer) refresh(ctx context.Context, c *cache, extra []*Handle) {
 	now := o.m.now()
 	c.RefreshedAt = now
 	jobs, err := o.listJobs()
@@ -314,19 +386,25 @@ func (o *observer) refresh(ctx context.Context, c *cache, extra []HandleInfo) {
 		o.m.log.Error("cannot list job dirs", "err", err)
 		return
 	}
+	mine := o.m.liveHandles()
 	seen := map[string]bool{}
 	for _, j := range jobs {
 		seen[j.info.SlurmJobID] = true
+		if h := mine[j.info.SlurmJobID]; h != nil && h.info.JobID == j.info.JobID {
+			j.h = h
+		}
 	}
 	for _, h := range extra {
-		if seen[h.SlurmJobID] {
+		if seen[h.info.SlurmJobID] {
 			continue
 		}
-		if f, ok := c.Finished[h.JobID]; ok && f.SlurmJobID == h.SlurmJobID {
+		if f, ok := c.Finished[h.info.JobID]; ok && f.SlurmJobID == h.info.SlurmJobID {
 			continue
 		}
-		seen[h.SlurmJobID] = true
-		jobs = append(jobs, &liveJob{info: h, dir: filepath.Join(o.dir, JobsDir, JobKey(h.JobID))})
+		seen[h.info.SlurmJobID] = true
+		// The job dir is gone (removed by hand): the job is still asked
+		// about, with the clocks this process last saw.
+		jobs = append(jobs, &liveJob{info: h.info, dir: filepath.Join(o.dir, JobsDir, JobKey(h.info.JobID)), timers: h.timers, h: h})
 	}
 	live := map[string]bool{}
 	for _, j := range jobs {
@@ -370,7 +448,14 @@ func (o *observer) refresh(ctx context.Context, c *cache, extra []HandleInfo) {
 			o.note(c, j, "", err.Error(), now)
 			continue
 		}
-		if !found || IsTerminal(row.State) {
+		if !found {
+			left = append(left, j)
+			continue
+		}
+		if IsTerminal(row.State) {
+			// Still listed, so the job exists: the result comes from
+			// accounting, and its absence there is not a miss.
+			j.queueState = row.State
 			left = append(left, j)
 			continue
 		}
@@ -395,6 +480,9 @@ func (o *observer) refresh(ctx context.Context, c *cache, extra []HandleInfo) {
 			if err := writeTimers(j.dir, j.timers); err != nil {
 				o.m.log.Error("cannot record job timers", "dir", j.dir, "err", err)
 			}
+		}
+		if j.h != nil {
+			j.h.timers = j.timers
 		}
 	}
 }
@@ -426,6 +514,9 @@ func (o *observer) queued(ctx context.Context, c *cache, j *liveJob, state strin
 			j.timers.PendingSince, j.dirty = now, true
 		}
 		limit := time.Duration(j.info.PendingTimeout * float64(time.Second))
+		if limit <= 0 || limit > o.m.cfg.PendingTimeout {
+			limit = o.m.cfg.PendingTimeout // a damaged or foreign handle.json
+		}
 		if !j.timers.CancelRequested && now.Sub(j.timers.PendingSince) >= limit {
 			o.m.log.Warn("job exceeded its pending timeout; cancelling it", "job_id", j.info.JobID, "slurm_job_id", j.info.SlurmJobID, "pending_timeout", limit)
 			j.timers.CancelRequested, j.dirty = true, true
@@ -454,6 +545,13 @@ func (o *observer) accounted(c *cache, j *liveJob, a *scheduler.Accounting, now 
 	if err != nil {
 		o.m.log.Error("job remains non-terminal after a scheduler protocol error", "job_id", j.info.JobID, "slurm_job_id", j.info.SlurmJobID, "err", err)
 		o.note(c, j, "", err.Error(), now)
+		return
+	}
+	if !found && j.queueState != "" {
+		if j.timers.Misses != 0 {
+			j.timers.Misses, j.timers.LastMiss, j.dirty = 0, time.Time{}, true
+		}
+		o.note(c, j, "", fmt.Sprintf("%s %s; waiting for its accounting record", endedInQueue, j.queueState), now)
 		return
 	}
 	if !found {
@@ -491,12 +589,25 @@ func (o *observer) finish(c *cache, j *liveJob, state string, rc int, detail str
 	c.Finished[j.info.JobID] = Finished{SlurmJobID: j.info.SlurmJobID, State: state, ReturnCode: rc, Detail: detail, FinishedAt: now}
 	j.dirty = false
 	if j.onDisk {
-		if err := removeJobDir(j.dir); err != nil {
-			o.m.log.Error("cannot remove the artifacts of a finished job", "dir", j.dir, "err", err)
-		}
+		o.removals = append(o.removals, j.dir)
 	}
 	o.m.log.Info("job finished", slog.String("job_id", j.info.JobID), slog.String("slurm_job_id", j.info.SlurmJobID),
 		slog.String("state", state), slog.Int("return_code", rc))
+}
+
+// endedInQueue starts the detail of a job squeue lists in a terminal state
+// that accounting does not know yet.
+const endedInQueue = "ended in the queue as"
+
+// expiry is when the observation this process last used stops being
+// fresh; zero when it has none.
+func (o *observer) expiry() time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.mem == nil || o.mem.RefreshedAt.IsZero() {
+		return time.Time{}
+	}
+	return o.mem.RefreshedAt.Add(o.m.cfg.PollInterval)
 }
 
 // lessID orders numeric ids numerically.

@@ -173,9 +173,10 @@ func (c *Client) Queue(ctx context.Context, ids []string) (*Queue, error) {
 }
 
 // QueueAll lists every job of this account in the queue (used by gc for
-// job dirs whose handle was never written).
+// job dirs whose handle was never written). --all: without it squeue omits
+// jobs in partitions configured Hidden=YES (with --jobs it lists them).
 func (c *Client) QueueAll(ctx context.Context) (*Queue, error) {
-	r, err := c.run(ctx, "squeue", c.Timeouts.Query, c.Env, c.Paths.Squeue, "-h",
+	r, err := c.run(ctx, "squeue", c.Timeouts.Query, c.Env, c.Paths.Squeue, "-h", "--all",
 		"--user="+strconv.Itoa(c.UID), "--format="+SqueueFormat)
 	if err != nil {
 		return nil, err

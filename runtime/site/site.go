@@ -13,12 +13,14 @@ import (
 	"log/slog"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/flare-slurm/flare-slurm/generator/compile"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // Options tune Open.
@@ -65,7 +67,9 @@ func Open(ctx context.Context, root string, o Options) (*Runtime, error) {
 		return nil, err
 	}
 	l := ws.Launcher
-	cl := scheduler.New(paths, uid, u.Username, o.Environ, scheduler.Timeouts{
+	// The query commands (and the bootstrap's sbatch --version) get the
+	// parent's environment without any variable a secret comes from.
+	cl := scheduler.New(paths, uid, u.Username, withoutNames(o.Environ, secretNames(ws.Root)), scheduler.Timeouts{
 		Submit: scheduler.Seconds(l.SubmitTimeout),
 		Query:  scheduler.Seconds(l.QueryTimeout),
 		Cancel: scheduler.Seconds(l.CancelTimeout),
@@ -112,12 +116,13 @@ func (rt *Runtime) Launch(ctx context.Context, file string, data []byte) (*manag
 		return nil, err
 	}
 	return rt.Manager.Launch(ctx, manager.Job{
-		JobID:          a.JobID,
-		Dir:            a.JobDir,
-		Name:           a.JobName,
-		Marker:         a.Comment,
-		Argv:           a.Argv,
-		Env:            plan.SchedulerEnv(rt.environ),
+		JobID:  a.JobID,
+		Dir:    a.JobDir,
+		Name:   a.JobName,
+		Marker: a.Comment,
+		Argv:   a.Argv,
+		// Without the secrets of every study, not only of this job's.
+		Env:            plan.SchedulerEnv(withoutNames(rt.environ, secretNames(rt.Workspace.Root))),
 		PendingTimeout: scheduler.Seconds(plan.PendingTimeout()),
 		Write: func() error {
 			err := compile.WriteJobDir(a, true)
@@ -127,6 +132,41 @@ func (rt *Runtime) Launch(ctx context.Context, file string, data []byte) (*manag
 			return err
 		},
 	})
+}
+
+// credentialEnv are the bootstrap credential names of contract §12: a
+// parent that exports them must not pass them to the scheduler either.
+var credentialEnv = []string{"NVFLARE_JOB_AUTH_TOKEN", "NVFLARE_JOB_TOKEN_SIGNATURE", "NVFLARE_JOB_SSID"}
+
+// secretNames are the environment names that hold secrets at this
+// workspace: the credential names and every study secret_env name and
+// source of local/study_runtime.yaml (when it reads; a launch re-reads it
+// and refuses a broken one).
+func secretNames(root string) map[string]bool {
+	names := map[string]bool{}
+	for _, n := range credentialEnv {
+		names[n] = true
+	}
+	sr, _ := schema.LoadStudyRuntime(filepath.Join(root, "local", schema.StudyRuntimeFile))
+	if sr == nil {
+		return names
+	}
+	for _, st := range sr.Studies {
+		for _, s := range st.SecretEnv {
+			names[s.Name], names[s.Source] = true, true
+		}
+	}
+	return names
+}
+
+func withoutNames(environ []string, drop map[string]bool) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		if name, _, _ := strings.Cut(kv, "="); !drop[name] {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func lookup(environ []string, name string) string {

@@ -153,3 +153,37 @@ func TestOpenRefusesBadWorkspace(t *testing.T) {
 		t.Fatal("missing workspace accepted")
 	}
 }
+
+// No secret value reaches any scheduler command's environment: neither
+// sbatch --version and the accounting probe of the bootstrap, nor squeue,
+// sacct and scancel (the parent's environment holds the study secrets and
+// possibly bootstrap credentials).
+func TestSecretsNeverInQueryEnvironment(t *testing.T) {
+	ws := workspace(t)
+	os.WriteFile(filepath.Join(ws, "local", "study_runtime.yaml"), []byte(
+		"format_version: 2\nstudies:\n  s1:\n    secret_env:\n      DB_PASSWORD:\n        source: PARENT_DB_PW\n"), 0o600)
+	rec := &recorder{}
+	environ := []string{"PATH=/usr/bin", "PARENT_DB_PW=pw-SECRET", "DB_PASSWORD=pw2-SECRET", "NVFLARE_JOB_AUTH_TOKEN=tok-SECRET", "SLURM_CONF=/etc/slurm/slurm.conf"}
+	rt, err := Open(context.Background(), ws, Options{Environ: environ, CheckScheduler: true, Runner: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := rt.Launch(context.Background(), "req.json", request(ws))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Poll(context.Background())
+	h.Terminate(context.Background())
+	if len(rec.calls) < 4 {
+		t.Fatalf("calls: %d", len(rec.calls))
+	}
+	for _, c := range rec.calls {
+		env := strings.Join(c.Env, "\n")
+		if strings.Contains(env, "SECRET") {
+			t.Errorf("%v ran with a secret in its environment:\n%s", c.Argv, env)
+		}
+		if !strings.Contains(env, "SLURM_CONF=/etc/slurm/slurm.conf") || !strings.Contains(env, "LC_ALL=C") {
+			t.Errorf("%v lost SLURM_CONF or LC_ALL:\n%s", c.Argv, env)
+		}
+	}
+}
