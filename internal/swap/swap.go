@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/flare-slurm/flare-slurm/internal/fsx"
 )
 
 // Install moves the directory staged to target, which must be on the same
@@ -79,21 +81,9 @@ func syncParents(paths ...string) error {
 			continue
 		}
 		seen[dir] = true
-		if err := syncDir(dir); err != nil {
+		if err := fsx.SyncDir(dir); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
 	}
 	return nil
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/renameio/v2"
 
+	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
+
 	"github.com/flare-slurm/flare-slurm/internal/fsx"
 )
 
@@ -82,7 +84,7 @@ func readHandle(dir string) (HandleInfo, error) {
 	if err := json.Unmarshal(data, &h); err != nil {
 		return h, fmt.Errorf("%s: %v", filepath.Join(dir, HandleFile), err)
 	}
-	if h.Format != handleFormat || h.JobID == "" || !digits(h.SlurmJobID) || h.JobName == "" || h.Marker == "" || h.SubmitTime.IsZero() {
+	if h.Format != handleFormat || h.JobID == "" || !scheduler.IsJobID(h.SlurmJobID) || h.JobName == "" || h.Marker == "" || h.SubmitTime.IsZero() {
 		return h, fmt.Errorf("%s: not a valid handle (format %d)", filepath.Join(dir, HandleFile), h.Format)
 	}
 	return h, nil
@@ -157,16 +159,4 @@ func removeJobDir(dir string) error {
 		return nil
 	}
 	return err
-}
-
-func digits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }

@@ -191,7 +191,7 @@ func ParseAccounting(out []byte, loc *time.Location) (*Accounting, error) {
 			User:  strings.TrimSpace(f[2]),
 			State: NormalizeState(f[3]),
 		}
-		if !isDigits(r.JobID) || !validState(r.State) {
+		if !IsJobID(r.JobID) || !validState(r.State) {
 			return nil, protocolf("sacct", "malformed row %q: bad job id or state", truncate(line, 200))
 		}
 		var err error
@@ -244,7 +244,8 @@ func lines(out []byte) []string {
 	return res
 }
 
-func isDigits(s string) bool {
+// IsJobID says whether s is a bare Slurm job id: one or more ASCII digits.
+func IsJobID(s string) bool {
 	if s == "" {
 		return false
 	}

@@ -214,7 +214,7 @@ func FuzzParseAccounting(f *testing.F) {
 			return
 		}
 		for _, r := range a.Rows {
-			if !isDigits(r.JobID) || !validState(r.State) {
+			if !IsJobID(r.JobID) || !validState(r.State) {
 				t.Fatalf("bad row %+v", r)
 			}
 		}
