@@ -148,13 +148,19 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 	if len(nameless) > 0 {
 		queued, err := m.queuedKeys(ctx)
 		for _, ge := range nameless {
+			// A temp handle that was never published (the launch crashed
+			// while recording it) is no handle: the same rules apply.
+			noHandle := "no handle.json"
+			if hasTempHandle(ge.Dir) {
+				noHandle = "no handle.json (only an unpublished handle temp file)"
+			}
 			switch {
 			case err != nil:
-				ge.Reason = "no handle.json; " + err.Error()
+				ge.Reason = noHandle + "; " + err.Error()
 			case queued[filepath.Base(ge.Dir)]:
-				ge.Verdict, ge.Reason = GCLive, "no handle.json, but a job of this NVFlare job id is in the queue"
+				ge.Verdict, ge.Reason = GCLive, noHandle+", but a job of this NVFlare job id is in the queue"
 			default:
-				ge.Verdict, ge.Reason = GCFinished, "no handle.json and no job of this NVFlare job id in the queue"
+				ge.Verdict, ge.Reason = GCFinished, noHandle+" and no job of this NVFlare job id in the queue"
 				if remove {
 					if rerr := removeJobDir(ge.Dir); rerr != nil {
 						ge.Reason += "; remove failed: " + rerr.Error()

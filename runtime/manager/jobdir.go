@@ -53,18 +53,54 @@ type HandleInfo struct {
 	PendingTimeout float64   `json:"pending_timeout"` // seconds, the job's effective value
 }
 
+// writeHandle records h as dir's handle.json, atomically and exclusively:
+// the content goes to a temp file in dir (".handle.json.tmp-<random>",
+// 0600, fsynced when sync is true), which is then published under
+// handle.json without ever replacing an existing one (fsx.Publish:
+// renameat2 RENAME_NOREPLACE, or link(2) where the filesystem lacks it),
+// and dir is fsynced. A reader thus sees no handle.json or a complete one,
+// never a partial one. A crash before the publish leaves only the temp
+// file, which every reader ignores: the dir is one without a handle (gc's
+// rules for those apply) and its removal takes the temp file with it.
 func writeHandle(dir string, h HandleInfo, sync bool) error {
 	data, err := json.MarshalIndent(h, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := fsx.WriteExclusive(filepath.Join(dir, HandleFile), append(data, '\n'), 0o600, sync); err != nil {
+	path := filepath.Join(dir, HandleFile)
+	tmp, err := fsx.WriteTemp(path, append(data, '\n'), 0o600, sync)
+	if err != nil {
+		return err
+	}
+	if handleStaged != nil {
+		handleStaged(tmp)
+	}
+	if err := fsx.Publish(tmp, path); err != nil {
 		return err
 	}
 	if !sync {
 		return nil
 	}
 	return fsx.SyncDir(dir)
+}
+
+// handleStaged, when set (by tests), runs between writing the handle's
+// temp file and publishing it: where a crash leaves only the temp file.
+var handleStaged func(tmp string)
+
+// hasTempHandle says whether dir holds a handle temp file that was never
+// published (its launch crashed while recording the submission).
+func hasTempHandle(dir string) bool {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if fsx.IsTempOf(e.Name(), HandleFile) {
+			return true
+		}
+	}
+	return false
 }
 
 // errNoHandle: the job dir exists without handle.json (a launch in
