@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -75,6 +76,25 @@ func BenchmarkCompileSchemas(b *testing.B) {
 			if _, err := c.schema(name); err != nil {
 				b.Fatal(err)
 			}
+		}
+	}
+}
+
+// BenchmarkLoadKit loads a client kit holding 500 extra files in 50
+// directories: the walk of the kit (one WalkDir) is the part that grows
+// with the kit.
+func BenchmarkLoadKit(b *testing.B) {
+	files := map[string][]byte{}
+	for d := range 50 {
+		for f := range 10 {
+			files[fmt.Sprintf("transfer/d%02d/f%02d.txt", d, f)] = []byte("x\n")
+		}
+	}
+	dir := makeKit(b, "client", "site-1", files)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, probs := LoadKit(dir); probs != nil {
+			b.Fatal(probs)
 		}
 	}
 }

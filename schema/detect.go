@@ -7,11 +7,17 @@ import (
 )
 
 // DetectKind guesses which kind of input path is: a directory is a kit;
-// otherwise the file name (study_runtime.yaml, meta.json) or its top-level
-// keys decide: runtime/job_launcher → slurm-config, format_version/studies
-// → study-runtime, resource_spec/launcher_spec → job-meta; any other .json
-// file → job-meta. It returns "" when it cannot tell, with the problems
-// that make the file unreadable as YAML, if any.
+// otherwise the file name (study_runtime.yaml; meta.json; slurm.yaml or
+// config.yaml, prepare's default config) or its top-level keys decide:
+// runtime/job_launcher → slurm-config, format_version/studies →
+// study-runtime, resource_spec/launcher_spec → job-meta; any other .json
+// file → job-meta.
+//
+// It returns "" when it cannot tell. A file with a .yaml, .yml or .json
+// name that is not a readable YAML mapping comes back with those problems
+// (it is an input, just a broken one); any other file that is not a YAML
+// mapping (a README.md, a script) is one whose kind cannot be told: ""
+// and no problems.
 func DetectKind(path string) (string, Problems) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -25,14 +31,21 @@ func DetectKind(path string) (string, Problems) {
 		return KindStudyRuntime, nil
 	case "meta.json", "meta.yaml", "meta.yml":
 		return KindJobMeta, nil
+	case "slurm.yaml", "slurm.yml", "config.yaml":
+		return KindSlurmConfig, nil
 	}
+	ext := strings.ToLower(filepath.Ext(path))
+	inputName := ext == ".yaml" || ext == ".yml" || ext == ".json"
 	data, probs := readInput(path)
 	if probs != nil {
 		return "", probs
 	}
 	t := parseTree(path, data)
 	if t.root == nil {
-		if strings.EqualFold(filepath.Ext(path), ".json") {
+		if !inputName {
+			return "", nil
+		}
+		if ext == ".json" {
 			return KindJobMeta, nil
 		}
 		return "", t.result()
@@ -50,7 +63,7 @@ func DetectKind(path string) (string, Problems) {
 		return KindSlurmConfig, nil
 	case has("format_version", "studies"):
 		return KindStudyRuntime, nil
-	case has("resource_spec", "launcher_spec"), strings.EqualFold(filepath.Ext(path), ".json"):
+	case has("resource_spec", "launcher_spec"), ext == ".json":
 		return KindJobMeta, nil
 	}
 	return "", nil
@@ -79,16 +92,20 @@ func Validate(kind, path, site string) Problems {
 		}
 		_, probs = ParseJobMeta(path, data, site)
 	case KindKit:
-		var kit *Kit
-		kit, probs = LoadKit(path)
-		// KIT/config.yaml is prepare's default config: check it and its fit
-		// with the kit too.
+		kit, kp := loadKit(path)
+		probs = append(probs, kp...)
+		// KIT/config.yaml is prepare's default config: check it whatever
+		// the rest of the kit holds, and its fit with the kit when the
+		// kit's role is known.
 		cfgPath := filepath.Join(path, "config.yaml")
 		if kit != nil && isFile(cfgPath) {
 			cfg, p := LoadSlurmConfig(cfgPath)
 			probs = append(probs, p...)
-			probs = append(probs, CheckConfigForKit(cfg, kit)...)
+			if kit.Role != "" {
+				probs = append(probs, CheckConfigForKit(cfg, kit)...)
+			}
 		}
+		probs.Sort()
 	default:
 		return Problems{{File: path, Message: "unknown kind " + kind}}
 	}

@@ -16,19 +16,30 @@ var JobSlurmKeys = []string{"image", "nodes", "gpus_per_node", "cpus_per_node", 
 // Slurm reading for site: launcher_spec.default.slurm shallow-merged under
 // launcher_spec.<site>.slurm, and resource_spec.<site>.
 //
-// With site "", the rules that depend on the site (the GPU arithmetic) are
-// checked for every site the file names and for default, and the returned
-// value is the default reading (no resource_spec).
+// With a site, only that site's reading is checked: the top-level keys,
+// launcher_spec.default, launcher_spec.<site> and resource_spec.<site>; a
+// malformed section of another site does not refuse this site's launch.
+// The file must still be one well-formed YAML/JSON mapping (syntax,
+// duplicate keys, aliases are checked everywhere).
+//
+// With site "", every site the file names and default are checked, and
+// the returned value is the default reading (no resource_spec).
 func ParseJobMeta(file string, data []byte, site string) (*JobMeta, Problems) {
 	t := parseTree(file, data)
 	if t.root == nil {
 		return nil, t.result()
+	}
+	if site != "" {
+		t.value = siteView(t.value, site)
 	}
 	t.validateSchema(KindJobMeta, jobMetaKeyHook, nil)
 	for _, s := range metaSites(t.root, site) {
 		t.checkJobSite(s)
 	}
 	for _, p := range pairs(get(t.root, "launcher_spec")) {
+		if site != "" && p.name != "default" && p.name != site {
+			continue
+		}
 		t.checkNoSpace(get(get(p.val, "slurm"), "time"), "launcher_spec."+p.name+".slurm.time")
 	}
 	if probs := t.result(); probs != nil {
@@ -58,6 +69,38 @@ func ParseJobMeta(file string, data []byte, site string) (*JobMeta, Problems) {
 		}
 	}
 	return m, nil
+}
+
+// siteView is the plain value of a job meta as site reads it: the same
+// top level, launcher_spec with only default and site, resource_spec with
+// only site. Keys keep their JSON pointers, so schema errors still point at
+// the right line.
+func siteView(v any, site string) any {
+	root, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	keep := func(key string, names ...string) {
+		m, ok := root[key].(map[string]any)
+		if !ok {
+			return // absent, null or the wrong type: the schema says so
+		}
+		out := map[string]any{}
+		for _, n := range names {
+			if val, ok := m[n]; ok {
+				out[n] = val
+			}
+		}
+		root[key] = out
+	}
+	view := make(map[string]any, len(root))
+	for k, val := range root {
+		view[k] = val
+	}
+	root = view
+	keep("launcher_spec", "default", site)
+	keep("resource_spec", site)
+	return root
 }
 
 // jobMetaKeyHook phrases unknown job-owned Slurm keys.

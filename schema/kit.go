@@ -5,7 +5,9 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,9 +22,25 @@ const (
 
 // LoadKit validates a startup kit directory (contract §2): its layout, role
 // file, identity material, organisation, site name, resources.json.default
-// and study files. A local/study_runtime.yaml is validated too, and a legacy
+// and study files, and that every entry under it is one prepare can copy.
+// A local/study_runtime.yaml is validated too, and a legacy
 // local/study_data.yaml is refused (migrate it to study_runtime.yaml).
+//
+// Every independent problem is reported at once; a check is left out only
+// when it depends on an earlier one that failed (no leaf certificate to
+// read when the role is unknown, nothing to read in a missing startup/).
 func LoadKit(dir string) (*Kit, Problems) {
+	kit, probs := loadKit(dir)
+	if probs != nil {
+		return nil, probs
+	}
+	return kit, nil
+}
+
+// loadKit is LoadKit returning what it learnt of the kit even when there
+// are problems: nil only when dir is not a readable directory; Role is ""
+// when the role file does not tell it.
+func loadKit(dir string) (*Kit, Problems) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, Problems{{File: dir, Message: "cannot resolve path: " + err.Error()}}
@@ -39,20 +57,36 @@ func LoadKit(dir string) (*Kit, Problems) {
 	if !st.IsDir() {
 		return nil, Problems{{File: dir, Message: "is not a directory; a startup kit is a folder with startup/ and local/"}}
 	}
+	kit := &Kit{Dir: abs, Name: filepath.Base(abs)}
+	probs = append(probs, walkKit(dir, abs)...)
+
 	// Problems name files the way the caller named the kit.
 	startup := filepath.Join(dir, "startup")
 	local := filepath.Join(dir, "local")
-	for _, d := range []string{startup, local} {
-		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+	isDir := func(d string) bool {
+		st, err := os.Stat(d)
+		if err != nil || !st.IsDir() {
 			bad(d, "", "must be a directory of the startup kit", "is this the top folder of a provisioned kit?")
+			return false
 		}
+		return true
 	}
-	if probs != nil {
-		probs.Sort()
-		return nil, probs
-	}
+	startupOK, localOK := isDir(startup), isDir(local)
 
-	kit := &Kit{Dir: abs, Name: filepath.Base(abs)}
+	if startupOK {
+		checkStartup(kit, startup, bad)
+	}
+	if localOK {
+		probs = append(probs, checkLocal(kit, local)...)
+	}
+	probs.Sort()
+	return kit, probs
+}
+
+// checkStartup checks startup/: exactly one role file (it sets kit.Role and
+// kit.Name), rootCA.pem, and the leaf certificate, key and organisation of
+// the role.
+func checkStartup(kit *Kit, startup string, bad func(file, path, msg, hint string)) {
 	var roles []string
 	for _, f := range []string{ServerRoleFile, ClientRoleFile, AdminRoleFile} {
 		if isFile(filepath.Join(startup, f)) {
@@ -71,8 +105,18 @@ func LoadKit(dir string) (*Kit, Problems) {
 	default:
 		kit.Role = "client"
 	}
+
+	// rootCA.pem belongs to every kit, whatever its role.
+	if p := filepath.Join(startup, "rootCA.pem"); !isFile(p) {
+		what := "a startup kit needs startup/rootCA.pem"
+		if kit.Role != "" {
+			leaf := leafName(kit.Role)
+			what = "a " + kit.Role + " kit needs startup/rootCA.pem, " + leaf + ".crt and " + leaf + ".key"
+		}
+		bad(p, "", "is missing: "+what, "")
+	}
 	if kit.Role == "" {
-		return nil, probs
+		return // the site name and the leaf material depend on the role
 	}
 
 	// Site name from the role file.
@@ -86,12 +130,9 @@ func LoadKit(dir string) (*Kit, Problems) {
 		kit.Name = name
 	}
 
-	// Identity material and organisation.
-	leaf := "client"
-	if kit.Role == "server" {
-		leaf = "server"
-	}
-	for _, f := range []string{"rootCA.pem", leaf + ".crt", leaf + ".key"} {
+	// Leaf certificate, key and organisation.
+	leaf := leafName(kit.Role)
+	for _, f := range []string{leaf + ".crt", leaf + ".key"} {
 		if p := filepath.Join(startup, f); !isFile(p) {
 			bad(p, "", "is missing: a "+kit.Role+" kit needs startup/rootCA.pem, "+leaf+".crt and "+leaf+".key", "")
 		}
@@ -104,39 +145,145 @@ func LoadKit(dir string) (*Kit, Problems) {
 		}
 		kit.Organization = org
 	}
+}
 
-	// resources.json.default must be a JSON object.
+// leafName is the base name of the leaf certificate and key of a role.
+func leafName(role string) string {
+	if role == "server" {
+		return "server"
+	}
+	return "client"
+}
+
+// checkLocal checks local/: resources.json.default is a JSON object, and
+// the study files (study_runtime.yaml validated, a legacy study_data.yaml
+// refused). It sets kit.HasStudyRuntime and kit.HasLegacyStudyData.
+func checkLocal(kit *Kit, local string) Problems {
+	var probs Problems
 	res := filepath.Join(local, "resources.json.default")
-	if data, err := os.ReadFile(res); err != nil {
-		bad(res, "", "cannot read file: "+errText(err), "every provisioned kit has local/resources.json.default")
+	if !isFile(res) {
+		// Not read unless regular: opening a named pipe would block.
+		if _, err := os.Stat(res); err != nil {
+			probs = append(probs, Problem{File: res, Message: "cannot read file: " + errText(err),
+				Hint: "every provisioned kit has local/resources.json.default"})
+		} // a special file is reported by the walk of the kit
+	} else if data, err := os.ReadFile(res); err != nil {
+		probs = append(probs, Problem{File: res, Message: "cannot read file: " + errText(err),
+			Hint: "every provisioned kit has local/resources.json.default"})
 	} else {
 		var obj map[string]any
 		dec := json.NewDecoder(bytes.NewReader(data))
 		if err := dec.Decode(&obj); err != nil || obj == nil || dec.More() {
-			bad(res, "", "must be a JSON object", "")
+			probs = append(probs, Problem{File: res, Message: "must be a JSON object"})
 		}
 	}
 
-	// Study files.
 	runtimePath := filepath.Join(local, StudyRuntimeFile)
 	legacyPath := filepath.Join(local, LegacyStudyFile)
-	_, err = os.Lstat(runtimePath)
+	_, err := os.Lstat(runtimePath)
 	kit.HasStudyRuntime = err == nil
 	_, err = os.Lstat(legacyPath)
 	kit.HasLegacyStudyData = err == nil
-	if kit.HasStudyRuntime {
+	switch {
+	case kit.HasStudyRuntime && !isFile(runtimePath):
+		// A special file or a bad symlink: the walk of the kit reports it,
+		// and reading a named pipe would block.
+		if kit.HasLegacyStudyData {
+			probs = append(probs, Problem{File: legacyPath,
+				Message: "legacy study_data.yaml cannot be combined with study_runtime.yaml",
+				Hint:    "move its studies into study_runtime.yaml (format_version: 2) and delete study_data.yaml"})
+		}
+	case kit.HasStudyRuntime:
 		// LoadStudyRuntime also reports a legacy file beside it.
 		_, sp := LoadStudyRuntime(runtimePath)
 		probs = append(probs, sp...)
-	} else if kit.HasLegacyStudyData {
-		bad(legacyPath, "", "legacy study_data.yaml (format 1) is not supported under Slurm",
-			"migrate it to local/study_runtime.yaml (format_version: 2) and delete study_data.yaml")
+	case kit.HasLegacyStudyData:
+		probs = append(probs, Problem{File: legacyPath,
+			Message: "legacy study_data.yaml (format 1) is not supported under Slurm",
+			Hint:    "migrate it to local/study_runtime.yaml (format_version: 2) and delete study_data.yaml"})
 	}
-	if probs != nil {
-		probs.Sort()
-		return nil, probs
+	return probs
+}
+
+// walkKit reports every entry under the kit that prepare cannot copy: a
+// symlink to a directory or to a special file, a dangling symlink, a named
+// pipe, socket or device, an unreadable directory. A symlink to a regular
+// file is fine (prepare copies its content). KIT/prepared (prepare's
+// default output, left out of the copy) is not entered. dir is the kit as
+// the caller named it (for messages), abs its absolute path.
+func walkKit(dir, abs string) Problems {
+	root, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil // LoadKit has checked that the kit is a directory
 	}
-	return kit, nil
+	var probs Problems
+	bad := func(p, msg, hint string) {
+		name := dir
+		if rel, err := filepath.Rel(root, p); err == nil && rel != "." {
+			name = filepath.Join(dir, rel)
+		}
+		probs = append(probs, Problem{File: name, Message: msg, Hint: hint})
+	}
+	prepared := filepath.Join(root, "prepared")
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == root {
+				return err
+			}
+			bad(p, "cannot read this kit directory: "+errText(err), "check the permissions of the kit")
+			return nil
+		}
+		if p == prepared {
+			// Left out whatever it is; SkipDir on a file would skip the
+			// rest of the kit's top level.
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		t := d.Type()
+		switch {
+		case t.IsDir() || t.IsRegular():
+			return nil
+		case t&fs.ModeSymlink != 0:
+			target, err := os.Stat(p)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				dest, _ := os.Readlink(p)
+				bad(p, fmt.Sprintf("dangling symlink: its target %s does not exist", dest),
+					"remove the symlink or make it point at a regular file")
+			case err != nil:
+				bad(p, "symlink that cannot be followed: "+errText(err),
+					"remove the symlink or make it point at a regular file")
+			case target.IsDir():
+				bad(p, "symlink to a directory; prepare copies regular files and real directories only",
+					"replace the symlink with a real directory")
+			case !target.Mode().IsRegular():
+				bad(p, fmt.Sprintf("symlink to a %s; a kit holds regular files and directories only", specialKind(target.Mode())),
+					"remove it from the kit")
+			}
+		default:
+			bad(p, fmt.Sprintf("%s; a kit holds regular files and directories only", specialKind(t)),
+				"remove it from the kit")
+		}
+		return nil
+	})
+	return probs
+}
+
+// specialKind names the type of a special file in words.
+func specialKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "block device"
+	}
+	return "special file"
 }
 
 // siteNameOf reads the site name from a parsed role file: client.fqsn for

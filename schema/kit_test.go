@@ -17,7 +17,7 @@ import (
 
 // certPEM makes a self-signed certificate whose subject has the given
 // organisation ("" for none).
-func certPEM(t *testing.T, cn, org string) []byte {
+func certPEM(t testing.TB, cn, org string) []byte {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -43,7 +43,7 @@ func certPEM(t *testing.T, cn, org string) []byte {
 // makeKit writes a valid kit of the role ("client" or "server") named name
 // under a temp dir and returns its path. files overrides or adds files
 // (relative path → content); a nil content removes the file.
-func makeKit(t *testing.T, role, name string, files map[string][]byte) string {
+func makeKit(t testing.TB, role, name string, files map[string][]byte) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
 	leaf, roleFile, roleJSON := "client", ClientRoleFile, `{"client": {"fqsn": "site-1.example"}}`

@@ -7,14 +7,16 @@ import (
 )
 
 // Problem is one thing wrong with one input file. Every check, schema or Go,
-// reports in this shape so that a user sees all problems at once.
+// reports in this shape so that a user sees all problems at once. In JSON
+// every field is always present (0 or "" when unknown), so pipelines can
+// read them without checking for absent keys.
 type Problem struct {
 	File    string `json:"file"`
-	Line    int    `json:"line,omitempty"`   // 1-based; 0 when the problem has no position
-	Column  int    `json:"column,omitempty"` // 1-based; 0 when unknown
-	Path    string `json:"path"`             // dotted field path, e.g. "job_launcher.sbatch_directives.partition"; "" for the whole file
+	Line    int    `json:"line"`   // 1-based; 0 when the problem has no position
+	Column  int    `json:"column"` // 1-based; 0 when unknown
+	Path    string `json:"path"`   // dotted field path, e.g. "job_launcher.sbatch_directives.partition"; "" for the whole file
 	Message string `json:"message"`
-	Hint    string `json:"hint,omitempty"`
+	Hint    string `json:"hint"` // what to do; "" when there is nothing to add
 }
 
 // String renders "file:line:column: path: message (hint)", leaving out the

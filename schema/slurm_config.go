@@ -55,6 +55,11 @@ func LoadSlurmConfig(path string) (*SlurmConfig, Problems) {
 
 // readInput reads a whole input file, reporting an unreadable one.
 func readInput(path string) ([]byte, Problems) {
+	// A named pipe, socket or device is refused before it is opened:
+	// opening a pipe would block until something writes to it.
+	if st, err := os.Stat(path); err == nil && !st.IsDir() && !st.Mode().IsRegular() {
+		return nil, Problems{{File: path, Message: "is a " + specialKind(st.Mode()) + ", not a regular file"}}
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, Problems{{File: path, Message: "cannot read file: " + errText(err)}}
@@ -68,7 +73,8 @@ func readInput(path string) ([]byte, Problems) {
 		return nil, Problems{{File: path, Message: "cannot read file: " + errText(err)}}
 	}
 	if len(data) > maxInputBytes {
-		return nil, Problems{{File: path, Message: fmt.Sprintf("file is too large (more than %d bytes)", maxInputBytes)}}
+		return nil, Problems{{File: path, Message: fmt.Sprintf("file is too large (more than %d bytes)", maxInputBytes),
+			Hint: "inputs are small hand-written files: is this the right path?"}}
 	}
 	return data, nil
 }

@@ -1,12 +1,17 @@
 package schema
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // didYouMean suggests the closest allowed key within edit distance 2, or "".
+// Case is ignored and swapping two adjacent letters counts as one edit, so
+// `Partition` and `partiiton` both suggest `partition`.
 func didYouMean(key string, allowed []string) string {
 	best, bestDist := "", 3
 	for _, a := range allowed {
-		if d := levenshtein(key, a, bestDist); d < bestDist {
+		if d := editDistance(key, a, bestDist); d < bestDist {
 			best, bestDist = a, d
 		}
 	}
@@ -18,11 +23,12 @@ func didYouMean(key string, allowed []string) string {
 
 // didYouMeanValue suggests the closest allowed value for a misspelt one;
 // unlike keys, short values must be mostly right ("rw" is not a typo of
-// "ro").
+// "ro"). Case is ignored (`NONE` suggests `none`) and an adjacent
+// transposition is one edit (`mtsl` suggests `mtls`).
 func didYouMeanValue(got string, allowed []string) string {
 	best, bestDist := "", 3
 	for _, a := range allowed {
-		if d := levenshtein(got, a, bestDist); d < bestDist && 2*d < len(got) {
+		if d := editDistance(got, a, bestDist); d < bestDist && 2*d < len(got) {
 			best, bestDist = a, d
 		}
 	}
@@ -32,12 +38,17 @@ func didYouMeanValue(got string, allowed []string) string {
 	return fmt.Sprintf("did you mean `%s`?", best)
 }
 
-// levenshtein is the edit distance between a and b (by byte), giving up
-// with limit once it cannot be below limit.
-func levenshtein(a, b string, limit int) int {
+// editDistance is the optimal string alignment distance (Levenshtein plus
+// transposition of two adjacent bytes) between a and b, ignoring ASCII
+// and Unicode case; it gives up with limit once the result cannot be below
+// limit.
+func editDistance(a, b string, limit int) int {
+	a, b = strings.ToLower(a), strings.ToLower(b)
 	if d := len(a) - len(b); d >= limit || -d >= limit {
 		return limit
 	}
+	// Three rows: the one before the previous is needed for transpositions.
+	prev2 := make([]int, len(b)+1)
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
@@ -52,12 +63,15 @@ func levenshtein(a, b string, limit int) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 			rowMin = min(rowMin, cur[j])
 		}
 		if rowMin >= limit {
 			return limit
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return min(prev[len(b)], limit)
 }

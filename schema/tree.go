@@ -19,6 +19,16 @@ import (
 // file, and a cap keeps a mistaken path (an image, a log) from being slurped.
 const maxInputBytes = 4 << 20
 
+// Messages of the problems of a file's YAML structure rather than of its
+// keys and values (see IsSchemaProblem).
+const (
+	msgNotYAML      = "not valid YAML: "
+	msgAlias        = "YAML aliases are not supported"
+	msgKeyNotString = "mapping keys must be plain strings"
+	msgMergeKey     = "YAML merge keys (<<) are not supported"
+	msgDuplicate    = "duplicate key"
+)
+
 // tree is one parsed input file: the YAML node tree (for positions and
 // order), the same content as plain Go values (for JSON Schema validation)
 // and the problems found so far.
@@ -54,7 +64,8 @@ var (
 func parseTree(file string, data []byte) *tree {
 	t := &tree{file: file, locs: map[string]loc{}, suppressed: map[string]bool{}}
 	if len(data) > maxInputBytes {
-		t.add(nil, "", fmt.Sprintf("file is too large (%d bytes, at most %d)", len(data), maxInputBytes), "")
+		t.add(nil, "", fmt.Sprintf("file is too large (%d bytes, at most %d)", len(data), maxInputBytes),
+			"inputs are small hand-written files: is this the right path?")
 		return t
 	}
 	doc, err := decodeOne(data)
@@ -64,11 +75,11 @@ func parseTree(file string, data []byte) *tree {
 		doc, err = decodeOne(bytes.ReplaceAll(data, []byte("\t"), []byte(" ")))
 	}
 	if err != nil {
-		p := Problem{File: file, Message: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+		p := Problem{File: file, Message: msgNotYAML + strings.TrimPrefix(err.Error(), "yaml: ")}
 		if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
 			p.Line, _ = strconv.Atoi(m[1])
 			p.Column = 1
-			p.Message = "not valid YAML: " + m[2]
+			p.Message = msgNotYAML + m[2]
 		}
 		t.probs = append(t.probs, p)
 		return t
@@ -123,7 +134,7 @@ func (t *tree) convert(n *yaml.Node, key *yaml.Node, ptr, path string) any {
 	t.locs[ptr] = loc{key: key, val: n, path: path}
 	switch n.Kind {
 	case yaml.AliasNode:
-		t.add(n, path, "YAML aliases are not supported", "write the value out in full")
+		t.add(n, path, msgAlias, "write the value out in full")
 		t.suppressed[ptr] = true
 		return nil
 	case yaml.MappingNode:
@@ -132,17 +143,17 @@ func (t *tree) convert(n *yaml.Node, key *yaml.Node, ptr, path string) any {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Kind != yaml.ScalarNode {
-				t.add(k, path, "mapping keys must be plain strings", "")
+				t.add(k, path, msgKeyNotString, "")
 				continue
 			}
 			if k.ShortTag() == "!!merge" {
-				t.add(k, path, "YAML merge keys (<<) are not supported", "write the keys out in full")
+				t.add(k, path, msgMergeKey, "write the keys out in full")
 				continue
 			}
 			name := k.Value
 			childPath := joinPath(path, name)
 			if prev, dup := first[name]; dup {
-				t.add(k, childPath, fmt.Sprintf("duplicate key (first defined at line %d)", prev.Line), "remove one of them")
+				t.add(k, childPath, fmt.Sprintf(msgDuplicate+" (first defined at line %d)", prev.Line), "remove one of them")
 				continue
 			}
 			first[name] = k

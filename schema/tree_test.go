@@ -87,7 +87,7 @@ func TestLargeNumbers(t *testing.T) {
 func TestInputTooLarge(t *testing.T) {
 	data := make([]byte, maxInputBytes+1)
 	_, probs := ParseSlurmConfig("c.yaml", data)
-	want := []string{"c.yaml: file is too large (4194305 bytes, at most 4194304)"}
+	want := []string{"c.yaml: file is too large (4194305 bytes, at most 4194304) (inputs are small hand-written files: is this the right path?)"}
 	if got := problemLines(probs); !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
@@ -109,8 +109,8 @@ func TestDidYouMean(t *testing.T) {
 			t.Errorf("didYouMean(%q) = %q, want %q", key, got, want)
 		}
 	}
-	if d := levenshtein("kitten", "sitting", 10); d != 3 {
-		t.Errorf("levenshtein = %d", d)
+	if d := editDistance("kitten", "sitting", 10); d != 3 {
+		t.Errorf("editDistance = %d", d)
 	}
 }
 

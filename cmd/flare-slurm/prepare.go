@@ -26,7 +26,10 @@ func init() {
 Slurm job launcher (what 'nvflare deploy prepare' produces for runtime: slurm).
 The new workspace is staged beside OUT and swapped into place atomically.
 
-Defaults: --config KIT/config.yaml, --output KIT/prepared/slurm.
+Defaults: --config KIT/config.yaml, --output KIT/prepared/slurm. An --output
+inside the kit must be under KIT/prepared/. Run prepare as the account that
+runs the parent: the workspace belongs to whoever prepares it (as root,
+prepare warns).
 --check writes nothing: it prints a unified diff of what prepare would change
 and exits 1 when OUT differs (drift detection).`,
 			Args: cobra.MaximumNArgs(1),

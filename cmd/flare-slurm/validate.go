@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -28,8 +29,11 @@ func init() {
 directory and report every problem as file:line:column: field: message (hint).
 
 Without --kind the kind is detected: a directory is a kit; otherwise the file
-name or its top-level keys decide. --site selects the site whose reading of a
-job meta is checked; without it every site the meta names (and default) is.
+name or its top-level keys decide. A file whose kind cannot be told (not a
+YAML/JSON mapping and not named *.yaml, *.yml or *.json) needs --kind.
+--site selects the site whose reading of a job meta is checked (the top level,
+launcher_spec.default, launcher_spec.SITE and resource_spec.SITE); without it
+every site the meta names (and default) is.
 Exit status: 0 valid, 1 invalid, 2 usage error.`,
 			RunE: func(cmd *cobra.Command, paths []string) error {
 				if len(paths) == 0 {
@@ -41,6 +45,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 				var files []validatedFile
 				var all schema.Problems
 				bad := map[string]bool{}
+				schemas := map[string]bool{} // schemas that describe a key or value with a problem
 				for _, p := range paths {
 					k := kind
 					if k == "" {
@@ -58,6 +63,9 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 					probs := schema.Validate(k, p, site)
 					for _, pr := range probs {
 						bad[pr.File] = true
+						if name := schema.SchemaOf(k, pr.File); name != "" && schema.IsSchemaProblem(pr) {
+							schemas[name] = true
+						}
 					}
 					all = append(all, probs...)
 					files = append(files, validatedFile{Path: p, Kind: k, Valid: probs == nil})
@@ -66,7 +74,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 					all.Sort()
 					return failure("invalid_input",
 						fmt.Sprintf("%s in %s", plural(len(all), "problem"), plural(len(bad), "file")),
-						"run 'flare-slurm schema NAME' to see every key a file may hold", all)
+						validateHint(all, schemas), all)
 				}
 				if asJSON {
 					return a.printOK(map[string]any{"files": files})
@@ -90,4 +98,28 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// validateHint is the hint of a failed validate: the schema command when a
+// problem is about a key or value a schema describes, else a hint that fits
+// the problems (each problem line carries its own hint too), or none.
+func validateHint(all schema.Problems, schemas map[string]bool) string {
+	if len(schemas) > 0 {
+		names := slices.Sorted(maps.Keys(schemas))
+		cmds := make([]string, len(names))
+		for i, n := range names {
+			cmds[i] = "'flare-slurm schema " + n + "'"
+		}
+		if len(cmds) == 1 {
+			return "run " + cmds[0] + " to see every key such a file may hold"
+		}
+		return "run " + strings.Join(cmds, " or ") + " to see every key these files may hold"
+	}
+	switch {
+	case slices.ContainsFunc(all, schema.IsReadProblem):
+		return "check that the path exists and is readable"
+	case slices.ContainsFunc(all, schema.IsSyntaxProblem):
+		return "fix the syntax at the position shown"
+	}
+	return ""
 }

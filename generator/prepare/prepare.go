@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -95,6 +96,11 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// hintFixProblems is the hint of an error that carries problems. It does
+// not say where they are: on stderr they come before the error line, in
+// the --json envelope they are its problems array.
+const hintFixProblems = "fix every problem listed; nothing was written"
+
 func errorf(code, hint, format string, args ...any) *Error {
 	return &Error{Code: code, Hint: hint, Message: fmt.Sprintf(format, args...)}
 }
@@ -142,5 +148,18 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := Write(ctx, ws); err != nil {
 		return nil, err
 	}
+	if currentUID() == 0 {
+		ws.warnf("%s", rootOwnedWarning(ws.Output))
+	}
 	return &ws.Result, nil
+}
+
+// rootOwnedWarning is the warning of a prepare run as root: the workspace
+// it wrote is root's (the root 0700), but contract §4.8 wants it owned by
+// the runtime account, the one that runs the parent and its jobs. prepare
+// cannot know that account, so it says what to do instead of guessing.
+func rootOwnedWarning(output string) string {
+	return fmt.Sprintf("prepare ran as root, so the workspace %s is owned by root (mode 0700) and the runtime account "+
+		"that runs the parent cannot use it; run prepare as that account, or give it the workspace with "+
+		"'chown -R ACCOUNT %s'", output, shell.Quote(output))
 }

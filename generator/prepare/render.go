@@ -119,20 +119,28 @@ func Render(opts Options) (*Workspace, error) {
 	}
 
 	// Config, then kit; every problem of both is reported at once.
+	if opts.Config == "" {
+		if _, err := os.Lstat(configPath); errors.Is(err, fs.ErrNotExist) {
+			_, kitProblems := schema.LoadKit(kit)
+			return nil, &Error{Code: CodeInvalidConfig, Problems: kitProblems,
+				Message: fmt.Sprintf("the default config %s does not exist", configPath),
+				Hint:    "give the Slurm config with --config FILE (or put it at KIT/config.yaml); nothing was written"}
+		}
+	}
 	cfg, cfgProblems := schema.LoadSlurmConfig(configPath)
 	k, kitProblems := schema.LoadKit(kit)
 	if len(cfgProblems) > 0 || len(kitProblems) > 0 {
 		problems := append(append(schema.Problems{}, cfgProblems...), kitProblems...)
 		if len(cfgProblems) > 0 {
 			return nil, &Error{Code: CodeInvalidConfig, Problems: problems,
-				Message: fmt.Sprintf("%s is not a valid Slurm config", configPath), Hint: "fix the problems listed above; nothing was written"}
+				Message: fmt.Sprintf("%s is not a valid Slurm config", configPath), Hint: hintFixProblems}
 		}
 		return nil, &Error{Code: CodeInvalidKit, Problems: problems,
-			Message: fmt.Sprintf("%s is not a valid startup kit", kit), Hint: "fix the problems listed above; nothing was written"}
+			Message: fmt.Sprintf("%s is not a valid startup kit", kit), Hint: hintFixProblems}
 	}
 	if ps := schema.CheckConfigForKit(cfg, k); len(ps) > 0 {
 		return nil, &Error{Code: CodeInvalidConfig, Problems: ps,
-			Message: fmt.Sprintf("%s cannot be used with the %s kit %s", configPath, k.Role, kit), Hint: "fix the problems listed above; nothing was written"}
+			Message: fmt.Sprintf("%s cannot be used with the %s kit %s", configPath, k.Role, kit), Hint: hintFixProblems}
 	}
 	if k.Role != "client" && k.Role != "server" {
 		return nil, errorf(CodeInvalidKit, "use a server or client startup kit", "%s is a %s kit; prepare supports server and client kits only", kit, k.Role)
@@ -144,7 +152,7 @@ func Render(opts Options) (*Workspace, error) {
 			problem := schema.Problem{File: cfg.File, Path: "job_launcher.image", Message: err.Error(),
 				Hint: "point image at the container image file on the shared filesystem"}
 			return nil, &Error{Code: CodeInvalidConfig, Problems: schema.Problems{problem},
-				Message: fmt.Sprintf("%s is not a valid Slurm config", configPath), Hint: "fix the problems listed above; nothing was written"}
+				Message: fmt.Sprintf("%s is not a valid Slurm config", configPath), Hint: hintFixProblems}
 		}
 		jl.Image = real
 	}
@@ -266,6 +274,14 @@ func checkOutput(kit, output string) error {
 	if output == kit || within(kit, output) {
 		return errorf(CodeInvalidOutput, "choose a workspace directory outside the kit, or leave --output unset for KIT/prepared/slurm",
 			"output %s is the kit %s or contains it", output, kit)
+	}
+	// Inside the kit only KIT/prepared/... is prepare's: every other path
+	// is part of the kit (transfer/, startup/, ...), which a workspace
+	// swapped into place would replace. KIT/prepared itself may hold the
+	// workspaces of other runtimes.
+	if within(output, kit) && !within(output, filepath.Join(kit, "prepared")) {
+		return errorf(CodeInvalidOutput, "choose --output outside the kit, or under KIT/prepared/ (the default is KIT/prepared/slurm)",
+			"output %s is inside the kit %s but not under its prepared/ directory; prepare would replace part of the kit", output, kit)
 	}
 	if st, err := os.Stat(output); err == nil && !st.IsDir() {
 		return errorf(CodeInvalidOutput, "choose a directory path for --output", "output %s exists and is not a directory", output)

@@ -110,7 +110,7 @@ func (w *Workspace) loadObject(rel string) (*ojson.Value, bool, error) {
 
 func kitProblem(ps ...schema.Problem) error {
 	return &Error{Code: CodeInvalidKit, Problems: ps, Message: "the startup kit cannot be prepared",
-		Hint: "fix the problems listed above; nothing was written"}
+		Hint: hintFixProblems}
 }
 
 func (w *Workspace) kitFile(rel string) string { return filepath.Join(w.Kit, filepath.FromSlash(rel)) }

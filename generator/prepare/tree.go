@@ -1,12 +1,15 @@
 package prepare
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // scanKit lists the kit into w.Files. Regular files and directories are
@@ -14,7 +17,9 @@ import (
 // dropped) and files keep their modification time. A symlink to a regular
 // file is copied as the file it points to, as NVFlare's copytree does, so
 // the workspace holds no link back into the kit. A symlink to a
-// directory, a dangling symlink and any special file are refused.
+// directory, a dangling symlink, any special file and anything that cannot
+// be read are refused: the whole kit is scanned and every such path is
+// reported at once, one problem each.
 //
 // Left out: the output itself and, when the output lies inside the kit,
 // KIT/prepared (NVFlare's rule), plus every staging directory of a prepare
@@ -29,7 +34,14 @@ func (w *Workspace) scanKit() error {
 	if within(w.Output, w.Kit) {
 		excluded[filepath.Join(w.Kit, "prepared")] = true
 	}
-	return w.scanDir(w.Kit, ".", excluded)
+	var problems schema.Problems
+	w.scanDir(w.Kit, ".", excluded, &problems)
+	if len(problems) > 0 {
+		return &Error{Code: CodeInvalidKit, Problems: problems,
+			Message: fmt.Sprintf("the startup kit %s holds %d path(s) prepare cannot copy", w.Kit, len(problems)),
+			Hint:    hintFixProblems}
+	}
+	return nil
 }
 
 func (w *Workspace) addDir(rel string, mode fs.FileMode) {
@@ -38,10 +50,19 @@ func (w *Workspace) addDir(rel string, mode fs.FileMode) {
 	w.Files = append(w.Files, f)
 }
 
-func (w *Workspace) scanDir(dir, rel string, excluded map[string]bool) error {
+// kitPathProblem is one kit path prepare cannot copy.
+func kitPathProblem(abs, message, hint string) schema.Problem {
+	return schema.Problem{File: abs, Message: message, Hint: hint}
+}
+
+// scanDir adds the entries of dir (rel in the workspace) and appends a
+// problem for every entry it cannot copy; it goes on after a problem.
+func (w *Workspace) scanDir(dir, rel string, excluded map[string]bool, problems *schema.Problems) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return errorf(CodeInvalidKit, "check the permissions of the kit", "cannot read kit directory %s: %v", dir, err)
+		*problems = append(*problems, kitPathProblem(dir, fmt.Sprintf("cannot read this kit directory: %v", unwrapPathError(err)),
+			"check the permissions of the kit"))
+		// ReadDir returns the entries it could read before the error.
 	}
 	stagePrefix := stagingPrefix(w.Output)
 	outParent := filepath.Dir(w.Output)
@@ -53,38 +74,78 @@ func (w *Workspace) scanDir(dir, rel string, excluded map[string]bool) error {
 		childRel := path.Join(rel, e.Name())
 		info, err := e.Info()
 		if err != nil {
-			return errorf(CodeInvalidKit, "check the kit", "cannot inspect %s: %v", abs, err)
+			*problems = append(*problems, kitPathProblem(abs, fmt.Sprintf("cannot inspect it: %v", unwrapPathError(err)), "check the kit"))
+			continue
 		}
 		if info.Mode()&fs.ModeSymlink != 0 {
 			target, err := os.Stat(abs)
 			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				dest, _ := os.Readlink(abs)
+				*problems = append(*problems, kitPathProblem(abs,
+					fmt.Sprintf("dangling symlink: its target %s does not exist", dest),
+					"remove the symlink or make it point at a regular file"))
+				continue
 			case err != nil:
-				return errorf(CodeInvalidKit, "remove the symlink or make it point at a regular file",
-					"kit symlink %s cannot be followed: %v", abs, err)
+				*problems = append(*problems, kitPathProblem(abs,
+					fmt.Sprintf("symlink that cannot be followed: %v", unwrapPathError(err)),
+					"remove the symlink or make it point at a regular file"))
+				continue
 			case target.IsDir():
-				return errorf(CodeInvalidKit, "replace the symlink with a real directory",
-					"kit symlink %s points to a directory; prepare copies regular files and real directories only", abs)
+				*problems = append(*problems, kitPathProblem(abs,
+					"symlink to a directory; prepare copies regular files and real directories only",
+					"replace the symlink with a real directory"))
+				continue
 			case !target.Mode().IsRegular():
-				return errorf(CodeInvalidKit, "remove it from the kit", "kit symlink %s points to a special file", abs)
+				*problems = append(*problems, kitPathProblem(abs,
+					fmt.Sprintf("symlink to a %s; a kit holds regular files and directories only", fileKind(target.Mode())),
+					"remove it from the kit"))
+				continue
 			}
 			info = target
 		}
 		switch {
 		case info.IsDir():
 			w.addDir(childRel, info.Mode())
-			if err := w.scanDir(abs, childRel, excluded); err != nil {
-				return err
-			}
+			w.scanDir(abs, childRel, excluded, problems)
 		case info.Mode().IsRegular():
 			f := &File{Path: childRel, Mode: info.Mode().Perm(), Source: abs, ModTime: info.ModTime()}
 			w.index[childRel] = f
 			w.Files = append(w.Files, f)
 		default:
-			return errorf(CodeInvalidKit, "remove it from the kit", "%s is a %s; a kit holds regular files and directories only",
-				abs, fmt.Sprint(info.Mode().Type()))
+			*problems = append(*problems, kitPathProblem(abs,
+				fmt.Sprintf("%s; a kit holds regular files and directories only", fileKind(info.Mode())),
+				"remove it from the kit"))
 		}
 	}
-	return nil
+}
+
+// fileKind names the type of a special file in words.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "block device"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	default:
+		return "special file"
+	}
+}
+
+// unwrapPathError drops the path of a *fs.PathError: the problem names the
+// path already.
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // readKitFile returns the current content of a workspace file: rendered
