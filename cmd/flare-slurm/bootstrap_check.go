@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/runtime/site"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
@@ -84,7 +85,17 @@ func openSite(ctx context.Context, a *app, workspace string, check bool) (*site.
 			return nil, failure("invalid_workspace", fmt.Sprintf("workspace %s is not a usable prepared workspace", workspace),
 				"pass the --output directory of 'flare-slurm prepare' and fix the problems listed", ps)
 		}
-		return nil, failure("bootstrap_failed", err.Error(), "fix the workspace or the Slurm setup, then run 'flare-slurm bootstrap-check'", nil)
+		return nil, runtimeFailure("bootstrap_failed", err, "fix the workspace or the Slurm setup, then run 'flare-slurm bootstrap-check'")
 	}
 	return rt, nil
+}
+
+// runtimeFailure reports a runtime error with its own hint when it
+// carries one (manager.HintError), else with fallback.
+func runtimeFailure(code string, err error, fallback string) error {
+	hint := manager.Hint(err)
+	if hint == "" {
+		hint = fallback
+	}
+	return failure(code, err.Error(), hint, nil)
 }

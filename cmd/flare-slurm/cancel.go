@@ -30,7 +30,7 @@ func init() {
 						"the abort stays recorded: a running wait (or any status) on this workspace sends scancel once squeue proves the job is ours", nil)
 				}
 				if err != nil {
-					return failure("cancel_failed", err.Error(), "", nil)
+					return runtimeFailure("cancel_failed", err, "run cancel again; check the job with 'flare-slurm status' (and 'squeue --me') first")
 				}
 				return a.printStatus(st, asJSON)
 			},

@@ -26,7 +26,7 @@ func init() {
 				}
 				entries, err := rt.Manager.GC(cmd.Context(), yes)
 				if err != nil {
-					return failure("gc_failed", err.Error(), "", nil)
+					return runtimeFailure("gc_failed", err, "nothing was removed; check the Slurm commands with 'flare-slurm bootstrap-check' and run gc again")
 				}
 				if entries == nil {
 					entries = []manager.GCEntry{}

@@ -33,26 +33,31 @@ func init() {
 					data, err = os.ReadFile(request)
 				}
 				if err != nil {
-					return failure("invalid_request", fmt.Sprintf("cannot read launch request %s: %v", request, err), "", nil)
+					return failure("invalid_request", fmt.Sprintf("cannot read launch request %s: %v", request, err), "pass a JSON file, or - for standard input", nil)
 				}
 				rt, err := openSite(cmd.Context(), a, workspace, true)
 				if err != nil {
 					return err
 				}
-				h, err := rt.Launch(cmd.Context(), request, data)
+				h, notes, err := rt.LaunchWithNotes(cmd.Context(), request, data)
+				a.printNotes(notes)
 				if err != nil {
 					var ps schema.Problems
 					if errors.As(err, &ps) {
 						return failure("invalid_request", fmt.Sprintf("launch request %s cannot be compiled", request), "fix the problems listed", ps)
 					}
-					return failure("launch_failed", err.Error(), "", nil)
+					return runtimeFailure("launch_failed", err, "nothing was submitted; fix the cause above and launch again")
 				}
 				info := h.Info()
 				if asJSON {
-					return a.printOK(map[string]string{
+					if notes == nil {
+						notes = []string{}
+					}
+					return a.printOK(map[string]any{
 						"slurm_job_id": info.SlurmJobID,
 						"job_name":     info.JobName,
 						"job_dir":      rt.Manager.JobDir(info.JobID),
+						"notes":        notes,
 					})
 				}
 				fmt.Fprintf(a.stdout, "job %s submitted as Slurm job %s (job name %s, artifacts %s)\n",

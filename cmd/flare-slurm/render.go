@@ -23,6 +23,15 @@ type renderResult struct {
 	Files      []string `json:"files"`
 	SecretEnv  string   `json:"secret_env"` // "redacted" or "revealed"
 	SbatchArgv []string `json:"sbatch_argv"`
+	Notes      []string `json:"notes"`
+}
+
+// printNotes prints each note as one "flare-slurm: note: …" line on
+// stderr (also with --json, whose stdout stays one envelope).
+func (a *app) printNotes(notes []string) {
+	for _, n := range notes {
+		fmt.Fprintf(a.stderr, "flare-slurm: note: %s\n", n)
+	}
 }
 
 func init() {
@@ -73,13 +82,12 @@ func (a *app) render(workspace, request, output string, asJSON, reveal bool) err
 	if err := compile.CheckReviewOutput(ws, output); err != nil {
 		return failure("invalid_output", err.Error(), "choose an --output directory outside the workspace", nil)
 	}
-	req, err := compile.ParseRequest(request, data)
-	if err != nil {
-		return compileFailure("invalid_request", "the launch request "+request+" is invalid", "see contract §12 for the request format", err)
-	}
 	env := compile.Environ(os.LookupEnv)
-	plan, err := compile.Resolve(ws, req, env)
+	plan, req, err := compile.ParseAndResolve(ws, request, data, env)
 	if err != nil {
+		if req == nil || req.Invalid() {
+			return compileFailure("invalid_request", "the launch request "+request+" is invalid", "fix every problem listed (contract §12 describes the request); nothing was written", err)
+		}
 		return compileFailure("launch_refused", "job "+req.JobID+" cannot be launched as requested", "fix the fields named above; nothing was written", err)
 	}
 	compileFn := plan.CompileRedacted
@@ -98,7 +106,11 @@ func (a *app) render(workspace, request, output string, asJSON, reveal bool) err
 		return failure("write_failed", err.Error(), "choose a new or empty --output directory", nil)
 	}
 	res := renderResult{JobID: req.JobID, JobName: art.JobName, JobDir: art.JobDir, Sandbox: plan.Sandbox(),
-		Output: output, SecretEnv: "redacted", SbatchArgv: art.Argv}
+		Output: output, SecretEnv: "redacted", SbatchArgv: art.Argv, Notes: plan.Notes()}
+	if res.Notes == nil {
+		res.Notes = []string{}
+	}
+	a.printNotes(res.Notes)
 	if reveal {
 		res.SecretEnv = "revealed"
 	}

@@ -26,7 +26,7 @@ func init() {
 				}
 				st, err := h.Poll(cmd.Context())
 				if err != nil {
-					return failure("status_failed", err.Error(), "", nil)
+					return runtimeFailure("status_failed", err, "the job keeps its last known state; run status again, or 'flare-slurm bootstrap-check' to check the Slurm commands")
 				}
 				return a.printStatus(st, asJSON)
 			},
@@ -54,7 +54,7 @@ func openJob(cmd *cobra.Command, a *app, workspace, jobID string) (*manager.Hand
 			"check the job id; results of finished jobs are kept for 7 days", nil)
 	}
 	if err != nil {
-		return nil, failure("no_such_job", err.Error(), "", nil)
+		return nil, runtimeFailure("no_such_job", err, "check the job id; 'flare-slurm gc --workspace "+workspace+"' lists the job dirs of the workspace")
 	}
 	return h, nil
 }

@@ -24,7 +24,7 @@ func init() {
 				}
 				st, err := h.Wait(cmd.Context())
 				if err != nil {
-					return failure("wait_failed", err.Error(), "", nil)
+					return runtimeFailure("wait_failed", err, "the job was not changed; run wait again to keep watching it")
 				}
 				if err := a.printStatus(st, asJSON); err != nil {
 					return err

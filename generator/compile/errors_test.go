@@ -37,7 +37,15 @@ func TestResolveRejects(t *testing.T) {
 		}, []string{"launcher_spec.site-1.slurm", "gpus"}},
 		{"pending timeout above site", "none", func(f *fixture) {
 			f.setMeta(map[string]any{"launcher_spec": map[string]any{"site-1": map[string]any{"slurm": map[string]any{"pending_timeout": 900}}}})
-		}, []string{"pending_timeout", "at most 600"}},
+		}, []string{"meta.launcher_spec.site-1.slurm.pending_timeout", "at most 600"}},
+		{"pending timeout from the default section", "none", func(f *fixture) {
+			f.setMeta(map[string]any{"launcher_spec": map[string]any{"default": map[string]any{"slurm": map[string]any{"pending_timeout": 900}},
+				"site-1": map[string]any{"slurm": map[string]any{"time": "01:00:00"}}}})
+		}, []string{"meta.launcher_spec.default.slurm.pending_timeout: is 900 s but the site allows at most 600 s"}},
+		{"pending timeout of the site over the default", "none", func(f *fixture) {
+			f.setMeta(map[string]any{"launcher_spec": map[string]any{"default": map[string]any{"slurm": map[string]any{"pending_timeout": 60}},
+				"site-1": map[string]any{"slurm": map[string]any{"pending_timeout": 700}}}})
+		}, []string{"meta.launcher_spec.site-1.slurm.pending_timeout: is 700 s"}},
 		{"job image on sandbox none", "none", func(f *fixture) {
 			f.setMeta(map[string]any{"launcher_spec": map[string]any{"site-1": map[string]any{"slurm": map[string]any{"image": "/images/x.sif"}}}})
 		}, []string{"slurm.image", "sandbox is none"}},

@@ -16,6 +16,9 @@ import (
 func (r *resolver) parentURL(args map[string][]string, v *PlanView) string {
 	ws := r.ws
 	sec := "clear"
+	if r.req.argGivenBad("parent_conn_sec") {
+		return "" // already reported; the URL's scheme depends on it
+	}
 	if pair, ok := args["parent_conn_sec"]; ok {
 		sec = pair[1]
 	}
@@ -29,6 +32,9 @@ func (r *resolver) parentURL(args map[string][]string, v *PlanView) string {
 		return ""
 	}
 	pair, ok := args["parent_url"]
+	if !ok && r.req.argGivenBad("parent_url") {
+		return ""
+	}
 	if !ok {
 		r.reqProblem("job_args.parent_url", "is required", "the parent passes its internal listener URL as [\"-p\", URL]")
 		return ""

@@ -3,7 +3,10 @@ package compile
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
+
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // Plan is the resolved launch plan of one job: every effective value the
@@ -143,6 +146,17 @@ func marshalJSON(v any) ([]byte, error) {
 }
 
 // Accessors the runtime uses.
+
+// Notes are remarks about a valid plan that the operator should see: a
+// job whose study has no entry in local/study_runtime.yaml runs with the
+// site settings (the contract allows it, but it is easy to miss).
+func (p *Plan) Notes() []string {
+	var notes []string
+	if p.view.Study != "" && !p.view.StudyConfigured {
+		notes = append(notes, fmt.Sprintf("study %q has no entry in local/%s; the job runs with the site settings", p.view.Study, schema.StudyRuntimeFile))
+	}
+	return notes
+}
 
 func (p *Plan) JobID() string           { return p.view.JobID }
 func (p *Plan) JobKey() string          { return p.view.JobKey }

@@ -31,6 +31,11 @@ type Request struct {
 	Meta  json.RawMessage
 	// JobArgs maps an argument name to its [flag, value] pair.
 	JobArgs map[string][]string
+
+	src     *requestSource  // the text parsed, for problem positions (nil when built in code)
+	badArgs bool            // job_args was missing or not an object (already reported)
+	badArg  map[string]bool // job arguments given in an unusable form (already reported)
+	invalid bool            // parsing found problems
 }
 
 // Worker argument names in argv order (contract §12). Credentials never
@@ -76,114 +81,270 @@ func isCredentialArg(name string) bool {
 }
 
 // ParseRequest decodes and checks a launch request. Field errors come back
-// as schema.Problems, all of them at once.
+// as schema.Problems, all of them at once, with the line and column of
+// the field in data.
 func ParseRequest(file string, data []byte) (*Request, error) {
-	var raw struct {
-		JobID   *string                    `json:"job_id"`
-		Site    *string                    `json:"site"`
-		Role    *string                    `json:"role"`
-		Meta    json.RawMessage            `json:"meta"`
-		JobArgs map[string]json.RawMessage `json:"job_args"`
+	req, ps := parseRequest(file, data, "")
+	if ps != nil {
+		return nil, ps
 	}
-	// Fast path: a well-formed request decodes in one pass with every
-	// job argument a list of strings. Anything else is decoded again
-	// argument by argument below, so each problem names its argument.
-	var fast struct {
-		JobID   *string             `json:"job_id"`
-		Site    *string             `json:"site"`
-		Role    *string             `json:"role"`
-		Meta    json.RawMessage     `json:"meta"`
-		JobArgs map[string][]string `json:"job_args"`
+	return req, nil
+}
+
+// ParseAndResolve parses a launch request and resolves it against ws. It
+// reports every independent problem of one run: the request's structural
+// problems (syntax, unknown keys, types, job_args) and, whenever the
+// fields the plan needs (job_id, site, role) are usable, the plan's
+// problems too. Job argument names are checked against the workspace's
+// role, so a wrong role is one problem, not one per argument. The request
+// comes back when it parsed as a JSON object (for its job id).
+func ParseAndResolve(ws *Workspace, file string, data []byte, env Environ) (*Plan, *Request, error) {
+	if ws == nil {
+		return nil, nil, errors.New("compile: ParseAndResolve needs a workspace")
 	}
-	var pairs map[string][]string
-	if decodeStrict(data, &fast) == nil {
-		raw.JobID, raw.Site, raw.Role, raw.Meta = fast.JobID, fast.Site, fast.Role, fast.Meta
-		pairs = fast.JobArgs
-		if pairs != nil {
-			raw.JobArgs = make(map[string]json.RawMessage, len(pairs))
-			for name := range pairs {
-				raw.JobArgs[name] = nil
-			}
+	req, ps := parseRequest(file, data, ws.Role)
+	if req == nil || req.JobID == "" || req.Site == "" || req.Role == "" {
+		return nil, req, ps
+	}
+	plan, err := Resolve(ws, req, env)
+	if err == nil && ps == nil {
+		return plan, req, nil
+	}
+	if err != nil {
+		var rps schema.Problems
+		if !errors.As(err, &rps) {
+			return nil, req, err
 		}
-	} else if err := decodeStrict(data, &raw); err != nil {
-		if errors.Is(err, errTrailingData) {
-			return nil, schema.Problems{{File: file, Message: "not a valid launch request: data after the JSON object"}}
-		}
-		return nil, schema.Problems{{File: file, Message: "not a valid launch request: " + jsonMessage(err),
-			Hint: "a launch request is one JSON object with job_id, site, role, meta and job_args (contract §12)"}}
+		ps = append(ps, rps...)
 	}
+	return nil, req, ps
+}
+
+var requestKeys = []string{"job_id", "site", "role", "meta", "job_args"}
+
+// parseRequest returns the usable fields of a request and every problem
+// of its structure. The request is nil when data is not one JSON object.
+// argRole, when set, is the role job argument names are checked against
+// (the workspace's); else the request's own role is used.
+func parseRequest(file string, data []byte, argRole string) (*Request, schema.Problems) {
+	src := &requestSource{data: data}
+	req := &Request{File: file, JobArgs: map[string][]string{}, src: src}
 	var ps schema.Problems
 	add := func(path, msg, hint string) {
-		ps = append(ps, schema.Problem{File: file, Path: path, Message: msg, Hint: hint})
+		ps = append(ps, src.at(schema.Problem{File: file, Path: path, Message: msg, Hint: hint}, false))
 	}
-	req := &Request{File: file, Meta: raw.Meta, JobArgs: map[string][]string{}}
-	switch {
-	case raw.JobID == nil:
-		add("job_id", "is required", "")
-	case !ValidJobID(*raw.JobID):
-		add("job_id", fmt.Sprintf("%q is not a valid job ID", *raw.JobID), "job IDs match ^[A-Za-z0-9][A-Za-z0-9._-]*$")
-	default:
-		req.JobID = *raw.JobID
+	addKey := func(path, msg, hint string) {
+		ps = append(ps, src.at(schema.Problem{File: file, Path: path, Message: msg, Hint: hint}, true))
 	}
-	switch {
-	case raw.Site == nil || *raw.Site == "":
-		add("site", "is required and must be a non-empty string", "")
-	case bytes.ContainsAny([]byte(*raw.Site), "/\x00\n\r") || *raw.Site == "." || *raw.Site == "..":
-		add("site", fmt.Sprintf("%q is not a site name", *raw.Site), "site names contain no '/', NUL or line breaks")
-	default:
-		req.Site = *raw.Site
+	structural := func(err error) schema.Problems {
+		p := schema.Problem{File: file, Message: "not a valid launch request: " + jsonMessage(err),
+			Hint: "a launch request is one JSON object with job_id, site, role, meta and job_args (contract §12)"}
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &se):
+			p.Line, p.Column = lineColumn(data, int(se.Offset)-1)
+		case errors.Is(err, errTrailingData):
+			p.Message, p.Hint = "not a valid launch request: data after the JSON object", ""
+		}
+		return schema.Problems{p}
 	}
-	switch {
-	case raw.Role == nil:
-		add("role", "is required", "allowed: client, server")
-	case *raw.Role != "client" && *raw.Role != "server":
-		add("role", fmt.Sprintf("%q is not a role", *raw.Role), "allowed: client, server")
-	default:
-		req.Role = *raw.Role
+
+	var whole json.RawMessage
+	if err := decodeStrict(data, &whole); err != nil {
+		return nil, structural(err)
 	}
-	if len(raw.Meta) == 0 || string(raw.Meta) == "null" {
+	var top map[string]json.RawMessage
+	if jsonKind(whole) != "object" || json.Unmarshal(whole, &top) != nil {
+		return nil, structural(errors.New("got a JSON " + jsonKind(data) + " where an object is required"))
+	}
+	for _, dup := range src.positions().dups {
+		if !strings.ContainsAny(dup.path, ".[") {
+			ps = append(ps, dupProblem(file, data, dup, "give each key once"))
+		}
+	}
+	keys := make([]string, 0, len(top))
+	for k := range top {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !contains(requestKeys, k) {
+			addKey(k, "is not a launch request key", "allowed: "+strings.Join(requestKeys, ", ")+didYouMeanKey(k))
+		}
+	}
+	// str returns a string field; ok is false when it is missing or was
+	// reported as not a string.
+	str := func(key string) (string, bool, bool) {
+		raw, present := top[key]
+		if !present {
+			return "", false, true
+		}
+		var v *string
+		if err := json.Unmarshal(raw, &v); err != nil || v == nil {
+			add(key, "must be a string, not a JSON "+jsonKind(raw), "")
+			return "", true, false
+		}
+		return *v, true, true
+	}
+	if id, present, ok := str("job_id"); ok {
+		switch {
+		case !present:
+			add("job_id", "is required", "")
+		case !ValidJobID(id):
+			add("job_id", fmt.Sprintf("%q is not a valid job ID", id), "job IDs match ^[A-Za-z0-9][A-Za-z0-9._-]*$")
+		default:
+			req.JobID = id
+		}
+	}
+	if site, present, ok := str("site"); ok {
+		switch {
+		case !present || site == "":
+			add("site", "is required and must be a non-empty string", "")
+		case strings.ContainsAny(site, "/\x00\n\r") || site == "." || site == "..":
+			add("site", fmt.Sprintf("%q is not a site name", site), "site names contain no '/', NUL or line breaks")
+		default:
+			req.Site = site
+		}
+	}
+	if role, present, ok := str("role"); ok {
+		switch {
+		case !present:
+			add("role", "is required", "allowed: client, server")
+		case role != "client" && role != "server":
+			add("role", fmt.Sprintf("%q is not a role", role), "allowed: client, server")
+		default:
+			req.Role = role
+		}
+	}
+	meta := top["meta"]
+	var rawArgs map[string]json.RawMessage
+	argsPresent := false
+	if raw, ok := top["job_args"]; ok && string(bytes.TrimSpace(raw)) != "null" {
+		argsPresent = true
+		if err := json.Unmarshal(raw, &rawArgs); err != nil {
+			add("job_args", "must be an object of [flag, value] pairs, not a JSON "+jsonKind(raw), "")
+			req.badArgs = true
+		}
+	}
+	for _, dup := range src.positions().dups {
+		if rest, ok := strings.CutPrefix(dup.path, "job_args."); ok && !strings.ContainsAny(rest, ".[") {
+			ps = append(ps, dupProblem(file, data, dup, "give each job argument once"))
+		}
+	}
+	req.Meta = meta
+	if trimmed := bytes.TrimSpace(meta); len(trimmed) == 0 || string(trimmed) == "null" {
+		req.Meta = json.RawMessage("{}")
+	} else if trimmed[0] != '{' {
+		add("meta", "must be an object (the job's meta.json), not a JSON "+jsonKind(meta), "")
 		req.Meta = json.RawMessage("{}")
 	}
-	if raw.JobArgs == nil {
+	if !argsPresent && !req.badArgs {
 		add("job_args", "is required", "the worker arguments the parent built, each a [flag, value] pair")
+		req.badArgs = true
 	}
-	names := make([]string, 0, len(raw.JobArgs))
-	for name := range raw.JobArgs {
+
+	nameRole := req.Role
+	if argRole != "" {
+		nameRole = argRole
+	}
+	names := make([]string, 0, len(rawArgs))
+	for name := range rawArgs {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
 		path := "job_args." + name
-		if !isJobArg(req.Role, name) {
-			allowed := append(append([]string{}, argOrder(req.Role)...), "auth_token", "auth_signature", "ssid")
-			add(path, "is not a "+req.Role+" job argument", "allowed: "+strings.Join(allowed, ", "))
+		if !isJobArg(nameRole, name) {
+			allowed := append(append([]string{}, argOrder(nameRole)...), "auth_token", "auth_signature", "ssid")
+			addKey(path, "is not a "+nameRole+" job argument", "allowed: "+strings.Join(allowed, ", "))
+			req.markBad(name)
 			continue
 		}
-		pair, ok := pairs[name]
-		if pairs == nil {
-			ok = json.Unmarshal(raw.JobArgs[name], &pair) == nil
-		}
-		if !ok || len(pair) != 2 {
+		var pair []string
+		if json.Unmarshal(rawArgs[name], &pair) != nil || len(pair) != 2 {
 			add(path, "must be a [flag, value] pair of two strings", "")
+			req.markBad(name)
 			continue
 		}
 		if pair[0] == "" {
 			add(path, "has an empty flag", "")
+			req.markBad(name)
 			continue
 		}
 		if bytes.IndexByte([]byte(pair[0]+pair[1]), 0) >= 0 {
 			add(path, "must not contain NUL", "")
+			req.markBad(name)
 			continue
 		}
 		req.JobArgs[name] = pair
 	}
 	if id, ok := req.JobArgs["job_id"]; ok && req.JobID != "" && id[1] != req.JobID {
-		add("job_args.job_id", fmt.Sprintf("value %q differs from job_id %q", id[1], req.JobID), "")
+		ps = append(ps, src.at(schema.Problem{File: file, Path: "job_args.job_id[1]",
+			Message: fmt.Sprintf("value %q differs from job_id %q", id[1], req.JobID)}, false))
+		ps[len(ps)-1].Path = "job_args.job_id"
 	}
-	if ps != nil {
-		return nil, ps
+	req.invalid = ps != nil
+	return req, ps
+}
+
+// Invalid says whether parsing found problems in the request itself (as
+// opposed to problems of the plan Resolve found).
+func (r *Request) Invalid() bool { return r.invalid }
+
+func dupProblem(file string, data []byte, dup dupKey, hint string) schema.Problem {
+	line, col := lineColumn(data, dup.off)
+	return schema.Problem{File: file, Line: line, Column: col, Path: dup.path, Message: "appears more than once", Hint: hint}
+}
+
+// markBad records a job argument that was given but is unusable, so that
+// Resolve does not also call it missing.
+func (r *Request) markBad(name string) {
+	if r.badArg == nil {
+		r.badArg = map[string]bool{}
 	}
-	return req, nil
+	r.badArg[name] = true
+}
+
+// argGivenBad says whether the request gave job argument name (or the
+// whole job_args) in a form that was already reported.
+func (r *Request) argGivenBad(name string) bool { return r.badArgs || r.badArg[name] }
+
+// problem is a problem about the request field path, with its position
+// when the request was parsed from text.
+func (r *Request) problem(path, msg, hint string) schema.Problem {
+	return r.src.at(schema.Problem{File: r.File, Path: path, Message: msg, Hint: hint}, false)
+}
+
+// jsonKind names the JSON type of a value ("string", "number", …).
+func jsonKind(raw []byte) string {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 {
+		return "value"
+	}
+	switch t[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// didYouMeanKey suggests the request key closest to k.
+func didYouMeanKey(k string) string {
+	low := strings.ToLower(strings.ReplaceAll(k, "-", "_"))
+	for _, want := range requestKeys {
+		if low == want || strings.TrimSuffix(low, "s") == want || low == want+"s" {
+			return "; did you mean " + want + "?"
+		}
+	}
+	return ""
 }
 
 var errTrailingData = errors.New("data after the JSON object")

@@ -3,11 +3,13 @@ package compile
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -71,7 +73,7 @@ type resolver struct {
 }
 
 func (r *resolver) reqProblem(path, msg, hint string) {
-	r.ps = append(r.ps, schema.Problem{File: r.req.File, Path: path, Message: msg, Hint: hint})
+	r.ps = append(r.ps, r.req.problem(path, msg, hint))
 }
 
 func (r *resolver) wsProblem(path, msg, hint string) {
@@ -118,7 +120,19 @@ func Resolve(ws *Workspace, req *Request, env Environ) (*Plan, error) {
 	rt := r.loadStudyRuntime()
 	meta, mps := schema.ParseJobMeta(req.File, req.Meta, req.Site)
 	if mps != nil {
-		r.ps = append(r.ps, mps...)
+		// The meta is part of the request: name its fields as the request
+		// spells them (meta.<path>) at their place in the request.
+		for _, mp := range mps {
+			if mp.File == req.File {
+				if mp.Path != "meta" && !strings.HasPrefix(mp.Path, "meta.") {
+					mp.Path = joinPath("meta", mp.Path)
+				}
+				mp.Hint = metaHintPath.ReplaceAllString(mp.Hint, "${1}meta.$2")
+				mp.Line, mp.Column = 0, 0
+				mp = r.req.src.at(mp, strings.Contains(mp.Message, "unknown") || strings.Contains(mp.Message, "unsupported"))
+			}
+			r.ps = append(r.ps, mp)
+		}
 		meta = nil
 	}
 	if meta != nil {
@@ -155,6 +169,32 @@ func firstRunes(s string, n int) string {
 		i++
 	}
 	return s
+}
+
+// metaHintPath finds meta field paths in a job meta problem's hint that
+// lack the request's "meta." prefix.
+var metaHintPath = regexp.MustCompile(`(^|[^.\w])((?:launcher_spec|resource_spec)\.)`)
+
+// jobSlurmPath returns the path of a job-owned Slurm key as the request
+// spells it: launcher_spec.<site>.slurm.<key> when the site's section sets
+// the key, else launcher_spec.default.slurm.<key> when the default section
+// does (the value came from there), else the site's path.
+func (r *resolver) jobSlurmPath() func(string) string {
+	var meta struct {
+		LauncherSpec map[string]struct {
+			Slurm map[string]json.RawMessage `json:"slurm"`
+		} `json:"launcher_spec"`
+	}
+	_ = json.Unmarshal(r.req.Meta, &meta) // valid: ParseJobMeta accepted it
+	site := r.req.Site
+	return func(key string) string {
+		if _, ok := meta.LauncherSpec[site].Slurm[key]; !ok && site != "default" {
+			if _, ok := meta.LauncherSpec["default"].Slurm[key]; ok {
+				return "meta.launcher_spec.default.slurm." + key
+			}
+		}
+		return "meta.launcher_spec." + site + ".slurm." + key
+	}
 }
 
 // runDir checks <workspace>/<job_id>: an existing, non-symlink directory
@@ -218,8 +258,7 @@ func (r *resolver) effective(p *Plan, meta *schema.JobMeta) {
 	if st != nil {
 		ss = st.Slurm
 	}
-	site := r.req.Site
-	jobPath := func(key string) string { return "meta.launcher_spec." + site + ".slurm." + key }
+	jobPath := r.jobSlurmPath()
 
 	v.Sandbox = jl.Sandbox
 	v.PythonPath = jl.PythonPath

@@ -2,9 +2,13 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -32,11 +36,8 @@ func ValidateWorkspace(root string, uid int) error {
 	if !st.IsDir() {
 		return fmt.Errorf("workspace %s is not a directory", root)
 	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != uid {
-		return fmt.Errorf("workspace %s is owned by uid %d, not by the runtime account (uid %d)", root, sys.Uid, uid)
-	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return fmt.Errorf("workspace %s has mode %04o: it must be private to the runtime account (chmod 700)", root, st.Mode().Perm())
+	if err := checkOwnerMode(root, st, uid); err != nil {
+		return err
 	}
 	for _, sub := range []string{"startup", "local"} {
 		p := filepath.Join(root, sub)
@@ -46,6 +47,43 @@ func ValidateWorkspace(root string, uid int) error {
 		}
 	}
 	return nil
+}
+
+// CheckWorkspaceAccess checks the owner and mode of the workspace
+// directory root (contract §9: owned by uid, no group or world bits)
+// before anything in it is read, so that a workspace prepared by another
+// account is reported as such rather than as an unreadable file. A root
+// that does not exist passes: the loader reports it.
+func CheckWorkspaceAccess(root string, uid int) error {
+	st, err := os.Stat(root)
+	if errors.Is(err, fs.ErrPermission) {
+		return withHint(fmt.Errorf("workspace %s cannot be reached by the runtime account uid %s: %v", root, describeUID(uid), err),
+			"a directory above the workspace is not searchable by the runtime account: run as the workspace's owner or fix the parent directories' modes")
+	}
+	if err != nil || !st.IsDir() {
+		return nil
+	}
+	return checkOwnerMode(root, st, uid)
+}
+
+func checkOwnerMode(root string, st os.FileInfo, uid int) error {
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != uid {
+		return withHint(fmt.Errorf("workspace %s is owned by uid %s, not by the runtime account uid %s", root, describeUID(int(sys.Uid)), describeUID(uid)),
+			fmt.Sprintf("run the runtime as the workspace's owner, give it to the runtime account (chown -R %d %s, as root), or prepare the workspace as the runtime account", uid, root))
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return withHint(fmt.Errorf("workspace %s has mode %04o: it must be private to the runtime account (chmod 700)", root, st.Mode().Perm()),
+			fmt.Sprintf("chmod 700 %s (as its owner)", root))
+	}
+	return nil
+}
+
+// describeUID is "0 (root)", or the bare number when it has no account name.
+func describeUID(uid int) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil && u.Username != "" {
+		return fmt.Sprintf("%d (%s)", uid, u.Username)
+	}
+	return strconv.Itoa(uid)
 }
 
 // CheckScheduler is the once-per-parent scheduler check: the Slurm release

@@ -35,6 +35,7 @@ type fakeSlurm struct {
 	argvs [][]string
 
 	squeueFail, sacctFail, sbatchFail bool
+	sbatchReject                      string         // sbatch exits 1 with this stderr when set
 	timeout                           bool           // every query times out
 	sbatchOut                         string         // overrides the id line when set
 	sbatchHook                        func(*fakeJob) // changes each submitted job
@@ -93,6 +94,9 @@ func (f *fakeSlurm) Run(_ context.Context, c scheduler.Command) scheduler.Result
 	case "sbatch":
 		if f.sbatchFail {
 			return fail
+		}
+		if f.sbatchReject != "" {
+			return scheduler.Result{ExitCode: 1, Stderr: f.sbatchReject}
 		}
 		f.next++
 		id := fmt.Sprint(f.next)

@@ -158,15 +158,17 @@ func (m *Manager) Launch(ctx context.Context, job Job) (*Handle, error) {
 
 func (m *Manager) launch(ctx context.Context, job Job) (*Handle, error) {
 	if prev, err := readHandle(job.Dir); err == nil {
-		return nil, fmt.Errorf("job %s is already running as Slurm job %s (submitted %s); watch it with status or wait, and relaunch only after it ended",
-			job.JobID, prev.SlurmJobID, prev.SubmitTime.Format(time.RFC3339))
+		return nil, withHint(fmt.Errorf("job %s is already running as Slurm job %s (submitted %s); relaunch only after it ended",
+			job.JobID, prev.SlurmJobID, prev.SubmitTime.Format(time.RFC3339)),
+			fmt.Sprintf("wait for it ('flare-slurm wait --workspace %s --job-id %s') or stop it ('flare-slurm cancel --workspace %s --job-id %s')",
+				m.cfg.Workspace, job.JobID, m.cfg.Workspace, job.JobID))
 	}
 	if _, err := os.Lstat(job.Dir); err == nil {
-		return nil, staleError(job)
+		return nil, m.staleError(job)
 	}
 	if err := job.Write(); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return nil, staleError(job)
+			return nil, m.staleError(job)
 		}
 		m.cleanup(job.Dir)
 		return nil, fmt.Errorf("job %s: write artifacts: %w", job.JobID, err)
@@ -179,8 +181,14 @@ func (m *Manager) launch(ctx context.Context, job Job) (*Handle, error) {
 	id, cluster, err := m.cfg.Client.Submit(ctx, job.Argv, job.Env)
 	if err != nil {
 		m.cleanup(job.Dir)
+		var rej *scheduler.RejectedError
+		if errors.As(err, &rej) {
+			return nil, withHint(fmt.Errorf("Slurm rejected job %s: %w", job.JobID, err),
+				"check the job's resources and directives (resource_spec, launcher_spec slurm options, 'flare-slurm render' shows them) against the partition's limits ('scontrol show partition'); nothing was launched and the job dir was removed")
+		}
 		if scheduler.IsUnavailable(err) {
-			return nil, fmt.Errorf("job %s: %w; the job was not launched (if Slurm accepted it anyway, its allocation cannot start the worker: the artifacts are removed)", job.JobID, err)
+			return nil, withHint(fmt.Errorf("job %s: %w; the job was not launched (if Slurm accepted it anyway, its allocation cannot start the worker: the artifacts are removed)", job.JobID, err),
+				"check that the Slurm controller answers ('flare-slurm bootstrap-check'), then launch again")
 		}
 		return nil, fmt.Errorf("job %s: %w; the job was not launched", job.JobID, err)
 	}
@@ -241,8 +249,9 @@ func (m *Manager) cancelVerified(ctx context.Context, info HandleInfo) string {
 	return "scancel sent"
 }
 
-func staleError(job Job) error {
-	return fmt.Errorf("stale artifacts of job %s in %s prevent its relaunch; verify no allocation uses them before removal (flare-slurm gc)", job.JobID, job.Dir)
+func (m *Manager) staleError(job Job) error {
+	return withHint(fmt.Errorf("stale artifacts of job %s in %s prevent its relaunch; verify no allocation uses them before removal (flare-slurm gc)", job.JobID, job.Dir),
+		fmt.Sprintf("run 'flare-slurm gc --workspace %s' to see whether the allocation ended, then add --yes to remove the dir", m.cfg.Workspace))
 }
 
 func (m *Manager) cleanup(dir string) {

@@ -366,6 +366,9 @@ func TestLaunchFailuresRemoveJobDir(t *testing.T) {
 		want  string
 	}{
 		{"sbatch error", func(f *fakeSlurm) { f.sbatchFail = true }, "sbatch unavailable"},
+		{"rejected", func(f *fakeSlurm) {
+			f.sbatchReject = "sbatch: error: CPU count per node can not be satisfied\nsbatch: error: Batch job submission failed: Requested node configuration is not available\n"
+		}, "Slurm rejected job j: sbatch: error: CPU count per node can not be satisfied; sbatch: error: Batch job submission failed: Requested node configuration is not available"},
 		{"bad output", func(f *fakeSlurm) { f.sbatchOut = "Submitted batch job ID\n" }, "not a job id"},
 		{"two lines", func(f *fakeSlurm) { f.sbatchOut = "ID\nID\n" }, "2 lines"},
 		{"cluster", func(f *fakeSlurm) { f.sbatchOut = "ID;other\n" }, "multi-cluster"},
@@ -375,6 +378,16 @@ func TestLaunchFailuresRemoveJobDir(t *testing.T) {
 		_, err := e.m.Launch(context.Background(), e.job(e.m, "j"))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err = %v, want %q", c.name, err, c.want)
+		}
+		switch c.name {
+		case "rejected":
+			if strings.Contains(err.Error(), "unavailable") || !strings.Contains(Hint(err), "partition's limits") {
+				t.Errorf("rejected: err = %v hint = %q", err, Hint(err))
+			}
+		case "sbatch error":
+			if !strings.Contains(Hint(err), "bootstrap-check") {
+				t.Errorf("unavailable: hint = %q", Hint(err))
+			}
 		}
 		if _, serr := os.Stat(e.m.JobDir("j")); !os.IsNotExist(serr) {
 			t.Errorf("%s: job dir left behind", c.name)
@@ -386,7 +399,7 @@ func TestLaunchFailuresRemoveJobDir(t *testing.T) {
 			}
 		}
 		// The failed id can be launched again.
-		e.slurm.sbatchFail, e.slurm.sbatchOut = false, ""
+		e.slurm.sbatchFail, e.slurm.sbatchOut, e.slurm.sbatchReject = false, "", ""
 		e.launch("j")
 	}
 }
@@ -399,15 +412,17 @@ func TestLaunchRefusals(t *testing.T) {
 	}
 	// Another process: the persisted handle refuses it.
 	m2 := e.manager()
-	if _, err := m2.Launch(context.Background(), e.job(m2, "j")); err == nil || !strings.Contains(err.Error(), "already running as Slurm job 101") {
-		t.Fatalf("duplicate cross-process launch: %v", err)
+	if _, err := m2.Launch(context.Background(), e.job(m2, "j")); err == nil || !strings.Contains(err.Error(), "already running as Slurm job 101") ||
+		!strings.Contains(Hint(err), "flare-slurm wait --workspace ") || !strings.Contains(Hint(err), "flare-slurm cancel --workspace ") {
+		t.Fatalf("duplicate cross-process launch: %v (hint %q)", err, Hint(err))
 	}
 	// A leftover dir without a handle: stale artifacts, left untouched.
 	stale := e.m.JobDir("k")
 	os.Mkdir(stale, 0o700)
 	os.WriteFile(filepath.Join(stale, "batch.sh"), []byte("x"), 0o700)
-	if _, err := e.m.Launch(context.Background(), e.job(e.m, "k")); err == nil || !strings.Contains(err.Error(), "stale artifacts") {
-		t.Fatalf("stale: %v", err)
+	if _, err := e.m.Launch(context.Background(), e.job(e.m, "k")); err == nil || !strings.Contains(err.Error(), "stale artifacts") ||
+		!strings.Contains(Hint(err), "flare-slurm gc --workspace ") {
+		t.Fatalf("stale: %v (hint %q)", err, Hint(err))
 	}
 	if _, err := os.Stat(filepath.Join(stale, "batch.sh")); err != nil {
 		t.Fatal("stale artifacts were removed by a refused launch")

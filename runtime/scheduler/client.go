@@ -145,6 +145,9 @@ func (c *Client) Submit(ctx context.Context, argv []string, env []string) (id, c
 	full := append([]string{c.Paths.Sbatch}, argv[1:]...)
 	r, err := c.run(ctx, "sbatch", c.Timeouts.Submit, env, full...)
 	if err != nil {
+		if rej := rejection(r); rej != nil && IsUnavailable(err) {
+			return "", "", rej
+		}
 		return "", "", err
 	}
 	return ParseSubmit(r.Stdout)

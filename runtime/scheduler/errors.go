@@ -69,3 +69,72 @@ func Diagnostic(r Result) string {
 	}
 	return fmt.Sprintf("rc=%s stderr=%s", rc, truncate(clean, 2000))
 }
+
+// RejectedError is an sbatch that ran and answered with its own error
+// lines: Slurm refused the job (resources, directives, limits). It is not
+// an unavailable scheduler: submitting the same job again fails the same way.
+type RejectedError struct {
+	Lines []string // the "sbatch: error: …" lines, in order
+}
+
+func (e *RejectedError) Error() string {
+	return strings.Join(e.Lines, "; ")
+}
+
+// IsRejected says whether err is (or wraps) a RejectedError.
+func IsRejected(err error) bool {
+	var r *RejectedError
+	return errors.As(err, &r)
+}
+
+// connectionErrors are sbatch error texts that mean the controller could
+// not be reached: the scheduler is unavailable, the job was not judged.
+var connectionErrors = []string{
+	"unable to contact slurm controller",
+	"socket timed out",
+	"zero bytes were transmitted",
+	"connection refused",
+	"communication connection failure",
+	"unable to establish",
+	"controller in standby mode",
+	"slurm_persist_conn",
+	"temporarily unavailable",
+	"authentication failure",
+	"protocol authentication error",
+}
+
+// rejection classifies a finished sbatch that exited non-zero: its
+// "sbatch: error:" lines when Slurm judged and refused the job, nil when
+// it timed out, did not start, printed no such line or could not reach
+// the controller.
+func rejection(r Result) *RejectedError {
+	if r.TimedOut || r.StartErr != nil || r.ExitCode <= 0 {
+		return nil
+	}
+	var found []string
+	for _, line := range strings.Split(r.Stderr, "\n") {
+		line = strings.Join(strings.Fields(strings.Map(func(c rune) rune {
+			if unicode.IsPrint(c) {
+				return c
+			}
+			return ' '
+		}, line)), " ")
+		if !strings.HasPrefix(line, "sbatch: error:") {
+			continue
+		}
+		low := strings.ToLower(line)
+		for _, c := range connectionErrors {
+			if strings.Contains(low, c) {
+				return nil
+			}
+		}
+		found = append(found, truncate(line, 500))
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	if len(found) > 10 {
+		found = append(found[:10], "…")
+	}
+	return &RejectedError{Lines: found}
+}

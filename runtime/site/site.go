@@ -50,11 +50,16 @@ type Runtime struct {
 
 // Open loads and checks the workspace at root.
 func Open(ctx context.Context, root string, o Options) (*Runtime, error) {
+	uid := os.Getuid()
+	// Owner and mode first: a workspace of another account is unreadable,
+	// and "permission denied" on a settings file would hide why.
+	if err := manager.CheckWorkspaceAccess(root, uid); err != nil {
+		return nil, err
+	}
 	ws, err := compile.LoadWorkspace(root)
 	if err != nil {
 		return nil, err
 	}
-	uid := os.Getuid()
 	if err := manager.ValidateWorkspace(ws.Root, uid); err != nil {
 		return nil, err
 	}
@@ -102,20 +107,24 @@ func Open(ctx context.Context, root string, o Options) (*Runtime, error) {
 // Launch compiles the launch request (file names it in messages; "-" for
 // standard input) and submits the job.
 func (rt *Runtime) Launch(ctx context.Context, file string, data []byte) (*manager.Handle, error) {
-	req, err := compile.ParseRequest(file, data)
-	if err != nil {
-		return nil, err
-	}
+	h, _, err := rt.LaunchWithNotes(ctx, file, data)
+	return h, err
+}
+
+// LaunchWithNotes is Launch that also returns the plan's notes
+// (compile.Plan.Notes), also when the submission then fails.
+func (rt *Runtime) LaunchWithNotes(ctx context.Context, file string, data []byte) (*manager.Handle, []string, error) {
 	env := compile.EnvironFrom(rt.environ)
-	plan, err := compile.Resolve(rt.Workspace, req, env)
+	plan, _, err := compile.ParseAndResolve(rt.Workspace, file, data, env)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	notes := plan.Notes()
 	a, err := plan.Compile(env)
 	if err != nil {
-		return nil, err
+		return nil, notes, err
 	}
-	return rt.Manager.Launch(ctx, manager.Job{
+	h, err := rt.Manager.Launch(ctx, manager.Job{
 		JobID:  a.JobID,
 		Dir:    a.JobDir,
 		Name:   a.JobName,
@@ -132,6 +141,7 @@ func (rt *Runtime) Launch(ctx context.Context, file string, data []byte) (*manag
 			return err
 		},
 	})
+	return h, notes, err
 }
 
 // credentialEnv are the bootstrap credential names of contract §12: a
