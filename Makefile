@@ -43,7 +43,7 @@ golden:
 	UPDATE_SCRIPTS=1 $(GO) test -count=1 ./cmd/flare-slurm -run TestScripts
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) test -p 1 -run '^$$' -bench . -benchmem ./...
 
 # demo prepares the example client kit into a fresh temp directory and prints
 # it. The example's apptainer image path does not exist here, so the demo
