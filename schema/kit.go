@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -241,49 +240,12 @@ func walkKit(dir, abs string) Problems {
 			}
 			return nil
 		}
-		t := d.Type()
-		switch {
-		case t.IsDir() || t.IsRegular():
-			return nil
-		case t&fs.ModeSymlink != 0:
-			target, err := os.Stat(p)
-			switch {
-			case errors.Is(err, fs.ErrNotExist):
-				dest, _ := os.Readlink(p)
-				bad(p, fmt.Sprintf("dangling symlink: its target %s does not exist", dest),
-					"remove the symlink or make it point at a regular file")
-			case err != nil:
-				bad(p, "symlink that cannot be followed: "+errText(err),
-					"remove the symlink or make it point at a regular file")
-			case target.IsDir():
-				bad(p, "symlink to a directory; prepare copies regular files and real directories only",
-					"replace the symlink with a real directory")
-			case !target.Mode().IsRegular():
-				bad(p, fmt.Sprintf("symlink to a %s; a kit holds regular files and directories only", specialKind(target.Mode())),
-					"remove it from the kit")
-			}
-		default:
-			bad(p, fmt.Sprintf("%s; a kit holds regular files and directories only", specialKind(t)),
-				"remove it from the kit")
+		if _, msg, hint := KitEntry(p, d.Type()); msg != "" {
+			bad(p, msg, hint)
 		}
 		return nil
 	})
 	return probs
-}
-
-// specialKind names the type of a special file in words.
-func specialKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeCharDevice != 0:
-		return "character device"
-	case m&fs.ModeDevice != 0:
-		return "block device"
-	}
-	return "special file"
 }
 
 // siteNameOf reads the site name from a parsed role file: client.fqsn for

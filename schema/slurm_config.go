@@ -58,7 +58,7 @@ func readInput(path string) ([]byte, Problems) {
 	// A named pipe, socket or device is refused before it is opened:
 	// opening a pipe would block until something writes to it.
 	if st, err := os.Stat(path); err == nil && !st.IsDir() && !st.Mode().IsRegular() {
-		return nil, Problems{{File: path, Message: "is a " + specialKind(st.Mode()) + ", not a regular file"}}
+		return nil, Problems{{File: path, Message: "is a " + FileKind(st.Mode()) + ", not a regular file"}}
 	}
 	f, err := os.Open(path)
 	if err != nil {

@@ -88,8 +88,8 @@ func Diff(w *Workspace) (*Drift, error) {
 			writeDiff(&text, display, nil, data, false, true)
 			continue
 		case f.Dir != disk.IsDir() || (!f.Dir && !disk.Mode().IsRegular()):
-			add(f.Path, TypeDiff, "a %s would replace the %s", kindName(f.Dir), typeName(disk.Mode()))
-			fmt.Fprintf(&text, "File type differs: %s (%s on disk)\n", display, typeName(disk.Mode()))
+			add(f.Path, TypeDiff, "a %s would replace the %s", kindName(f.Dir), schema.FileKind(disk.Mode()))
+			fmt.Fprintf(&text, "File type differs: %s (%s on disk)\n", display, schema.FileKind(disk.Mode()))
 			continue
 		}
 		if !f.Dir {
@@ -138,26 +138,6 @@ func Diff(w *Workspace) (*Drift, error) {
 	}
 	d.Text = text.String()
 	return d, nil
-}
-
-// typeName names the type of a file on disk in words.
-func typeName(m fs.FileMode) string {
-	switch t := m.Type(); {
-	case t == 0:
-		return "file"
-	case t&fs.ModeDir != 0:
-		return "directory"
-	case t&fs.ModeSymlink != 0:
-		return "symlink"
-	case t&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case t&fs.ModeSocket != 0:
-		return "socket"
-	case t&fs.ModeDevice != 0:
-		return "device"
-	default:
-		return "special file"
-	}
 }
 
 func kindName(dir bool) string {

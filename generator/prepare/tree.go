@@ -77,32 +77,13 @@ func (w *Workspace) scanDir(dir, rel string, excluded map[string]bool, problems 
 			*problems = append(*problems, kitPathProblem(abs, fmt.Sprintf("cannot inspect it: %v", unwrapPathError(err)), "check the kit"))
 			continue
 		}
-		if info.Mode()&fs.ModeSymlink != 0 {
-			target, err := os.Stat(abs)
-			switch {
-			case errors.Is(err, fs.ErrNotExist):
-				dest, _ := os.Readlink(abs)
-				*problems = append(*problems, kitPathProblem(abs,
-					fmt.Sprintf("dangling symlink: its target %s does not exist", dest),
-					"remove the symlink or make it point at a regular file"))
-				continue
-			case err != nil:
-				*problems = append(*problems, kitPathProblem(abs,
-					fmt.Sprintf("symlink that cannot be followed: %v", unwrapPathError(err)),
-					"remove the symlink or make it point at a regular file"))
-				continue
-			case target.IsDir():
-				*problems = append(*problems, kitPathProblem(abs,
-					"symlink to a directory; prepare copies regular files and real directories only",
-					"replace the symlink with a real directory"))
-				continue
-			case !target.Mode().IsRegular():
-				*problems = append(*problems, kitPathProblem(abs,
-					fmt.Sprintf("symlink to a %s; a kit holds regular files and directories only", fileKind(target.Mode())),
-					"remove it from the kit"))
-				continue
-			}
-			info = target
+		target, msg, hint := schema.KitEntry(abs, info.Mode())
+		if msg != "" {
+			*problems = append(*problems, kitPathProblem(abs, msg, hint))
+			continue
+		}
+		if target != nil {
+			info = target // a symlink to a regular file: copy its content
 		}
 		switch {
 		case info.IsDir():
@@ -112,29 +93,7 @@ func (w *Workspace) scanDir(dir, rel string, excluded map[string]bool, problems 
 			f := &File{Path: childRel, Mode: info.Mode().Perm(), Source: abs, ModTime: info.ModTime()}
 			w.index[childRel] = f
 			w.Files = append(w.Files, f)
-		default:
-			*problems = append(*problems, kitPathProblem(abs,
-				fmt.Sprintf("%s; a kit holds regular files and directories only", fileKind(info.Mode())),
-				"remove it from the kit"))
 		}
-	}
-}
-
-// fileKind names the type of a special file in words.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeCharDevice != 0:
-		return "character device"
-	case m&fs.ModeDevice != 0:
-		return "block device"
-	case m&fs.ModeSymlink != 0:
-		return "symlink"
-	default:
-		return "special file"
 	}
 }
 
