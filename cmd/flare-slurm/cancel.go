@@ -11,33 +11,28 @@ import (
 
 func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
-		var workspace, jobID string
-		var asJSON bool
-		cmd := &cobra.Command{
+		var t jobTarget
+		return t.bind(&cobra.Command{
 			Use:   "cancel --workspace W --job-id ID",
 			Short: "Abort a job: record a user abort, verify ownership, then scancel it",
 			Long: "cancel records a user abort in the job dir (so every wait reports 9 once the job ends),\n" +
 				"re-verifies with squeue that the Slurm job is this workspace's, and runs scancel -Q --me.",
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				h, err := openJob(cmd, a, workspace, jobID)
+				h, err := t.open(cmd, a)
 				if err != nil {
 					return err
 				}
 				st, err := h.Terminate(cmd.Context())
 				if errors.Is(err, manager.ErrCancelPending) {
-					return failure("cancel_pending", fmt.Sprintf("job %s: %v", jobID, err),
+					return failure("cancel_pending", fmt.Sprintf("job %s: %v", t.jobID, err),
 						"the abort stays recorded: a running wait (or any status) on this workspace sends scancel once squeue proves the job is ours", nil)
 				}
 				if err != nil {
 					return runtimeFailure("cancel_failed", err, "run cancel again; check the job with 'flare-slurm status' (and 'squeue --me') first")
 				}
-				return a.printStatus(st, asJSON)
+				return a.printStatus(st, t.asJSON)
 			},
-		}
-		cmd.Flags().StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
-		cmd.Flags().StringVar(&jobID, "job-id", "", "NVFlare job id (required)")
-		cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
-		return cmd
+		})
 	})
 }

@@ -11,16 +11,15 @@ import (
 
 func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
-		var workspace, jobID string
-		var asJSON bool
-		cmd := &cobra.Command{
+		var t jobTarget
+		return t.bind(&cobra.Command{
 			Use:   "status --workspace W --job-id ID",
 			Short: "Print a job's state and, once it ended, its NVFlare return code",
 			Long: "status prints the job's latest observed state (shared by every process on the workspace,\n" +
 				"at most one poll interval old). The return code is 127 until the job is terminal.",
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				h, err := openJob(cmd, a, workspace, jobID)
+				h, err := t.open(cmd, a)
 				if err != nil {
 					return err
 				}
@@ -28,13 +27,9 @@ func init() {
 				if err != nil {
 					return runtimeFailure("status_failed", err, "the job keeps its last known state; run status again, or 'flare-slurm bootstrap-check' to check the Slurm commands")
 				}
-				return a.printStatus(st, asJSON)
+				return a.printStatus(st, t.asJSON)
 			},
-		}
-		cmd.Flags().StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
-		cmd.Flags().StringVar(&jobID, "job-id", "", "NVFlare job id (required)")
-		cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
-		return cmd
+		})
 	})
 }
 
@@ -72,4 +67,24 @@ func (a *app) printStatus(st manager.Status, asJSON bool) error {
 		fmt.Fprintf(a.stdout, "  %s\n", st.Detail)
 	}
 	return nil
+}
+
+// jobTarget holds the flags of the commands that act on one job of a
+// workspace (status, wait, cancel).
+type jobTarget struct {
+	workspace, jobID string
+	asJSON           bool
+}
+
+// bind registers --workspace, --job-id and --json on cmd and returns it.
+func (t *jobTarget) bind(cmd *cobra.Command) *cobra.Command {
+	cmd.Flags().StringVar(&t.workspace, "workspace", "", "prepared runtime workspace (required)")
+	cmd.Flags().StringVar(&t.jobID, "job-id", "", "NVFlare job id (required)")
+	cmd.Flags().BoolVar(&t.asJSON, "json", false, "print the result as JSON")
+	return cmd
+}
+
+// open finds the job's handle in the workspace.
+func (t *jobTarget) open(cmd *cobra.Command, a *app) (*manager.Handle, error) {
+	return openJob(cmd, a, t.workspace, t.jobID)
 }

@@ -8,9 +8,8 @@ import (
 
 func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
-		var workspace, jobID string
-		var asJSON bool
-		cmd := &cobra.Command{
+		var t jobTarget
+		return t.bind(&cobra.Command{
 			Use:   "wait --workspace W --job-id ID",
 			Short: "Poll a job until it ends and print its NVFlare return code",
 			Long: "wait polls once per poll interval (±10 %) until the job is terminal, prints the result and\n" +
@@ -18,7 +17,7 @@ func init() {
 				"Any number of wait processes on one workspace share one squeue per poll interval.",
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				h, err := openJob(cmd, a, workspace, jobID)
+				h, err := t.open(cmd, a)
 				if err != nil {
 					return err
 				}
@@ -26,7 +25,7 @@ func init() {
 				if err != nil {
 					return runtimeFailure("wait_failed", err, "the job was not changed; run wait again to keep watching it")
 				}
-				if err := a.printStatus(st, asJSON); err != nil {
+				if err := a.printStatus(st, t.asJSON); err != nil {
 					return err
 				}
 				if st.ReturnCode == 0 {
@@ -35,10 +34,6 @@ func init() {
 				// The result is already on stdout (the ok envelope with --json).
 				return resultExit(st.ReturnCode, fmt.Sprintf("job %s ended %s with return code %d", st.JobID, st.State, st.ReturnCode))
 			},
-		}
-		cmd.Flags().StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
-		cmd.Flags().StringVar(&jobID, "job-id", "", "NVFlare job id (required)")
-		cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
-		return cmd
+		})
 	})
 }
