@@ -159,8 +159,15 @@ func writeTimers(dir string, t Timers) error {
 	return renameio.WriteFile(filepath.Join(dir, TimersFile), append(data, '\n'), 0o600)
 }
 
-// readSmallFile reads a control file without following a symlink.
+// readSmallFile reads a control file (handle, timers) without following a
+// symlink; it must be a regular file of at most 1 MiB.
 func readSmallFile(path string) ([]byte, error) {
+	return readNoFollow(path, 1<<20)
+}
+
+// readNoFollow reads a regular file without following a symlink. A limit
+// above zero caps its size.
+func readNoFollow(path string, limit int64) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
 	if err != nil {
 		return nil, err
@@ -170,12 +177,14 @@ func readSmallFile(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !st.Mode().IsRegular() || st.Size() > 1<<20 {
-		return nil, fmt.Errorf("%s: not a regular file of at most 1 MiB", path)
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if limit > 0 && st.Size() > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
 	}
 	data := make([]byte, st.Size())
-	_, err = f.ReadAt(data, 0)
-	if err != nil && st.Size() > 0 {
+	if _, err := f.ReadAt(data, 0); err != nil && st.Size() > 0 {
 		return nil, err
 	}
 	return data, nil

@@ -240,7 +240,7 @@ func (o *observer) lockPatience() time.Duration {
 
 func (o *observer) read() (*cache, error) {
 	c := &cache{Format: 1, Jobs: map[string]Observation{}, Finished: map[string]Finished{}}
-	data, err := readCache(filepath.Join(o.dir, cacheFile))
+	data, err := readNoFollow(filepath.Join(o.dir, cacheFile), 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}
@@ -259,26 +259,6 @@ func (o *observer) read() (*cache, error) {
 		c.Finished = map[string]Finished{}
 	}
 	return c, nil
-}
-
-func readCache(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	buf := make([]byte, st.Size())
-	if _, err := f.ReadAt(buf, 0); err != nil && st.Size() > 0 {
-		return nil, err
-	}
-	return buf, nil
 }
 
 // write replaces the cache file with c, then removes the job dirs whose
