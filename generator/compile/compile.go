@@ -210,11 +210,12 @@ func ScrubSchedulerEnv(base []string) []string {
 	return slurmenv.Scrub(base)
 }
 
-// SchedulerEnv is ScrubSchedulerEnv that also drops the parent variables
-// the plan's secrets come from and the bootstrap credential names, so no
-// secret value reaches the scheduler's environment.
+// SchedulerEnv is ScrubSchedulerEnv that also drops every study secret_env
+// name and source of the workspace (the job's and the other studies') and
+// the bootstrap credential names, so no secret value reaches the
+// scheduler's environment.
 func (p *Plan) SchedulerEnv(base []string) []string {
-	drop := []string{}
+	drop := slices.Clone(p.workspaceSecrets)
 	for _, s := range p.studySecrets {
 		drop = append(drop, s.Source, s.Name)
 	}

@@ -15,10 +15,13 @@ import (
 // secret value except the bootstrap credentials of the request, which only
 // Compile reads (into secret.env) and which View and plan.json never show.
 type Plan struct {
-	view          PlanView
-	studySecrets  []SecretRef // study secret_env: worker name ← parent variable
-	credentials   []credential
-	secretEnvFile string // the study runtime file, for error messages
+	view         PlanView
+	studySecrets []SecretRef // study secret_env: worker name ← parent variable
+	// workspaceSecrets are the secret_env names and sources of every study
+	// of the workspace, not only the job's: none may reach the scheduler.
+	workspaceSecrets []string
+	credentials      []credential
+	secretEnvFile    string // the study runtime file, for error messages
 }
 
 type credential struct{ name, value string }

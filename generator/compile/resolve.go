@@ -118,6 +118,7 @@ func Resolve(ws *Workspace, req *Request, env Environ) (*Plan, error) {
 	v.AppDir = filepath.Join(v.RunDir, "app_"+req.Site)
 
 	rt := r.loadStudyRuntime()
+	p.workspaceSecrets = secretEnvNames(rt)
 	meta, mps := schema.ParseJobMeta(req.File, req.Meta, req.Site)
 	if mps != nil {
 		// The meta is part of the request: name its fields as the request
@@ -227,6 +228,21 @@ func (r *resolver) runDir() string {
 // the parse only when a file's bytes are unchanged (see
 // schema.StudyRuntimeReader), which gives exactly LoadStudyRuntime's result.
 var studyRuntimes schema.StudyRuntimeReader
+
+// secretEnvNames lists every study's secret_env name and source: the
+// environment names that hold secrets anywhere in this workspace.
+func secretEnvNames(rt *schema.StudyRuntime) []string {
+	if rt == nil {
+		return nil
+	}
+	var names []string
+	for _, st := range rt.Studies {
+		for _, s := range st.SecretEnv {
+			names = append(names, s.Name, s.Source)
+		}
+	}
+	return names
+}
 
 // loadStudyRuntime re-reads local/study_runtime.yaml (contract §5).
 func (r *resolver) loadStudyRuntime() *schema.StudyRuntime {

@@ -131,7 +131,7 @@ func (rt *Runtime) LaunchWithNotes(ctx context.Context, file string, data []byte
 		Marker: a.Comment,
 		Argv:   a.Argv,
 		// Without the secrets of every study, not only of this job's.
-		Env:            plan.SchedulerEnv(withoutNames(rt.environ, secretNames(rt.Workspace.Root))),
+		Env:            plan.SchedulerEnv(rt.environ),
 		PendingTimeout: scheduler.Seconds(plan.PendingTimeout()),
 		Write: func() error {
 			err := compile.WriteJobDir(a, true)
@@ -150,8 +150,9 @@ var credentialEnv = []string{"NVFLARE_JOB_AUTH_TOKEN", "NVFLARE_JOB_TOKEN_SIGNAT
 
 // secretNames are the environment names that hold secrets at this
 // workspace: the credential names and every study secret_env name and
-// source of local/study_runtime.yaml (when it reads; a launch re-reads it
-// and refuses a broken one).
+// source of local/study_runtime.yaml (when it reads). The query commands
+// use them from Open on; a launch's sbatch gets the names of the study
+// runtime it re-read from its plan (Plan.SchedulerEnv).
 func secretNames(root string) map[string]bool {
 	names := map[string]bool{}
 	for _, n := range credentialEnv {
