@@ -4,12 +4,14 @@
 # A Debian 13 (trixie) root, built once with debootstrap and cached outside the
 # repository, runs mariadbd, munged, slurmdbd, slurmctld and slurmd under chroot,
 # sharing the host's network namespace. Nothing in the host's /etc is touched.
+# The root also holds Python with NVFlare's dependencies, and `up` copies the
+# NVFlare source tree to /opt/nvflare in it (read-only to the test account).
 #
 #   cluster.sh up          build the root if needed, start what is not running, wait until healthy
 #   cluster.sh down        cancel jobs, stop the daemons it started (by PID), unmount, forget state
 #   cluster.sh status      print daemon and node state; exit 0 only when healthy
 #   cluster.sh stop-ctld | start-ctld | stop-dbd | start-dbd    fault hooks for tests
-#   cluster.sh env         print the facts tests need (KEY=value lines)
+#   cluster.sh env         print the facts tests need (KEY=value lines, NVFLARE_* included)
 #   cluster.sh build       only build (or check) the cached root, start nothing
 #   cluster.sh can-run     exit 0 when this machine can run the cluster (root, debootstrap or apt-get)
 #   cluster.sh purge       down, then delete the cached root (next up is a cold start)
@@ -18,6 +20,8 @@
 #   FLARE_SLURM_ROOT    cached root      (default /var/cache/flare-slurm/trixie-root)
 #   FLARE_SLURM_STATE   PIDs, logs, lock (default /run/flare-slurm)
 #   FLARE_SLURM_MIRROR  Debian mirror    (default http://deb.debian.org/debian)
+#   FLARE_SLURM_NVFLARE NVFlare source tree copied to /opt/nvflare in the root at `up`
+#                       (default: <repo>/../shared/nvflare, then /work/shared/nvflare)
 set -euo pipefail
 umask 022
 export LC_ALL=C
@@ -30,8 +34,25 @@ LOGDIR=$STATE/log
 
 # Bump RECIPE whenever the build of the root changes: a cached root with another
 # recipe is rebuilt on the next `up`.
-RECIPE=1
-PACKAGES=(slurmctld slurmd slurm-client slurmdbd mariadb-server munge procps)
+RECIPE=2
+PACKAGES=(slurmctld slurmd slurm-client slurmdbd mariadb-server munge procps
+	# NVFlare's dependencies (the pinned source's README), for the federation tier.
+	python3 python3-yaml python3-requests python3-numpy python3-msgpack python3-grpcio
+	python3-protobuf python3-psutil python3-websockets python3-aiohttp python3-pydantic
+	python3-docker)
+# NVFlare needs cryptography >= 45 (x509.verification.ExtensionPolicy); trixie
+# ships 43. Forky's python3-cryptography (49) depends only on what trixie has and
+# loads against trixie's OpenSSL 3.5: it alone is taken from forky (apt pin 1,
+# source removed again after the install). The mirror's forky Release file may
+# be past its Valid-Until (a frozen snapshot), hence check-valid-until=no.
+FORKY_PACKAGES=(python3-cryptography)
+MIN_CRYPTOGRAPHY=45
+
+# NVFlare source: copied into the root at `up` (read-only, owned by root, byte
+# code compiled), kept while its content hash is unchanged.
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+NVFLARE_IN_ROOT=/opt/nvflare
+NVFLARE_STAMP=/etc/flare-slurm-nvflare
 
 CLUSTER=flare
 ACCOUNT=flare
@@ -260,7 +281,7 @@ mount_root() {
 
 # ------------------------------------------------------------------------ build
 
-recipe_stamp() { echo "recipe=$RECIPE suite=$SUITE packages=${PACKAGES[*]}"; }
+recipe_stamp() { echo "recipe=$RECIPE suite=$SUITE packages=${PACKAGES[*]} forky=${FORKY_PACKAGES[*]}"; }
 
 root_is_current() {
 	[ -r "$ROOT/etc/flare-slurm-build" ] &&
@@ -291,6 +312,30 @@ build_failed() {
 	exit 1
 }
 
+# install_from_forky DIR: FORKY_PACKAGES from Debian forky, their dependencies
+# from trixie (forky pinned to 1 so nothing else can come from it), then forky
+# is removed from the root's sources; the installed cryptography is checked.
+install_from_forky() {
+	local dir=$1 list=/etc/apt/sources.list.d/flare-slurm-forky.list pin=/etc/apt/preferences.d/flare-slurm-forky
+	echo "deb [check-valid-until=no] $MIRROR forky main" >"$dir$list"
+	printf 'Package: *\nPin: release n=forky\nPin-Priority: 1\n' >"$dir$pin"
+	local specs=() p rc=0
+	for p in "${FORKY_PACKAGES[@]}"; do specs+=("$p/forky"); done
+	chroot "$dir" /usr/bin/env -i PATH="$IN_PATH" LC_ALL=C HOME=/root DEBIAN_FRONTEND=noninteractive \
+		sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@"' sh "${specs[@]}" || rc=$?
+	rm -f "$dir$list" "$dir$pin"
+	chroot "$dir" /usr/bin/env -i PATH="$IN_PATH" LC_ALL=C HOME=/root sh -c 'apt-get update -qq && apt-get clean' || rc=1
+	[ "$rc" = 0 ] || return "$rc"
+	chroot "$dir" /usr/bin/env -i PATH="$IN_PATH" LC_ALL=C /usr/bin/python3 -c '
+import sys
+import cryptography
+from cryptography.x509.verification import ExtensionPolicy
+major = int(cryptography.__version__.split(".")[0])
+print("cryptography", cryptography.__version__)
+sys.exit(0 if major >= int(sys.argv[1]) else 1)
+' "$MIN_CRYPTOGRAPHY"
+}
+
 build_root() {
 	local parent old t0=$SECONDS
 	parent=$(dirname "$ROOT")
@@ -312,11 +357,13 @@ build_root() {
 	printf '#!/bin/sh\nexit 101\n' >"$BUILD_TMP/usr/sbin/policy-rc.d"
 	chmod 0755 "$BUILD_TMP/usr/sbin/policy-rc.d"
 	mount_root "$BUILD_TMP"
-	say "debootstrap took $((SECONDS - t0))s; installing ${PACKAGES[*]} (about 15 s)"
+	say "debootstrap took $((SECONDS - t0))s; installing ${PACKAGES[*]} (about 20 s)"
 	chroot "$BUILD_TMP" /usr/bin/env -i PATH="$IN_PATH" LC_ALL=C HOME=/root DEBIAN_FRONTEND=noninteractive \
 		sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@" && apt-get clean' \
 		sh "${PACKAGES[@]}" >>"$LOGDIR/build.log" 2>&1 || build_failed
 	chroot "$BUILD_TMP" /usr/bin/test -x /usr/sbin/slurmctld || build_failed
+	say "installing ${FORKY_PACKAGES[*]} from forky (about 10 s)"
+	install_from_forky "$BUILD_TMP" >>"$LOGDIR/build.log" 2>&1 || build_failed
 	recipe_stamp >"$BUILD_TMP/etc/flare-slurm-build"
 	umount_under "$BUILD_TMP"
 	sync -f "$BUILD_TMP" 2>/dev/null || sync
@@ -331,6 +378,85 @@ build_root() {
 	BUILD_TMP=
 	trap - EXIT
 	say "root built in $((SECONDS - t0))s: $ROOT"
+}
+
+# ---------------------------------------------------------------------- nvflare
+
+# nvflare_source: the host directory of the NVFlare source tree (it holds
+# nvflare/__init__.py), or nothing. An explicit FLARE_SLURM_NVFLARE is the only
+# candidate when set; otherwise the checkout's ../shared/nvflare, then the
+# project machines' /work/shared/nvflare (a fresh clone elsewhere has no ../shared).
+nvflare_candidates() {
+	if [ -n "${FLARE_SLURM_NVFLARE:-}" ]; then
+		echo "$FLARE_SLURM_NVFLARE"
+	else
+		echo "$SCRIPT_DIR/../../../shared/nvflare"
+		echo /work/shared/nvflare
+	fi
+}
+
+nvflare_source() {
+	local d
+	while read -r d; do
+		if [ -f "$d/nvflare/__init__.py" ]; then
+			(cd "$d" && pwd -P)
+			return 0
+		fi
+	done < <(nvflare_candidates)
+	return 1
+}
+
+nvflare_missing_reason() {
+	local tried
+	tried=$(nvflare_candidates | paste -sd, - | sed 's/,/, /g')
+	echo "no NVFlare source tree (a directory holding nvflare/__init__.py) at $tried; set FLARE_SLURM_NVFLARE to the pinned NVFlare source, then run cluster.sh up"
+}
+
+# nvflare_hash DIR: hash of the tree's names, modes and contents (not times,
+# owners or byte code), so an identical copy elsewhere hashes the same.
+nvflare_hash() {
+	tar -C "$1" --sort=name --exclude=__pycache__ --exclude='*.pyc' --mtime=@0 \
+		--owner=0 --group=0 --numeric-owner -cf - . | sha256sum | cut -d' ' -f1
+}
+
+# sync_nvflare: make the root's /opt/nvflare a root-owned, read-only copy of the
+# NVFlare source with compiled byte code, unless the stamp says it already is.
+# Without a source, the copy is removed (no test may run a stale tree).
+sync_nvflare() {
+	local src sum dst=$ROOT$NVFLARE_IN_ROOT tmp old
+	if ! src=$(nvflare_source); then
+		rm -f "$ROOT$NVFLARE_STAMP"
+		rm -rf --one-file-system "$dst"
+		say "the NVFlare tier cannot run: $(nvflare_missing_reason)"
+		return 0
+	fi
+	sum=$(nvflare_hash "$src")
+	if [ -d "$dst" ] && [ "$(head -n 1 "$ROOT$NVFLARE_STAMP" 2>/dev/null)" = "sha256=$sum" ]; then
+		return 0
+	fi
+	say "copying NVFlare from $src to $NVFLARE_IN_ROOT in the root"
+	for old in "$dst".new.* "$dst".old.*; do
+		[ -e "$old" ] || continue
+		rm -rf --one-file-system "$old"
+	done
+	tmp=$dst.new.$$
+	mkdir -p "$tmp"
+	tar -C "$src" --exclude=__pycache__ --exclude='*.pyc' -cf - . |
+		tar -C "$tmp" --no-same-owner --no-same-permissions -xf - ||
+		die "copying $src into the root failed"
+	chown -R 0:0 "$tmp"
+	chmod -R u+rwX,go+rX,go-w "$tmp"
+	# Byte code now, as root: the test account cannot write __pycache__ here.
+	inroot /usr/bin/python3 -m compileall -q -s "${tmp#"$ROOT"}" -p "$NVFLARE_IN_ROOT" \
+		"${tmp#"$ROOT"}" >>"$LOGDIR/build.log" 2>&1 ||
+		die "compiling NVFlare's byte code failed; see $LOGDIR/build.log"
+	rm -f "$ROOT$NVFLARE_STAMP"
+	if [ -e "$dst" ]; then
+		mv "$dst" "$dst.old.$$"
+	fi
+	mv "$tmp" "$dst"
+	rm -rf --one-file-system "$dst.old.$$"
+	printf 'sha256=%s\nsource=%s\n' "$sum" "$src" >"$ROOT$NVFLARE_STAMP"
 }
 
 # -------------------------------------------------------------------- configure
@@ -658,6 +784,7 @@ do_up() {
 		any_alive && do_down_locked
 		build_root
 	fi
+	sync_nvflare
 	if healthy >/dev/null 2>&1; then
 		say "already up ($(host_short), $(inroot sbatch --version))"
 		return 0
@@ -758,7 +885,15 @@ do_env() {
 		TEST_HOME=$TEST_HOME
 		TEST_WS=$TEST_WS
 		PATH_IN_ROOT=$IN_PATH
+		NVFLARE_ROOT=$NVFLARE_IN_ROOT
+		NVFLARE_STAMP=$NVFLARE_STAMP
 	EOF
+	local src
+	if src=$(nvflare_source); then
+		echo "NVFLARE_SOURCE=$src"
+	else
+		echo "NVFLARE_MISSING=$(nvflare_missing_reason)"
+	fi
 }
 
 cmd=${1:-}

@@ -73,6 +73,9 @@ type Cluster struct {
 
 	script    string
 	exclusive bool
+	// nvflareRoot, nvflareStamp: where cluster.sh copies the NVFlare source in
+	// the root and its stamp; nvflareMissing says why there is no source.
+	nvflareRoot, nvflareStamp, nvflareMissing string
 }
 
 var (
@@ -251,7 +254,8 @@ func clusterEnv(script string) (map[string]string, error) {
 			env[k] = v
 		}
 	}
-	for _, k := range []string{"ROOT", "STATE", "TEST_USER", "TEST_UID", "TEST_GID", "TEST_HOME", "TEST_WS", "PATH_IN_ROOT"} {
+	for _, k := range []string{"ROOT", "STATE", "TEST_USER", "TEST_UID", "TEST_GID", "TEST_HOME", "TEST_WS", "PATH_IN_ROOT",
+		"NVFLARE_ROOT", "NVFLARE_STAMP"} {
 		if env[k] == "" {
 			return nil, fmt.Errorf("cluster.sh env: no %s in %q", k, out)
 		}
@@ -282,6 +286,10 @@ func newCluster(script string, env map[string]string) (*Cluster, error) {
 		Workspace:   env["TEST_WS"],
 		Path:        env["PATH_IN_ROOT"],
 		script:      script,
+
+		nvflareRoot:    env["NVFLARE_ROOT"],
+		nvflareStamp:   env["NVFLARE_STAMP"],
+		nvflareMissing: env["NVFLARE_MISSING"],
 	}, nil
 }
 
@@ -502,6 +510,52 @@ func (c *Cluster) InstallGoBinary(t testing.TB, pkg string) string {
 	dst := filepath.Join(dir, filepath.Base(strings.TrimSuffix(pkg, "/...")))
 	c.CopyIn(t, out, dst)
 	return dst
+}
+
+// Python is the interpreter of the root (Debian 13: Python 3.13), with
+// NVFlare's dependencies installed as Debian packages (cluster.sh PACKAGES).
+const Python = "/usr/bin/python3"
+
+// NVFlareRoot returns the path inside the root of the NVFlare source tree that
+// `cluster.sh up` copies in (root-owned, read-only to the test account, byte
+// code compiled): the PYTHONPATH entry for `import nvflare`. When cluster.sh
+// found no source it fails the test, saying where it looked and what to set.
+func (c *Cluster) NVFlareRoot(t testing.TB) string {
+	t.Helper()
+	_, errStamp := os.Stat(c.HostPath(c.nvflareStamp))
+	_, errTree := os.Stat(c.HostPath(filepath.Join(c.nvflareRoot, "nvflare", "__init__.py")))
+	if errStamp != nil || errTree != nil {
+		why := c.nvflareMissing
+		if why == "" {
+			why = "the copy is incomplete; run runtime/slurmtest/cluster.sh up"
+		}
+		t.Fatalf("slurmtest: NVFlare is not in the cluster root (%s): %s", c.nvflareRoot, why)
+	}
+	return c.nvflareRoot
+}
+
+// PythonEnv is Env() plus PYTHONPATH=NVFlareRoot: the environment in which
+// the test account runs NVFlare's Python inside the root.
+func (c *Cluster) PythonEnv(t testing.TB) []string {
+	t.Helper()
+	return append(c.Env(), "PYTHONPATH="+c.NVFlareRoot(t))
+}
+
+// PythonCommand prepares `python3 ARGS...` inside the root as the test account
+// with PythonEnv (NVFlare importable), like Command: set Dir, append to Env,
+// Start or Run it. It fails the test when NVFlare is not in the root.
+func (c *Cluster) PythonCommand(ctx context.Context, t testing.TB, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := c.Command(ctx, Python, args...)
+	cmd.Env = c.PythonEnv(t)
+	return cmd
+}
+
+// RunPython runs PythonCommand(args...) and returns its stdout; a failure
+// fails the test with stdout and stderr.
+func (c *Cluster) RunPython(t testing.TB, args ...string) string {
+	t.Helper()
+	return c.run(t, c.PythonCommand(context.Background(), t, args...))
 }
 
 // StopCtld stops slurmctld (the scheduler stops answering). Exclusive tests only.
