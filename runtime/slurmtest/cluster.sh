@@ -4,6 +4,9 @@
 # A Debian 13 (trixie) root, built once with debootstrap and cached outside the
 # repository, runs mariadbd, munged, slurmdbd, slurmctld and slurmd under chroot,
 # sharing the host's network namespace. Nothing in the host's /etc is touched.
+# Three more slurmd (nodes flnode1..3, partition "multi") run in network
+# namespaces of their own, on a private bridge the script creates and removes;
+# they share the root as their "shared file system".
 # The root also holds Python with NVFlare's dependencies, and `up` copies the
 # NVFlare source tree to /opt/nvflare in it (read-only to the test account).
 #
@@ -22,6 +25,7 @@
 #   FLARE_SLURM_MIRROR  Debian mirror    (default http://deb.debian.org/debian)
 #   FLARE_SLURM_NVFLARE NVFlare source tree copied to /opt/nvflare in the root at `up`
 #                       (default: <repo>/../shared/nvflare, then /work/shared/nvflare)
+#   FLARE_SLURM_NET     first three octets of the private node network (default 10.199.77)
 set -euo pipefail
 umask 022
 export LC_ALL=C
@@ -70,7 +74,22 @@ DB_PORT=3306
 DB_PASS=flare-slurm-test-only
 IN_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
-# Daemons in start order: name, binary inside the root.
+# The node network: a bridge with no uplink on the host (its address is the
+# "login side": slurmctld, slurmdbd, NVFlare parents), one network namespace per
+# node with a veth on the bridge and no default route, so nothing leaves the
+# machine. The host's own node keeps 127.0.0.1 and the default partition.
+NET=${FLARE_SLURM_NET:-10.199.77}
+BRIDGE=flslurm0
+LOGIN_ADDR=$NET.1
+LOGIN_HOST=flare-login
+MULTI_PARTITION=multi
+NODES=(flnode1 flnode2 flnode3)
+declare -A NODE_ADDR=([flnode1]=$NET.11 [flnode2]=$NET.12 [flnode3]=$NET.13)
+netns_of() { echo "flare-slurm-$1"; }
+veth_of() { echo "flslurm-${1#flnode}"; }
+
+# Daemons in start order: name, binary inside the root. slurmd-NODE runs the
+# slurmd of NODE in that node's network namespace.
 DAEMONS=(mariadbd munged slurmdbd slurmctld slurmd)
 declare -A BIN=(
 	[mariadbd]=/usr/sbin/mariadbd
@@ -79,6 +98,11 @@ declare -A BIN=(
 	[slurmctld]=/usr/sbin/slurmctld
 	[slurmd]=/usr/sbin/slurmd
 )
+for n in "${NODES[@]}"; do
+	DAEMONS+=("slurmd-$n")
+	BIN[slurmd-$n]=/usr/sbin/slurmd
+done
+unset n
 
 say() { printf 'cluster.sh: %s\n' "$*" >&2; }
 die() {
@@ -98,7 +122,7 @@ can_run() {
 		return 1
 	}
 	local t
-	for t in chroot mount umount flock setsid mountpoint; do
+	for t in chroot mount umount flock setsid mountpoint nsenter unshare; do
 		command -v "$t" >/dev/null || {
 			echo "needs '$t' on the host"
 			return 1
@@ -109,6 +133,20 @@ can_run() {
 		echo "no cached root at $ROOT, no debootstrap and no apt-get to install it: cannot build the Debian trixie root"
 		return 1
 	fi
+	if ! command -v ip >/dev/null && ! command -v apt-get >/dev/null; then
+		echo "needs 'ip' (iproute2) on the host for the node network, and there is no apt-get to install it"
+		return 1
+	fi
+	private_net "$NET" || {
+		echo "FLARE_SLURM_NET=$NET is not the first three octets of a private (RFC 1918) IPv4 network, e.g. 10.199.77"
+		return 1
+	}
+}
+
+# private_net A.B.C: three octets (0..255) of an RFC 1918 network.
+private_net() {
+	local o='(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])'
+	[[ $1 =~ ^(10\.$o|172\.(1[6-9]|2[0-9]|3[01])|192\.168)\.$o$ ]]
 }
 
 require_can_run() {
@@ -208,15 +246,22 @@ stop_daemon() {
 
 # launch NAME USERSPEC ARGS...: start a daemon in the foreground mode of its own,
 # detached (own session, stdio to a log, no inherited lock fd), record its PID.
+# With NODE set, the daemon runs in that node's network namespace and in a UTS
+# namespace of its own whose host name is NODE (setsid, nsenter, unshare,
+# chroot, env and sh all exec in place: the PID is the daemon's).
 launch() {
 	local name=$1 userspec=$2 pid i
 	shift 2
-	local spec=()
+	local spec=() ns=() cmd=("${BIN[$name]}" "$@")
 	[ -n "$userspec" ] && spec=(--userspec="$userspec" --groups="${userspec#*:}")
+	if [ -n "${NODE:-}" ]; then
+		ns=(nsenter --net="/run/netns/$(netns_of "$NODE")" unshare --uts)
+		cmd=(/bin/sh -c 'hostname "$0" && exec "$@"' "$NODE" "${cmd[@]}")
+	fi
 	(
 		cd /
-		exec setsid chroot "${spec[@]}" "$ROOT" /usr/bin/env -i PATH="$IN_PATH" LC_ALL=C HOME=/ \
-			"${BIN[$name]}" "$@"
+		exec setsid "${ns[@]}" chroot "${spec[@]}" "$ROOT" /usr/bin/env -i PATH="$IN_PATH" LC_ALL=C HOME=/ \
+			"${cmd[@]}"
 	) </dev/null >>"$LOGDIR/$name.log" 2>&1 9>&- &
 	pid=$!
 	echo "$pid" >"$STATE/$name.pid"
@@ -247,7 +292,7 @@ sweep() {
 	local pids p
 	pids=$(processes_in_root)
 	[ -z "$pids" ] && return 0
-	say "stopping leftover processes inside the root: $(echo $pids)"
+	say "stopping leftover processes inside the root: $(for p in $pids; do printf '%s(%s) ' "$p" "$(cat "/proc/$p/comm" 2>/dev/null)"; done)"
 	for p in $pids; do kill -TERM "$p" 2>/dev/null || true; done
 	for ((i = 0; i < 100; i++)); do
 		[ -z "$(processes_in_root)" ] && return 0
@@ -279,6 +324,91 @@ mount_root() {
 		die "cannot mount sysfs in $r"
 }
 
+# ---------------------------------------------------------------- node network
+
+# net_conflict: a reason when an address or route of the host (other than our
+# bridge) already covers the node network.
+net_conflict() {
+	local line
+	line=$(ip -4 -o addr show | awk -v b="$BRIDGE" -v n="$NET." '$2 != b && index($4, n) == 1 { print $2 " " $4; exit }')
+	[ -n "$line" ] && {
+		echo "the host already has $line"
+		return 0
+	}
+	# Routes covering the network (but the default route) or inside it.
+	line=$({ ip -4 route show match "$NET.0/24" && ip -4 route show root "$NET.0/24"; } |
+		grep -v -e '^default ' -e " dev $BRIDGE " | head -n 1 || true)
+	[ -n "$line" ] && {
+		echo "the host already routes $NET.0/24 ($line)"
+		return 0
+	}
+	return 1
+}
+
+net_ok() {
+	ip -4 -o addr show dev "$BRIDGE" 2>/dev/null | grep -q " $LOGIN_ADDR/24 " || return 1
+	local n
+	for n in "${NODES[@]}"; do
+		ip -n "$(netns_of "$n")" -4 -o addr show dev eth0 2>/dev/null | grep -q " ${NODE_ADDR[$n]}/24 " || return 1
+	done
+}
+
+# net_try CMD...: one step of net_up; a failure ends the script with the reason.
+net_try() {
+	local err
+	err=$("$@" 2>&1) ||
+		die "cannot create the node network ($*: ${err:-failed}): the three-node cluster needs network namespaces, veth and bridge devices (root with CAP_SYS_ADMIN and CAP_NET_ADMIN; a container without them cannot run it)"
+}
+
+# net_up: the bridge (address LOGIN_ADDR) and one namespace per node, its veth
+# on the bridge, address NODE_ADDR; no default route anywhere. Refuses clearly
+# when the host does not allow it (e.g. a container without CAP_NET_ADMIN).
+# Anything left of an earlier network is removed first.
+net_up() {
+	ensure_host_tool ip iproute2
+	net_down
+	local why n ns veth
+	if why=$(net_conflict); then
+		die "cannot create the node network $NET.0/24: $why; choose another private /24 with FLARE_SLURM_NET (its first three octets; default 10.199.77)"
+	fi
+	net_try ip link add "$BRIDGE" type bridge
+	net_try ip addr add "$LOGIN_ADDR/24" dev "$BRIDGE"
+	net_try ip link set "$BRIDGE" up
+	for n in "${NODES[@]}"; do
+		ns=$(netns_of "$n")
+		veth=$(veth_of "$n")
+		net_try ip netns add "$ns"
+		net_try ip link add "$veth" type veth peer name eth0 netns "$ns"
+		net_try ip link set "$veth" master "$BRIDGE" up
+		net_try ip -n "$ns" addr add "${NODE_ADDR[$n]}/24" dev eth0
+		net_try ip -n "$ns" link set eth0 up
+		net_try ip -n "$ns" link set lo up
+	done
+}
+
+# net_down: remove what net_up creates, whatever is left of it (idempotent).
+# Run it only when no process is left in the namespaces (sweep first).
+net_down() {
+	command -v ip >/dev/null || return 0
+	local n ns veth
+	for n in "${NODES[@]}"; do
+		ns=$(netns_of "$n")
+		veth=$(veth_of "$n")
+		# The veth first: deleting it deletes its peer in the namespace at once,
+		# while a deleted namespace takes its devices down asynchronously.
+		if ip link show "$veth" >/dev/null 2>&1; then
+			ip link delete "$veth" 2>/dev/null || say "cannot delete $veth"
+		fi
+		if [ -e "/run/netns/$ns" ]; then
+			ip netns delete "$ns" 2>/dev/null || say "cannot delete network namespace $ns"
+		fi
+	done
+	if ip link show "$BRIDGE" >/dev/null 2>&1; then
+		ip link delete "$BRIDGE" 2>/dev/null || say "cannot delete the bridge $BRIDGE"
+	fi
+	return 0
+}
+
 # ------------------------------------------------------------------------ build
 
 recipe_stamp() { echo "recipe=$RECIPE suite=$SUITE packages=${PACKAGES[*]} forky=${FORKY_PACKAGES[*]}"; }
@@ -288,14 +418,17 @@ root_is_current() {
 		[ "$(cat "$ROOT/etc/flare-slurm-build")" = "$(recipe_stamp)" ]
 }
 
-ensure_debootstrap() {
-	command -v debootstrap >/dev/null && return 0
-	command -v apt-get >/dev/null || die "debootstrap is missing and there is no apt-get to install it"
-	say "installing debootstrap on the host (apt-get)"
-	DEBIAN_FRONTEND=noninteractive apt-get update -qq >>"$LOGDIR/build.log" 2>&1 ||
-		die "apt-get update failed; see $LOGDIR/build.log"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >>"$LOGDIR/build.log" 2>&1 ||
-		die "apt-get install debootstrap failed; see $LOGDIR/build.log"
+# ensure_host_tool COMMAND PACKAGE: install PACKAGE on the host with apt-get
+# when COMMAND is missing (debootstrap for the build, iproute2 for the network).
+ensure_host_tool() {
+	command -v "$1" >/dev/null && return 0
+	command -v apt-get >/dev/null || die "$1 is missing on the host and there is no apt-get to install $2"
+	say "installing $2 on the host (apt-get)"
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq >>"$LOGDIR/host-apt.log" 2>&1 ||
+		die "apt-get update failed; see $LOGDIR/host-apt.log"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >>"$LOGDIR/host-apt.log" 2>&1 ||
+		die "apt-get install $2 failed; see $LOGDIR/host-apt.log"
+	command -v "$1" >/dev/null || die "$2 is installed but $1 is still missing"
 }
 
 BUILD_TMP=
@@ -346,7 +479,7 @@ build_root() {
 		umount_under "$old"
 		rm -rf --one-file-system "$old"
 	done
-	ensure_debootstrap
+	ensure_host_tool debootstrap debootstrap
 	: >"$LOGDIR/build.log"
 	BUILD_TMP=$(mktemp -d "$ROOT.build.XXXXXX")
 	trap cleanup_build EXIT
@@ -482,10 +615,13 @@ configure() {
 	local su=${slurm_ids% *} sg=${slurm_ids#* } mu=${munge_ids% *} mg=${munge_ids#* }
 	local yu=${mysql_ids% *} yg=${mysql_ids#* }
 
-	write_file /etc/hosts 0644 0:0 <<-EOF
-		127.0.0.1 localhost $host${fqdn:+ $fqdn}
-		::1 localhost ip6-localhost ip6-loopback
-	EOF
+	{
+		echo "127.0.0.1 localhost $host${fqdn:+ $fqdn}"
+		echo "::1 localhost ip6-localhost ip6-loopback"
+		echo "$LOGIN_ADDR $LOGIN_HOST"
+		local n
+		for n in "${NODES[@]}"; do echo "${NODE_ADDR[$n]} $n"; done
+	} | write_file /etc/hosts 0644 0:0
 	echo "$host" | write_file /etc/hostname 0644 0:0
 
 	# The test account: uid >= 1000, private home and workspace.
@@ -497,7 +633,8 @@ configure() {
 
 	# Directories of the daemons.
 	install -d -m 0755 -o "$su" -g "$sg" "$ROOT/var/spool/slurmctld" "$ROOT/var/log/slurm"
-	install -d -m 0755 -o 0 -g 0 "$ROOT/var/spool/slurmd"
+	install -d -m 0755 -o 0 -g 0 "$ROOT/var/spool/slurmd" "$ROOT/var/spool/slurmd/$host"
+	for n in "${NODES[@]}"; do install -d -m 0755 -o 0 -g 0 "$ROOT/var/spool/slurmd/$n"; done
 	install -d -m 0700 -o "$mu" -g "$mg" "$ROOT/etc/munge" "$ROOT/var/lib/munge" "$ROOT/var/log/munge"
 	install -d -m 0755 -o "$yu" -g "$yg" "$ROOT/var/lib/mysql"
 	if [ ! -s "$ROOT/etc/munge/munge.key" ]; then
@@ -524,7 +661,7 @@ configure() {
 		# Written by runtime/slurmtest/cluster.sh; rewritten on every cold start.
 		AuthType=auth/munge
 		DbdHost=$host
-		DbdAddr=127.0.0.1
+		DbdAddr=$LOGIN_ADDR
 		DbdPort=$DBD_PORT
 		SlurmUser=slurm
 		PidFile=/run/slurm/slurmdbd.pid
@@ -552,27 +689,34 @@ configure() {
 		[ -c "$ROOT/dev/nvidia$g" ] || mknod -m 0666 "$ROOT/dev/nvidia$g" c 195 "$g"
 	done
 	write_file /etc/slurm/gres.conf 0644 0:0 <<-EOF
-		NodeName=$host Name=gpu File=/dev/nvidia[0-$((NODE_GPUS - 1))]
+		NodeName=$host,$(node_list) Name=gpu File=/dev/nvidia[0-$((NODE_GPUS - 1))]
 	EOF
 }
 
+node_list() { local IFS=,; echo "${NODES[*]}"; }
+
 # write_slurm_conf FIRST_JOB_ID
 write_slurm_conf() {
-	local host
+	local host n nodes=""
 	host=$(host_short)
+	for n in "${NODES[@]}"; do
+		nodes+="NodeName=$n NodeAddr=${NODE_ADDR[$n]} CPUs=$NODE_CPUS RealMemory=$NODE_MEM_MB Gres=gpu:$NODE_GPUS State=UNKNOWN"$'\n'
+	done
 	write_file /etc/slurm/slurm.conf 0644 0:0 <<-EOF
 		# Written by runtime/slurmtest/cluster.sh; rewritten on every cold start.
+		# Every address is one that the host and every node namespace reach:
+		# the login side ($LOGIN_ADDR) on the node network.
 		ClusterName=$CLUSTER
-		SlurmctldHost=$host(127.0.0.1)
+		SlurmctldHost=$host($LOGIN_ADDR)
 		SlurmUser=slurm
 		SlurmctldPort=$CTLD_PORT
 		SlurmdPort=$SLURMD_PORT
 		AuthType=auth/munge
 		CredType=cred/munge
 		StateSaveLocation=/var/spool/slurmctld
-		SlurmdSpoolDir=/var/spool/slurmd
+		SlurmdSpoolDir=/var/spool/slurmd/%n
 		SlurmctldPidFile=/run/slurm/slurmctld.pid
-		SlurmdPidFile=/run/slurm/slurmd.pid
+		SlurmdPidFile=/run/slurm/slurmd-%n.pid
 		ProctrackType=proctrack/linuxproc
 		TaskPlugin=task/none
 		JobAcctGatherType=jobacct_gather/none
@@ -589,12 +733,15 @@ write_slurm_conf() {
 		SlurmdParameters=config_overrides
 		GresTypes=gpu
 		AccountingStorageType=accounting_storage/slurmdbd
-		AccountingStorageHost=127.0.0.1
+		AccountingStorageHost=$LOGIN_ADDR
 		AccountingStoragePort=$DBD_PORT
 		AccountingStorageEnforce=associations
 		JobCompType=jobcomp/none
+		# The default partition: the host itself, in the host's network namespace.
 		NodeName=$host NodeAddr=127.0.0.1 CPUs=$NODE_CPUS RealMemory=$NODE_MEM_MB Gres=gpu:$NODE_GPUS State=UNKNOWN
-		PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+		PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
+		# Multi-node jobs: one node per network namespace, on the node network.
+		${nodes}PartitionName=$MULTI_PARTITION Nodes=$(node_list) MaxTime=INFINITE State=UP
 	EOF
 }
 
@@ -686,32 +833,44 @@ start_slurmctld() {
 	wait_for 60 "slurmctld" ctld_ok
 }
 
+all_nodes() { echo "$(host_short)" "${NODES[@]}"; }
+
+# node_states: "NAME STATE" per node (once per partition it is in).
+node_states() { inroot sinfo -h -N -o '%N %t' 2>/dev/null; }
+
+# node_ok: every node (the host's and the namespace nodes) is up and usable.
 node_ok() {
-	local st
-	st=$(inroot sinfo -h -N -o '%t' 2>/dev/null) || return 1
-	[[ $st =~ ^(idle|mix|alloc|comp|plnd)-?$ ]]
+	local st n
+	st=$(node_states) || return 1
+	for n in $(all_nodes); do
+		awk -v n="$n" '$1 == n { seen = 1; if ($2 !~ /^(idle|mix|alloc|comp|plnd)-?$/) bad = 1 }
+			END { exit !(seen && !bad) }' <<<"$st" || return 1
+	done
 }
 
 node_resume_if_needed() {
-	local st
-	st=$(inroot sinfo -h -N -o '%t' 2>/dev/null) || return 0
-	case $st in
-	drain* | down* | drng* | fail*)
-		inroot scontrol update nodename="$(host_short)" state=resume >/dev/null 2>&1 || true
-		;;
-	esac
+	local st n
+	st=$(node_states) || return 0
+	for n in $(awk '$2 ~ /^(drain|down|drng|fail)/ { print $1 }' <<<"$st" | sort -u); do
+		inroot scontrol update nodename="$n" state=resume >/dev/null 2>&1 || true
+	done
 	return 0
 }
 
 start_slurmd() {
 	if ! alive slurmd; then
-		launch slurmd "" -D || return 1
+		launch slurmd "" -D -N "$(host_short)" || return 1
 	fi
+	local n
+	for n in "${NODES[@]}"; do
+		alive "slurmd-$n" && continue
+		NODE=$n launch "slurmd-$n" "" -D -N "$n" || return 1
+	done
 	local deadline=$((SECONDS + 60))
 	until node_ok; do
 		node_resume_if_needed
 		if [ "$SECONDS" -ge "$deadline" ]; then
-			say "timed out waiting for the node to become idle: $(inroot sinfo -h -N -o '%N %t %E' 2>&1)"
+			say "timed out waiting for the nodes to become idle: $(inroot sinfo -h -N -o '%N %t %E' 2>&1)"
 			return 1
 		fi
 		sleep 0.5
@@ -731,7 +890,7 @@ any_alive() {
 	return 1
 }
 
-healthy() { all_alive && ctld_ok && node_ok && sacct_ok; }
+healthy() { all_alive && net_ok && ctld_ok && node_ok && sacct_ok; }
 
 show_logs() {
 	local d
@@ -757,12 +916,18 @@ cold_reset() {
 	for p in $CTLD_PORT $SLURMD_PORT $DBD_PORT $DB_PORT; do
 		port_busy "$p" && die "127.0.0.1:$p is already in use by another program; the test cluster needs ports $CTLD_PORT, $SLURMD_PORT, $DBD_PORT and $DB_PORT"
 	done
-	return 0
+	net_up
 }
 
 start_all() {
 	local cold=$1
 	# Called in a condition, where set -e does not apply: check every step.
+	# A cold start has just built the node network (cold_reset); daemons that
+	# still run need the one they were started in.
+	if [ "$cold" = 0 ] && ! net_ok; then
+		say "the node network is incomplete"
+		return 1
+	fi
 	mount_root "$ROOT" || return 1
 	runtime_dirs || return 1
 	start_mariadbd || return 1
@@ -810,7 +975,7 @@ do_up() {
 			die "the cluster did not come up"
 		fi
 	fi
-	say "up in $((SECONDS - t0))s: node $(host_short) idle, accounting answers ($(inroot sbatch --version))"
+	say "up in $((SECONDS - t0))s: nodes $(all_nodes) idle, accounting answers ($(inroot sbatch --version))"
 }
 
 cancel_jobs() {
@@ -836,6 +1001,7 @@ do_down_locked() {
 		sweep
 		umount_under "$ROOT"
 	fi
+	net_down
 	rm -f "$STATE"/*.pid
 }
 
@@ -849,17 +1015,23 @@ do_status() {
 	local d pid rc=0
 	for d in "${DAEMONS[@]}"; do
 		if pid=$(pid_of "$d"); then
-			printf '%-10s running (pid %s)\n' "$d" "$pid"
+			printf '%-15s running (pid %s)\n' "$d" "$pid"
 		else
-			printf '%-10s stopped\n' "$d"
+			printf '%-15s stopped\n' "$d"
 			rc=3
 		fi
 	done
+	if net_ok; then
+		echo "node network   $NET.0/24 on $BRIDGE (login side $LOGIN_ADDR)"
+	else
+		echo "node network   incomplete or absent"
+		rc=3
+	fi
 	if alive slurmctld; then
 		inroot sinfo -N -o '%N %P %t %c %m %G' 2>&1 || rc=3
 	fi
 	if [ "$rc" = 0 ] && ! healthy >/dev/null 2>&1; then
-		echo "daemons run but the cluster is not healthy (node not idle or sacct not answering)"
+		echo "daemons run but the cluster is not healthy (a node not idle or sacct not answering)"
 		rc=3
 	fi
 	[ "$rc" = 0 ] && echo "cluster is up"
@@ -887,6 +1059,11 @@ do_env() {
 		PATH_IN_ROOT=$IN_PATH
 		NVFLARE_ROOT=$NVFLARE_IN_ROOT
 		NVFLARE_STAMP=$NVFLARE_STAMP
+		MULTI_PARTITION=$MULTI_PARTITION
+		MULTI_NODES=$(node_list)
+		MULTI_ADDRS=$(for n in "${NODES[@]}"; do printf '%s\n' "${NODE_ADDR[$n]}"; done | paste -sd, -)
+		LOGIN_ADDR=$LOGIN_ADDR
+		LOGIN_HOST=$LOGIN_HOST
 	EOF
 	local src
 	if src=$(nvflare_source); then
@@ -930,7 +1107,7 @@ start-ctld)
 	lock
 	need_up
 	start_slurmctld || die "slurmctld did not start"
-	wait_for 60 "the node" node_ok || die "the node did not return"
+	wait_for 60 "the nodes" node_ok || die "the nodes did not return"
 	say "slurmctld started"
 	;;
 stop-dbd)

@@ -13,6 +13,9 @@
 //
 // Everything a test runs through Command executes inside the root as the
 // dedicated non-root test account (see TestUser), with a minimal environment.
+// RequireNodes gives multi-node tests the partition of three nodes that run in
+// network namespaces of their own; NVFlareRoot and PythonCommand run the
+// NVFlare source that cluster.sh copies into the root.
 // The cluster is left running when the test process ends: `make test-slurm`
 // stops it with `cluster.sh down`.
 package slurmtest
@@ -57,8 +60,16 @@ const lockWait = 10 * time.Minute
 type Cluster struct {
 	// Root is the host path of the chroot (the root's "/").
 	Root string
-	// ClusterName, Account, Partition and Node are the Slurm names in use.
+	// ClusterName, Account, Partition and Node are the Slurm names in use:
+	// Partition is the default partition, whose one node Node is the host
+	// itself (NodeAddr 127.0.0.1). The multi-node partition is RequireNodes'.
 	ClusterName, Account, Partition, Node string
+	// LoginAddr is the host's address on the private node network, where
+	// slurmctld, slurmdbd and whatever a test starts through Command (e.g. an
+	// NVFlare parent listening on all addresses) are reachable from every node,
+	// the host's own included; LoginHost is a name for it in the root's
+	// /etc/hosts.
+	LoginAddr, LoginHost string
 	// TestUser is the non-root account that runs the runtime side of tests,
 	// registered in accounting under Account; TestUID and TestGID are its IDs.
 	TestUser         string
@@ -76,6 +87,50 @@ type Cluster struct {
 	// nvflareRoot, nvflareStamp: where cluster.sh copies the NVFlare source in
 	// the root and its stamp; nvflareMissing says why there is no source.
 	nvflareRoot, nvflareStamp, nvflareMissing string
+	// multi: the multi-node partition (see RequireNodes).
+	multi Nodes
+}
+
+// Nodes is the multi-node part of the test cluster: a partition whose nodes
+// each run their slurmd in a network namespace of their own, with their own
+// address on a private bridge and their own host name, sharing the root as
+// the shared file system. Jobs there reach each other, and the login side
+// (LoginAddr), over that network only.
+type Nodes struct {
+	// Partition is the partition holding exactly Names.
+	Partition string
+	// Names are the node names (also each node's host name), in Slurm's
+	// order: a job on all of them gets SLURM_NODEID 0, 1, ... in this order.
+	Names []string
+	// Addrs are the nodes' addresses on the node network, in the same order;
+	// each Names[i] resolves to Addrs[i] in the root's /etc/hosts.
+	Addrs []string
+}
+
+// RequireNodes is Require for tests that need a job on n separate nodes
+// (1 <= n <= 3): it returns the cluster and its multi-node partition. The
+// partition always holds all its nodes (three), whatever n is. The nodes run
+// whenever the cluster runs, so asking costs nothing more than Require.
+func RequireNodes(t testing.TB, n int) (*Cluster, Nodes) {
+	t.Helper()
+	c := require(t, false)
+	return c, c.MultiNodes(t, n)
+}
+
+// MultiNodes is RequireNodes' answer for a cluster the test already holds
+// (e.g. from RequireExclusive): the multi-node partition, which must have at
+// least n nodes.
+func (c *Cluster) MultiNodes(t testing.TB, n int) Nodes {
+	t.Helper()
+	if n < 1 || n > len(c.multi.Names) {
+		t.Fatalf("slurmtest: %d nodes asked for: the test cluster's partition %s has %d nodes (%s)",
+			n, c.multi.Partition, len(c.multi.Names), strings.Join(c.multi.Names, ","))
+	}
+	return Nodes{
+		Partition: c.multi.Partition,
+		Names:     append([]string(nil), c.multi.Names...),
+		Addrs:     append([]string(nil), c.multi.Addrs...),
+	}
 }
 
 var (
@@ -255,7 +310,7 @@ func clusterEnv(script string) (map[string]string, error) {
 		}
 	}
 	for _, k := range []string{"ROOT", "STATE", "TEST_USER", "TEST_UID", "TEST_GID", "TEST_HOME", "TEST_WS", "PATH_IN_ROOT",
-		"NVFLARE_ROOT", "NVFLARE_STAMP"} {
+		"NVFLARE_ROOT", "NVFLARE_STAMP", "MULTI_PARTITION", "MULTI_NODES", "MULTI_ADDRS", "LOGIN_ADDR", "LOGIN_HOST"} {
 		if env[k] == "" {
 			return nil, fmt.Errorf("cluster.sh env: no %s in %q", k, out)
 		}
@@ -273,6 +328,11 @@ func newCluster(script string, env map[string]string) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster.sh env: TEST_GID: %v", err)
 	}
+	names := strings.Split(env["MULTI_NODES"], ",")
+	addrs := strings.Split(env["MULTI_ADDRS"], ",")
+	if len(names) != len(addrs) {
+		return nil, fmt.Errorf("cluster.sh env: MULTI_NODES %q and MULTI_ADDRS %q differ in length", env["MULTI_NODES"], env["MULTI_ADDRS"])
+	}
 	return &Cluster{
 		Root:        env["ROOT"],
 		ClusterName: env["CLUSTER"],
@@ -285,7 +345,11 @@ func newCluster(script string, env map[string]string) (*Cluster, error) {
 		Home:        env["TEST_HOME"],
 		Workspace:   env["TEST_WS"],
 		Path:        env["PATH_IN_ROOT"],
+		LoginAddr:   env["LOGIN_ADDR"],
+		LoginHost:   env["LOGIN_HOST"],
 		script:      script,
+
+		multi: Nodes{Partition: env["MULTI_PARTITION"], Names: names, Addrs: addrs},
 
 		nvflareRoot:    env["NVFLARE_ROOT"],
 		nvflareStamp:   env["NVFLARE_STAMP"],
