@@ -1,0 +1,181 @@
+package workspace
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/flare-slurm/flare-slurm/internal/dirfd"
+)
+
+// markerJSON is a resources.json.default that names output as its
+// workspace, the way prepare writes it.
+func markerJSON(output string) []byte {
+	return fmt.Appendf(nil, `{"format_version": 2, "components": [{"id": "slurm_launcher", "path": "x", "args": {"sandbox": "none", "workspace_path": %q}}]}`+"\n", output)
+}
+
+// tree is a small workspace for output: the marker, a file saying tag, a
+// read-only directory (as kits have) and a nested file.
+func tree(output, tag string) []StagingFile {
+	return []StagingFile{
+		{Path: ".", Dir: true, Mode: 0o700},
+		{Path: "local", Dir: true, Mode: 0o755},
+		{Path: MarkerFile, Mode: 0o644, Data: markerJSON(output)},
+		{Path: "startup", Dir: true, Mode: 0o500},
+		{Path: "startup/tag", Mode: 0o600, Data: []byte(tag)},
+		{Path: "transfer", Dir: true, Mode: 0o755},
+		{Path: "transfer/a", Dir: true, Mode: 0o755},
+		{Path: "transfer/a/b.txt", Mode: 0o644, Data: []byte("b " + tag)},
+	}
+}
+
+// stageOnce runs a whole staging of files at output (open, check, stage,
+// fill, sync, install, close) and returns the warnings.
+func stageOnce(t testing.TB, output string, files []StagingFile, force bool, opts StagingOptions) ([]string, error) {
+	t.Helper()
+	var warnings []string
+	opts.Warn = func(m string) { warnings = append(warnings, m) }
+	target, err := StagingOpen(output)
+	if err != nil {
+		return warnings, err
+	}
+	defer target.Close()
+	if err := target.CheckReplace(force); err != nil {
+		return warnings, err
+	}
+	s, err := target.Stage(opts)
+	if err != nil {
+		return warnings, err
+	}
+	err = s.Fill(context.Background(), files)
+	if err == nil {
+		err = s.Sync()
+	}
+	if err == nil {
+		err = s.Install()
+	}
+	if cerr := s.Close(); cerr != nil {
+		warnings = append(warnings, cerr.Error())
+	}
+	return warnings, err
+}
+
+func mustStage(t testing.TB, output, tag string) {
+	t.Helper()
+	if w, err := stageOnce(t, output, tree(output, tag), false, StagingOptions{}); err != nil {
+		t.Fatalf("staging %s: %v (warnings %q)", output, err, w)
+	}
+}
+
+// digest hashes a tree without following symlinks: every path, type,
+// permission bits and content. A missing root digests to "absent".
+func digest(t testing.TB, root string) string {
+	t.Helper()
+	if _, err := os.Lstat(root); errors.Is(err, fs.ErrNotExist) {
+		return "absent"
+	}
+	var lines []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		line := rel + " " + info.Mode().String()
+		switch {
+		case info.Mode().IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			sum := sha256.Sum256(data)
+			line += " " + hex.EncodeToString(sum[:])
+		case info.Mode()&fs.ModeSymlink != 0:
+			dest, _ := os.Readlink(p)
+			line += " -> " + dest
+		}
+		lines = append(lines, line)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(lines)
+	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	return hex.EncodeToString(sum[:])
+}
+
+// stagings lists the staging directories beside output.
+func stagings(t testing.TB, output string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Dir(output))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), StagingPrefix(output)) {
+			out = append(out, filepath.Join(filepath.Dir(output), e.Name()))
+		}
+	}
+	return out
+}
+
+// readTag is the tag of the workspace at output.
+func readTag(t testing.TB, output string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(output, "startup", "tag"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// tempDir is t.TempDir with symlinks resolved (StagingOpen takes real
+// paths).
+func tempDir(t testing.TB) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func wantKind(t testing.TB, err error, kind StagingErrorKind) *StagingError {
+	t.Helper()
+	var se *StagingError
+	if !errors.As(err, &se) || se.Kind != kind {
+		t.Fatalf("error %v (%T), want a StagingError of kind %d", err, err, kind)
+	}
+	return se
+}
+
+// bothResolvers runs f with openat2 (where the kernel has it) and with the
+// openat(O_NOFOLLOW) walk of kernels without it.
+func bothResolvers(t *testing.T, f func(t *testing.T)) {
+	t.Run("openat2", func(t *testing.T) {
+		if !dirfd.UsesOpenat2() {
+			t.Log("this kernel has no openat2: both runs use the openat walk")
+		}
+		f(t)
+	})
+	t.Run("openat-walk", func(t *testing.T) {
+		defer dirfd.DisableOpenat2ForTesting()()
+		if dirfd.UsesOpenat2() {
+			t.Fatal("openat2 still in use")
+		}
+		f(t)
+	})
+}
