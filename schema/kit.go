@@ -204,12 +204,22 @@ func checkLocal(kit *Kit, local string) Problems {
 	return probs
 }
 
+// Where prepare's default output lies in a kit (contract §4): KIT/prepared
+// holds the prepared workspaces of every runtime, and is left out of the
+// copy.
+const (
+	PreparedDir   = "prepared"
+	DefaultOutput = PreparedDir + "/slurm"
+)
+
 // walkKit reports every entry under the kit that prepare cannot copy: a
 // symlink to a directory or to a special file, a dangling symlink, a named
 // pipe, socket or device, an unreadable directory. A symlink to a regular
 // file is fine (prepare copies its content). KIT/prepared (prepare's
-// default output, left out of the copy) is not entered. dir is the kit as
-// the caller named it (for messages), abs its absolute path.
+// default output, left out of the copy) is not entered, but it and
+// KIT/prepared/slurm must not be symlinks: the default output would lead
+// out of the kit. dir is the kit as the caller named it (for messages),
+// abs its absolute path.
 func walkKit(dir, abs string) Problems {
 	root, err := filepath.EvalSymlinks(abs)
 	if err != nil {
@@ -223,7 +233,7 @@ func walkKit(dir, abs string) Problems {
 		}
 		probs = append(probs, Problem{File: name, Message: msg, Hint: hint})
 	}
-	prepared := filepath.Join(root, "prepared")
+	prepared := filepath.Join(root, PreparedDir)
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p == root {
@@ -235,6 +245,13 @@ func walkKit(dir, abs string) Problems {
 		if p == prepared {
 			// Left out whatever it is; SkipDir on a file would skip the
 			// rest of the kit's top level.
+			for _, q := range []string{p, filepath.Join(root, filepath.FromSlash(DefaultOutput))} {
+				if st, err := os.Lstat(q); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+					dest, _ := os.Readlink(q)
+					bad(q, fmt.Sprintf("symlink (to %s); prepare's default output %s must lie inside the kit", dest, DefaultOutput),
+						"replace the symlink with a real directory (or remove it), and give prepare --output to put the workspace elsewhere")
+				}
+			}
 			if d.IsDir() {
 				return filepath.SkipDir
 			}

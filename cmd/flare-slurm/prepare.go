@@ -30,8 +30,15 @@ Defaults: --config KIT/config.yaml, --output KIT/prepared/slurm. An --output
 inside the kit must be under KIT/prepared/. Run prepare as the account that
 runs the parent: the workspace belongs to whoever prepares it (as root,
 prepare warns).
+
+prepare replaces OUT only when it is new, empty, or a workspace prepared for
+that same path (its local/resources.json.default names it); any other
+directory needs --force. It refuses an OUT whose parent directory another
+account can write, unless that directory is sticky (like /tmp).
 --check writes nothing: it prints a unified diff of what prepare would change
-and exits 1 when OUT differs (drift detection).`,
+and exits 1 when OUT differs (drift detection). The content of private keys,
+secret.env and startup files not known to be public is never shown, only
+their SHA-256.`,
 			Args: cobra.MaximumNArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				switch {
@@ -76,7 +83,7 @@ and exits 1 when OUT differs (drift detection).`,
 		f.StringVar(&opts.Config, "config", "", "the Slurm config (default KIT/config.yaml)")
 		f.StringVar(&opts.Output, "output", "", "the workspace to create or replace (default KIT/prepared/slurm)")
 		f.BoolVar(&asJSON, "json", false, "print the result as JSON")
-		f.BoolVar(&opts.Force, "force", false, "replace a workspace even if it holds job artifacts")
+		f.BoolVar(&opts.Force, "force", false, "replace OUT even if it holds job artifacts or is not a workspace prepared for it")
 		f.BoolVar(&check, "check", false, "write nothing; print a diff and exit 1 if the workspace differs")
 		return cmd
 	})

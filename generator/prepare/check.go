@@ -2,18 +2,25 @@ package prepare
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/pmezard/go-difflib/difflib"
+	"golang.org/x/sys/unix"
 
+	"github.com/flare-slurm/flare-slurm/internal/dirfd"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -54,90 +61,162 @@ func (d *Drift) Problems() schema.Problems {
 	return ps
 }
 
-// diffLimit is the largest file Diff shows line by line.
+// diffLimit is the largest file Diff shows line by line (and reads into
+// memory); larger files are compared by streaming and only said to differ.
 const diffLimit = 1 << 20
 
 // Diff compares the workspace on disk at w.Output with w, reading both and
 // writing nothing. File content, file type and permission bits count;
-// modification times do not.
+// modification times do not. Files are compared by streaming: only files
+// of at most diffLimit bytes are read whole (to show a unified diff), so
+// memory stays flat whatever the size of the kit's files. The content of a
+// secret file (see secretFile) is never shown: its change is reported with
+// the SHA-256 of both sides.
 func Diff(w *Workspace) (*Drift, error) {
 	d := &Drift{Output: w.Output}
 	var text strings.Builder
-	onDisk, err := listTree(w.Output)
+	disk, err := openTree(w.Output)
 	if err != nil {
 		return nil, &Error{Code: CodeFailed, Message: fmt.Sprintf("cannot read the workspace %s: %v", w.Output, err), Hint: "check its permissions", Err: err}
 	}
+	defer disk.close()
 	add := func(p string, kind ChangeKind, format string, args ...any) {
 		d.Changes = append(d.Changes, Change{Path: p, Kind: kind, Detail: fmt.Sprintf(format, args...)})
 	}
+	base := path.Base(filepath.ToSlash(w.Output))
 	for _, f := range w.Files {
-		disk, exists := onDisk[f.Path]
-		delete(onDisk, f.Path)
-		display := path.Join(path.Base(w.Output), f.Path)
+		have, exists := disk.entries[f.Path]
+		delete(disk.entries, f.Path)
+		display := quoteName(path.Join(base, f.Path))
 		switch {
 		case !exists && f.Dir:
 			add(f.Path, Added, "directory would be added")
 			fmt.Fprintf(&text, "Only in prepared: %s/\n", display)
 			continue
 		case !exists:
-			data, err := w.content(f)
+			want, err := w.sample(f)
 			if err != nil {
 				return nil, err
 			}
+			if want.secret {
+				add(f.Path, Added, "secret file would be added (sha256 %s)", want.short())
+				fmt.Fprintf(&text, "Secret file only in prepared: %s (sha256 %s; content not shown)\n", display, want.short())
+				continue
+			}
 			add(f.Path, Added, "file would be added")
-			writeDiff(&text, display, nil, data, false, true)
+			writeDiff(&text, display, sample{}, want, false, true)
 			continue
-		case f.Dir != disk.IsDir() || (!f.Dir && !disk.Mode().IsRegular()):
-			add(f.Path, TypeDiff, "a %s would replace the %s", kindName(f.Dir), schema.FileKind(disk.Mode()))
-			fmt.Fprintf(&text, "File type differs: %s (%s on disk)\n", display, schema.FileKind(disk.Mode()))
+		case f.Dir != have.mode.IsDir() || (!f.Dir && !have.mode.IsRegular()):
+			add(f.Path, TypeDiff, "a %s would replace the %s", kindName(f.Dir), schema.FileKind(have.mode))
+			fmt.Fprintf(&text, "File type differs: %s (%s on disk)\n", display, schema.FileKind(have.mode))
 			continue
 		}
 		if !f.Dir {
-			want, err := w.content(f)
-			if err != nil {
+			if err := w.diffFile(f, disk, have, display, &text, add); err != nil {
 				return nil, err
 			}
-			have, err := os.ReadFile(filepath.Join(w.Output, filepath.FromSlash(f.Path)))
-			if err != nil {
-				return nil, &Error{Code: CodeFailed, Message: fmt.Sprintf("cannot read %s: %v", display, err), Hint: "check its permissions", Err: err}
-			}
-			if !bytes.Equal(have, want) {
-				add(f.Path, Modified, "content would change")
-				writeDiff(&text, display, have, want, true, true)
-			}
 		}
-		if have := disk.Mode().Perm(); have != f.Mode {
-			add(f.Path, ModeOnly, "mode would change from %04o to %04o", have, f.Mode)
-			fmt.Fprintf(&text, "Mode differs: %s %04o -> %04o\n", display, have, f.Mode)
+		if perm := have.mode.Perm(); perm != f.Mode {
+			add(f.Path, ModeOnly, "mode would change from %04o to %04o", perm, f.Mode)
+			fmt.Fprintf(&text, "Mode differs: %s %04o -> %04o\n", display, perm, f.Mode)
 		}
 	}
 	// What is left on disk would be removed; report each top-most path.
-	rest := make([]string, 0, len(onDisk))
-	for p := range onDisk {
+	rest := make([]string, 0, len(disk.entries))
+	for p := range disk.entries {
 		rest = append(rest, p)
 	}
-	sort.Slice(rest, func(i, j int) bool { return pathLess(rest[i], rest[j]) })
+	sort.Slice(rest, func(i, j int) bool { return workspace.StagingPathLess(rest[i], rest[j]) })
 	var removedDir string
 	for _, p := range rest {
 		if removedDir != "" && strings.HasPrefix(p, removedDir+"/") {
 			continue
 		}
-		display := path.Join(path.Base(w.Output), p)
-		if onDisk[p].IsDir() {
+		display := quoteName(path.Join(base, p))
+		e := disk.entries[p]
+		if e.mode.IsDir() {
 			removedDir = p
 			add(p, Removed, "directory would be removed with its content")
-			fmt.Fprintf(&text, "Only in %s: %s/\n", filepath.Join(w.Output, filepath.FromSlash(path.Dir(p))), path.Base(p))
+			fmt.Fprintf(&text, "Only in %s: %s/\n", quoteName(filepath.Join(w.Output, filepath.FromSlash(path.Dir(p)))), quoteName(path.Base(p)))
+			continue
+		}
+		if !e.mode.IsRegular() {
+			add(p, Removed, "%s would be removed", schema.FileKind(e.mode))
+			fmt.Fprintf(&text, "Only in %s: %s (%s)\n", quoteName(filepath.Join(w.Output, filepath.FromSlash(path.Dir(p)))), quoteName(path.Base(p)), schema.FileKind(e.mode))
+			continue
+		}
+		old, err := disk.sample(p, e)
+		if err != nil {
+			return nil, err
+		}
+		if old.secret {
+			add(p, Removed, "secret file would be removed (sha256 %s)", old.short())
+			fmt.Fprintf(&text, "Secret file only in %s: %s (sha256 %s; content not shown)\n", quoteName(filepath.Join(w.Output, filepath.FromSlash(path.Dir(p)))), quoteName(path.Base(p)), old.short())
 			continue
 		}
 		add(p, Removed, "file would be removed")
-		var have []byte
-		if onDisk[p].Mode().IsRegular() && onDisk[p].Size() <= diffLimit {
-			have, _ = os.ReadFile(filepath.Join(w.Output, filepath.FromSlash(p)))
-		}
-		writeDiff(&text, display, have, nil, true, false)
+		writeDiff(&text, display, old, sample{}, true, false)
 	}
 	d.Text = text.String()
 	return d, nil
+}
+
+// diffFile compares the regular file f with its copy on disk (have).
+func (w *Workspace) diffFile(f *File, disk *diskTree, have diskEntry, display string, text *strings.Builder, add func(string, ChangeKind, string, ...any)) error {
+	want, err := w.sample(f)
+	if err != nil {
+		return err
+	}
+	old, err := disk.sample(f.Path, have)
+	if err != nil {
+		return err
+	}
+	if old.secret || want.secret {
+		// Both sides hashed in full: equal hashes mean equal content.
+		if old.sum == nil {
+			old.sum, err = disk.hash(f.Path, have)
+		}
+		if err == nil && want.sum == nil {
+			want.sum, err = w.hash(f)
+		}
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(old.sum, want.sum) {
+			add(f.Path, Modified, "secret content would change (sha256 %s -> %s)", old.short(), want.short())
+			fmt.Fprintf(text, "Secret file differs: %s changed (sha256 %s -> %s; content not shown)\n", display, old.short(), want.short())
+		}
+		return nil
+	}
+	if old.data != nil && want.data != nil {
+		if !bytes.Equal(old.data, want.data) {
+			add(f.Path, Modified, "content would change")
+			writeDiff(text, display, old, want, true, true)
+		}
+		return nil
+	}
+	// At least one side is too large to show: compare by streaming.
+	same := old.size == want.size
+	if same {
+		a, err := disk.open(f.Path, have)
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		b, err := w.open(f)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		if same, err = sameContent(a, b); err != nil {
+			return &Error{Code: CodeFailed, Message: fmt.Sprintf("cannot compare %s: %v", display, err), Hint: "check its permissions", Err: err}
+		}
+	}
+	if !same {
+		add(f.Path, Modified, "content would change")
+		fmt.Fprintf(text, "Files a/%s and b/%s differ (%d -> %d bytes; larger than %d bytes, not shown)\n", display, display, old.size, want.size, diffLimit)
+	}
+	return nil
 }
 
 func kindName(dir bool) string {
@@ -147,50 +226,308 @@ func kindName(dir bool) string {
 	return "file"
 }
 
-// content returns what f will hold.
-func (w *Workspace) content(f *File) ([]byte, error) {
-	if f.rendered {
-		return f.Data, nil
+// sample is what Diff knows of one side of a file: its size; its content
+// when it is at most diffLimit bytes; whether it is secret; and, for a
+// secret file, the SHA-256 of its content.
+type sample struct {
+	size   int64
+	data   []byte // nil when larger than diffLimit
+	secret bool
+	sum    []byte
+}
+
+func (s sample) short() string {
+	if s.sum == nil {
+		return "?"
 	}
-	data, err := os.ReadFile(f.Source)
+	return hex.EncodeToString(s.sum[:6]) + "…"
+}
+
+// newSample makes the sample of a file at slash path rel with size bytes,
+// reading its content from open when it is small enough to keep.
+func newSample(rel string, size int64, open func() (io.ReadCloser, error)) (sample, error) {
+	s := sample{size: size, secret: secretFile(rel)}
+	if size > diffLimit && !s.secret {
+		return s, nil
+	}
+	r, err := open()
 	if err != nil {
-		return nil, &Error{Code: CodeInvalidKit, Message: fmt.Sprintf("cannot read %s: %v", f.Source, err), Hint: "check the permissions of the kit", Err: err}
+		return s, err
+	}
+	defer r.Close()
+	if size > diffLimit {
+		s.sum, err = sha256Of(r)
+		return s, err
+	}
+	if s.data, err = io.ReadAll(io.LimitReader(r, diffLimit+1)); err != nil {
+		return s, err
+	}
+	if s.data == nil {
+		s.data = []byte{}
+	}
+	if !s.secret && holdsPrivateKey(s.data) {
+		s.secret = true
+	}
+	if s.secret {
+		sum := sha256.Sum256(s.data)
+		s.sum, s.data = sum[:], nil
+	}
+	return s, nil
+}
+
+// sample is the sample of what f will hold.
+func (w *Workspace) sample(f *File) (sample, error) {
+	if f.rendered {
+		s := sample{size: int64(len(f.Data)), data: f.Data, secret: secretFile(f.Path) || holdsPrivateKey(f.Data)}
+		if s.secret {
+			sum := sha256.Sum256(f.Data)
+			s.sum, s.data = sum[:], nil
+		}
+		return s, nil
+	}
+	s, err := newSample(f.Path, f.Expect.Size, func() (io.ReadCloser, error) { return w.open(f) })
+	if err != nil {
+		return s, w.readError(f, err)
+	}
+	return s, nil
+}
+
+// hash is the SHA-256 of what f will hold.
+func (w *Workspace) hash(f *File) ([]byte, error) {
+	if f.rendered {
+		sum := sha256.Sum256(f.Data)
+		return sum[:], nil
+	}
+	r, err := w.open(f)
+	if err != nil {
+		return nil, w.readError(f, err)
+	}
+	defer r.Close()
+	sum, err := sha256Of(r)
+	if err != nil {
+		return nil, w.readError(f, err)
+	}
+	return sum, nil
+}
+
+// open opens the kit file f is copied from, checking that it is still the
+// regular file scanned (never blocking on a named pipe).
+func (w *Workspace) open(f *File) (io.ReadCloser, error) {
+	if f.rendered {
+		return io.NopCloser(bytes.NewReader(f.Data)), nil
+	}
+	r, err := dirfd.OpenRegular(f.Source, f.Expect)
+	if err != nil {
+		return nil, w.readError(f, err)
+	}
+	return r, nil
+}
+
+func (w *Workspace) readError(f *File, err error) error {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	var notRegular *dirfd.NotRegularError
+	var changed *dirfd.ChangedError
+	switch {
+	case errors.As(err, &notRegular):
+		return &Error{Code: CodeInvalidKit, Err: err,
+			Message: fmt.Sprintf("the kit changed while prepare ran: %s is now a %s; prepare copies regular files only", notRegular.Path, schema.FileKind(notRegular.Mode)),
+			Hint:    "remove it from the kit and re-run prepare"}
+	case errors.As(err, &changed):
+		return &Error{Code: CodeInvalidKit, Err: err, Message: "the kit changed while prepare ran: " + changed.Error(),
+			Hint: "re-run prepare once nothing changes the kit"}
+	}
+	return &Error{Code: CodeInvalidKit, Message: fmt.Sprintf("cannot read %s: %v", f.Source, unwrapPathError(err)), Hint: "check the permissions of the kit", Err: err}
+}
+
+// content returns what f will hold, whole (for the small JSON files
+// prepare rewrites).
+func (w *Workspace) content(f *File) ([]byte, error) {
+	r, err := w.open(f)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, w.readError(f, err)
 	}
 	return data, nil
 }
 
-// listTree maps every path under root (not following symlinks) to its
-// file info; a missing root is an empty tree.
-func listTree(root string) (map[string]fs.FileInfo, error) {
-	out := map[string]fs.FileInfo{}
-	err := filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
-		if err != nil {
-			if p == root && errors.Is(err, fs.ErrNotExist) {
-				return fs.SkipAll
-			}
-			return err
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		info, err := de.Info()
-		if err != nil {
-			return err
-		}
-		out[filepath.ToSlash(rel)] = info
-		return nil
-	})
-	return out, err
+// diskTree is the workspace on disk, listed through descriptors (never
+// following a symlink): each path with its type, mode and identity.
+type diskTree struct {
+	root    *dirfd.Dir // nil when the workspace does not exist
+	entries map[string]diskEntry
 }
 
+type diskEntry struct {
+	mode   fs.FileMode
+	expect dirfd.Expect
+}
+
+// openTree lists the tree at root; a missing root is an empty tree.
+func openTree(root string) (*diskTree, error) {
+	t := &diskTree{entries: map[string]diskEntry{}}
+	d, err := dirfd.Open(root)
+	if errors.Is(err, unix.ENOENT) {
+		return t, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.root = d
+	st := d.Stat()
+	t.entries["."] = diskEntry{mode: dirfd.ModeOf(st.Mode), expect: dirfd.ExpectOf(&st)}
+	if err := t.walk(d, "."); err != nil {
+		t.close()
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *diskTree) walk(d *dirfd.Dir, rel string) error {
+	ents, err := d.Entries()
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		st, err := d.Lstat(e.Name())
+		if errors.Is(err, unix.ENOENT) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		p := path.Join(rel, e.Name())
+		t.entries[p] = diskEntry{mode: dirfd.ModeOf(st.Mode), expect: dirfd.ExpectOf(&st)}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			continue
+		}
+		sub, err := d.OpenDir(e.Name())
+		if err != nil {
+			return err
+		}
+		err = t.walk(sub, p)
+		sub.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *diskTree) close() { t.root.Close() }
+
+// open opens the regular file rel of the tree, which must still be the
+// file listed.
+func (t *diskTree) open(rel string, e diskEntry) (io.ReadCloser, error) {
+	d, err := t.root.OpenBeneath(path.Dir(rel))
+	if err != nil {
+		return nil, t.readError(rel, err)
+	}
+	defer d.Close()
+	f, err := d.OpenRegular(path.Base(rel), e.expect)
+	if err != nil {
+		return nil, t.readError(rel, err)
+	}
+	return f, nil
+}
+
+func (t *diskTree) sample(rel string, e diskEntry) (sample, error) {
+	s, err := newSample(rel, e.expect.Size, func() (io.ReadCloser, error) { return t.open(rel, e) })
+	if err != nil {
+		return s, t.readError(rel, err)
+	}
+	return s, nil
+}
+
+func (t *diskTree) hash(rel string, e diskEntry) ([]byte, error) {
+	r, err := t.open(rel, e)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	sum, err := sha256Of(r)
+	if err != nil {
+		return nil, t.readError(rel, err)
+	}
+	return sum, nil
+}
+
+func (t *diskTree) readError(rel string, err error) error {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	return &Error{Code: CodeFailed, Message: fmt.Sprintf("cannot read %s: %v", t.root.Join(rel), unwrapPathError(err)),
+		Hint: "check its permissions; the workspace may be changing (is a parent running in it?)", Err: err}
+}
+
+func sha256Of(r io.Reader) ([]byte, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, r); err != nil {
+		return nil, err
+	}
+	return h.Sum(nil), nil
+}
+
+// sameContent compares two readers to their end, a block at a time.
+func sameContent(a, b io.Reader) (bool, error) {
+	const block = 256 << 10
+	bufA, bufB := make([]byte, block), make([]byte, block)
+	for {
+		n, errA := io.ReadFull(a, bufA)
+		m, errB := io.ReadFull(b, bufB)
+		if errA != nil && errA != io.EOF && errA != io.ErrUnexpectedEOF {
+			return false, errA
+		}
+		if errB != nil && errB != io.EOF && errB != io.ErrUnexpectedEOF {
+			return false, errB
+		}
+		if !bytes.Equal(bufA[:n], bufB[:m]) {
+			return false, nil
+		}
+		if errA != nil || errB != nil {
+			return errA != nil && errB != nil, nil
+		}
+	}
+}
+
+// isText says whether b is shown line by line: small, valid UTF-8, and
+// free of NUL and of control characters other than tab, newline, carriage
+// return and form feed (an escape sequence in a diff would run in the
+// reader's terminal).
 func isText(b []byte) bool {
-	return len(b) <= diffLimit && utf8.Valid(b) && bytes.IndexByte(b, 0) < 0
+	if len(b) > diffLimit || !utf8.Valid(b) {
+		return false
+	}
+	for _, r := range string(b) {
+		if unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' && r != '\f' {
+			return false
+		}
+	}
+	return true
+}
+
+// quoteName is name as diff lines show it: as is when every character is
+// printable, else Go-quoted (%q) so that one path stays one line and no
+// terminal escape in a file name runs.
+func quoteName(name string) string {
+	for _, r := range name {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(name)
+		}
+	}
+	return name
 }
 
 // writeDiff writes a unified diff of one file; a side that does not exist
-// is shown as /dev/null.
-func writeDiff(out *strings.Builder, name string, a, b []byte, aExists, bExists bool) {
+// is shown as /dev/null. Neither side is secret.
+func writeDiff(out *strings.Builder, name string, a, b sample, aExists, bExists bool) {
 	from, to := "a/"+name, "b/"+name
 	if !aExists {
 		from = "/dev/null"
@@ -198,12 +535,12 @@ func writeDiff(out *strings.Builder, name string, a, b []byte, aExists, bExists 
 	if !bExists {
 		to = "/dev/null"
 	}
-	if !isText(a) || !isText(b) {
+	if (aExists && (a.data == nil || !isText(a.data))) || (bExists && (b.data == nil || !isText(b.data))) {
 		fmt.Fprintf(out, "Binary files %s and %s differ\n", from, to)
 		return
 	}
 	text, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: lines(a), B: lines(b), FromFile: from, ToFile: to, Context: 3,
+		A: lines(a.data), B: lines(b.data), FromFile: from, ToFile: to, Context: 3,
 	})
 	out.WriteString(text)
 }

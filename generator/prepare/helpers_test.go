@@ -12,7 +12,12 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 )
+
+// stagingPrefix is the name prefix of the staging directories of an output.
+var stagingPrefix = workspace.StagingPrefix
 
 // repoRoot is the repository root (for examples/).
 func repoRoot(t testing.TB) string {

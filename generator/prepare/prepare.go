@@ -12,7 +12,7 @@ package prepare
 import (
 	"context"
 	"fmt"
-	"strings"
+	"os"
 
 	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"github.com/flare-slurm/flare-slurm/schema"
@@ -24,7 +24,9 @@ type Options struct {
 	Config string // slurm.yaml; "" means KIT/config.yaml
 	Output string // the workspace; "" means KIT/prepared/slurm
 	// Force replaces a workspace that holds job artifacts under
-	// .nvflare_slurm/jobs/ (they are listed in Result.Discarded).
+	// .nvflare_slurm/jobs/ or server storage (they are listed in
+	// Result.Discarded), and a non-empty directory that is not a
+	// workspace prepared for Output.
 	Force bool
 }
 
@@ -73,6 +75,7 @@ const (
 	CodeInvalidKit    = "invalid_kit"
 	CodeInvalidOutput = "invalid_output"
 	CodeJobsPresent   = "jobs_present"
+	CodeNotWorkspace  = "not_a_workspace"
 	CodeFailed        = "prepare_failed"
 	CodeInterrupted   = "interrupted"
 )
@@ -105,45 +108,15 @@ func errorf(code, hint, format string, args ...any) *Error {
 	return &Error{Code: code, Hint: hint, Message: fmt.Sprintf(format, args...)}
 }
 
-// Run prepares the workspace: Render, refuse to discard job artifacts
-// without Force, then Write. A cancelled ctx (SIGINT, SIGTERM, SIGHUP) stops it
-// before the swap and leaves the output as it was, with no staging
+// Run prepares the workspace: Render, then Write (which refuses, without
+// Force, to replace a directory that is not a workspace of this output or
+// that holds job artifacts). A cancelled ctx (SIGINT, SIGTERM, SIGHUP) stops
+// it before the swap and leaves the output as it was, with no staging
 // directory behind.
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	ws, err := Render(opts)
 	if err != nil {
 		return nil, err
-	}
-	jobs, err := JobArtifacts(ws.Output)
-	if err != nil {
-		return nil, &Error{Code: CodeFailed, Message: fmt.Sprintf("cannot read the job artifacts of %s: %v", ws.Output, err),
-			Hint: "check the permissions of the existing workspace", Err: err}
-	}
-	stored, err := StoredServerData(ws.Output)
-	if err != nil {
-		return nil, &Error{Code: CodeFailed, Message: fmt.Sprintf("cannot read the server storage of %s: %v", ws.Output, err),
-			Hint: "check the permissions of the existing workspace", Err: err}
-	}
-	if (len(jobs) > 0 || len(stored) > 0) && !opts.Force {
-		var held []string
-		if len(jobs) > 0 {
-			held = append(held, fmt.Sprintf("the artifacts of %d job(s) under %s: %s", len(jobs), jobsDir, strings.Join(jobs, ", ")))
-		}
-		if len(stored) > 0 {
-			held = append(held, fmt.Sprintf("server job store and snapshot data: %s", strings.Join(stored, ", ")))
-		}
-		return nil, &Error{
-			Code:    CodeJobsPresent,
-			Message: fmt.Sprintf("workspace %s holds %s", ws.Output, strings.Join(held, "; and ")),
-			Hint:    "stop the parent, make sure no Slurm allocation still uses them (and move away any stored jobs and snapshots you need), then re-run with --force to discard them",
-		}
-	}
-	ws.Result.Discarded, ws.Result.DiscardedStorage = jobs, stored
-	for _, j := range jobs {
-		ws.Result.Warnings = append(ws.Result.Warnings, fmt.Sprintf("discarding job artifacts %s/%s/%s (--force)", ws.Output, jobsDir, j))
-	}
-	for _, s := range stored {
-		ws.Result.Warnings = append(ws.Result.Warnings, fmt.Sprintf("discarding server storage %s/%s (--force)", ws.Output, s))
 	}
 	if err := Write(ctx, ws); err != nil {
 		return nil, err
@@ -153,6 +126,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	return &ws.Result, nil
 }
+
+// currentUID is os.Geteuid; tests replace it.
+var currentUID = os.Geteuid
 
 // rootOwnedWarning is the warning of a prepare run as root: the workspace
 // it wrote is root's (the root 0700), but contract §4.8 wants it owned by

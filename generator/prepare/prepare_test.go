@@ -367,44 +367,6 @@ func TestInterruptedPrepareChangesNothing(t *testing.T) {
 	assertUntouched(t, out, before)
 }
 
-func TestAbandonedStagingIsRemovedOthersKept(t *testing.T) {
-	f := newFixture(t, "site-1", bareConfig)
-	out := filepath.Join(f.dir, "ws")
-	prefix := stagingPrefix(out)
-	deadPid := 1 << 22 // above the default pid_max: never a live process
-	self := os.Getpid()
-	dirs := map[string]bool{ // name → should survive
-		fmt.Sprintf("%sh%sp%ds%s-0011", prefix, hostTag(), deadPid, "12345"):      false,
-		fmt.Sprintf("%sh%sp%ds%s-0022", prefix, hostTag(), self, "1"):             false, // pid reused: start time differs
-		fmt.Sprintf("%sh%sp%ds%s-0033", prefix, hostTag(), self, startTime(self)): true,
-		fmt.Sprintf("%sh%sp%ds%s-0044", prefix, "00000000", deadPid, "1"):         true, // another host
-	}
-	for name := range dirs {
-		// A read-only directory inside, as a kit may have, must not block removal.
-		ro := filepath.Join(f.dir, name, "new", "ro")
-		if err := os.MkdirAll(ro, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(ro, "f"), nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(ro, 0o500); err != nil {
-			t.Fatal(err)
-		}
-	}
-	res := f.run(t, out)
-	for name, keep := range dirs {
-		_, err := os.Stat(filepath.Join(f.dir, name))
-		if exists := err == nil; exists != keep {
-			t.Errorf("%s: exists=%v, want %v", name, exists, keep)
-		}
-	}
-	joined := strings.Join(res.Warnings, "\n")
-	if !strings.Contains(joined, "removed the abandoned staging directory") || !strings.Contains(joined, "not made by a prepare on this host") {
-		t.Errorf("warnings %q", joined)
-	}
-}
-
 func TestReplacedComponentWarnings(t *testing.T) {
 	cases := []struct {
 		component string
@@ -691,29 +653,5 @@ func TestModesAreExactUnderAnyUmask(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestCopyExclusiveNeverFollowsOrClobbers(t *testing.T) {
-	d := t.TempDir()
-	src := filepath.Join(d, "src")
-	if err := os.WriteFile(src, []byte("new"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	victim := filepath.Join(d, "victim")
-	if err := os.WriteFile(victim, []byte("keep"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	link := filepath.Join(d, "link")
-	if err := os.Symlink(victim, link); err != nil {
-		t.Fatal(err)
-	}
-	for _, dst := range []string{victim, link} {
-		if err := copyExclusive(src, dst, &File{Mode: 0o644}, 0); err == nil {
-			t.Errorf("copy onto existing %s succeeded", dst)
-		}
-	}
-	if string(readFile(t, victim)) != "keep" {
-		t.Error("the existing file was overwritten")
 	}
 }

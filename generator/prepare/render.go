@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flare-slurm/flare-slurm/internal/dirfd"
 	"github.com/flare-slurm/flare-slurm/internal/shell"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 	"github.com/flare-slurm/flare-slurm/templates"
 )
@@ -46,6 +48,9 @@ type File struct {
 	Mode   fs.FileMode // permission bits
 	Data   []byte      // the content, for files prepare renders
 	Source string      // for files copied verbatim: the kit file to copy
+	// Expect is the kit file as the scan saw it (device, inode, size):
+	// the copy refuses a Source that is no longer that regular file.
+	Expect dirfd.Expect
 	// ModTime is the kit file's modification time, kept on copies.
 	ModTime  time.Time
 	rendered bool
@@ -62,6 +67,7 @@ type Workspace struct {
 	Files  []*File // sorted by Path; parents before children; the root is "."
 	Result Result
 	index  map[string]*File
+	force  bool // Options.Force
 }
 
 // File returns the entry at slash path p, or nil.
@@ -111,11 +117,16 @@ func Render(opts Options) (*Workspace, error) {
 			return nil, errorf(CodeInvalidConfig, "check the --config path", "cannot resolve the config path %s: %v", opts.Config, err)
 		}
 	}
-	output := filepath.Join(kit, "prepared", "slurm")
-	if opts.Output != "" {
-		if output, err = resolvePath(opts.Output); err != nil {
-			return nil, errorf(CodeInvalidOutput, "check the --output path", "cannot resolve the output path %s: %v", opts.Output, err)
-		}
+	// The default output goes through the same resolution and checks as
+	// --output: a KIT/prepared that is a symlink is a kit problem (LoadKit
+	// reports it), and never leads prepare out of the kit.
+	outputArg := opts.Output
+	if outputArg == "" {
+		outputArg = filepath.Join(kit, filepath.FromSlash(schema.DefaultOutput))
+	}
+	output, err := resolvePath(outputArg)
+	if err != nil {
+		return nil, errorf(CodeInvalidOutput, "check the --output path", "cannot resolve the output path %s: %v", outputArg, err)
 	}
 
 	// Config, then kit; every problem of both is reported at once.
@@ -161,7 +172,7 @@ func Render(opts Options) (*Workspace, error) {
 		return nil, err
 	}
 
-	w := &Workspace{Output: output, Kit: kit, index: map[string]*File{}}
+	w := &Workspace{Output: output, Kit: kit, index: map[string]*File{}, force: opts.Force}
 	if err := w.scanKit(); err != nil {
 		return nil, err
 	}
@@ -205,7 +216,7 @@ func Render(opts Options) (*Workspace, error) {
 		w.put(parentScript, parent, 0o700)
 	}
 	w.index["."].Mode = 0o700
-	sort.SliceStable(w.Files, func(i, j int) bool { return pathLess(w.Files[i].Path, w.Files[j].Path) })
+	sort.SliceStable(w.Files, func(i, j int) bool { return workspace.StagingPathLess(w.Files[i].Path, w.Files[j].Path) })
 
 	w.Result = Result{
 		Runtime:      "slurm",
@@ -229,15 +240,6 @@ func Render(opts Options) (*Workspace, error) {
 
 func templateError(err error) error {
 	return &Error{Code: CodeFailed, Message: err.Error(), Hint: "this is a bug in flare-slurm: please report it", Err: err}
-}
-
-// pathLess orders slash paths so that a directory comes right before its
-// contents: "." first, then component by component.
-func pathLess(a, b string) bool {
-	if a == "." || b == "." {
-		return a == "." && b != "."
-	}
-	return strings.ReplaceAll(a, "/", "\x00") < strings.ReplaceAll(b, "/", "\x00")
 }
 
 // resolvePath makes p absolute and resolves symlinks in the longest part

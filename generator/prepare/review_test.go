@@ -2,116 +2,11 @@ package prepare
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/flare-slurm/flare-slurm/internal/swap"
 )
-
-// failUndo simulates the two-rename fallback failing twice: the old tree
-// has been moved aside, the new tree could not be moved in, and moving
-// the old tree back failed too.
-func failUndo(staged, target, aside string) (string, bool, error) {
-	if err := os.Rename(target, aside); err != nil {
-		return "", false, err
-	}
-	return aside, false, errors.New("rename: input/output error (and restoring failed: input/output error)")
-}
-
-// A workspace the fallback could not put back must survive every later
-// prepare: it is the only copy of the old workspace (and maybe of its
-// job artifacts).
-func TestOldWorkspaceLeftByFailedUndoIsNeverDeleted(t *testing.T) {
-	f := newFixture(t, "site-1", bareConfig)
-	out := filepath.Join(f.dir, "ws")
-	f.run(t, out)
-	jobs := filepath.Join(out, ".nvflare_slurm", "jobs", "job-1")
-	if err := os.MkdirAll(jobs, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	before := digest(t, out)
-
-	install = failUndo
-	_, err := Run(context.Background(), Options{Kit: f.kit, Config: f.config, Output: out, Force: true})
-	install = swap.Install
-	wantCode(t, err, CodeFailed)
-	stages := siblings(t, f.dir, stagingPrefix(out))
-	if len(stages) != 1 {
-		t.Fatalf("staging directories %v, want the one holding the old workspace", stages)
-	}
-	kept := filepath.Join(f.dir, stages[0], "old")
-	if got := digest(t, kept); got != before {
-		t.Fatalf("the old workspace at %s is not intact", kept)
-	}
-	var pe *Error
-	errors.As(err, &pe)
-	if !strings.Contains(pe.Message+pe.Hint, kept) {
-		t.Errorf("error %q / hint %q does not say where the old workspace is (%s)", pe.Message, pe.Hint, kept)
-	}
-
-	// Pretend the failed prepare's process is gone (its pid is ours, which
-	// is alive): rename the directory as if a dead process had made it.
-	dead := fmt.Sprintf("%sh%sp%ds%s-00aa", stagingPrefix(out), hostTag(), 1<<22, "1")
-	if err := os.Rename(filepath.Join(f.dir, stages[0]), filepath.Join(f.dir, dead)); err != nil {
-		t.Fatal(err)
-	}
-	kept = filepath.Join(f.dir, dead, "old")
-
-	// A later prepare (the output is absent now) must not delete it.
-	res := f.run(t, out)
-	if got := digest(t, kept); got != before {
-		t.Fatalf("a later prepare deleted or changed the old workspace at %s", kept)
-	}
-	if !strings.Contains(strings.Join(res.Warnings, "\n"), kept) {
-		t.Errorf("warnings %q do not name the kept old workspace %s", res.Warnings, kept)
-	}
-	// And again, now that the output exists: the marker keeps it.
-	res = f.run(t, out)
-	if got := digest(t, kept); got != before {
-		t.Fatalf("a second prepare deleted or changed the old workspace at %s", kept)
-	}
-	if !strings.Contains(strings.Join(res.Warnings, "\n"), kept) {
-		t.Errorf("warnings %q do not name the kept old workspace %s", res.Warnings, kept)
-	}
-}
-
-// A prepare killed between the two renames of the fallback leaves the
-// output absent and the old workspace in its staging directory: a later
-// prepare must keep it.
-func TestOldWorkspaceOfKilledFallbackIsKept(t *testing.T) {
-	f := newFixture(t, "site-1", bareConfig)
-	out := filepath.Join(f.dir, "ws")
-	f.run(t, out)
-	before := digest(t, out)
-	dead := filepath.Join(f.dir, fmt.Sprintf("%sh%sp%ds%s-00bb", stagingPrefix(out), hostTag(), 1<<22, "1"))
-	if err := os.MkdirAll(filepath.Join(dead, "new"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(out, filepath.Join(dead, "old")); err != nil {
-		t.Fatal(err)
-	}
-	res := f.run(t, out)
-	if got := digest(t, filepath.Join(dead, "old")); got != before {
-		t.Fatal("a later prepare deleted the only copy of the old workspace")
-	}
-	if !strings.Contains(strings.Join(res.Warnings, "\n"), filepath.Join(dead, "old")) {
-		t.Errorf("warnings %q do not name the kept old workspace", res.Warnings)
-	}
-	// Once the fallback had completed (the output is the new workspace and
-	// no marker says otherwise) the old tree is garbage.
-	done := filepath.Join(f.dir, fmt.Sprintf("%sh%sp%ds%s-00cc", stagingPrefix(out), hostTag(), 1<<22, "1"))
-	if err := os.MkdirAll(filepath.Join(done, "old", "local"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	f.run(t, out)
-	if _, err := os.Lstat(done); !os.IsNotExist(err) {
-		t.Errorf("the abandoned staging directory %s of a completed swap was not removed", done)
-	}
-}
 
 // A failed prepare leaves nothing behind, not even the parent directories
 // of the output that it created.
@@ -133,39 +28,6 @@ func TestFailedWriteRemovesTheParentsItCreated(t *testing.T) {
 	wantCode(t, Write(ctx, ws), CodeInterrupted)
 	if _, err := os.Lstat(filepath.Join(f.dir, "new")); !os.IsNotExist(err) {
 		t.Errorf("the interrupted prepare left the parent directories it created: %v", err)
-	}
-}
-
-// When the staging directory cannot be removed, the user is told where it
-// is, whether prepare succeeded (a warning) or failed (in the error).
-func TestUnremovableStagingIsReported(t *testing.T) {
-	f := newFixture(t, "site-1", bareConfig)
-	out := filepath.Join(f.dir, "ws")
-	f.run(t, out)
-	removeStage = func(dir string) error { return errors.New("operation not permitted") }
-	defer func() { removeStage = removeTree }()
-
-	res := f.run(t, out)
-	stages := siblings(t, f.dir, stagingPrefix(out))
-	if len(stages) != 1 {
-		t.Fatalf("staging directories %v", stages)
-	}
-	if w := strings.Join(res.Warnings, "\n"); !strings.Contains(w, filepath.Join(f.dir, stages[0])) {
-		t.Errorf("warnings %q do not name the staging directory left behind", w)
-	}
-	if err := os.RemoveAll(filepath.Join(f.dir, stages[0])); err != nil {
-		t.Fatal(err)
-	}
-
-	install = func(staged, target, aside string) (string, bool, error) {
-		return "", false, errors.New("rename: input/output error")
-	}
-	defer func() { install = swap.Install }()
-	_, err := Run(context.Background(), f.opts(out))
-	wantCode(t, err, CodeFailed)
-	stages = siblings(t, f.dir, stagingPrefix(out))
-	if len(stages) != 1 || !strings.Contains(err.Error(), filepath.Join(f.dir, stages[0])) {
-		t.Errorf("error %q does not name the staging directory left behind (%v)", err, stages)
 	}
 }
 
@@ -319,29 +181,5 @@ func TestDiffWording(t *testing.T) {
 		if !strings.Contains(d.Text, want) {
 			t.Errorf("diff text does not contain %q:\n%s", want, d.Text)
 		}
-	}
-}
-
-// An abandoned-looking staging directory that belongs to another user is
-// never removed: in a shared parent directory (sticky /tmp, a project
-// directory) that user could have planted it, with symlinks swapped in
-// while a root prepare walks it.
-func TestStagingOfAnotherUserIsLeftAlone(t *testing.T) {
-	f := newFixture(t, "site-1", bareConfig)
-	out := filepath.Join(f.dir, "ws")
-	planted := filepath.Join(f.dir, fmt.Sprintf("%sh%sp%ds%s-00dd", stagingPrefix(out), hostTag(), 1<<22, "1"))
-	if err := os.MkdirAll(filepath.Join(planted, "new", "local"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	// The directory is ours; pretend prepare runs as someone else.
-	uid := os.Geteuid()
-	currentUID = func() int { return uid + 1 }
-	defer func() { currentUID = os.Geteuid }()
-	res := f.run(t, out)
-	if _, err := os.Stat(filepath.Join(planted, "new", "local")); err != nil {
-		t.Fatalf("a staging directory of another user was removed: %v", err)
-	}
-	if !strings.Contains(strings.Join(res.Warnings, "\n"), planted) {
-		t.Errorf("warnings %q do not name %s", res.Warnings, planted)
 	}
 }

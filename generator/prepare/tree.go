@@ -8,7 +8,10 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
+	"github.com/flare-slurm/flare-slurm/internal/dirfd"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -64,7 +67,7 @@ func (w *Workspace) scanDir(dir, rel string, excluded map[string]bool, problems 
 			"check the permissions of the kit"))
 		// ReadDir returns the entries it could read before the error.
 	}
-	stagePrefix := stagingPrefix(w.Output)
+	stagePrefix := workspace.StagingPrefix(w.Output)
 	outParent := filepath.Dir(w.Output)
 	for _, e := range entries {
 		abs := filepath.Join(dir, e.Name())
@@ -82,15 +85,28 @@ func (w *Workspace) scanDir(dir, rel string, excluded map[string]bool, problems 
 			*problems = append(*problems, kitPathProblem(abs, msg, hint))
 			continue
 		}
+		source := abs
 		if target != nil {
-			info = target // a symlink to a regular file: copy its content
+			// A symlink to a regular file: copy its content. It is
+			// resolved once, here; the copy opens the resolved path
+			// without following symlinks and checks it is still the file
+			// seen now.
+			real, err := filepath.EvalSymlinks(abs)
+			if err != nil {
+				*problems = append(*problems, kitPathProblem(abs, fmt.Sprintf("cannot resolve this symlink: %v", unwrapPathError(err)), "check the kit"))
+				continue
+			}
+			info, source = target, real
 		}
 		switch {
 		case info.IsDir():
 			w.addDir(childRel, info.Mode())
 			w.scanDir(abs, childRel, excluded, problems)
 		case info.Mode().IsRegular():
-			f := &File{Path: childRel, Mode: info.Mode().Perm(), Source: abs, ModTime: info.ModTime()}
+			f := &File{Path: childRel, Mode: info.Mode().Perm(), Source: source, ModTime: info.ModTime()}
+			if st, ok := info.Sys().(*syscall.Stat_t); ok {
+				f.Expect = dirfd.Expect{ID: dirfd.FileID{Dev: uint64(st.Dev), Ino: st.Ino}, Size: st.Size}
+			}
 			w.index[childRel] = f
 			w.Files = append(w.Files, f)
 		}
@@ -114,12 +130,6 @@ func (w *Workspace) readKitFile(rel string) ([]byte, bool, error) {
 	if f == nil || f.Dir {
 		return nil, false, nil
 	}
-	if f.rendered {
-		return f.Data, true, nil
-	}
-	data, err := os.ReadFile(f.Source)
-	if err != nil {
-		return nil, true, errorf(CodeInvalidKit, "check the permissions of the kit", "cannot read %s: %v", f.Source, err)
-	}
-	return data, true, nil
+	data, err := w.content(f)
+	return data, true, err
 }

@@ -1,0 +1,221 @@
+package prepare
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flare-slurm/flare-slurm/schema"
+)
+
+// The output rules of issue 9: prepare never destroys what it does not
+// own.
+
+// A parent directory another account may write (not sticky) would let
+// that account swap the staging directory: refused before anything is
+// written, naming the directory and the fix.
+func TestOutputParentWritableByOthersIsRefused(t *testing.T) {
+	f := newFixture(t, "site-1", bareConfig)
+	for _, tc := range []struct {
+		mode  os.FileMode
+		owner int
+		want  string
+	}{
+		{0o777, 0, "writable by its group and every account (mode 0777) and not sticky"},
+		{0o775, 0, "writable by its group (mode 0775)"},
+		{0o755, 65534, "belongs to"},
+	} {
+		shared := filepath.Join(t.TempDir(), "project")
+		if err := os.Mkdir(shared, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(shared, tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(shared, tc.owner, -1); err != nil {
+			t.Fatal(err)
+		}
+		for _, out := range []string{filepath.Join(shared, "ws"), filepath.Join(shared, "deeper", "ws")} {
+			_, err := Run(context.Background(), f.opts(out))
+			pe := wantCode(t, err, CodeInvalidOutput)
+			if !strings.Contains(pe.Message, shared+" ") || !strings.Contains(pe.Message, tc.want) {
+				t.Errorf("message %q does not name %s and %q", pe.Message, shared, tc.want)
+			}
+			if ents, _ := os.ReadDir(shared); len(ents) > 0 {
+				t.Errorf("a refused prepare wrote into %s: %v", shared, ents)
+			}
+		}
+	}
+	// Sticky (like /tmp): others cannot rename what prepare makes there.
+	sticky := filepath.Join(t.TempDir(), "tmp")
+	if err := os.Mkdir(sticky, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(sticky, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	f.run(t, filepath.Join(sticky, "ws"))
+}
+
+// prepare replaces a directory only when it made it (its
+// resources.json.default names this output), or when it is empty; any
+// other directory needs --force.
+func TestOnlyAWorkspaceOfThisOutputIsReplaced(t *testing.T) {
+	f := newFixture(t, "site-1", bareConfig)
+	thesis := filepath.Join(f.dir, "thesis")
+	if err := os.MkdirAll(filepath.Join(thesis, "chapters"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(thesis, "chapters", "1.tex"), []byte("years of work"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := digest(t, thesis)
+	_, err := Run(context.Background(), f.opts(thesis))
+	pe := wantCode(t, err, CodeNotWorkspace)
+	if !strings.Contains(pe.Message, "output "+thesis+" is not a workspace prepared for this path") ||
+		!strings.Contains(pe.Message, "it holds no local/resources.json.default") || !strings.Contains(pe.Hint, "--force") {
+		t.Errorf("message %q hint %q", pe.Message, pe.Hint)
+	}
+	assertUntouched(t, thesis, before)
+
+	// A workspace prepared for another path (moved by hand) is not this
+	// output's either.
+	moved := filepath.Join(f.dir, "moved")
+	f.run(t, filepath.Join(f.dir, "orig"))
+	if err := os.Rename(filepath.Join(f.dir, "orig"), moved); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), f.opts(moved))
+	if pe := wantCode(t, err, CodeNotWorkspace); !strings.Contains(pe.Message, `names the workspace "`+filepath.Join(f.dir, "orig")+`"`) {
+		t.Errorf("message %q", pe.Message)
+	}
+
+	// An empty directory, and our own workspace, are replaced.
+	empty := filepath.Join(f.dir, "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.run(t, empty)
+	f.run(t, empty)
+
+	// --force replaces the thesis, and says so.
+	opts := f.opts(thesis)
+	opts.Force = true
+	res, err := Run(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(res.Warnings, "\n"); !strings.Contains(w, "replacing "+thesis+", which is not a workspace prepared for it") {
+		t.Errorf("warnings %q", w)
+	}
+	if _, err := os.Stat(filepath.Join(thesis, "chapters")); !os.IsNotExist(err) {
+		t.Error("--force did not replace the directory")
+	}
+}
+
+// A KIT/prepared (or KIT/prepared/slurm) that is a symlink would make a
+// plain `prepare KIT` replace a directory outside the kit: it is a kit
+// problem, reported by validate (LoadKit) and prepare alike, and the
+// target is untouched.
+func TestSymlinkedPreparedIsAKitProblem(t *testing.T) {
+	for _, link := range []string{"prepared", "prepared/slurm"} {
+		t.Run(link, func(t *testing.T) {
+			f := newFixture(t, "site-1", bareConfig)
+			if err := os.Rename(f.config, filepath.Join(f.kit, "config.yaml")); err != nil {
+				t.Fatal(err)
+			}
+			victim := filepath.Join(f.dir, "etc")
+			if err := os.MkdirAll(filepath.Join(victim, "slurm"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(victim, "slurm", "slurm.conf"), []byte("ClusterName=prod\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before := digest(t, victim)
+			target := victim
+			if link == "prepared/slurm" {
+				target = filepath.Join(victim, "slurm")
+				if err := os.Mkdir(filepath.Join(f.kit, "prepared"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			linkPath := filepath.Join(f.kit, filepath.FromSlash(link))
+			if err := os.Symlink(target, linkPath); err != nil {
+				t.Fatal(err)
+			}
+			_, problems := schema.LoadKit(f.kit)
+			if !strings.Contains(problems.Error(), linkPath+": symlink (to "+target+"); prepare's default output prepared/slurm must lie inside the kit") {
+				t.Errorf("validate does not report the symlink:\n%v", problems)
+			}
+			for _, opts := range []Options{{Kit: f.kit}, {Kit: f.kit, Force: true}} {
+				_, err := Run(context.Background(), opts)
+				pe := wantCode(t, err, CodeInvalidKit)
+				if !strings.Contains(pe.Problems.Error(), linkPath) {
+					t.Errorf("problems %v do not name %s", pe.Problems, linkPath)
+				}
+			}
+			if digest(t, victim) != before {
+				t.Fatal("prepare changed the directory KIT/" + link + " points to")
+			}
+		})
+	}
+}
+
+// A kit file swapped for a named pipe or a device after the scan fails
+// prepare at once, naming it, and changes nothing (a blocking open would
+// hang beyond SIGINT and SIGTERM). --check does not hang either.
+func TestKitFileSwappedAfterTheScan(t *testing.T) {
+	for name, mk := range map[string]func(string) error{
+		"fifo":        func(p string) error { return syscall.Mkfifo(p, 0o644) },
+		"char device": func(p string) error { return syscall.Mknod(p, syscall.S_IFCHR|0o644, 1<<8|3) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, "site-1", bareConfig)
+			out := filepath.Join(f.dir, "ws")
+			f.run(t, out)
+			before := digest(t, out)
+			ws := f.render(t, out)
+			victim := filepath.Join(f.kit, "local", "privacy.json.sample")
+			if err := os.Remove(victim); err != nil {
+				t.Fatal(err)
+			}
+			if err := mk(victim); err != nil {
+				t.Fatal(err)
+			}
+			for _, step := range []struct {
+				name string
+				run  func() error
+			}{
+				{"write", func() error { return Write(context.Background(), ws) }},
+				{"check", func() error { _, err := Diff(ws); return err }},
+			} {
+				done := make(chan error, 1)
+				go func() { done <- step.run() }()
+				var err error
+				select {
+				case err = <-done:
+				case <-time.After(20 * time.Second):
+					t.Fatalf("%s hangs on a %s swapped into the kit", step.name, name)
+				}
+				pe := wantCode(t, err, CodeInvalidKit)
+				if !strings.Contains(pe.Message, "the kit changed while prepare ran: "+victim+" is now a "+schema.FileKind(kindOf(t, victim))) {
+					t.Errorf("%s: message %q", step.name, pe.Message)
+				}
+				assertUntouched(t, out, before)
+			}
+		})
+	}
+}
+
+func kindOf(t *testing.T, p string) os.FileMode {
+	t.Helper()
+	st, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Mode()
+}
