@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -82,9 +83,9 @@ func TestCrashLeavesOldOrNewWorkspace(t *testing.T) {
 	sort.Slice(durations, func(i, j int) bool { return durations[i] < durations[j] })
 	full := durations[len(durations)/2]
 
-	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
+	rng := rand.New(rand.NewPCG(1, testSeed(t)))
 	current := 1 // the last setup round wrote config b
-	var stayedOld, becameNew, finished int
+	var stayedOld, becameNew, finished, midPrepare int
 	for trial := range trials {
 		next := 1 - current
 		cmd := prepareWith(configs[next])
@@ -112,6 +113,11 @@ func TestCrashLeavesOldOrNewWorkspace(t *testing.T) {
 		} else if err != nil {
 			t.Fatal(err)
 		}
+		if killed && len(siblings(t, f.dir, stagingPrefix(out))) > 0 {
+			// SIGKILL left the staging directory: the kill landed after
+			// prepare had started writing.
+			midPrepare++
+		}
 		switch got := digest(t, out); {
 		case !killed:
 			finished++
@@ -134,10 +140,13 @@ func TestCrashLeavesOldOrNewWorkspace(t *testing.T) {
 			t.Fatalf("trial %d: killed after %v, the workspace is neither the complete old nor the complete new tree", trial, delay)
 		}
 	}
-	t.Logf("%d SIGKILL trials (full prepare ≈ %v): %d killed before the swap (old kept), %d killed after it (new in place), %d finished first",
-		trials, full, stayedOld, becameNew, finished)
+	t.Logf("%d SIGKILL trials (full prepare ≈ %v): %d killed before the swap (old kept), %d killed after it (new in place), %d finished first; %d kills landed mid-prepare (a staging directory was left)",
+		trials, full, stayedOld, becameNew, finished, midPrepare)
 	if stayedOld == 0 || becameNew+finished == 0 {
 		t.Errorf("kills did not land on both sides of the swap: %d old, %d new, %d finished", stayedOld, becameNew, finished)
+	}
+	if midPrepare == 0 {
+		t.Error("no kill landed while prepare was writing (no staging directory was ever left)")
 	}
 
 	if msg, err := prepareWith(configs[0]).CombinedOutput(); err != nil {
@@ -173,12 +182,16 @@ func TestSignalCleansUp(t *testing.T) {
 		t.Fatalf("%v\n%s", err, msg)
 	}
 	wantA := digest(t, out)
-	rng := rand.New(rand.NewPCG(2, uint64(time.Now().UnixNano())))
+	rng := rand.New(rand.NewPCG(2, testSeed(t)))
 	cfgs, wants := [2]string{f.config, cfgB}, [2]string{wantA, wantB}
 	current := 0
-	for trial := range 12 {
+	var interrupted, early, finished int
+	deadline := time.Now().Add(2 * time.Minute)
+	for trial := 0; trial < 12 || (interrupted == 0 && time.Now().Before(deadline)); trial++ {
 		next := 1 - current
 		cmd := exec.Command(bin, "prepare", f.kit, "--config", cfgs[next], "--output", out)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -186,12 +199,21 @@ func TestSignalCleansUp(t *testing.T) {
 		delay := 3*time.Millisecond + time.Duration(rng.Int64N(int64(full)))
 		sig := []os.Signal{syscall.SIGTERM, os.Interrupt, syscall.SIGHUP}[trial%3]
 		timer := time.AfterFunc(delay, func() { _ = cmd.Process.Signal(sig) })
-		_ = cmd.Wait()
+		err := cmd.Wait()
 		timer.Stop()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		switch ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus); {
+		case ws.Signaled():
 			// The signal came before the handler was installed; no
 			// staging directory can exist yet.
-			t.Logf("trial %d: %v arrived before the handler", trial, sig)
+			early++
+		case strings.Contains(stderr.String(), "interrupted; the output was not changed"):
+			// The handler ran in the middle of the prepare: proof that
+			// the signal landed mid-prepare.
+			interrupted++
+		case err == nil:
+			finished++
+		default:
+			t.Fatalf("trial %d: %v after %v: %v\n%s", trial, sig, delay, err, stderr.String())
 		}
 		switch got := digest(t, out); got {
 		case wants[current]:
@@ -203,5 +225,9 @@ func TestSignalCleansUp(t *testing.T) {
 		if s := siblings(t, f.dir, stagingPrefix(out)); len(s) > 0 {
 			t.Fatalf("trial %d: %v after %v left staging directories %v", trial, sig, delay, s)
 		}
+	}
+	t.Logf("signals: %d interrupted a running prepare, %d came before the handler, %d after the prepare finished", interrupted, early, finished)
+	if interrupted == 0 {
+		t.Error("no signal landed in the middle of a prepare")
 	}
 }
