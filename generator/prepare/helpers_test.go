@@ -3,17 +3,15 @@ package prepare
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/internal/workspace/stagingtest"
 )
 
 // stagingPrefix is the name prefix of the staging directories of an output.
@@ -125,42 +123,9 @@ func (f *fixture) render(t testing.TB, output string) *Workspace {
 	return ws
 }
 
-// digest hashes a tree: every path, type, permission bits and content.
-// A missing root digests to "absent".
-func digest(t testing.TB, root string) string {
-	t.Helper()
-	if _, err := os.Lstat(root); os.IsNotExist(err) {
-		return "absent"
-	}
-	var lines []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		line := rel + " " + info.Mode().String()
-		if info.Mode().IsRegular() {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			sum := sha256.Sum256(data)
-			line += " " + hex.EncodeToString(sum[:])
-		}
-		lines = append(lines, line)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(lines)
-	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
-	return hex.EncodeToString(sum[:])
-}
+// digest hashes a tree: every path, type, permission bits, content and
+// symlink target. A missing root digests to "absent".
+func digest(t testing.TB, root string) string { return stagingtest.Digest(t, root) }
 
 // siblings lists the entries of dir whose name starts with prefix.
 func siblings(t testing.TB, dir, prefix string) []string {

@@ -2,7 +2,6 @@ package prepare
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,17 +11,8 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/workspace/stagingtest"
 )
 
-var seedFlag = flag.Uint64("seed", 0, "random seed of the crash, signal and race tests (0: from the clock)")
-
 // testSeed returns the seed of a randomised test and logs it.
-func testSeed(t *testing.T) uint64 {
-	s := *seedFlag
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (re-run with -seed %d)", s, s)
-	return s
-}
+func testSeed(t *testing.T) uint64 { return stagingtest.Seed(t) }
 
 // TestPrepareSymlinkRace runs prepare again and again while another
 // account with write access to the output's parent swaps every staging

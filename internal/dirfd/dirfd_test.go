@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/flare-slurm/flare-slurm/internal/workspace/stagingtest"
 )
 
 // TestMain runs the remover as another account when the test binary is
@@ -327,15 +327,7 @@ func TestRemoveAllRemovesOnlyTheCheckedEntry(t *testing.T) {
 // its own read, write or search permission (NVFlare jobs and kits make
 // such directories); the remover runs as uid 65534.
 func TestRemoveAllAsAnOwnerWithoutPermissions(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("this test needs root (to run the remover as another uid)")
-	}
 	d := tempDir(t)
-	for p := d; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
-		if err := os.Chmod(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	tree := filepath.Join(d, "owned")
 	mkdirs(t, filepath.Join(tree, "none", "deeper"), filepath.Join(tree, "readonly"), filepath.Join(tree, "noexec"))
 	write(t, filepath.Join(tree, "none", "deeper", "f"), "x")
@@ -345,11 +337,11 @@ func TestRemoveAllAsAnOwnerWithoutPermissions(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return os.Lchown(p, 65534, 65534)
+		return os.Lchown(p, stagingtest.Uid, stagingtest.Uid)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chown(d, 65534, 65534); err != nil {
+	if err := os.Chown(d, stagingtest.Uid, stagingtest.Uid); err != nil {
 		t.Fatal(err)
 	}
 	for p, mode := range map[string]os.FileMode{"none/deeper": 0, "none": 0, "readonly": 0o500, "noexec": 0o600} {
@@ -357,21 +349,7 @@ func TestRemoveAllAsAnOwnerWithoutPermissions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe := filepath.Join(d, "remover")
-	if err := os.WriteFile(exe, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), "DIRFD_TEST_REMOVE="+tree)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd := stagingtest.AsOtherAccount(t, d, "DIRFD_TEST_REMOVE="+tree)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("remove as uid 65534: %v\n%s", err, out)
 	}

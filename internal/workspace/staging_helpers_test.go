@@ -2,18 +2,15 @@ package workspace
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
+	"github.com/flare-slurm/flare-slurm/internal/workspace/stagingtest"
 )
 
 // markerJSON is a resources.json.default that names output as its
@@ -75,46 +72,8 @@ func mustStage(t testing.TB, output, tag string) {
 	}
 }
 
-// digest hashes a tree without following symlinks: every path, type,
-// permission bits and content. A missing root digests to "absent".
-func digest(t testing.TB, root string) string {
-	t.Helper()
-	if _, err := os.Lstat(root); errors.Is(err, fs.ErrNotExist) {
-		return "absent"
-	}
-	var lines []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		line := rel + " " + info.Mode().String()
-		switch {
-		case info.Mode().IsRegular():
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			sum := sha256.Sum256(data)
-			line += " " + hex.EncodeToString(sum[:])
-		case info.Mode()&fs.ModeSymlink != 0:
-			dest, _ := os.Readlink(p)
-			line += " -> " + dest
-		}
-		lines = append(lines, line)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(lines)
-	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
-	return hex.EncodeToString(sum[:])
-}
+// digest hashes a tree without following symlinks.
+func digest(t testing.TB, root string) string { return stagingtest.Digest(t, root) }
 
 // stagings lists the staging directories beside output.
 func stagings(t testing.TB, output string) []string {

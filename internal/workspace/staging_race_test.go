@@ -3,13 +3,10 @@ package workspace
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,17 +15,8 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/workspace/stagingtest"
 )
 
-var seedFlag = flag.Uint64("seed", 0, "random seed of the race tests (0: from the clock)")
-
 // seed returns the seed of a randomised test and logs it.
-func seed(t *testing.T) uint64 {
-	s := *seedFlag
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (re-run with -seed %d)", s, s)
-	return s
-}
+func seed(t *testing.T) uint64 { return stagingtest.Seed(t) }
 
 // TestMain runs the unprivileged attacker when the test binary is started
 // as one (see TestStagingUnprivilegedAttacker).
@@ -196,16 +184,7 @@ func runAttacker(spec string) int {
 // the output makes the staging fail (RENAME_NOREPLACE) or be refused. The
 // victim never changes and the output is never a partial tree.
 func TestStagingUnprivilegedAttacker(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("this test needs root (to run the attacker as another uid)")
-	}
 	d := tempDir(t)
-	// The attacker must reach the parent: open the temp dirs for search.
-	for p := d; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
-		if err := os.Chmod(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	parent := filepath.Join(d, "shared")
 	if err := os.Mkdir(parent, 0o777); err != nil {
 		t.Fatal(err)
@@ -217,22 +196,7 @@ func TestStagingUnprivilegedAttacker(t *testing.T) {
 	before := victimTree(t, victim)
 	out := filepath.Join(parent, "ws")
 	stop := filepath.Join(d, "stop")
-	// The test binary lives where uid 65534 cannot reach it: copy it.
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe := filepath.Join(d, "attacker")
-	if err := os.WriteFile(exe, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), "FLARE_SLURM_TEST_ATTACKER="+strings.Join([]string{parent, victim, stop, StagingPrefix(out)}, ":"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd := stagingtest.AsOtherAccount(t, d, "FLARE_SLURM_TEST_ATTACKER="+strings.Join([]string{parent, victim, stop, StagingPrefix(out)}, ":"))
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {

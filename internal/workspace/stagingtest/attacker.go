@@ -1,5 +1,7 @@
-// Package stagingtest holds the symlink attacker that the staging race
-// tests of internal/workspace and generator/prepare run against prepare.
+// Package stagingtest holds what the staging tests of internal/dirfd,
+// internal/workspace and generator/prepare share: the symlink attacker,
+// the seed of randomised tests, a tree digest, and running the test binary
+// as another account.
 package stagingtest
 
 import (
