@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,8 +20,54 @@ import (
 // nothing is removed). A missing entry is not an error.
 //
 // It goes on after a failure and returns the first error: what could not
-// be removed stays, everything else is gone.
+// be removed stays, everything else is gone. A few workers unlink in
+// parallel (on a busy disk each unlink can wait for the journal), a
+// directory or a batch of files each.
 func (d *Dir) RemoveAll(name string, want *FileID) error {
+	r := &remover{sem: make(chan struct{}, removeWorkers)}
+	return d.removeAll(name, want, r)
+}
+
+// removeWorkers caps the goroutines of one RemoveAll, and removeBatch is
+// how many files of one directory a worker takes at a time.
+const (
+	removeWorkers = 8
+	removeBatch   = 64
+)
+
+// remover is the shared state of one RemoveAll: its free workers and its
+// first error.
+type remover struct {
+	sem   chan struct{}
+	mu    sync.Mutex
+	first error
+}
+
+func (r *remover) keep(err error) {
+	if err == nil {
+		return
+	}
+	r.mu.Lock()
+	if r.first == nil {
+		r.first = err
+	}
+	r.mu.Unlock()
+}
+
+// spawn runs f on a free worker, or right here when none is free.
+func (r *remover) spawn(wg *sync.WaitGroup, f func()) {
+	select {
+	case r.sem <- struct{}{}:
+		wg.Go(func() {
+			defer func() { <-r.sem }()
+			f()
+		})
+	default:
+		f()
+	}
+}
+
+func (d *Dir) removeAll(name string, want *FileID, r *remover) error {
 	if err := checkName(name); err != nil {
 		return &os.PathError{Op: "remove", Path: d.join(name), Err: err}
 	}
@@ -37,7 +84,7 @@ func (d *Dir) RemoveAll(name string, want *FileID) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return d.unlink(name, 0)
 	}
-	return d.removeDir(name, st)
+	return d.removeDir(name, st, r)
 }
 
 func (d *Dir) unlink(name string, flags int) error {
@@ -49,7 +96,7 @@ func (d *Dir) unlink(name string, flags int) error {
 
 // removeDir empties and removes the directory name of d, which lstat
 // described as st.
-func (d *Dir) removeDir(name string, st unix.Stat_t) error {
+func (d *Dir) removeDir(name string, st unix.Stat_t, r *remover) error {
 	if st.Dev != d.st.Dev {
 		return &os.PathError{Op: "remove", Path: d.join(name), Err: ErrOtherFilesystem}
 	}
@@ -57,7 +104,7 @@ func (d *Dir) removeDir(name string, st unix.Stat_t) error {
 	if err != nil {
 		return err
 	}
-	first := sub.removeContents()
+	first := sub.removeContents(r)
 	sub.Close()
 	if err := d.unlink(name, unix.AT_REMOVEDIR); err != nil && first == nil {
 		first = err
@@ -65,30 +112,43 @@ func (d *Dir) removeDir(name string, st unix.Stat_t) error {
 	return first
 }
 
-// removeContents removes every entry of d.
-func (d *Dir) removeContents() error {
+// removeContents removes every entry of d: batches of files and each
+// subdirectory on a free worker (d stays open until all are done).
+func (d *Dir) removeContents(r *remover) error {
 	ents, err := d.Entries()
-	first := err
-	keep := func(err error) {
-		if err != nil && first == nil {
-			first = err
-		}
-	}
+	local := &remover{}
+	local.keep(err)
+	var files, dirs []string
 	for _, e := range ents {
-		if !e.IsDir() {
-			err := unix.Unlinkat(d.fd, e.Name(), 0)
-			if err == nil || errors.Is(err, unix.ENOENT) {
-				continue
-			}
-			if !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EPERM) {
-				keep(&os.PathError{Op: "remove", Path: d.join(e.Name()), Err: err})
-				continue
-			}
-			// Replaced by a directory since the listing: look again.
+		if e.IsDir() {
+			dirs = append(dirs, e.Name())
+		} else {
+			files = append(files, e.Name())
 		}
-		keep(d.RemoveAll(e.Name(), nil))
 	}
-	return first
+	var wg sync.WaitGroup
+	for len(files) > 0 {
+		batch := files[:min(len(files), removeBatch)]
+		files = files[len(batch):]
+		r.spawn(&wg, func() {
+			for _, name := range batch {
+				err := unix.Unlinkat(d.fd, name, 0)
+				switch {
+				case err == nil || errors.Is(err, unix.ENOENT):
+				case errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EPERM):
+					// Replaced by a directory since the listing: look again.
+					local.keep(d.removeAll(name, nil, r))
+				default:
+					local.keep(&os.PathError{Op: "remove", Path: d.join(name), Err: err})
+				}
+			}
+		})
+	}
+	for _, name := range dirs {
+		r.spawn(&wg, func() { local.keep(d.removeAll(name, nil, r)) })
+	}
+	wg.Wait()
+	return local.first
 }
 
 // openForRemoval opens the directory name of d (described by st) so that
