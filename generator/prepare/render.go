@@ -19,7 +19,7 @@ import (
 
 // Names of the files prepare reads, writes or removes.
 const (
-	resourcesDefault = "local/resources.json.default"
+	resourcesDefault = workspace.MarkerFile // names the workspace: how prepare recognises one
 	resourcesActive  = "local/resources.json"
 	commConfig       = "local/comm_config.json"
 	studyRuntime     = "local/study_runtime.yaml"

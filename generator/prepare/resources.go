@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/flare-slurm/flare-slurm/internal/ojson"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -17,7 +18,7 @@ const (
 	passthroughManager  = "nvflare.app_common.resource_managers.passthrough_resource_manager.PassthroughResourceManager"
 	gpuResourceManager  = "nvflare.app_common.resource_managers.gpu_resource_manager.GPUResourceManager"
 	gpuResourceConsumer = "nvflare.app_common.resource_consumers.gpu_resource_consumer.GPUResourceConsumer"
-	launcherID          = "slurm_launcher"
+	launcherID          = workspace.MarkerComponent
 )
 
 // launcherIDs are the job launcher components a Slurm workspace replaces.
@@ -51,7 +52,7 @@ var builtinLaunchers = map[string]bool{
 // internal_connection_security is not an argument (it lives in
 // local/comm_config.json). The caller records the image's real path in
 // jl.Image. schema.JobLauncher is what these args decode back to.
-func LauncherArgs(jl schema.JobLauncher, workspace string) *ojson.Value {
+func LauncherArgs(jl schema.JobLauncher, workspacePath string) *ojson.Value {
 	exe := ojson.NewObject().
 		Set("sbatch", ojson.StringOrNull(jl.Executables.Sbatch)).
 		Set("squeue", ojson.StringOrNull(jl.Executables.Squeue)).
@@ -83,7 +84,7 @@ func LauncherArgs(jl schema.JobLauncher, workspace string) *ojson.Value {
 		r.Items = append(r.Items, ojson.IntValue(int64(jl.MultiNodePortRange.Start)), ojson.IntValue(int64(jl.MultiNodePortRange.End)))
 		args.Set("multi_node_port_range", r)
 	}
-	return args.Set("workspace_path", ojson.StringValue(workspace))
+	return args.Set(workspace.MarkerArg, ojson.StringValue(workspacePath))
 }
 
 // loadObject reads a kit JSON file that must hold an object.

@@ -79,7 +79,11 @@ func TestStagingSymlinkRace(t *testing.T) {
 		defer a.Stop()
 		deadline := time.Now().Add(2 * time.Minute)
 		var ok, failed, landedRuns int
-		for run := 0; run < 60 || (a.Landed() == 0 && time.Now().Before(deadline)); run++ {
+		runs := 60
+		if testing.Short() {
+			runs = 15
+		}
+		for run := 0; run < runs || (a.Landed() == 0 && time.Now().Before(deadline)); run++ {
 			tag := []string{"A", "B"}[run%2]
 			landed := a.Landed()
 			_, err := stageOnce(t, out, bigTree(out, tag, n), false, StagingOptions{})
@@ -213,7 +217,11 @@ func TestStagingUnprivilegedAttacker(t *testing.T) {
 
 	var want [2]string
 	var installed, refused, failed int
-	for run := range 60 {
+	runs := 60
+	if testing.Short() {
+		runs = 20
+	}
+	for run := range runs {
 		tag := []string{"A", "B"}[run%2]
 		if run%3 == 0 {
 			// Let the attacker find the output absent.
@@ -268,7 +276,7 @@ func TestStagingUnprivilegedAttacker(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout.String()), &r); err != nil {
 		t.Fatalf("attacker report %q: %v\n%s", stdout.String(), err, stderr.String())
 	}
-	t.Logf("60 stagings: %d installed, %d refused (symlink at the output), %d failed at the rename; attacker: %+v", installed, refused, failed, r)
+	t.Logf("%d stagings: %d installed, %d refused (symlink at the output), %d failed at the rename; attacker: %+v", runs, installed, refused, failed, r)
 	if r.StagingRenames != 0 || r.StagingWrites != 0 {
 		t.Errorf("the attacker renamed or wrote into a staging directory: %+v", r)
 	}
