@@ -117,11 +117,18 @@ func readHandle(dir string) (HandleInfo, error) {
 	if err != nil {
 		return h, err
 	}
+	return parseHandle(filepath.Join(dir, HandleFile), data)
+}
+
+// parseHandle decodes the content of a handle.json read from path and
+// checks that it is a complete handle of this format.
+func parseHandle(path string, data []byte) (HandleInfo, error) {
+	var h HandleInfo
 	if err := json.Unmarshal(data, &h); err != nil {
-		return h, fmt.Errorf("%s: %v", filepath.Join(dir, HandleFile), err)
+		return h, fmt.Errorf("%s: %v", path, err)
 	}
 	if h.Format != handleFormat || h.JobID == "" || !scheduler.IsJobID(h.SlurmJobID) || h.JobName == "" || h.Marker == "" || h.SubmitTime.IsZero() {
-		return h, fmt.Errorf("%s: not a valid handle (format %d)", filepath.Join(dir, HandleFile), h.Format)
+		return h, fmt.Errorf("%s: not a valid handle (format %d)", path, h.Format)
 	}
 	return h, nil
 }
