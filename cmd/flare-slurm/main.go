@@ -31,20 +31,7 @@ var commands []func(*app) *cobra.Command
 // failure or invalid input, 2 a usage error.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
-	root := &cobra.Command{
-		Use:           "flare-slurm",
-		Short:         "Run NVFlare job processes as Slurm batch jobs",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%v", err) })
-	root.CompletionOptions.DisableDefaultCmd = true
-	for _, newCmd := range commands {
-		root.AddCommand(newCmd(a))
-	}
+	root := newRootCommand(a)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()
 	if err == nil {
@@ -57,4 +44,46 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	a.reportError(cmd, ce)
 	return ce.exit
+}
+
+// newRootCommand builds the whole command tree on a's streams: Main runs
+// it, and tests inspect it.
+func newRootCommand(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "flare-slurm",
+		Short: "Run NVFlare job processes as Slurm batch jobs",
+		Long: `flare-slurm lets an HPC site run the job processes of an NVFlare federation as Slurm
+batch jobs.
+
+Site and study admins check their inputs, then build the runtime workspace:
+
+    flare-slurm validate slurm.yaml site-1/            # every problem at once
+    flare-slurm prepare site-1 --config slurm.yaml     # the workspace the NVFlare parent starts from
+
+Reviewers see exactly what a job would run, without submitting it:
+
+    flare-slurm render --workspace W --request req.json --output review/
+
+The NVFlare parent, and operators, run, watch and stop jobs:
+
+    flare-slurm launch | status | wait | cancel --workspace W ...
+    flare-slurm bootstrap-check --workspace W;  flare-slurm gc --workspace W
+
+Errors go to stderr as "flare-slurm: error: ..." and "flare-slurm: hint: ...". With --json,
+a command prints one JSON document on stdout. Exit status: 0 success, 1 failure or invalid
+input, 2 usage error; wait exits with the job's NVFlare return code.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%v", err) })
+	root.CompletionOptions.DisableDefaultCmd = true // completion.go has our own
+	for _, newCmd := range commands {
+		root.AddCommand(newCmd(a))
+	}
+	addVersionFlag(root, a)
+	addCompletions(root)
+	return root
 }

@@ -2,23 +2,151 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
+// version, when set with -ldflags "-X main.version=v1.2.3", is the version
+// reported instead of the module version the Go toolchain stamps. It is
+// for builds that carry no VCS information (a source archive); make dist
+// and go install do not need it.
+var version string
+
+// buildVersion is what `flare-slurm version` reports (its --json data).
+type buildVersion struct {
+	// Version is the -X override, else the main module's version: v1.2.3
+	// for `go install …@v1.2.3` or a build at that tag, a pseudo-version
+	// (v0.0.0-20261203083904-ddec3cb0060d) for any other commit, with
+	// "+dirty" when the checkout had uncommitted changes; "devel" when the
+	// build recorded neither (go build -buildvcs=false, a git worktree).
+	Version string `json:"version"`
+	// Revision, Time and Modified are the VCS commit, its commit time
+	// (RFC 3339, UTC) and whether the checkout had uncommitted changes;
+	// empty when the build recorded no VCS information.
+	Revision string `json:"revision,omitempty"`
+	Time     string `json:"time,omitempty"`
+	Modified bool   `json:"modified"`
+	// GoVersion is the toolchain that built the binary; Platform is
+	// GOOS/GOARCH.
+	GoVersion string `json:"go_version"`
+	Platform  string `json:"platform"`
+	// MinSlurm is the oldest Slurm release the runtime accepts.
+	MinSlurm string `json:"min_slurm"`
+}
+
+// develVersion is Version for a build that recorded no version.
+const develVersion = "devel"
+
+// currentBuild describes this binary. It reads the build information
+// only when asked, so that no command but version pays for it.
+func currentBuild() buildVersion {
+	bi, _ := debug.ReadBuildInfo()
+	return describeBuild(bi, version)
+}
+
+// describeBuild describes the binary built as bi (nil when the binary
+// carries no build information) with the -X override override.
+func describeBuild(bi *debug.BuildInfo, override string) buildVersion {
+	v := buildVersion{
+		Version:   develVersion,
+		GoVersion: runtime.Version(),
+		Platform:  runtime.GOOS + "/" + runtime.GOARCH,
+		MinSlurm:  scheduler.MinVersion.String(),
+	}
+	if bi == nil {
+		if override != "" {
+			v.Version = override
+		}
+		return v
+	}
+	if bi.GoVersion != "" {
+		v.GoVersion = bi.GoVersion
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v.Revision = s.Value
+		case "vcs.time":
+			v.Time = s.Value
+		case "vcs.modified":
+			v.Modified = s.Value == "true"
+		}
+	}
+	switch {
+	case override != "":
+		v.Version = override
+	case bi.Main.Version != "" && bi.Main.Version != "(devel)":
+		v.Version = bi.Main.Version
+	}
+	// The toolchain marks a dirty checkout's version itself; an override
+	// built from one gets the same mark, so that it never passes for the
+	// clean release it names.
+	if v.Modified && v.Version != develVersion && !strings.HasSuffix(v.Version, "+dirty") {
+		v.Version += "+dirty"
+	}
+	return v
+}
+
+// writeText prints v as `flare-slurm version` does: the version on the
+// first line (what scripts read), then one aligned line per known fact.
+func (v buildVersion) writeText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "flare-slurm %s\n", v.Version)
+	if v.Revision != "" {
+		rev := v.Revision
+		if v.Modified {
+			rev += "+dirty"
+		}
+		fmt.Fprintf(&b, "  revision   %s\n", rev)
+	}
+	if v.Time != "" {
+		fmt.Fprintf(&b, "  committed  %s\n", v.Time)
+	}
+	fmt.Fprintf(&b, "  go         %s %s\n", v.GoVersion, v.Platform)
+	fmt.Fprintf(&b, "  slurm      %s or later\n", v.MinSlurm)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
 
 func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
-		return &cobra.Command{
-			Use:   "version",
-			Short: "Print the flare-slurm version",
-			Args:  cobra.NoArgs,
+		var asJSON bool
+		cmd := &cobra.Command{
+			Use:   "version [--json]",
+			Short: "Print the flare-slurm version, its commit and the minimum Slurm",
+			Long: `version prints the version of this binary: the module version for 'go install …@vX.Y.Z'
+or a build at a tag, otherwise a pseudo-version of the commit ("+dirty" when the checkout had
+uncommitted changes), then the commit and its time, the Go toolchain and platform, and the
+oldest Slurm release the runtime accepts. 'flare-slurm --version' prints the same.`,
+			Args: cobra.NoArgs,
 			RunE: func(*cobra.Command, []string) error {
-				_, err := fmt.Fprintf(a.stdout, "flare-slurm %s\n", version)
-				return err
+				v := currentBuild()
+				if asJSON {
+					return a.printOK(v)
+				}
+				return v.writeText(a.stdout)
 			},
 		}
+		cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+		return cmd
 	})
+}
+
+// addVersionFlag gives the root command --version, which prints what the
+// version command prints. Without it the root command prints its help.
+func addVersionFlag(root *cobra.Command, a *app) {
+	var show bool
+	root.Flags().BoolVar(&show, "version", false, "print the version (as 'flare-slurm version' does)")
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if show {
+			return currentBuild().writeText(a.stdout)
+		}
+		return cmd.Help()
+	}
 }

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/flare-slurm/flare-slurm/generator/compile"
+	"github.com/flare-slurm/flare-slurm/runtime/manager"
+	"github.com/flare-slurm/flare-slurm/schema"
+)
+
+// completionShells are the shells `flare-slurm completion` writes a
+// script for, each with cobra's generator.
+var completionShells = []string{"bash", "zsh", "fish", "powershell"}
+
+func init() {
+	commands = append(commands, func(a *app) *cobra.Command {
+		var noDesc bool
+		cmd := &cobra.Command{
+			Use:   "completion bash|zsh|fish|powershell",
+			Short: "Print the shell completion script for bash, zsh, fish or PowerShell",
+			Long: `completion prints a script that makes the shell complete flare-slurm's commands and flags,
+and their values: the kinds of --kind, the schema names of 'schema', the job ids of
+--job-id (read from the jobs of the --workspace given before it), directories for
+--workspace, --kit and --output, YAML files for --config and JSON files for --request.
+
+bash (needs the bash-completion package), in ~/.bashrc or once for all users:
+
+    source <(flare-slurm completion bash)
+    flare-slurm completion bash > /usr/share/bash-completion/completions/flare-slurm
+
+zsh (needs compinit), fish and PowerShell:
+
+    flare-slurm completion zsh > "${fpath[1]}/_flare-slurm"
+    flare-slurm completion fish > ~/.config/fish/completions/flare-slurm.fish
+    flare-slurm completion powershell | Out-String | Invoke-Expression
+
+The release tarballs carry the bash, zsh and fish scripts under share/ (docs/install.md).`,
+			ValidArgs: completionShells,
+			Args: func(_ *cobra.Command, args []string) error {
+				if len(args) != 1 || !isCompletionShell(args[0]) {
+					return usageErrorf("completion needs one shell: %s", strings.Join(completionShells, ", "))
+				}
+				return nil
+			},
+			RunE: func(cmd *cobra.Command, args []string) error {
+				root := cmd.Root()
+				switch args[0] {
+				case "bash":
+					return root.GenBashCompletionV2(a.stdout, !noDesc)
+				case "zsh":
+					if noDesc {
+						return root.GenZshCompletionNoDesc(a.stdout)
+					}
+					return root.GenZshCompletion(a.stdout)
+				case "fish":
+					return root.GenFishCompletion(a.stdout, !noDesc)
+				default: // powershell
+					if noDesc {
+						return root.GenPowerShellCompletion(a.stdout)
+					}
+					return root.GenPowerShellCompletionWithDesc(a.stdout)
+				}
+			},
+		}
+		cmd.Flags().BoolVar(&noDesc, "no-descriptions", false, "leave the descriptions out of the completions")
+		return cmd
+	})
+}
+
+func isCompletionShell(s string) bool {
+	for _, sh := range completionShells {
+		if s == sh {
+			return true
+		}
+	}
+	return false
+}
+
+// flagCompletions completes a flag's value by the flag's name, whichever
+// command has it: one rule per flag name. Every flag that takes a value
+// has an entry (TestEveryValueFlagCompletes).
+var flagCompletions = map[string]cobra.CompletionFunc{
+	"workspace": completeDirs,
+	"kit":       completeDirs,
+	"output":    completeDirs,
+	"config":    completeFilesWithExt("yaml", "yml"),
+	"request":   completeFilesWithExt("json"),
+	"kind":      completeKinds,
+	"job-id":    completeJobIDs,
+	"site":      cobra.NoFileCompletions, // a name in the job meta: free text
+}
+
+// argCompletions completes the positional arguments of the command of
+// that name; a command without an entry takes no file names.
+var argCompletions = map[string]cobra.CompletionFunc{
+	"schema":   completeSchemaNames,
+	"prepare":  completeKitDir,
+	"validate": completeFiles,
+}
+
+// addCompletions registers the completion of every flag and positional
+// argument of the tree under root.
+func addCompletions(root *cobra.Command) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if fn, ok := flagCompletions[f.Name]; ok {
+				_ = c.RegisterFlagCompletionFunc(f.Name, fn)
+			}
+		})
+		if c.ValidArgsFunction == nil && len(c.ValidArgs) == 0 {
+			if fn, ok := argCompletions[c.Name()]; ok && c != root {
+				c.ValidArgsFunction = fn
+			} else {
+				c.ValidArgsFunction = cobra.NoFileCompletions
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
+
+// completeKinds offers the kinds of validate --kind.
+func completeKinds(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	var out []cobra.Completion
+	for _, k := range schema.Kinds() {
+		if strings.HasPrefix(k, toComplete) {
+			out = append(out, k)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeSchemaNames offers the schema names, with their titles, as the
+// one argument of `schema`.
+func completeSchemaNames(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []cobra.Completion
+	for _, name := range schema.Names() {
+		if strings.HasPrefix(name, toComplete) {
+			out = append(out, cobra.CompletionWithDesc(name, schema.Title(name)))
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeJobIDs offers the job ids of the handles persisted in the
+// workspace given by --workspace. It reads the jobs dir without following
+// symlinks (manager.ListHandles) and offers only ids that are valid
+// NVFlare job ids, so a hostile handle cannot inject text into the
+// completion protocol. Any failure offers nothing, silently: completion
+// must never print errors into the user's command line.
+func completeJobIDs(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	ws, _ := cmd.Flags().GetString("workspace")
+	if ws == "" {
+		cobra.CompDebugln("--job-id completes from the jobs of the --workspace given before it", false)
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	// The shell hands the word over unexpanded.
+	if rest, ok := strings.CutPrefix(ws, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			ws = filepath.Join(home, rest)
+		}
+	}
+	handles, err := manager.ListHandles(ws)
+	if err != nil {
+		cobra.CompDebugln("no job ids: "+err.Error(), false)
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []cobra.Completion
+	for _, h := range handles {
+		if !compile.ValidJobID(h.JobID) || !strings.HasPrefix(h.JobID, toComplete) {
+			continue
+		}
+		out = append(out, cobra.CompletionWithDesc(h.JobID,
+			"Slurm job "+h.SlurmJobID+", submitted "+h.SubmitTime.UTC().Format(time.RFC3339)))
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeDirs lets the shell offer directories.
+func completeDirs(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return nil, cobra.ShellCompDirectiveFilterDirs
+}
+
+// completeKitDir offers directories for prepare's one KIT argument.
+func completeKitDir(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return nil, cobra.ShellCompDirectiveFilterDirs
+}
+
+// completeFiles lets the shell offer files and directories.
+func completeFiles(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return nil, cobra.ShellCompDirectiveDefault
+}
+
+// completeFilesWithExt lets the shell offer files with one of exts (and
+// directories, to descend into).
+func completeFilesWithExt(exts ...string) cobra.CompletionFunc {
+	return func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return exts, cobra.ShellCompDirectiveFilterFileExt
+	}
+}
