@@ -4,7 +4,7 @@ BIN     ?= bin/flare-slurm
 # Packages that hold goldie golden files (they accept -update).
 GOLDEN_PKGS ?= ./generator/...
 
-.PHONY: build test test-unit test-slurm golden bench demo lint fuzz clean
+.PHONY: build test test-unit test-slurm golden bench demo lint fuzz clean docs
 
 # The project's own single-machine Slurm cluster (runtime/slurmtest/README.md).
 SLURM_CLUSTER ?= runtime/slurmtest/cluster.sh
@@ -14,6 +14,7 @@ build:
 
 lint:
 	$(GO) vet ./...
+	$(GO) vet -tags gendocs ./cmd/flare-slurm
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 
@@ -62,6 +63,18 @@ FUZZTIME ?= 20s
 fuzz:
 	for f in FuzzParseSlurmConfig FuzzParseStudyRuntime FuzzParseJobMeta; do \
 		$(GO) test ./schema -run '^$$$$' -fuzz "^$$f$$$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s || exit 1; done
+
+# docs renders the command reference from the command tree of the working
+# tree: docs/cli/*.md (committed; a test fails when they are stale) and the
+# man pages into MANDIR. The generator is the CLI built with -tags gendocs,
+# which adds a hidden docs command; the flare-slurm binary itself does not
+# link the renderers. Man pages are dated by the last commit.
+DOCGEN ?= bin/flare-slurm-docgen
+MANDIR ?= bin/man/man1
+docs:
+	$(GO) build -tags gendocs -o $(DOCGEN) ./cmd/flare-slurm
+	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || date +%s)} \
+		./$(DOCGEN) docs --markdown docs/cli --man $(MANDIR)
 
 clean:
 	rm -rf bin

@@ -47,7 +47,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // newRootCommand builds the whole command tree on a's streams: Main runs
-// it, and tests inspect it.
+// it, and the command reference (make docs) is generated from it, so
+// --help, the man pages and docs/cli never disagree.
 func newRootCommand(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "flare-slurm",
@@ -82,6 +83,9 @@ input, 2 usage error; wait exits with the job's NVFlare return code.`,
 	root.CompletionOptions.DisableDefaultCmd = true // completion.go has our own
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd(a))
+	}
+	if docsCommand != nil {
+		root.AddCommand(docsCommand(a))
 	}
 	addVersionFlag(root, a)
 	addCompletions(root)

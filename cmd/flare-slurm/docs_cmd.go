@@ -1,0 +1,81 @@
+//go:build gendocs
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flare-slurm/flare-slurm/internal/clidoc"
+)
+
+// This file is only in the generator build (go build -tags gendocs; make
+// docs and make dist run it): it adds the hidden docs command.
+func init() { docsCommand = newDocsCommand }
+
+// Patterns of the generated pages' names: Sync removes only files that
+// match them.
+const (
+	markdownPages = "flare-slurm*.md"
+	manPages      = "flare-slurm*.1"
+)
+
+func newDocsCommand(a *app) *cobra.Command {
+	var mdDir, manDir string
+	cmd := &cobra.Command{
+		Use:    "docs [--markdown DIR] [--man DIR]",
+		Short:  "Write the command reference: Markdown pages and man pages",
+		Hidden: true,
+		Long: `docs renders the reference of every command from the command tree: Markdown pages
+into --markdown DIR (docs/cli) and man pages into --man DIR. A man page is dated
+SOURCE_DATE_EPOCH (seconds since 1970, the commit time), which must be set.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if mdDir == "" && manDir == "" {
+				return usageErrorf("docs needs --markdown DIR, --man DIR or both")
+			}
+			if mdDir != "" {
+				pages, err := clidoc.Markdown(newRootCommand(a))
+				if err != nil {
+					return failure("docs_failed", err.Error(), "", nil)
+				}
+				if err := a.syncPages(mdDir, pages, markdownPages); err != nil {
+					return err
+				}
+			}
+			if manDir != "" {
+				epoch, err := strconv.ParseInt(os.Getenv("SOURCE_DATE_EPOCH"), 10, 64)
+				if err != nil {
+					return usageErrorf("--man needs SOURCE_DATE_EPOCH, the pages' date in seconds since 1970 (got %q)", os.Getenv("SOURCE_DATE_EPOCH"))
+				}
+				pages, err := clidoc.Man(newRootCommand(a), "flare-slurm "+currentBuild().Version, time.Unix(epoch, 0))
+				if err != nil {
+					return failure("docs_failed", err.Error(), "", nil)
+				}
+				if err := a.syncPages(manDir, pages, manPages); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&mdDir, "markdown", "", "directory of the Markdown pages (docs/cli)")
+	cmd.Flags().StringVar(&manDir, "man", "", "directory of the man pages (section 1)")
+	return cmd
+}
+
+// syncPages writes pages into dir and names each page it changed.
+func (a *app) syncPages(dir string, pages []clidoc.Page, generated string) error {
+	changed, err := clidoc.Sync(dir, pages, generated)
+	for _, name := range changed {
+		fmt.Fprintf(a.stdout, "%s/%s\n", dir, name)
+	}
+	if err != nil {
+		return failure("docs_failed", fmt.Sprintf("cannot write the pages into %s: %v", dir, err), "check that the directory is writable", nil)
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+// Package clidoc renders the command reference of a cobra command tree
+// with cobra's own generators (github.com/spf13/cobra/doc): one Markdown
+// page per command (docs/cli, committed) and one man page per command
+// (flare-slurm(1), flare-slurm-validate(1), …; the release tarballs).
+// Pages are rendered in memory from the same tree the CLI runs, so the
+// reference says what --help says; Sync writes them into a directory.
+package clidoc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/renameio/v2"
+	"github.com/spf13/cobra"
+	"github.com/spf13/cobra/doc"
+)
+
+// Page is one rendered page: its file name and content.
+type Page struct {
+	Name string
+	Data []byte
+}
+
+// commands lists root and every command under it that the reference
+// documents (cobra's rule: available, not a help topic), root first,
+// then in cobra's (sorted) order. It first adds cobra's help command, as
+// running the CLI does, so that every page lists the same commands.
+func commands(root *cobra.Command) []*cobra.Command {
+	root.InitDefaultHelpCmd()
+	var out []*cobra.Command
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		// Pages carry no generation date: the same tree always renders
+		// the same bytes.
+		c.DisableAutoGenTag = true
+		out = append(out, c)
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() && !sub.IsAdditionalHelpTopicCommand() {
+				walk(sub)
+			}
+		}
+	}
+	walk(root)
+	return out
+}
+
+// MarkdownName is the file name of cmd's Markdown page (cobra's:
+// "flare-slurm_validate.md"), which the pages' links use.
+func MarkdownName(cmd *cobra.Command) string {
+	return strings.ReplaceAll(cmd.CommandPath(), " ", "_") + ".md"
+}
+
+// ManName is the file name of cmd's man page ("flare-slurm-validate.1").
+func ManName(cmd *cobra.Command) string {
+	return strings.ReplaceAll(cmd.CommandPath(), " ", "-") + ".1"
+}
+
+// Markdown renders one Markdown page per documented command.
+func Markdown(root *cobra.Command) ([]Page, error) {
+	var pages []Page
+	for _, c := range commands(root) {
+		var b bytes.Buffer
+		if err := doc.GenMarkdownCustom(c, &b, func(s string) string { return s }); err != nil {
+			return nil, fmt.Errorf("render the Markdown page of %q: %w", c.CommandPath(), err)
+		}
+		pages = append(pages, Page{Name: MarkdownName(c), Data: b.Bytes()})
+	}
+	return pages, nil
+}
+
+// Man renders one man page (section 1) per documented command. source is
+// the header's source field ("flare-slurm v1.2.3"); date, the page date,
+// is passed in (the commit time) so that a page never depends on when it
+// was rendered.
+func Man(root *cobra.Command, source string, date time.Time) ([]Page, error) {
+	date = date.UTC()
+	var pages []Page
+	for _, c := range commands(root) {
+		var b bytes.Buffer
+		h := &doc.GenManHeader{Section: "1", Source: source, Manual: "flare-slurm manual", Date: &date}
+		if err := doc.GenMan(c, h, &b); err != nil {
+			return nil, fmt.Errorf("render the man page of %q: %w", c.CommandPath(), err)
+		}
+		pages = append(pages, Page{Name: ManName(c), Data: b.Bytes()})
+	}
+	return pages, nil
+}
+
+// Sync makes dir (created if missing) hold exactly pages among its files
+// whose names match generated (a filepath.Match pattern that every page
+// name matches, e.g. "flare-slurm*.md"): it writes each page that is
+// missing or differs, atomically, and removes the matching files that no
+// page names (the page of a removed command). Other files are left alone.
+// It returns the names it wrote or removed.
+func Sync(dir string, pages []Page, generated string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	var changed []string
+	for _, p := range pages {
+		if ok, err := filepath.Match(generated, p.Name); err != nil || !ok {
+			return nil, fmt.Errorf("page %s does not match the pattern %q of generated pages", p.Name, generated)
+		}
+		want[p.Name] = true
+		path := filepath.Join(dir, p.Name)
+		old, err := os.ReadFile(path)
+		if err == nil && bytes.Equal(old, p.Data) {
+			continue
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return changed, err
+		}
+		if err := renameio.WriteFile(path, p.Data, 0o644); err != nil {
+			return changed, err
+		}
+		changed = append(changed, p.Name)
+	}
+	stale, err := filepath.Glob(filepath.Join(dir, generated))
+	if err != nil {
+		return changed, err
+	}
+	for _, path := range stale {
+		if name := filepath.Base(path); !want[name] {
+			if err := os.Remove(path); err != nil {
+				return changed, err
+			}
+			changed = append(changed, name)
+		}
+	}
+	slices.Sort(changed)
+	return changed, nil
+}
