@@ -4,7 +4,7 @@ BIN     ?= bin/flare-slurm
 # Packages that hold goldie golden files (they accept -update).
 GOLDEN_PKGS ?= ./generator/...
 
-.PHONY: build test test-unit test-slurm golden bench demo lint fuzz clean docs
+.PHONY: build test test-unit test-slurm golden bench demo lint fuzz clean docs dist
 
 # The project's own single-machine Slurm cluster (runtime/slurmtest/README.md).
 SLURM_CLUSTER ?= runtime/slurmtest/cluster.sh
@@ -76,5 +76,54 @@ docs:
 	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || date +%s)} \
 		./$(DOCGEN) docs --markdown docs/cli --man $(MANDIR)
 
+# dist builds the release artefacts of the last commit into DIST (see
+# docs/install.md): per platform a static binary flare-slurm-OS-ARCH and a
+# tarball flare-slurm-OS-ARCH.tar.gz (bin/, share/man/man1, shell
+# completions), and SHA256SUMS. Two runs give byte-identical files:
+# - the build is a fresh clone of HEAD (uncommitted changes are left out,
+#   and Go stamps the commit, which it cannot do in a git worktree);
+# - CGO_ENABLED=0 (static, no libc), -trimpath (no build paths),
+#   -buildvcs=true (revision, commit time and modified=false are recorded:
+#   `flare-slurm version` names the commit), -ldflags '-s -w' (no symbol
+#   table or DWARF: a third smaller; panics still print stack traces);
+#   no -X: the toolchain derives the version from the commit's tags;
+# - the CPU baselines are pinned (GOAMD64=v1, GOARM64=v8.0, GOPPC64=power8),
+#   so the environment cannot change the code generated;
+# - man pages and every tarball entry are dated by the commit time
+#   (SOURCE_DATE_EPOCH), owned by 0:0, sorted, modes u=rwX,go=rX;
+#   gzip -n stores no name or time.
+# The same Go release is needed to reproduce the bytes: version prints it.
+DIST      ?= dist
+PLATFORMS ?= linux/amd64 linux/arm64 linux/ppc64le
+DIST_GOFLAGS = -trimpath -buildvcs=true -ldflags='-s -w'
+dist:
+	@set -eu; export LC_ALL=C TZ=UTC CGO_ENABLED=0 GOAMD64=v1 GOARM64=v8.0 GOPPC64=power8; \
+	commit=$$(git rev-parse --verify -q HEAD) || { echo "make dist: error: not a git checkout with a commit; build with go build (docs/install.md)" >&2; exit 1; }; \
+	if [ -n "$$(git status --porcelain)" ]; then echo "make dist: note: uncommitted changes are left out: the artefacts are commit $$commit" >&2; fi; \
+	export SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct "$$commit"); \
+	out=$(abspath $(DIST)); rm -rf "$$out"; mkdir -p "$$out"; \
+	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	git clone --quiet --no-checkout . "$$tmp/src"; \
+	git -C "$$tmp/src" -c advice.detachedHead=false checkout --quiet "$$commit"; \
+	cd "$$tmp/src"; \
+	$(GO) build $(DIST_GOFLAGS) -tags gendocs -o "$$tmp/docgen" ./cmd/flare-slurm; \
+	share="$$tmp/share"; mkdir -p "$$share/man/man1" "$$share/bash-completion/completions" \
+		"$$share/zsh/site-functions" "$$share/fish/vendor_completions.d"; \
+	"$$tmp/docgen" docs --man "$$share/man/man1" >/dev/null; \
+	"$$tmp/docgen" completion bash > "$$share/bash-completion/completions/flare-slurm"; \
+	"$$tmp/docgen" completion zsh > "$$share/zsh/site-functions/_flare-slurm"; \
+	"$$tmp/docgen" completion fish > "$$share/fish/vendor_completions.d/flare-slurm.fish"; \
+	for p in $(PLATFORMS); do \
+		name=flare-slurm-$${p%/*}-$${p#*/}; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build $(DIST_GOFLAGS) -o "$$out/$$name" ./cmd/flare-slurm; \
+		chmod 0755 "$$out/$$name"; \
+		mkdir -p "$$tmp/stage/$$name/bin"; cp "$$out/$$name" "$$tmp/stage/$$name/bin/flare-slurm"; \
+		cp -R "$$share" "$$tmp/stage/$$name/share"; \
+		tar --create --format=ustar --sort=name --mtime="@$$SOURCE_DATE_EPOCH" --owner=0 --group=0 \
+			--numeric-owner --mode=u=rwX,go=rX -C "$$tmp/stage" "$$name" | gzip -9 -n > "$$out/$$name.tar.gz"; \
+	done; \
+	cd "$$out"; sha256sum flare-slurm-* > SHA256SUMS; chmod 0644 SHA256SUMS ./*.tar.gz; \
+	echo "make dist: $$(ls | wc -l) files of commit $$commit in $(DIST)"
+
 clean:
-	rm -rf bin
+	rm -rf bin dist
