@@ -1,10 +1,13 @@
 # flare-slurm build, test and review targets. `make test` is what CI runs.
 GO      ?= go
 BIN     ?= bin/flare-slurm
+# The in-tree copy of santhosh-tekuri/jsonschema (its own module, so `./...`
+# does not reach it; internal/third_party/jsonschema/PATCHED.md says why).
+JSONSCHEMA_DIR ?= internal/third_party/jsonschema
 # Packages that hold goldie golden files (they accept -update).
 GOLDEN_PKGS ?= ./generator/...
 
-.PHONY: build test test-unit test-slurm golden bench demo lint fuzz clean docs dist
+.PHONY: build test test-unit test-third-party test-slurm golden bench demo lint fuzz clean docs dist
 
 # The project's own single-machine Slurm cluster (runtime/slurmtest/README.md).
 SLURM_CLUSTER ?= runtime/slurmtest/cluster.sh
@@ -15,11 +18,15 @@ build:
 lint:
 	$(GO) vet ./...
 	$(GO) vet -tags gendocs ./cmd/flare-slurm
+	cd $(JSONSCHEMA_DIR) && $(GO) vet ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 
-test-unit:
+test-unit: test-third-party
 	$(GO) test -count=1 ./...
+
+test-third-party:
+	cd $(JSONSCHEMA_DIR) && $(GO) test -count=1 ./...
 
 # make test runs the Slurm tier too when this machine can start the cluster
 # (root, apt or debootstrap); in CI (CI=true) it always does, and a cluster
@@ -34,7 +41,7 @@ test: lint
 
 # test-slurm starts the cluster, runs the whole suite with the integration
 # tier enabled, and stops the cluster (KEEP_SLURM=1 leaves it running).
-test-slurm:
+test-slurm: test-third-party
 	bash $(SLURM_CLUSTER) up
 	@rc=0; FLARE_SLURM_IT=1 $(GO) test -count=1 -timeout 30m ./... || rc=$$?; \
 	if [ -z "$(KEEP_SLURM)" ]; then bash $(SLURM_CLUSTER) down || rc=1; fi; exit $$rc

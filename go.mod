@@ -34,3 +34,5 @@ require (
 	golang.org/x/text v0.17.0 // indirect
 	golang.org/x/tools v0.26.0 // indirect
 )
+
+replace github.com/santhosh-tekuri/jsonschema/v6 => ./internal/third_party/jsonschema
