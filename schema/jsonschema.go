@@ -43,89 +43,101 @@ func Source(name string) ([]byte, bool) {
 
 // Title returns the one-line title of the named schema ("" when unknown).
 func Title(name string) string {
-	c := compiledSchemas()
-	doc, ok := c.raw[c.ids[name]].(map[string]any)
+	e, ok := embeddedSchemas[name]
 	if !ok {
 		return ""
 	}
+	doc, _ := e.load()
 	title, _ := doc["title"].(string)
 	return title
 }
 
-// compiled holds the embedded schema documents, added once, and each
-// schema compiled on its first use: a process that validates only a
-// slurm.yaml (prepare) does not pay for compiling the other schemas.
-type compiled struct {
-	ids map[string]string // name → $id
-	raw map[string]any    // $id → decoded schema document (for errorMessage and properties)
-	err error             // a failure to load the embedded documents
+// embedded is one embedded schema, decoded and compiled on first use and
+// only then: a process that validates only a slurm.yaml (prepare) neither
+// decodes nor compiles the other schemas.
+type embedded struct {
+	name string
 
-	mu       sync.Mutex // guards comp and schemas: the compiler is not safe for concurrent use
-	comp     *jsonschema.Compiler
-	schemas  map[string]*jsonschema.Schema // by name, compiled so far
-	compErrs map[string]error
-}
+	decodeOnce sync.Once
+	id         string         // $id
+	doc        map[string]any // the decoded document (for errorMessage and properties)
+	decodeErr  error
 
-var (
 	compileOnce sync.Once
-	compiledSet compiled
-)
-
-// compiledSchemas loads the embedded schema documents on first use. They
-// are part of the binary, so a failure is a programming error caught by the
-// tests.
-func compiledSchemas() *compiled {
-	compileOnce.Do(func() {
-		c := &compiledSet
-		c.ids, c.raw = map[string]string{}, map[string]any{}
-		c.schemas, c.compErrs = map[string]*jsonschema.Schema{}, map[string]error{}
-		c.comp = jsonschema.NewCompiler()
-		c.comp.DefaultDraft(jsonschema.Draft2020)
-		c.comp.UseLoader(noLoader{})
-		for _, name := range Names() {
-			data, _ := Source(name)
-			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-			if err != nil {
-				c.err = fmt.Errorf("schema %s: %w", name, err)
-				return
-			}
-			id, _ := doc.(map[string]any)["$id"].(string)
-			c.ids[name] = id
-			c.raw[id] = doc
-			if err := c.comp.AddResource(id, doc); err != nil {
-				c.err = fmt.Errorf("schema %s: %w", name, err)
-				return
-			}
-		}
-	})
-	return &compiledSet
+	sch         *jsonschema.Schema
+	compileErr  error
 }
 
-// schema returns the named schema, compiling it on first use.
-func (c *compiled) schema(name string) (*jsonschema.Schema, error) {
-	if c.err != nil {
-		return nil, c.err
+// embeddedSchemas are the schemas of Names, by name.
+var embeddedSchemas = map[string]*embedded{
+	KindJobMeta:      {name: KindJobMeta},
+	KindSlurmConfig:  {name: KindSlurmConfig},
+	KindStudyRuntime: {name: KindStudyRuntime},
+}
+
+// load decodes the schema document once.
+func (e *embedded) load() (map[string]any, error) {
+	e.decodeOnce.Do(func() {
+		data, _ := Source(e.name)
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+		if err != nil {
+			e.decodeErr = fmt.Errorf("schema %s: %w", e.name, err)
+			return
+		}
+		doc, ok := v.(map[string]any)
+		if !ok {
+			e.decodeErr = fmt.Errorf("schema %s: not a JSON object", e.name)
+			return
+		}
+		e.doc = doc
+		e.id, _ = doc["$id"].(string)
+	})
+	return e.doc, e.decodeErr
+}
+
+// compiled returns the compiled schema, compiling it on first use. The
+// embedded schemas are not validated against the JSON Schema metaschema
+// here: they are part of the binary, and TestSchemasValidAgainstMetaschema
+// validates them instead (so no process compiles the metaschema).
+func (e *embedded) compiled() (*jsonschema.Schema, error) {
+	e.compileOnce.Do(func() {
+		doc, err := e.load()
+		if err != nil {
+			e.compileErr = err
+			return
+		}
+		e.sch, e.compileErr = compileDocument(e.name, e.id, doc, false)
+	})
+	return e.sch, e.compileErr
+}
+
+// compileDocument compiles one schema document; checkMeta validates it
+// against its metaschema first (the tests do, the program does not).
+func compileDocument(name, id string, doc map[string]any, checkMeta bool) (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
+	if !checkMeta {
+		c.SkipMetaschemaValidation()
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if sch, ok := c.schemas[name]; ok {
-		return sch, nil
+	if err := c.AddResource(id, doc); err != nil {
+		return nil, fmt.Errorf("schema %s: %w", name, err)
 	}
-	if err, ok := c.compErrs[name]; ok {
-		return nil, err
-	}
-	id, ok := c.ids[name]
-	if !ok {
-		return nil, fmt.Errorf("no embedded schema named %q", name)
-	}
-	sch, err := c.comp.Compile(id)
+	sch, err := c.Compile(id)
 	if err != nil {
-		err = fmt.Errorf("schema %s: %w", name, err)
-		c.compErrs[name] = err
-		return nil, err
+		return nil, fmt.Errorf("schema %s: %w", name, err)
 	}
-	c.schemas[name] = sch
 	return sch, nil
+}
+
+// schemaByName returns the named embedded schema, compiled.
+func schemaByName(name string) (*embedded, *jsonschema.Schema, error) {
+	e, ok := embeddedSchemas[name]
+	if !ok {
+		return nil, nil, fmt.Errorf("no embedded schema named %q", name)
+	}
+	sch, err := e.compiled()
+	return e, sch, err
 }
 
 // noLoader refuses every URL: schemas never come from the network or disk.
@@ -150,8 +162,7 @@ func (t *tree) validateSchema(name string, onKey keyHook, onValue valueHook) {
 	if t.root == nil {
 		return
 	}
-	c := compiledSchemas()
-	sch, err := c.schema(name)
+	e, sch, err := schemaByName(name)
 	if err != nil {
 		t.add(nil, "", "internal error: "+err.Error(), "")
 		return
@@ -165,13 +176,13 @@ func (t *tree) validateSchema(name string, onKey keyHook, onValue valueHook) {
 		t.add(nil, "", err.Error(), "")
 		return
 	}
-	v := schemaReporter{t: t, c: c, onKey: onKey, onValue: onValue}
+	v := schemaReporter{t: t, e: e, onKey: onKey, onValue: onValue}
 	v.walk(verr)
 }
 
 type schemaReporter struct {
 	t       *tree
-	c       *compiled
+	e       *embedded // the schema validated against
 	onKey   keyHook
 	onValue valueHook
 }
@@ -275,7 +286,10 @@ func (r *schemaReporter) locate(ptr string) loc {
 // schemaNode returns the raw schema object at an absolute schema URL.
 func (r *schemaReporter) schemaNode(schemaURL string) map[string]any {
 	base, frag, _ := strings.Cut(schemaURL, "#")
-	cur := r.c.raw[base]
+	if base != r.e.id {
+		return nil // the embedded schemas refer to no other document
+	}
+	var cur any = r.e.doc
 	if frag != "" {
 		if f, err := url.PathUnescape(frag); err == nil {
 			frag = f

@@ -2,19 +2,32 @@ package schema
 
 import (
 	"encoding/json"
+	"errors"
+	"maps"
 	"slices"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-func TestSchemasCompile(t *testing.T) {
-	c := compiledSchemas()
+// compileAll compiles every embedded schema (benchmarks exclude that
+// one-time cost from their loops).
+func compileAll(t testing.TB) {
+	t.Helper()
 	for _, name := range Names() {
-		if _, err := c.schema(name); err != nil {
+		if _, _, err := schemaByName(name); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := c.schema("nope"); err == nil {
+}
+
+func TestSchemasCompile(t *testing.T) {
+	compileAll(t)
+	if _, _, err := schemaByName("nope"); err == nil {
 		t.Error("compiled a schema that is not embedded")
+	}
+	if got := slices.Sorted(maps.Keys(embeddedSchemas)); !slices.Equal(got, Names()) {
+		t.Errorf("embeddedSchemas holds %q, Names() is %q", got, Names())
 	}
 	if got := Names(); !slices.Equal(got, []string{"job-meta", "slurm-config", "study-runtime"}) {
 		t.Errorf("Names() = %q", got)
@@ -25,6 +38,30 @@ func TestSchemasCompile(t *testing.T) {
 	for _, name := range Names() {
 		if Title(name) == "" {
 			t.Errorf("%s has no title", name)
+		}
+	}
+}
+
+// The program compiles the embedded schemas without validating them against
+// the JSON Schema 2020-12 metaschema (that would compile the metaschema in
+// every process); this test does it instead, and shows that it would catch
+// a schema that breaks the metaschema.
+func TestSchemasValidAgainstMetaschema(t *testing.T) {
+	for _, name := range Names() {
+		e := &embedded{name: name}
+		doc, err := e.load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := compileDocument(name, e.id, doc, true); err != nil {
+			t.Errorf("%s is not a valid JSON Schema 2020-12 document: %v", name, err)
+		}
+		broken := maps.Clone(doc)
+		broken["minProperties"] = "one"
+		_, err = compileDocument(name, e.id, broken, true)
+		var sve *jsonschema.SchemaValidationError
+		if !errors.As(err, &sve) {
+			t.Errorf("%s with minProperties \"one\": got %v, want a metaschema validation error", name, err)
 		}
 	}
 }

@@ -113,6 +113,18 @@ func (c *Compiler) AssertVocabs() {
 	c.roots.assertVocabs = true
 }
 
+// SkipMetaschemaValidation makes the compiler trust the schema documents it
+// compiles: it no longer validates them against their metaschema first, so
+// the metaschema of their draft is never compiled.
+//
+// Use it only for schemas known to be valid, for example schemas embedded in
+// a program whose tests compile them without this option. An invalid schema
+// may then fail to compile with a less precise error, or compile to a
+// validator that does not do what the schema says.
+func (c *Compiler) SkipMetaschemaValidation() {
+	c.roots.skipMetaValidation = true
+}
+
 // AddResource adds schema resource which gets used later in reference
 // resolution.
 //

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // A Draft represents json-schema specification.
@@ -14,8 +15,14 @@ type Draft struct {
 	id            string             // property name used to represent id
 	subschemas    []SchemaPath       // locations of subschemas
 	vocabPrefix   string             // prefix used for vocabulary
-	allVocabs     map[string]*Schema // names of supported vocabs with its schemas
+	allVocabs     map[string]*Schema // names of supported vocabs (values unused: see vocabSchemas)
 	defaultVocabs []string           // names of default vocabs
+
+	// The metaschema (sch) and the vocabulary schemas (vocabSchemas) are
+	// compiled on first use, not at package init: a program that never
+	// validates a schema against this draft's metaschema never pays for it.
+	metaOnce     sync.Once
+	vocabSchemas map[string]*Schema // compiled schemas of allVocabs, by name
 }
 
 // String returns the specification url.
@@ -124,15 +131,34 @@ var (
 	draftLatest = Draft2020
 )
 
-func init() {
-	c := NewCompiler()
-	c.AssertFormat()
-	for _, d := range []*Draft{Draft4, Draft6, Draft7, Draft2019, Draft2020} {
-		d.sch = c.MustCompile(d.url)
+// loadMeta compiles the draft's metaschema and vocabulary schemas, once.
+// The metaschemas are embedded and are not validated against themselves
+// (roots.addRoot skips json-schema.org URLs), so compiling them never
+// needs a metaschema: loadMeta does not call itself.
+func (d *Draft) loadMeta() {
+	d.metaOnce.Do(func() {
+		c := NewCompiler()
+		c.AssertFormat()
+		sch := c.MustCompile(d.url)
+		vocabs := make(map[string]*Schema, len(d.allVocabs))
 		for name := range d.allVocabs {
-			d.allVocabs[name] = c.MustCompile(strings.TrimSuffix(d.url, "schema") + "meta/" + name)
+			vocabs[name] = c.MustCompile(strings.TrimSuffix(d.url, "schema") + "meta/" + name)
 		}
-	}
+		d.sch, d.vocabSchemas = sch, vocabs
+	})
+}
+
+// metaSchema returns the draft's compiled metaschema.
+func (d *Draft) metaSchema() *Schema {
+	d.loadMeta()
+	return d.sch
+}
+
+// vocabSchema returns the compiled schema of one of the draft's own
+// vocabularies, or nil when the draft has no vocabulary of that name.
+func (d *Draft) vocabSchema(name string) *Schema {
+	d.loadMeta()
+	return d.vocabSchemas[name]
 }
 
 func draftFromURL(url string) *Draft {
@@ -266,12 +292,12 @@ func (d *dialect) activeVocabs(assertVocabs bool, vocabularies map[string]*Vocab
 func (d *dialect) getSchema(assertVocabs bool, vocabularies map[string]*Vocabulary) *Schema {
 	vocabs := d.activeVocabs(assertVocabs, vocabularies)
 	if vocabs == nil {
-		return d.draft.sch
+		return d.draft.metaSchema()
 	}
 
 	var allOf []*Schema
 	for _, vocab := range vocabs {
-		sch := d.draft.allVocabs[vocab]
+		sch := d.draft.vocabSchema(vocab)
 		if sch == nil {
 			if v, ok := vocabularies[vocab]; ok {
 				sch = v.Schema
@@ -282,9 +308,9 @@ func (d *dialect) getSchema(assertVocabs bool, vocabularies map[string]*Vocabula
 		}
 	}
 	if !slices.Contains(vocabs, "core") {
-		sch := d.draft.allVocabs["core"]
+		sch := d.draft.vocabSchema("core")
 		if sch == nil {
-			sch = d.draft.sch
+			sch = d.draft.metaSchema()
 		}
 		allOf = append(allOf, sch)
 	}
