@@ -5,9 +5,10 @@
 // All *.tmpl files are parsed, in sorted order, into one template set.
 // Files whose name starts with "_" are partials: they hold {{define}}
 // blocks shared by the others and are never rendered on their own.
-// Rendering is strict (missingkey=error) and deterministic: the function
-// map is sprig's minus every function whose result depends on the
-// machine, the clock or chance, plus "shq", the project's shell quote.
+// Rendering is strict (missingkey=error) and deterministic: templates can
+// call text/template's builtins and only the functions of an allow-list
+// (FuncMap), each a pure function of its arguments. Nothing that reads the
+// environment, the host, the clock or a random source is reachable.
 package templates
 
 import (
@@ -20,38 +21,32 @@ import (
 	"sync"
 	"text/template"
 
-	"github.com/Masterminds/sprig/v3"
-
 	"github.com/flare-slurm/flare-slurm/internal/shell"
 )
 
 //go:embed *.tmpl
 var files embed.FS
 
-// nondeterministic lists sprig functions removed from the map: their output
-// depends on the environment, the host, the clock or a random source, which
-// would make generated scripts differ between runs and break golden files.
-var nondeterministic = []string{
-	"env", "expandenv", "getHostByName",
-	"now", "date", "dateInZone", "date_in_zone", "dateModify", "date_modify",
-	"mustDateModify", "must_date_modify", "ago", "toDate", "mustToDate", "unixEpoch",
-	"htmlDate", "htmlDateInZone", "duration", "durationRound",
-	"randAlpha", "randAlphaNum", "randAscii", "randNumeric", "randBytes", "randInt",
-	"uuidv4", "genPrivateKey", "genCA", "genCAWithKey", "genSelfSignedCert",
-	"genSelfSignedCertWithKey", "genSignedCert", "genSignedCertWithKey",
-	"derivePassword", "bcrypt", "htpasswd", "encryptAES", "decryptAES",
+// FuncMap returns the allow-list of functions templates are rendered with,
+// beyond text/template's builtins. TestFuncMapIsWhatTemplatesUse keeps it
+// equal to the set the templates call; a function joins it only when a
+// template needs it, and only if its result depends on its arguments alone.
+func FuncMap() template.FuncMap {
+	return template.FuncMap{
+		"shq":       shell.Quote, // shq S: S quoted for a POSIX shell
+		"shjoin":    shell.Join,  // shjoin LIST: each item quoted, joined by spaces
+		"join":      join,        // join SEP LIST (sprig's name and argument order)
+		"hasSuffix": hasSuffix,   // hasSuffix SUFFIX S (sprig's name and argument order)
+	}
 }
 
-// FuncMap returns the function map templates are rendered with.
-func FuncMap() template.FuncMap {
-	m := sprig.TxtFuncMap()
-	for _, name := range nondeterministic {
-		delete(m, name)
-	}
-	m["shq"] = shell.Quote
-	m["shjoin"] = shell.Join
-	return m
-}
+// join joins list with sep: sprig's join for the one argument type the
+// templates pass (a list of strings).
+func join(sep string, list []string) string { return strings.Join(list, sep) }
+
+// hasSuffix reports whether s ends with suffix, with sprig's argument order
+// (the suffix first, so that it reads `hasSuffix "\n" .`).
+func hasSuffix(suffix, s string) bool { return strings.HasSuffix(s, suffix) }
 
 // Error is the type of every failure to parse or render a template.
 type Error struct {
