@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -77,7 +78,9 @@ func ParseStudyRuntime(file string, data []byte) (*StudyRuntime, Problems) {
 	return sr, nil
 }
 
-var studyNameRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9_-]{0,61}[a-z0-9])?$`)
+var studyNameRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z0-9](?:[a-z0-9_-]{0,61}[a-z0-9])?$`)
+})
 
 // studyKeyHook explains keys that belong to other launchers.
 func studyKeyHook(parent, key string, allowed []string) (string, string, bool) {
@@ -117,7 +120,7 @@ const nameMessage = "is not a valid name: use 1-63 lowercase letters, digits, '_
 // checkName reports a study, dataset or secret mount name that breaks the
 // name rule; it says whether the name is valid.
 func (t *tree) checkName(n *yaml.Node, path, name string) bool {
-	if studyNameRE.MatchString(name) {
+	if studyNameRE().MatchString(name) {
 		return true
 	}
 	t.add(n, path, fmt.Sprintf("%s (got %q)", nameMessage, name), "")

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -53,9 +54,11 @@ type loc struct {
 	path string
 }
 
+// Regular expressions are compiled on first use, not at package init,
+// which every flare-slurm process would pay.
 var (
-	yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-	bigIntRE   = regexp.MustCompile(`^[-+]?[0-9]+$`)
+	yamlLineRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
+	bigIntRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[-+]?[0-9]+$`) })
 )
 
 // parseTree parses data as one YAML (or JSON) document whose top level is a
@@ -76,7 +79,7 @@ func parseTree(file string, data []byte) *tree {
 	}
 	if err != nil {
 		p := Problem{File: file, Message: msgNotYAML + strings.TrimPrefix(err.Error(), "yaml: ")}
-		if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+		if m := yamlLineRE().FindStringSubmatch(err.Error()); m != nil {
 			p.Line, _ = strconv.Atoi(m[1])
 			p.Column = 1
 			p.Message = msgNotYAML + m[2]
@@ -202,7 +205,7 @@ func scalarValue(n *yaml.Node) (any, bool) {
 		}
 	case "!!float":
 		// yaml.v3 tags integers beyond int64 as floats: keep them exact.
-		if bigIntRE.MatchString(n.Value) {
+		if bigIntRE().MatchString(n.Value) {
 			if b, ok := new(big.Int).SetString(strings.TrimPrefix(n.Value, "+"), 10); ok {
 				return json.Number(b.String()), true
 			}

@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/flare-slurm/flare-slurm/schema"
 )
@@ -59,10 +60,10 @@ const (
 	serverModule = "nvflare.private.fed.app.server.runner_process"
 )
 
-var jobIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var jobIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 
 // ValidJobID says whether id is a valid NVFlare job ID (contract §7).
-func ValidJobID(id string) bool { return jobIDPattern.MatchString(id) }
+func ValidJobID(id string) bool { return jobIDPattern().MatchString(id) }
 
 func argOrder(role string) []string {
 	if role == "server" {

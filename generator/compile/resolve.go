@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"github.com/flare-slurm/flare-slurm/schema"
@@ -128,7 +129,7 @@ func Resolve(ws *Workspace, req *Request, env Environ) (*Plan, error) {
 				if mp.Path != "meta" && !strings.HasPrefix(mp.Path, "meta.") {
 					mp.Path = joinPath("meta", mp.Path)
 				}
-				mp.Hint = metaHintPath.ReplaceAllString(mp.Hint, "${1}meta.$2")
+				mp.Hint = metaHintPath().ReplaceAllString(mp.Hint, "${1}meta.$2")
 				mp.Line, mp.Column = 0, 0
 				mp = r.req.src.at(mp, strings.Contains(mp.Message, "unknown") || strings.Contains(mp.Message, "unsupported"))
 			}
@@ -174,7 +175,9 @@ func firstRunes(s string, n int) string {
 
 // metaHintPath finds meta field paths in a job meta problem's hint that
 // lack the request's "meta." prefix.
-var metaHintPath = regexp.MustCompile(`(^|[^.\w])((?:launcher_spec|resource_spec)\.)`)
+var metaHintPath = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(^|[^.\w])((?:launcher_spec|resource_spec)\.)`)
+})
 
 // jobSlurmPath returns the path of a job-owned Slurm key as the request
 // spells it: launcher_spec.<site>.slurm.<key> when the site's section sets

@@ -125,7 +125,7 @@ type Job struct {
 // ErrShutdown is returned by Launch after Shutdown.
 var ErrShutdown = errors.New("the launcher is shutting down and accepts no new launches")
 
-var clusterRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+var clusterRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]+$`) })
 
 // Launch writes the job's artifacts, submits it once and returns its live
 // handle. Any failure removes the job dir it created.
@@ -194,7 +194,7 @@ func (m *Manager) launch(ctx context.Context, job Job) (*Handle, error) {
 	}
 	if cluster != "" {
 		outcome := "skipped: cluster name is not a plain word"
-		if clusterRE.MatchString(cluster) {
+		if clusterRE().MatchString(cluster) {
 			outcome = "ok"
 			if cerr := m.cfg.Client.CancelOnCluster(ctx, id, cluster); cerr != nil {
 				outcome = cerr.Error()

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -215,7 +216,7 @@ func ParseAccounting(out []byte, loc *time.Location) (*Accounting, error) {
 	return a, nil
 }
 
-var submitRE = regexp.MustCompile(`^([0-9]+)(?:;(.+))?$`)
+var submitRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]+)(?:;(.+))?$`) })
 
 // ParseSubmit reads `sbatch --parsable` output: exactly one non-blank line,
 // "<id>" or "<id>;<cluster>". Anything else is an error.
@@ -224,7 +225,7 @@ func ParseSubmit(out []byte) (id, cluster string, err error) {
 	if len(ls) != 1 {
 		return "", "", protocolf("sbatch", "expected one line with the job id, got %d lines", len(ls))
 	}
-	m := submitRE.FindStringSubmatch(strings.TrimSpace(ls[0]))
+	m := submitRE().FindStringSubmatch(strings.TrimSpace(ls[0]))
 	if m == nil {
 		return "", "", protocolf("sbatch", "output %q is not a job id", truncate(ls[0], 200))
 	}

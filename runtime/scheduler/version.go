@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Version is a Slurm release number.
@@ -29,13 +30,15 @@ func (v Version) Less(w Version) bool {
 var MinVersion = Version{23, 2, 3}
 
 // "slurm 23.02.3", "slurm-wlm 24.11.5", "slurm 24.05.1-1" and the like.
-var versionRE = regexp.MustCompile(`^slurm(?:-[A-Za-z0-9_.]+)?\s+([0-9]+)\.([0-9]+)\.([0-9]+)(?:[-+.~_][A-Za-z0-9.+~_-]*)?$`)
+var versionRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^slurm(?:-[A-Za-z0-9_.]+)?\s+([0-9]+)\.([0-9]+)\.([0-9]+)(?:[-+.~_][A-Za-z0-9.+~_-]*)?$`)
+})
 
 // ParseVersion reads the first line of `sbatch --version`.
 func ParseVersion(out string) (Version, error) {
 	line, _, _ := strings.Cut(strings.TrimLeft(out, "\n"), "\n")
 	line = strings.TrimSpace(line)
-	m := versionRE.FindStringSubmatch(line)
+	m := versionRE().FindStringSubmatch(line)
 	if m == nil {
 		return Version{}, fmt.Errorf("cannot read the Slurm version from sbatch --version output %q (expected e.g. \"slurm 23.02.3\" or \"slurm-wlm 24.11.5\")", truncate(line, 200))
 	}
