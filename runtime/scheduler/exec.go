@@ -3,7 +3,9 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"io"
 	"os/exec"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -103,6 +105,45 @@ type capWriter struct {
 	buf   []byte
 	limit int
 	over  bool
+}
+
+// ReadFrom reads r to its end, keeping the first limit bytes. os/exec
+// copies a child's output through it, so a run reads straight into the
+// result instead of through a 32 KiB buffer per stream (most of what a
+// polling process allocated).
+func (w *capWriter) ReadFrom(r io.Reader) (int64, error) {
+	var total int64
+	var discard []byte // what arrives past the limit
+	for {
+		var dst []byte
+		room := w.limit - len(w.buf)
+		if room > 0 {
+			if len(w.buf) == cap(w.buf) {
+				w.buf = slices.Grow(w.buf, min(max(512, len(w.buf)), room))
+			}
+			dst = w.buf[len(w.buf):min(cap(w.buf), w.limit)]
+		} else {
+			if discard == nil {
+				discard = make([]byte, 32<<10)
+			}
+			dst = discard
+		}
+		n, err := r.Read(dst)
+		if n > 0 {
+			total += int64(n)
+			if room > 0 {
+				w.buf = w.buf[:len(w.buf)+n]
+			} else {
+				w.over = true
+			}
+		}
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
 }
 
 func (w *capWriter) Write(p []byte) (int, error) {
