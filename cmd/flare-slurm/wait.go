@@ -2,9 +2,17 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/flare-slurm/flare-slurm/internal/procmem"
 )
+
+// memoryReleaseInterval is how often a wait process collects its garbage
+// and returns the freed pages: half the default poll interval, so it holds
+// about one poll's garbage at most.
+const memoryReleaseInterval = 5 * time.Second
 
 func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
@@ -17,10 +25,14 @@ func init() {
 				"Any number of wait processes on one workspace share one squeue per poll interval.",
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
+				// A wait lives as long as its job, one process per job:
+				// keep it small (internal/procmem).
+				procmem.OneP()
 				h, err := t.open(cmd, a)
 				if err != nil {
 					return err
 				}
+				procmem.ReleaseEvery(cmd.Context(), memoryReleaseInterval)
 				st, err := h.Wait(cmd.Context())
 				if err != nil {
 					return runtimeFailure("wait_failed", err, "the job was not changed; run wait again to keep watching it")

@@ -6,10 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flare-slurm/flare-slurm/internal/procbench"
 )
 
 // fakeScheduler is a counting stand-in for the four commands, keeping every
@@ -57,19 +60,29 @@ func BenchmarkWaitProcesses(b *testing.B) {
 	}
 }
 
-func waitProcesses(b *testing.B, bin string, n int) float64 {
+// waitFleet is n real `flare-slurm wait` processes, one per running job of
+// one workspace whose four Slurm commands are the counting stand-in.
+type waitFleet struct {
+	tools string
+	procs []*exec.Cmd
+	start time.Time
+}
+
+// startWaits launches n jobs through the runtime and starts one wait
+// process for each.
+func startWaits(b *testing.B, bin string, n int, poll float64) *waitFleet {
 	b.Helper()
-	b.StopTimer()
-	poll, window := 1.0, 10*time.Second
-	if v, err := strconv.ParseFloat(os.Getenv("FLARE_BENCH_POLL"), 64); err == nil && v > 0 {
-		poll = v
-	}
-	if v, err := time.ParseDuration(os.Getenv("FLARE_BENCH_WINDOW")); err == nil && v > 0 {
-		window = v
-	}
 	ws := workspaceWith(b, poll, fakeScheduler)
-	tools := filepath.Join(filepath.Dir(ws), "bin")
-	os.WriteFile(filepath.Join(tools, "jobs.txt"), nil, 0o600)
+	// A prepared workspace has a study runtime file, which Open reads.
+	studies, err := os.ReadFile("../../examples/study_runtime.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "local", "study_runtime.yaml"), studies, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	f := &waitFleet{tools: filepath.Join(filepath.Dir(ws), "bin")}
+	os.WriteFile(filepath.Join(f.tools, "jobs.txt"), nil, 0o600)
 	rt, err := Open(context.Background(), ws, Options{Environ: os.Environ()})
 	if err != nil {
 		b.Fatal(err)
@@ -81,31 +94,152 @@ func waitProcesses(b *testing.B, bin string, n int) float64 {
 			b.Fatal(err)
 		}
 	}
-	os.Remove(filepath.Join(tools, "calls"))
-	start := time.Now()
-	var procs []*exec.Cmd
+	os.Remove(filepath.Join(f.tools, "calls"))
+	f.start = time.Now()
 	for k := 0; k < n; k++ {
 		cmd := exec.Command(bin, "wait", "--workspace", ws, "--job-id", fmt.Sprintf("job-%03d", k))
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
-		procs = append(procs, cmd)
+		f.procs = append(f.procs, cmd)
 	}
-	b.StartTimer()
-	time.Sleep(window)
-	b.StopTimer()
-	calls, _ := os.ReadFile(filepath.Join(tools, "calls"))
-	elapsed := time.Since(start)
-	squeue, sacct := strings.Count(string(calls), "squeue\n"), strings.Count(string(calls), "sacct\n")
-	// End every job and let the waits finish.
-	jobs, _ := os.ReadFile(filepath.Join(tools, "jobs.txt"))
-	os.WriteFile(filepath.Join(tools, "jobs.txt"), []byte(strings.ReplaceAll(string(jobs), "|RUNNING|", "|COMPLETED|")), 0o600)
-	for _, p := range procs {
+	return f
+}
+
+// calls counts the squeue and sacct calls made so far.
+func (f *waitFleet) calls() (squeue, sacct int) {
+	calls, _ := os.ReadFile(filepath.Join(f.tools, "calls"))
+	return strings.Count(string(calls), "squeue\n"), strings.Count(string(calls), "sacct\n")
+}
+
+// finish ends every job and waits for every wait process to exit 0.
+func (f *waitFleet) finish(b *testing.B) {
+	b.Helper()
+	jobs, _ := os.ReadFile(filepath.Join(f.tools, "jobs.txt"))
+	os.WriteFile(filepath.Join(f.tools, "jobs.txt"), []byte(strings.ReplaceAll(string(jobs), "|RUNNING|", "|COMPLETED|")), 0o600)
+	for _, p := range f.procs {
 		if err := p.Wait(); err != nil {
 			b.Fatalf("wait process: %v", err)
 		}
 	}
+}
+
+func waitProcesses(b *testing.B, bin string, n int) float64 {
+	b.Helper()
+	b.StopTimer()
+	poll, window := 1.0, 10*time.Second
+	if v, err := strconv.ParseFloat(os.Getenv("FLARE_BENCH_POLL"), 64); err == nil && v > 0 {
+		poll = v
+	}
+	if v, err := time.ParseDuration(os.Getenv("FLARE_BENCH_WINDOW")); err == nil && v > 0 {
+		window = v
+	}
+	f := startWaits(b, bin, n, poll)
+	b.StartTimer()
+	time.Sleep(window)
+	b.StopTimer()
+	squeue, sacct := f.calls()
+	elapsed := time.Since(f.start)
+	f.finish(b)
 	b.StartTimer()
 	b.Logf("%d processes, %v: %d squeue, %d sacct", n, elapsed.Round(time.Millisecond), squeue, sacct)
 	return float64(squeue+sacct) * poll / elapsed.Seconds()
+}
+
+// BenchmarkWaitPrivateMemory reports the private memory (Private_Clean +
+// Private_Dirty of /proc/PID/smaps_rollup) of `flare-slurm wait` processes
+// while they poll, after FLARE_BENCH_SETTLE (default 12 s, two memory
+// release intervals) of polling every FLARE_BENCH_POLL seconds (default
+// 0.5). Four processes run, one per running job, as at a site where every
+// job has its own wait: pages of the binary that the four map are shared,
+// as they are among a site's hundreds. The binary is built as release
+// artefacts are (CGO_ENABLED=0). The target is 2 MiB (2048 KiB).
+//
+// go-floor is the same measurement of a Go program that only runs the
+// stand-in squeue every poll and releases memory as wait does
+// (testdata/poller): what the Go runtime alone costs.
+func BenchmarkWaitPrivateMemory(b *testing.B) {
+	dir := b.TempDir()
+	bin, floor := filepath.Join(dir, "flare-slurm"), filepath.Join(dir, "poller")
+	for _, build := range [][2]string{{bin, "./cmd/flare-slurm"}, {floor, "./runtime/site/testdata/poller"}} {
+		cmd := exec.Command("go", "build", "-o", build[0], build[1])
+		cmd.Dir = "../.."
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("build %s: %v\n%s", build[1], err, out)
+		}
+	}
+	poll, settle := 0.5, 12*time.Second
+	if v, err := strconv.ParseFloat(os.Getenv("FLARE_BENCH_POLL"), 64); err == nil && v > 0 {
+		poll = v
+	}
+	if v, err := time.ParseDuration(os.Getenv("FLARE_BENCH_SETTLE")); err == nil && v > 0 {
+		settle = v
+	}
+	const n = 4
+	b.Run("flare-slurm", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			f := startWaits(b, bin, n, poll)
+			// Every process has polled: the figure is the polling state.
+			deadline := time.Now().Add(30 * time.Second)
+			for sq, _ := f.calls(); sq < 3; sq, _ = f.calls() {
+				if time.Now().After(deadline) {
+					b.Fatalf("the wait processes made %d squeue calls in 30 s", sq)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			time.Sleep(settle)
+			mem := readAll(b, f.procs)
+			f.finish(b)
+			b.StartTimer()
+			reportMemory(b, mem)
+		}
+	})
+	b.Run("go-floor", func(b *testing.B) {
+		squeue := filepath.Join(filepath.Dir(workspaceWith(b, poll, fakeScheduler)), "bin", "squeue")
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			var procs []*exec.Cmd
+			for k := 0; k < n; k++ {
+				cmd := exec.Command(floor, fmt.Sprint(poll), squeue, "--jobs=1000")
+				if err := cmd.Start(); err != nil {
+					b.Fatal(err)
+				}
+				procs = append(procs, cmd)
+			}
+			time.Sleep(settle)
+			mem := readAll(b, procs)
+			for _, p := range procs {
+				p.Process.Kill()
+				p.Wait()
+			}
+			b.StartTimer()
+			reportMemory(b, mem)
+		}
+	})
+}
+
+func readAll(b *testing.B, procs []*exec.Cmd) []procbench.Memory {
+	b.Helper()
+	var mem []procbench.Memory
+	for _, p := range procs {
+		m, err := procbench.ReadMemory(p.Process.Pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		mem = append(mem, m)
+	}
+	return mem
+}
+
+// reportMemory reports the largest and the median private memory of the
+// processes, and the largest one's dirty, anonymous and resident sizes.
+func reportMemory(b *testing.B, mem []procbench.Memory) {
+	slices.SortFunc(mem, func(x, y procbench.Memory) int { return int(x.Private() - y.Private()) })
+	worst := mem[len(mem)-1]
+	b.ReportMetric(float64(worst.Private())/(1<<10), "max-private-KiB")
+	b.ReportMetric(float64(mem[len(mem)/2].Private())/(1<<10), "median-private-KiB")
+	b.ReportMetric(float64(worst.PrivateDirty)/(1<<10), "private-dirty-KiB")
+	b.ReportMetric(float64(worst.Rss)/(1<<10), "rss-KiB")
 }
