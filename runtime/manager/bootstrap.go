@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
 
+	"github.com/flare-slurm/flare-slurm/internal/account"
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 )
 
@@ -80,8 +80,8 @@ func checkOwnerMode(root string, st os.FileInfo, uid int) error {
 
 // describeUID is "0 (root)", or the bare number when it has no account name.
 func describeUID(uid int) string {
-	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil && u.Username != "" {
-		return fmt.Sprintf("%d (%s)", uid, u.Username)
+	if name, err := account.Name(context.Background(), uid, os.Getenv("PATH")); err == nil {
+		return fmt.Sprintf("%d (%s)", uid, name)
 	}
 	return strconv.Itoa(uid)
 }

@@ -12,12 +12,11 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/flare-slurm/flare-slurm/generator/compile"
+	"github.com/flare-slurm/flare-slurm/internal/account"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 	"github.com/flare-slurm/flare-slurm/schema"
@@ -63,7 +62,8 @@ func Open(ctx context.Context, root string, o Options) (*Runtime, error) {
 	if err := manager.ValidateWorkspace(ws.Root, uid); err != nil {
 		return nil, err
 	}
-	u, err := user.LookupId(strconv.Itoa(uid))
+	// os/user, then `getent passwd` (a static build reads only /etc/passwd).
+	username, err := account.Name(ctx, uid, lookup(o.Environ, "PATH"))
 	if err != nil {
 		return nil, fmt.Errorf("cannot find the account name of uid %d (sacct reports jobs by name): %v", uid, err)
 	}
@@ -74,7 +74,7 @@ func Open(ctx context.Context, root string, o Options) (*Runtime, error) {
 	l := ws.Launcher
 	// The query commands (and the bootstrap's sbatch --version) get the
 	// parent's environment without any variable a secret comes from.
-	cl := scheduler.New(paths, uid, u.Username, withoutNames(o.Environ, secretNames(ws.Root)), scheduler.Timeouts{
+	cl := scheduler.New(paths, uid, username, withoutNames(o.Environ, secretNames(ws.Root)), scheduler.Timeouts{
 		Submit: scheduler.Seconds(l.SubmitTimeout),
 		Query:  scheduler.Seconds(l.QueryTimeout),
 		Cancel: scheduler.Seconds(l.CancelTimeout),
