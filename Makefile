@@ -7,7 +7,7 @@ JSONSCHEMA_DIR ?= internal/third_party/jsonschema
 # Packages that hold goldie golden files (they accept -update).
 GOLDEN_PKGS ?= ./generator/...
 
-.PHONY: build test test-unit test-third-party test-slurm golden bench demo lint fuzz clean docs dist
+.PHONY: build test test-unit test-third-party test-slurm golden bench bench-process demo lint fuzz clean docs dist
 
 # The project's own single-machine Slurm cluster (runtime/slurmtest/README.md).
 SLURM_CLUSTER ?= runtime/slurmtest/cluster.sh
@@ -52,6 +52,15 @@ golden:
 
 bench:
 	$(GO) test -p 1 -run '^$$' -bench . -benchmem ./...
+
+# bench-process prints issue 18's whole-process figures as one table:
+# prepare vs NVFlare's deploy prepare, version and validate vs a Go
+# hello-world, a 10,000-file kit vs NVFlare and cp -a + sync -f (paired runs,
+# median of per-pair ratios, load average with each row). NVFlare runs from
+# NVFLARE_SRC (default ../shared/nvflare) with NVFLARE_PYTHON and
+# NVFLARE_PYTHONPATH; BENCH_FLAGS=-large=false skips the 200 MiB kit.
+bench-process:
+	$(GO) run ./internal/benchprocess $(BENCH_FLAGS)
 
 # demo prepares the example client kit into a fresh temp directory and prints
 # it. The example's apptainer image path does not exist here, so the demo
