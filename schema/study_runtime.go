@@ -296,3 +296,40 @@ func decodeStudy(name string, s *yaml.Node) Study {
 	}
 	return st
 }
+
+// StudySecretEnvNames lists every environment name that the study runtime
+// file at path names as a secret: each secret_env variable and its source,
+// of every study. It is for processes that only need to keep those names
+// out of an environment (a wait, a status): it reads the YAML without
+// validating it, so it costs no schema compile, and on a file that does
+// not validate it still returns every name it can find — a superset is
+// the safe side for a list of names to drop. A file that cannot be read
+// or parsed gives nil.
+func StudySecretEnvNames(path string) []string {
+	data, probs := readInput(path)
+	if probs != nil {
+		return nil
+	}
+	doc, err := decodeOne(data)
+	if err != nil || doc == nil || len(doc.Content) == 0 {
+		return nil
+	}
+	var names []string
+	studies := get(doc.Content[0], "studies")
+	if studies == nil || studies.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 1; i < len(studies.Content); i += 2 {
+		env := get(studies.Content[i], "secret_env")
+		if env == nil || env.Kind != yaml.MappingNode {
+			continue
+		}
+		for j := 0; j+1 < len(env.Content); j += 2 {
+			names = append(names, env.Content[j].Value)
+			if src := get(env.Content[j+1], "source"); src != nil && src.Kind == yaml.ScalarNode {
+				names = append(names, src.Value)
+			}
+		}
+	}
+	return names
+}

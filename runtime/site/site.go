@@ -150,7 +150,8 @@ var credentialEnv = []string{"NVFLARE_JOB_AUTH_TOKEN", "NVFLARE_JOB_TOKEN_SIGNAT
 
 // secretNames are the environment names that hold secrets at this
 // workspace: the credential names and every study secret_env name and
-// source of local/study_runtime.yaml (when it reads). The query commands
+// source of local/study_runtime.yaml, read without validating it (a wait
+// must stay small: no schema compile; an invalid file still names them). The query commands
 // use them from Open on; a launch's sbatch gets the names of the study
 // runtime it re-read from its plan (Plan.SchedulerEnv).
 func secretNames(root string) map[string]bool {
@@ -158,14 +159,8 @@ func secretNames(root string) map[string]bool {
 	for _, n := range credentialEnv {
 		names[n] = true
 	}
-	sr, _ := schema.LoadStudyRuntime(filepath.Join(root, "local", schema.StudyRuntimeFile))
-	if sr == nil {
-		return names
-	}
-	for _, st := range sr.Studies {
-		for _, s := range st.SecretEnv {
-			names[s.Name], names[s.Source] = true, true
-		}
+	for _, n := range schema.StudySecretEnvNames(filepath.Join(root, "local", schema.StudyRuntimeFile)) {
+		names[n] = true
 	}
 	return names
 }
