@@ -54,7 +54,11 @@ var variants = []struct {
 	adjust  func(f *fixture)
 }{
 	{"none-client", "none", "client", nil},
-	{"none-server", "none", "server", nil},
+	{"none-server", "none", "server", func(f *fixture) {
+		// A server job's app folder is app_server (NVFlare's server
+		// workspace name), not app_<identity>.
+		f.Dir("lustre/site-1/" + f.JobID + "/app_server/custom")
+	}},
 	{"apptainer-client", "apptainer", "client", nil},
 	{"apptainer-server", "apptainer", "server", nil},
 	{"pyxis-client", "pyxis", "client", nil},

@@ -43,10 +43,14 @@ const (
 	batchFile        = "batch.sh"
 	secretFile       = "secret.env"
 	sandboxRootDir   = "sandbox_root"
-	childProcessEnv  = "NVFLARE_SLURM_CHILD_PROCESS"
+	childProcessEnv  = ChildProcessEnv
 	resolvConf       = "/etc/resolv.conf"
 	jobNameSiteChars = 32
 )
+
+// ChildProcessEnv is set to 1 in every worker's environment (contract §8):
+// a process that sees it runs inside a Slurm job and must not submit more.
+const ChildProcessEnv = "NVFLARE_SLURM_CHILD_PROCESS"
 
 // JobKey is the hex SHA-256 of a job ID: the name of its job directory.
 func JobKey(jobID string) string {
@@ -116,7 +120,7 @@ func Resolve(ws *Workspace, req *Request, env Environ) (*Plan, error) {
 		r.reqProblem("site", fmt.Sprintf("is %q but the workspace belongs to site %q", req.Site, ws.Site), "")
 	}
 	v.RunDir = r.runDir()
-	v.AppDir = filepath.Join(v.RunDir, "app_"+req.Site)
+	v.AppDir = filepath.Join(v.RunDir, AppDirName(req.Role, req.Site))
 
 	rt := r.loadStudyRuntime()
 	p.workspaceSecrets = secretEnvNames(rt)
@@ -153,6 +157,17 @@ func Resolve(ws *Workspace, req *Request, env Environ) (*Plan, error) {
 		return nil, r.ps
 	}
 	return p, nil
+}
+
+// AppDirName is the name of a job's app folder in its run dir, as
+// NVFlare's Workspace.get_app_dir names it: a server's workspace is named
+// "server" whatever its identity, so a server job's app is app_server; a
+// client's is app_<site>.
+func AppDirName(role, site string) string {
+	if role == "server" {
+		return "app_server"
+	}
+	return "app_" + site
 }
 
 func orDefault(s, def string) string {

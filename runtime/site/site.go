@@ -104,6 +104,10 @@ func Open(ctx context.Context, root string, o Options) (*Runtime, error) {
 	return rt, nil
 }
 
+// ErrNestedLaunch refuses a launch from inside a worker, as NVFlare's
+// launcher does in a Slurm child process: a worker never submits Slurm jobs.
+var ErrNestedLaunch = fmt.Errorf("nested Slurm job launch refused: %s=1 says this process runs inside a flare-slurm worker, which never submits Slurm jobs", compile.ChildProcessEnv)
+
 // Launch compiles the launch request (file names it in messages; "-" for
 // standard input) and submits the job.
 func (rt *Runtime) Launch(ctx context.Context, file string, data []byte) (*manager.Handle, error) {
@@ -114,6 +118,9 @@ func (rt *Runtime) Launch(ctx context.Context, file string, data []byte) (*manag
 // LaunchWithNotes is Launch that also returns the plan's notes
 // (compile.Plan.Notes), also when the submission then fails.
 func (rt *Runtime) LaunchWithNotes(ctx context.Context, file string, data []byte) (*manager.Handle, []string, error) {
+	if lookup(rt.environ, compile.ChildProcessEnv) == "1" {
+		return nil, nil, ErrNestedLaunch
+	}
 	env := compile.EnvironFrom(rt.environ)
 	plan, _, err := compile.ParseAndResolve(rt.Workspace, file, data, env)
 	if err != nil {

@@ -23,7 +23,7 @@ set +vx
 source "${_nvfl_secret}"
 rm -f -- "${_nvfl_secret}"
 trap - EXIT
-export PYTHONPATH=''
+export PYTHONPATH=/cluster/lustre/site-1/3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60/app_server/custom
 export NVFLARE_SLURM_CHILD_PROCESS=1
 _nvfl_command=(/opt/nvflare/bin/python3 -u -m nvflare.private.fed.app.server.runner_process -m /cluster/lustre/site-1 -s fed_server.json -r /cluster/lustre/site-1/3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60/app_server -n 3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60 -p tcp://nvflare-site1.internal:8102 --parent_conn_sec clear -u grpc://server.example.org:8002 --host server.example.org --port 8003 --set print_conf=True restore_snapshot=false)
 exec "${_nvfl_command[@]}"
