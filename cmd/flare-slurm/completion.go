@@ -94,6 +94,8 @@ var flagCompletions = map[string]cobra.CompletionFunc{
 	"kind":      completeKinds,
 	"job-id":    completeJobIDs,
 	"site":      cobra.NoFileCompletions, // a name in the job meta: free text
+	"format":    completeFormats,
+	"junit":     completeFilesWithExt("xml"),
 }
 
 // argCompletions completes the positional arguments of the command of

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flare-slurm/flare-slurm/internal/cireport"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -48,14 +49,9 @@ func resultExit(exit int, message string) error {
 	return &cliError{exit: exit, Code: "job_failed", Message: message, resultOnly: true}
 }
 
-// jsonRequested says whether the command that ran has --json set.
-func jsonRequested(cmd *cobra.Command) bool {
-	if cmd == nil {
-		return false
-	}
-	f := cmd.Flags().Lookup("json")
-	return f != nil && f.Value.String() == "true"
-}
+// jsonRequested says whether the command that ran has --json set (or
+// --format json).
+func jsonRequested(cmd *cobra.Command) bool { return outputFormat(cmd) == "json" }
 
 // envelope is the shape of every --json answer; fields are in the order
 // pipelines read them.
@@ -79,8 +75,21 @@ func (a *app) writeJSON(v any) error {
 
 // reportError prints an error: the JSON envelope on stdout with --json,
 // otherwise "flare-slurm: error: …", one line per problem and
-// "flare-slurm: hint: …" on stderr.
+// "flare-slurm: hint: …" on stderr. With --format github the problems are
+// also GitHub Actions annotations on stdout; with --format sarif stdout is
+// one SARIF log of the problems (and the text goes to stderr as usual).
 func (a *app) reportError(cmd *cobra.Command, e *cliError) {
+	switch outputFormat(cmd) {
+	case "github":
+		_ = cireport.GitHub(a.stdout, "flare-slurm", findings(e.Code, e.Problems))
+	case "sarif":
+		// Only problems make a SARIF log: a failure without any (a
+		// usage error, an unreadable workspace) prints none, so that a
+		// code scanning upload fails instead of closing every alert.
+		if len(e.Problems) > 0 {
+			_ = a.writeSARIF(e.Code, e.Problems)
+		}
+	}
 	if jsonRequested(cmd) {
 		if e.resultOnly {
 			fmt.Fprintf(a.stderr, "flare-slurm: error: %s\n", e.Message)

@@ -8,17 +8,20 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/flare-slurm/flare-slurm/generator/prepare"
+	"github.com/flare-slurm/flare-slurm/internal/cireport"
 )
 
 func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
 		var opts prepare.Options
-		var kitFlag string
-		var asJSON, check bool
+		var kitFlag, junit string
+		var format formatFlags
+		var check bool
 		cmd := &cobra.Command{
 			Use:   "prepare [KIT]",
 			Short: "Turn a startup kit into a Slurm runtime workspace",
@@ -38,7 +41,11 @@ account can write, unless that directory is sticky (like /tmp).
 --check writes nothing: it prints a unified diff of what prepare would change
 and exits 1 when OUT differs (drift detection). The content of private keys,
 secret.env and startup files not known to be public is never shown, only
-their SHA-256.`,
+their SHA-256.
+--format github prints each problem (and each drifted path under --check)
+as a GitHub Actions annotation too; --format sarif prints one SARIF 2.1.0
+log of them; --check --junit FILE writes a JUnit XML report with one test
+case (the workspace is up to date, or the list of drifted paths).`,
 			Args: cobra.MaximumNArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				switch {
@@ -51,6 +58,13 @@ their SHA-256.`,
 				default:
 					return usageErrorf("missing startup kit: run 'flare-slurm prepare KIT --config slurm.yaml'")
 				}
+				outFormat, err := format.resolve()
+				if err != nil {
+					return err
+				}
+				if junit != "" && !check {
+					return usageErrorf("--junit needs --check: only a drift check produces a pass/fail report")
+				}
 				// prepare is short-lived and allocates little (about 2 MiB for a
 				// small kit): collecting garbage only costs time and the
 				// memory of the collector's threads. The limit brings the
@@ -58,7 +72,7 @@ their SHA-256.`,
 				debug.SetGCPercent(-1)
 				debug.SetMemoryLimit(256 << 20)
 				if check {
-					return a.prepareCheck(opts, asJSON)
+					return a.prepareCheck(opts, outFormat, junit)
 				}
 				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 				defer stop()
@@ -69,8 +83,11 @@ their SHA-256.`,
 				for _, w := range res.Warnings {
 					fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", w)
 				}
-				if asJSON {
+				switch outFormat {
+				case "json":
 					return a.printOK(res)
+				case "sarif":
+					return a.writeSARIF("", nil)
 				}
 				for _, f := range res.Fields() {
 					fmt.Fprintf(a.stdout, "%s: %s\n", f[0], f[1])
@@ -82,7 +99,8 @@ their SHA-256.`,
 		f.StringVar(&kitFlag, "kit", "", "the startup kit directory (instead of the KIT argument)")
 		f.StringVar(&opts.Config, "config", "", "the Slurm config (default KIT/config.yaml)")
 		f.StringVar(&opts.Output, "output", "", "the workspace to create or replace (default KIT/prepared/slurm)")
-		f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+		format.bind(cmd)
+		f.StringVar(&junit, "junit", "", "with --check, also write a JUnit XML report to `FILE`")
 		f.BoolVar(&opts.Force, "force", false, "replace OUT even if it holds job artifacts or is not a workspace prepared for it")
 		f.BoolVar(&check, "check", false, "write nothing; print a diff and exit 1 if the workspace differs")
 		return cmd
@@ -90,7 +108,8 @@ their SHA-256.`,
 }
 
 // prepareCheck is --check: a diff on stdout and exit 1 when OUT drifted.
-func (a *app) prepareCheck(opts prepare.Options, asJSON bool) error {
+func (a *app) prepareCheck(opts prepare.Options, format, junit string) error {
+	start := time.Now()
 	ws, err := prepare.Render(opts)
 	if err != nil {
 		return prepareFailure(err)
@@ -99,14 +118,27 @@ func (a *app) prepareCheck(opts prepare.Options, asJSON bool) error {
 	if err != nil {
 		return prepareFailure(err)
 	}
+	if junit != "" {
+		c := cireport.Case{Name: ws.Output, ClassName: "prepare.check", Seconds: time.Since(start).Seconds()}
+		if len(drift.Changes) > 0 {
+			c.Failure = fmt.Sprintf("%d change(s)", len(drift.Changes))
+			c.Detail = problemsText(drift.Problems())
+		}
+		if err := writeJUnit(junit, "flare-slurm prepare --check", []cireport.Case{c}); err != nil {
+			return err
+		}
+	}
 	if len(drift.Changes) == 0 {
-		if asJSON {
+		switch format {
+		case "json":
 			return a.printOK(map[string]any{"output": ws.Output, "identical": true})
+		case "sarif":
+			return a.writeSARIF("", nil)
 		}
 		fmt.Fprintf(a.stdout, "%s is up to date\n", ws.Output)
 		return nil
 	}
-	if !asJSON {
+	if format == "text" || format == "github" {
 		fmt.Fprint(a.stdout, drift.Text)
 	}
 	return &cliError{exit: 1, Code: "drift",

@@ -5,9 +5,11 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/flare-slurm/flare-slurm/internal/cireport"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -20,10 +22,10 @@ type validatedFile struct {
 
 func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
-		var kind, site string
-		var asJSON bool
+		var kind, site, junit string
+		var format formatFlags
 		cmd := &cobra.Command{
-			Use:   "validate [--kind slurm-config|study-runtime|job-meta|kit] [--site NAME] [--json] PATH...",
+			Use:   "validate [--kind slurm-config|study-runtime|job-meta|kit] [--site NAME] [--format text|json|github|sarif] [--junit FILE] PATH...",
 			Short: "Check config files and startup kits, reporting every problem",
 			Long: `Check slurm.yaml, local/study_runtime.yaml, a job's meta.json or a startup kit
 directory and report every problem as file:line:column: field: message (hint).
@@ -34,8 +36,19 @@ YAML/JSON mapping and not named *.yaml, *.yml or *.json) needs --kind.
 --site selects the site whose reading of a job meta is checked (the top level,
 launcher_spec.default, launcher_spec.SITE and resource_spec.SITE); without it
 every site the meta names (and default) is.
+
+--format github also prints each problem as a GitHub Actions annotation
+(::error file=…,line=…,col=…), so a pull request shows it on the changed
+line; --format sarif prints one SARIF 2.1.0 log for GitHub code scanning
+(rule id per problem class, the field path as the logical location, the
+hint in the message). --junit FILE also writes a JUnit XML report, one test
+case per PATH.
 Exit status: 0 valid, 1 invalid, 2 usage error.`,
 			RunE: func(cmd *cobra.Command, paths []string) error {
+				outFormat, err := format.resolve()
+				if err != nil {
+					return err
+				}
 				if len(paths) == 0 {
 					return usageErrorf("validate needs at least one PATH")
 				}
@@ -44,6 +57,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 				}
 				var files []validatedFile
 				var all schema.Problems
+				var cases []cireport.Case
 				bad := map[string]bool{}
 				schemas := map[string]bool{} // schemas that describe a key or value with a problem
 				for _, p := range paths {
@@ -53,6 +67,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 						if probs != nil {
 							all = append(all, probs...)
 							bad[p] = true
+							cases = append(cases, cireport.Case{Name: p, ClassName: "validate", Failure: plural(len(probs), "problem"), Detail: problemsText(probs)})
 							continue
 						}
 						if detected == "" {
@@ -60,7 +75,13 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 						}
 						k = detected
 					}
+					start := time.Now()
 					probs := schema.Validate(k, p, site)
+					c := cireport.Case{Name: p, ClassName: "validate." + k, Seconds: time.Since(start).Seconds()}
+					if probs != nil {
+						c.Failure, c.Detail = plural(len(probs), "problem"), problemsText(probs)
+					}
+					cases = append(cases, c)
 					for _, pr := range probs {
 						bad[pr.File] = true
 						if name := schema.SchemaOf(k, pr.File); name != "" && schema.IsSchemaProblem(pr) {
@@ -70,14 +91,22 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 					all = append(all, probs...)
 					files = append(files, validatedFile{Path: p, Kind: k, Valid: probs == nil})
 				}
+				if junit != "" {
+					if err := writeJUnit(junit, "flare-slurm validate", cases); err != nil {
+						return err
+					}
+				}
 				if len(all) > 0 {
 					all.Sort()
 					return failure("invalid_input",
 						fmt.Sprintf("%s in %s", plural(len(all), "problem"), plural(len(bad), "file")),
 						validateHint(all, schemas), all)
 				}
-				if asJSON {
+				switch outFormat {
+				case "json":
 					return a.printOK(map[string]any{"files": files})
+				case "sarif":
+					return a.writeSARIF("", nil)
 				}
 				for _, f := range files {
 					fmt.Fprintf(a.stdout, "%s: ok (%s)\n", f.Path, f.Kind)
@@ -87,7 +116,8 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 		}
 		cmd.Flags().StringVar(&kind, "kind", "", "kind of every PATH: "+strings.Join(schema.Kinds(), ", ")+" (default: detected)")
 		cmd.Flags().StringVar(&site, "site", "", "site whose reading of a job meta is checked (default: every site it names)")
-		cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON on stdout")
+		format.bind(cmd)
+		cmd.Flags().StringVar(&junit, "junit", "", "also write a JUnit XML report to `FILE` (one test case per PATH)")
 		return cmd
 	})
 }

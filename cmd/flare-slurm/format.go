@@ -1,0 +1,158 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/renameio/v2"
+	"github.com/spf13/cobra"
+
+	"github.com/flare-slurm/flare-slurm/internal/cireport"
+	"github.com/flare-slurm/flare-slurm/schema"
+)
+
+// The problem classes of the SARIF rules table: a problem's class is its
+// rule id, stable across runs so code scanning matches alerts.
+const (
+	ruleRead   = "read"
+	ruleSyntax = "syntax"
+	ruleSchema = "schema"
+	ruleCheck  = "check"
+	ruleDrift  = "drift"
+)
+
+// sarifRules describe the classes; each result adds its own hint.
+var sarifRules = []cireport.Rule{
+	{ID: ruleRead, Name: "UnreadableInput", Short: "An input file or startup kit cannot be read.",
+		Help: "Check that the path exists, is a regular file (or a kit directory) and is readable by the account that runs flare-slurm."},
+	{ID: ruleSyntax, Name: "SyntaxError", Short: "An input file is not valid YAML or JSON.",
+		Help: "Fix the syntax at the position shown; YAML forbids tabs for indentation."},
+	{ID: ruleSchema, Name: "SchemaViolation", Short: "A key or value that the file's JSON Schema does not allow.",
+		Help: "Run 'flare-slurm schema NAME' to see every key such a file may hold, with its type, default and allowed values."},
+	{ID: ruleCheck, Name: "RuleViolation", Short: "A rule that holds across keys, files or the host (contract rules no schema can express).",
+		Help: "The message names the rule and the hint says what to change; docs/contract.md states every rule."},
+	{ID: ruleDrift, Name: "WorkspaceDrift", Short: "The prepared workspace differs from what prepare would produce from the kit and config.",
+		Help: "Run 'flare-slurm prepare' without --check to update the workspace, or change the kit or config back."},
+}
+
+// problemRule is the class of a problem reported with error code code.
+func problemRule(code string, p schema.Problem) string {
+	switch {
+	case code == "drift":
+		return ruleDrift
+	case schema.IsReadProblem(p):
+		return ruleRead
+	case schema.IsSyntaxProblem(p):
+		return ruleSyntax
+	case schema.IsSchemaProblem(p):
+		return ruleSchema
+	}
+	return ruleCheck
+}
+
+// findings turns problems into cireport findings.
+func findings(code string, ps schema.Problems) []cireport.Finding {
+	out := make([]cireport.Finding, len(ps))
+	for i, p := range ps {
+		out[i] = cireport.Finding{File: p.File, Line: p.Line, Column: p.Column, Path: p.Path,
+			Message: p.Message, Hint: p.Hint, Rule: problemRule(code, p)}
+	}
+	return out
+}
+
+// formatFlags are --format and its alias --json of the commands that
+// report problems in CI formats (validate, prepare).
+type formatFlags struct {
+	format string
+	asJSON bool
+}
+
+func (f *formatFlags) bind(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.format, "format", "text", "output format: "+strings.Join(cireport.Formats, ", ")+
+		" (github: GitHub Actions annotations; sarif: a SARIF 2.1.0 log for code scanning)")
+	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON (the same as --format json)")
+}
+
+// resolve checks the flags and returns the format in effect.
+func (f *formatFlags) resolve() (string, error) {
+	if !cireport.ValidFormat(f.format) {
+		return "", usageErrorf("unknown --format %q (one of %s)", f.format, strings.Join(cireport.Formats, ", "))
+	}
+	if f.asJSON {
+		if f.format != "text" && f.format != "json" {
+			return "", usageErrorf("--json is --format json; it cannot be combined with --format %s", f.format)
+		}
+		return "json", nil
+	}
+	return f.format, nil
+}
+
+// outputFormat is the format the command that ran asked for: "json" with
+// --json, the --format value when the command has one, else "text".
+func outputFormat(cmd *cobra.Command) string {
+	if cmd == nil {
+		return "text"
+	}
+	if f := cmd.Flags().Lookup("json"); f != nil && f.Value.String() == "true" {
+		return "json"
+	}
+	if f := cmd.Flags().Lookup("format"); f != nil && cireport.ValidFormat(f.Value.String()) {
+		return f.Value.String()
+	}
+	return "text"
+}
+
+// sarifTool names this build in a SARIF log.
+func sarifTool() cireport.Tool {
+	return cireport.Tool{Name: "flare-slurm", Version: currentBuild().Version, InformationURI: "https://github.com/flare-slurm/flare-slurm"}
+}
+
+// writeSARIF prints a SARIF log of problems (none: a clean run) to stdout.
+func (a *app) writeSARIF(code string, ps schema.Problems) error {
+	return cireport.SARIF(a.stdout, sarifTool(), sarifRules, findings(code, ps))
+}
+
+// writeJUnit writes cases as a JUnit XML file at path, atomically (a
+// reader never sees half a report).
+func writeJUnit(path, suite string, cases []cireport.Case) error {
+	var b strings.Builder
+	if err := cireport.JUnit(&b, suite, cases); err != nil {
+		return err
+	}
+	if err := renameio.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return failure("junit_failed", fmt.Sprintf("cannot write the JUnit report %s: %v", path, err),
+			"check that its directory exists and is writable", nil)
+	}
+	return nil
+}
+
+// problemsText renders problems one a line (a JUnit failure's detail).
+func problemsText(ps schema.Problems) string {
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// problemsUnder are the problems of path: those of the file itself or, for
+// a directory (a kit), of any file inside it.
+func problemsUnder(path string, ps schema.Problems) schema.Problems {
+	var out schema.Problems
+	clean := filepath.Clean(path)
+	for _, p := range ps {
+		f := filepath.Clean(p.File)
+		if f == clean || strings.HasPrefix(f, clean+string(os.PathSeparator)) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// completeFormats completes --format.
+func completeFormats(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return cireport.Formats, cobra.ShellCompDirectiveNoFileComp
+}
