@@ -45,8 +45,11 @@ func ParseJobMeta(file string, data []byte, site string) (*JobMeta, Problems) {
 	if probs := t.result(); probs != nil {
 		return nil, probs
 	}
-	m := &JobMeta{Study: optString(get(t.root, "study"))}
+	m := &JobMeta{Study: optString(get(t.root, "study")), SlurmPaths: map[string]string{}, ResourcePaths: map[string]string{}}
 	merged := mergedJobSlurm(t.root, site)
+	for k, sl := range merged {
+		m.SlurmPaths[k] = sl.path
+	}
 	m.Slurm = JobSlurm{
 		Image:          optString(merged["image"].val),
 		Nodes:          optInt(merged["nodes"].val, 1),
@@ -57,12 +60,15 @@ func ParseJobMeta(file string, data []byte, site string) (*JobMeta, Problems) {
 		PendingTimeout: optFloatPtr(merged["pending_timeout"].val),
 	}
 	if site != "" {
-		rs := siteResources(t.root, site)
-		m.Resources = ResourceSpec{
-			NumOfGPUs: optIntPtr(get(rs, "num_of_gpus")),
-			NumOfCPUs: optIntPtr(get(rs, "num_of_cpus")),
+		rs := portableResources(t.root, site)
+		for k, sl := range rs {
+			m.ResourcePaths[k] = sl.path
 		}
-		if mem := get(rs, "memory"); isString(mem) {
+		m.Resources = ResourceSpec{
+			NumOfGPUs: optIntPtr(rs["num_of_gpus"].val),
+			NumOfCPUs: optIntPtr(rs["num_of_cpus"].val),
+		}
+		if mem := rs["memory"].val; isString(mem) {
 			if mib, ok := MemoryMiB(mem.Value); ok {
 				m.Resources.MemoryMiB = &mib
 			}
@@ -99,13 +105,13 @@ func siteView(v any, site string) any {
 	}
 	root = view
 	keep("launcher_spec", "default", site)
-	keep("resource_spec", site)
+	keep("resource_spec", PortableDefaultKey, site)
 	return root
 }
 
 // jobMetaKeyHook phrases unknown job-owned Slurm keys.
 func jobMetaKeyHook(parent, key string, allowed []string) (string, string, bool) {
-	if strings.HasPrefix(parent, "launcher_spec.") && strings.HasSuffix(parent, ".slurm") {
+	if (strings.HasPrefix(parent, "launcher_spec.") || strings.HasPrefix(parent, "resource_spec.")) && strings.HasSuffix(parent, ".slurm") {
 		return "unsupported job-owned Slurm key (allowed: " + strings.Join(JobSlurmKeys, ", ") + ")", didYouMean(key, allowed), true
 	}
 	return "", "", false
@@ -120,7 +126,9 @@ func metaSites(root *yaml.Node, site string) []string {
 	set := map[string]bool{"default": true}
 	for _, key := range []string{"launcher_spec", "resource_spec"} {
 		for _, p := range pairs(get(root, key)) {
-			set[p.name] = true
+			if p.name != PortableDefaultKey {
+				set[p.name] = true
+			}
 		}
 	}
 	out := make([]string, 0, len(set))
@@ -137,36 +145,137 @@ type slot struct {
 	path string
 }
 
-// mergedJobSlurm shallow-merges launcher_spec.default.slurm under
-// launcher_spec.<site>.slurm (site "" or default: default only).
+// PortableDefaultKey is the resource_spec entry that holds the portable
+// resources of every site (NVFlare's PORTABLE_RESOURCE_DEFAULT_KEY).
+const PortableDefaultKey = "@default"
+
+// portableKeys are the portable resource keys (NVFlare's
+// PORTABLE_RESOURCE_KEYS), and nativeTwin their Slurm launcher_spec twin:
+// a job must not give both (NVFlare refuses it).
+var (
+	portableKeys = []string{"num_of_gpus", "num_of_cpus", "memory"}
+	nativeTwin   = map[string]string{"num_of_cpus": "cpus_per_node", "memory": "mem_per_node"}
+)
+
+// launcherModes are the launcher names whose presence in a
+// resource_spec.<site> entry makes it the legacy nested form
+// ({process: {...}, slurm: {...}}) instead of the flat portable one.
+var launcherModes = []string{"process", "docker", "k8s", "slurm"}
+
+// isNested says whether a resource_spec.<site> entry is the legacy nested
+// form: a mapping with a launcher name among its keys.
+func isNested(entry *yaml.Node) bool {
+	for _, m := range launcherModes {
+		if keyIndex(entry, m) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// slotsOf lists the entries of mapping n as slots under path prefix.
+func slotsOf(n *yaml.Node, prefix string, into map[string]slot) {
+	for _, p := range pairs(n) {
+		into[p.name] = slot{val: p.val, path: prefix + "." + p.name}
+	}
+}
+
+// mergedJobSlurm is the job-owned Slurm spec of site, resolved as NVFlare's
+// get_job_launcher_spec does: launcher_spec.default.slurm shallow-merged
+// under launcher_spec.<site>.slurm (site wins) when the default block is a
+// non-empty mapping or the site's slurm key is present and not null; else
+// the legacy nested resource_spec.<site>.slurm block, when the site's
+// resource_spec entry is in the nested form. Site "" or default reads the
+// default block only.
 func mergedJobSlurm(root *yaml.Node, site string) map[string]slot {
 	out := map[string]slot{}
 	ls := get(root, "launcher_spec")
-	sites := []string{"default"}
-	if site != "" && site != "default" {
-		sites = append(sites, site)
+	def := get(get(ls, "default"), "slurm")
+	if site == "" || site == "default" {
+		slotsOf(def, "launcher_spec.default.slurm", out)
+		return out
 	}
-	for _, s := range sites {
-		sl := get(get(ls, s), "slurm")
-		for _, p := range pairs(sl) {
-			out[p.name] = slot{val: p.val, path: "launcher_spec." + s + ".slurm." + p.name}
+	own := get(get(ls, site), "slurm")
+	if (def != nil && def.Kind == yaml.MappingNode && len(def.Content) > 0) || !isNull(own) {
+		slotsOf(def, "launcher_spec.default.slurm", out)
+		slotsOf(own, "launcher_spec."+site+".slurm", out)
+		return out
+	}
+	if entry := get(get(root, "resource_spec"), site); isNested(entry) {
+		slotsOf(get(entry, "slurm"), "resource_spec."+site+".slurm", out)
+	}
+	return out
+}
+
+// portableResources are the portable resources (num_of_gpus, num_of_cpus,
+// memory) of site, resolved as NVFlare's get_portable_resource_spec does:
+// with resource_spec["@default"] present, its keys under the site's own
+// (the flat entry, or the process block of a nested one; the site wins);
+// without it, the site's flat entry, and nothing for a nested entry (the
+// legacy nested form is launcher-specific, not portable).
+func portableResources(root *yaml.Node, site string) map[string]slot {
+	rs := get(root, "resource_spec")
+	entry := get(rs, site)
+	all := map[string]slot{}
+	ownPath := "resource_spec." + site
+	own := entry
+	if isNested(entry) {
+		own, ownPath = get(entry, "process"), ownPath+".process"
+	}
+	switch {
+	case keyIndex(rs, PortableDefaultKey) >= 0:
+		slotsOf(get(rs, PortableDefaultKey), "resource_spec."+PortableDefaultKey, all)
+		slotsOf(own, ownPath, all)
+	case isNested(entry):
+	default:
+		slotsOf(entry, ownPath, all)
+	}
+	out := map[string]slot{}
+	for _, k := range portableKeys {
+		if sl, ok := all[k]; ok && !isNull(sl.val) {
+			out[k] = sl
 		}
 	}
 	return out
 }
 
-// siteResources is the resource_spec.<site> mapping, or nil.
-func siteResources(root *yaml.Node, site string) *yaml.Node {
-	rs := get(get(root, "resource_spec"), site)
-	if rs == nil || rs.Kind != yaml.MappingNode {
-		return nil
-	}
-	return rs
-}
-
-// checkJobSite checks the GPU arithmetic of one site's reading.
+// checkJobSite checks one site's reading as NVFlare's launcher and job
+// validator do: the values of its portable resources, a portable key given
+// together with its Slurm twin (refused, also between the two default
+// blocks), a legacy process num_of_gpus against the Slurm GPU total, and
+// the GPU arithmetic.
 func (t *tree) checkJobSite(site string) {
 	merged := mergedJobSlurm(t.root, site)
+	var portable map[string]slot
+	if site != "default" {
+		portable = portableResources(t.root, site)
+		t.checkPortableValues(portable)
+		for _, k := range portableKeys {
+			sl, ok := portable[k]
+			twin, hasTwin := merged[nativeTwin[k]]
+			if ok && hasTwin && nativeTwin[k] != "" {
+				t.add(sl.val, sl.path, fmt.Sprintf("portable resource %s conflicts with %s, its Slurm twin, for site %s (NVFlare refuses the job)", k, twin.path, site),
+					"keep one of the two")
+			}
+		}
+	}
+	if site == "default" || site == "" {
+		def := get(get(t.root, "resource_spec"), PortableDefaultKey)
+		ld := get(get(get(t.root, "launcher_spec"), "default"), "slurm")
+		for _, k := range portableKeys {
+			if nativeTwin[k] == "" {
+				continue
+			}
+			if pv, nv := get(def, k), get(ld, nativeTwin[k]); pv != nil && nv != nil {
+				t.add(pv, "resource_spec."+PortableDefaultKey+"."+k, fmt.Sprintf("portable resource %s conflicts with launcher_spec.default.slurm.%s in the default blocks (NVFlare refuses the job)", k, nativeTwin[k]),
+					"keep one of the two")
+			}
+		}
+	}
+	if site == "default" || site == "" {
+		return
+	}
+	t.checkLegacyProcessGPUs(site, merged)
 	nodes := 1
 	if s := merged["nodes"]; s.val != nil {
 		v, ok := intValue(s.val)
@@ -183,22 +292,77 @@ func (t *tree) checkJobSite(site string) {
 		}
 		gpn, gpnSet = v, true
 	}
-	numNode := get(siteResources(t.root, site), "num_of_gpus")
-	if numNode == nil {
+	numSlot, ok := portable["num_of_gpus"]
+	if !ok {
 		return
 	}
-	num, ok := intValue(numNode)
+	num, ok := intValue(numSlot.val)
 	if !ok || num < 0 {
 		return
 	}
-	path := "resource_spec." + site + ".num_of_gpus"
 	switch {
 	case gpnSet && num != nodes*gpn:
-		t.add(numNode, path, fmt.Sprintf("must equal nodes * gpus_per_node = %d * %d = %d when both are given (got %d)", nodes, gpn, nodes*gpn, num),
+		t.add(numSlot.val, numSlot.path, fmt.Sprintf("must equal nodes * gpus_per_node = %d * %d = %d when both are given (got %d)", nodes, gpn, nodes*gpn, num),
 			"fix num_of_gpus or "+merged["gpus_per_node"].path)
 	case !gpnSet && nodes > 1 && num > 0:
-		t.add(numNode, path, fmt.Sprintf("a multi-node job (nodes %d) with num_of_gpus needs gpus_per_node", nodes),
+		t.add(numSlot.val, numSlot.path, fmt.Sprintf("a multi-node job (nodes %d) with num_of_gpus needs gpus_per_node", nodes),
 			"set launcher_spec."+site+".slurm.gpus_per_node")
+	}
+}
+
+// checkPortableValues checks portable values the schema does not reach
+// (those of a nested entry's process block); the schema already checks
+// the flat entry and @default.
+func (t *tree) checkPortableValues(portable map[string]slot) {
+	for k, sl := range portable {
+		if !strings.Contains(sl.path, ".process.") {
+			continue
+		}
+		switch k {
+		case "num_of_gpus":
+			if v, ok := intValue(sl.val); !ok || v < 0 || sl.val.ShortTag() != "!!int" {
+				t.add(sl.val, sl.path, "must be an integer of at least 0", "")
+			}
+		case "num_of_cpus":
+			if v, ok := intValue(sl.val); !ok || v < 1 || sl.val.ShortTag() != "!!int" {
+				t.add(sl.val, sl.path, "must be an integer of at least 1", "")
+			}
+		case "memory":
+			if _, ok := MemoryMiB(sl.val.Value); !ok || !isString(sl.val) {
+				t.add(sl.val, sl.path, "must be a whole number followed by Mi, Gi or Ti, e.g. 16Gi", "")
+			}
+		}
+	}
+}
+
+// checkLegacyProcessGPUs refuses a legacy nested entry whose
+// process.num_of_gpus (what NVFlare's resource manager reserves) differs
+// from the GPUs the Slurm spec launches (nodes * gpus_per_node), as
+// NVFlare's job validator does.
+func (t *tree) checkLegacyProcessGPUs(site string, merged map[string]slot) {
+	entry := get(get(t.root, "resource_spec"), site)
+	if !isNested(entry) {
+		return
+	}
+	reserved := get(get(entry, "process"), "num_of_gpus")
+	r, ok := intValue(reserved)
+	if !ok || reserved.ShortTag() != "!!int" {
+		return
+	}
+	nodes := 1
+	if n := merged["nodes"].val; n != nil {
+		if nodes, ok = intValue(n); !ok {
+			return
+		}
+	}
+	g, ok := intValue(merged["gpus_per_node"].val)
+	if !ok {
+		return
+	}
+	if nodes*g != r {
+		t.add(reserved, "resource_spec."+site+".process.num_of_gpus",
+			fmt.Sprintf("legacy process num_of_gpus (%d) must match the Slurm GPU total nodes * gpus_per_node = %d (NVFlare refuses the job)", r, nodes*g),
+			"make them agree, or move to resource_spec."+site+".num_of_gpus")
 	}
 }
 

@@ -28,7 +28,7 @@ func TestParseJobMetaSites(t *testing.T) {
 			Study: "pathology",
 			Slurm: JobSlurm{Nodes: 1, GPUsPerNode: intp(4), CPUsPerNode: intp(4), MemPerNodeMiB: intp(2048),
 				Time: "02:00:00", PendingTimeout: floatp(120)},
-			Resources: ResourceSpec{NumOfGPUs: intp(4), NumOfCPUs: intp(8), MemoryMiB: intp(32 * 1024)},
+			Resources: ResourceSpec{NumOfGPUs: intp(4)},
 		}},
 		{"site-2", JobMeta{
 			Study:     "pathology",
@@ -48,6 +48,7 @@ func TestParseJobMetaSites(t *testing.T) {
 		if probs != nil {
 			t.Fatalf("%s: %v", tc.site, probs)
 		}
+		got.SlurmPaths, got.ResourcePaths = nil, nil
 		if !reflect.DeepEqual(*got, tc.want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", tc.site, *got, tc.want)
 		}
@@ -62,7 +63,7 @@ func TestJobMetaEffective(t *testing.T) {
 		{"one node num_of_gpus", `{"resource_spec": {"s": {"num_of_gpus": 2}}}`, 2, nil, nil},
 		{"zero gpus", `{"resource_spec": {"s": {"num_of_gpus": 0}}}`, nil, nil, nil},
 		{"gpus_per_node wins", `{"resource_spec": {"s": {"num_of_gpus": 8}}, "launcher_spec": {"s": {"slurm": {"nodes": 2, "gpus_per_node": 4}}}}`, 4, nil, nil},
-		{"num_of_cpus and memory override", `{"resource_spec": {"s": {"num_of_cpus": 3, "memory": "2Ti"}}, "launcher_spec": {"default": {"slurm": {"cpus_per_node": 9, "mem_per_node": 100}}}}`, nil, 3, 2 * 1024 * 1024},
+		{"num_of_cpus and memory", `{"resource_spec": {"s": {"num_of_cpus": 3, "memory": "2Ti"}}}`, nil, 3, 2 * 1024 * 1024},
 		{"per node values", `{"launcher_spec": {"default": {"slurm": {"cpus_per_node": 9, "mem_per_node": 100}}}}`, nil, 9, 100},
 	} {
 		m, probs := ParseJobMeta("meta.json", []byte(tc.json), "s")

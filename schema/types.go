@@ -146,10 +146,16 @@ type JobMeta struct {
 	Study     string // "" when the job names none
 	Slurm     JobSlurm
 	Resources ResourceSpec
+	// SlurmPaths and ResourcePaths name, for each key set in Slurm and
+	// Resources, the dotted path of the value used (e.g.
+	// "launcher_spec.default.slurm.time", "resource_spec.@default.memory").
+	SlurmPaths, ResourcePaths map[string]string
 }
 
-// JobSlurm is launcher_spec.default.slurm shallow-merged under
-// launcher_spec.<site>.slurm (site wins). Nil pointers and "" mean unset.
+// JobSlurm is the job-owned Slurm spec of a site (contract §7):
+// launcher_spec.default.slurm shallow-merged under
+// launcher_spec.<site>.slurm (site wins), else the legacy nested
+// resource_spec.<site>.slurm. Nil pointers and "" mean unset.
 type JobSlurm struct {
 	Image          string
 	Nodes          int // 1 when unset
@@ -160,7 +166,8 @@ type JobSlurm struct {
 	PendingTimeout *float64
 }
 
-// ResourceSpec is resource_spec.<site>. Nil means unset.
+// ResourceSpec is the portable resources of a site: resource_spec.<site>
+// over resource_spec["@default"] (contract §7). Nil means unset.
 type ResourceSpec struct {
 	NumOfGPUs *int
 	NumOfCPUs *int

@@ -90,11 +90,12 @@ var variants = []struct {
 		}})
 	}},
 	{"none-multinode-gpus", "none", "client", func(f *fixture) {
-		// Multi-node bare job with gpus_per_node; portable num_of_cpus and
-		// memory override the job keys.
+		// Multi-node bare job with gpus_per_node; num_of_cpus and memory
+		// from resource_spec["@default"] (NVFlare refuses them next to
+		// cpus_per_node and mem_per_node).
 		f.setMeta(map[string]any{
-			"resource_spec": map[string]any{"site-1": map[string]any{"num_of_gpus": 8, "num_of_cpus": 16, "memory": "64Gi"}},
-			"launcher_spec": map[string]any{"site-1": map[string]any{"slurm": map[string]any{"nodes": 2, "gpus_per_node": 4, "cpus_per_node": 4, "mem_per_node": 1024}}},
+			"resource_spec": map[string]any{"@default": map[string]any{"num_of_cpus": 16, "memory": "64Gi"}, "site-1": map[string]any{"num_of_gpus": 8}},
+			"launcher_spec": map[string]any{"site-1": map[string]any{"slurm": map[string]any{"nodes": 2, "gpus_per_node": 4}}},
 		})
 	}},
 	{"none-study-env", "apptainer", "client", func(f *fixture) {

@@ -3,7 +3,6 @@ package compile
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -195,24 +194,15 @@ var metaHintPath = sync.OnceValue(func() *regexp.Regexp {
 })
 
 // jobSlurmPath returns the path of a job-owned Slurm key as the request
-// spells it: launcher_spec.<site>.slurm.<key> when the site's section sets
-// the key, else launcher_spec.default.slurm.<key> when the default section
-// does (the value came from there), else the site's path.
-func (r *resolver) jobSlurmPath() func(string) string {
-	var meta struct {
-		LauncherSpec map[string]struct {
-			Slurm map[string]json.RawMessage `json:"slurm"`
-		} `json:"launcher_spec"`
-	}
-	_ = json.Unmarshal(r.req.Meta, &meta) // valid: ParseJobMeta accepted it
-	site := r.req.Site
+// spells it: where the value used came from (launcher_spec.<site>.slurm,
+// launcher_spec.default.slurm or the legacy resource_spec.<site>.slurm),
+// else the site's launcher_spec path.
+func (r *resolver) jobSlurmPath(meta *schema.JobMeta) func(string) string {
 	return func(key string) string {
-		if _, ok := meta.LauncherSpec[site].Slurm[key]; !ok && site != "default" {
-			if _, ok := meta.LauncherSpec["default"].Slurm[key]; ok {
-				return "meta.launcher_spec.default.slurm." + key
-			}
+		if p, ok := meta.SlurmPaths[key]; ok {
+			return "meta." + p
 		}
-		return "meta.launcher_spec." + site + ".slurm." + key
+		return "meta.launcher_spec." + r.req.Site + ".slurm." + key
 	}
 }
 
@@ -292,7 +282,7 @@ func (r *resolver) effective(p *Plan, meta *schema.JobMeta) {
 	if st != nil {
 		ss = st.Slurm
 	}
-	jobPath := r.jobSlurmPath()
+	jobPath := r.jobSlurmPath(meta)
 
 	v.Sandbox = jl.Sandbox
 	v.PythonPath = jl.PythonPath
@@ -381,7 +371,12 @@ func (r *resolver) resources(p *Plan, meta *schema.JobMeta, jobPath func(string)
 	v := &p.view
 	res := &v.Resources
 	js, rs := meta.Slurm, meta.Resources
-	resPath := func(key string) string { return "meta.resource_spec." + r.req.Site + "." + key }
+	resPath := func(key string) string {
+		if p, ok := meta.ResourcePaths[key]; ok {
+			return "meta." + p
+		}
+		return "meta.resource_spec." + r.req.Site + "." + key
+	}
 	res.Nodes = js.Nodes
 	if res.Nodes == 0 {
 		res.Nodes = 1
