@@ -126,7 +126,9 @@ studies:
 	{"apptainer-shared-file", "apptainer", "client", func(f *fixture) {
 		root := f.Dir("lustre/fl-comm")
 		f.Comm["internal"] = map[string]any{"scheme": "shared-file", "resources": map[string]any{"root_dir": root, "connection_security": "clear"}}
-		f.args()["parent_url"] = []any{"-p", "shared-file://" + root + "/site-1/listener"}
+		f.args()["parent_url"] = []any{"-p", "shared-file://0" + root + "/lst_1a2b3c4d?poll_interval=0.5"}
+		// A Client API Attach root beside the listener: its own rw bind.
+		f.Comm["client_api_attach"] = map[string]any{"scheme": "shared-file", "resources": map[string]any{"root_dir": f.Dir("lustre/fl-attach") + "/"}}
 	}},
 	{"none-ipv6-parent", "none", "client", func(f *fixture) {
 		f.Args["parent_host"] = "fd00:10:20::7"

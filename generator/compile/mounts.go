@@ -28,8 +28,21 @@ func (r *resolver) mounts(p *Plan, listenerDir string) {
 		owned = append(owned, Mount{Source: resolvConf, Destination: resolvConf, Mode: "ro"})
 	}
 	if listenerDir != "" {
-		owned = append(owned, Mount{Source: listenerDir, Destination: listenerDir, Mode: "rw"})
+		// As NVFlare: the source is the real path, outside the workspace.
+		src, err := checkSource(listenerDir, ws, r.paths)
+		if err != nil {
+			r.reqProblem("job_args.parent_url", fmt.Sprintf("shared-file listener directory %s cannot be bind-mounted: %v", listenerDir, err),
+				"put internal.resources.root_dir outside the workspace")
+			return
+		}
+		owned = append(owned, Mount{Source: src, Destination: listenerDir, Mode: "rw"})
 		ownedDest = append(ownedDest, listenerDir)
+	}
+	if m, ok := r.attachMount(listenerDir, ownedDest); !ok {
+		return
+	} else if m != nil {
+		owned = append(owned, *m)
+		ownedDest = append(ownedDest, m.Destination)
 	}
 	for _, m := range owned {
 		// The workspace path was checked when it was loaded, but startup/
@@ -79,6 +92,62 @@ func (r *resolver) mounts(p *Plan, listenerDir string) {
 	for _, s := range st.SecretMounts {
 		add("secret_mounts."+s.Name+".mount_path", "secret mount "+s.Name, s.Source, s.MountPath, "ro")
 	}
+}
+
+// attachMount is the read-write bind of a client job's shared-file Client
+// API Attach root (comm_config.json client_api_attach), as NVFlare's
+// launcher adds it to container client jobs: the normalised root at itself
+// from its real path, an existing non-symlink directory outside the
+// workspace; none when it is the listener's directory (one mount), and
+// refused when it overlaps another launcher-owned destination. ok is false
+// when a problem was recorded.
+func (r *resolver) attachMount(listenerDir string, ownedDest []string) (m *Mount, ok bool) {
+	a := r.ws.Attach
+	if a == nil || r.req.Role != "client" {
+		return nil, true
+	}
+	bad := func(path, msg, hint string) (*Mount, bool) {
+		r.ps = append(r.ps, schema.Problem{File: r.ws.CommFile, Path: path, Message: msg, Hint: hint})
+		return nil, false
+	}
+	if a.Problem != "" {
+		return bad(a.ProblemPath, a.Problem, "")
+	}
+	field := attachSection + ".resources.root_dir"
+	root := a.RootDir
+	for _, part := range strings.Split(root, "/") {
+		if part == ".." {
+			return bad(field, fmt.Sprintf("%q must not contain '..'", root), "name the Client API Attach root by its absolute path")
+		}
+	}
+	if strings.HasPrefix(root, "//") && !strings.HasPrefix(root, "///") {
+		return bad(field, fmt.Sprintf("%q must start with exactly one '/'", root), "")
+	}
+	dest, err := checkDestination(path.Clean(root))
+	if err != nil || !path.IsAbs(root) {
+		if err == nil {
+			err = errors.New("must be an absolute path")
+		}
+		return bad(field, fmt.Sprintf("shared-file Client API Attach root %q %v", root, err), "")
+	}
+	if info, err := os.Lstat(dest); err != nil || !info.IsDir() {
+		return bad(field, fmt.Sprintf("shared-file Client API Attach root %s must be an existing non-symlink directory", dest),
+			"create it on the parent host (and the compute nodes' shared file system) before the launch")
+	}
+	src, err := checkSource(dest, r.ws.Root, r.paths)
+	if err != nil {
+		return bad(field, fmt.Sprintf("shared-file Client API Attach root %s %v", dest, err), "the Attach root must lie outside the workspace")
+	}
+	if dest == listenerDir {
+		return nil, true // the listener's directory mount already binds it read-write
+	}
+	for _, o := range ownedDest {
+		if overlaps(dest, o) {
+			return bad(field, fmt.Sprintf("shared-file Client API Attach root %s overlaps the launcher-owned mount destination %s", dest, o),
+				"use the shared-file listener's own directory, or a directory beside it")
+		}
+	}
+	return &Mount{Source: src, Destination: dest, Mode: "rw"}, true
 }
 
 // realUnderWorkspace is realPath(<workspace>/rel). Once the run dir check

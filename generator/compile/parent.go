@@ -100,17 +100,26 @@ func (r *resolver) parentURL(args map[string][]string, v *PlanView) string {
 	return ""
 }
 
+// SharedFileForm is the form of a shared-file listener URL, as NVFlare's
+// file driver writes it (get_urls) and parses it (parse_file_url): the
+// authority is the placeholder "0", the path the absolute listener
+// directory, and tuning parameters may follow as a query.
+const SharedFileForm = "shared-file://0/<absolute listener dir>[?<tuning>]"
+
 // sharedFileURL accepts a shared-file listener URL unchanged and returns the
 // listener's parent directory, which containers bind-mount read-write.
 func (r *resolver) sharedFileURL(u *url.URL, raw string, v *PlanView) string {
-	listener := u.Path
+	listener := strings.TrimRight(u.Path, "/")
 	root := r.ws.SharedFileRoot
 	switch {
 	case u.Scheme != "shared-file":
 		r.reqProblem("job_args.parent_url", fmt.Sprintf("%q uses scheme %q", raw, u.Scheme), "the workspace's worker link is shared-file: allowed scheme shared-file")
 		return ""
-	case u.Host != "" || !path.IsAbs(listener) || path.Clean(listener) != listener:
-		r.reqProblem("job_args.parent_url", fmt.Sprintf("%q does not name an absolute, normalised listener path", raw), "form: shared-file:///abs/path")
+	case u.Host != "0" || u.User != nil || u.Opaque != "":
+		r.reqProblem("job_args.parent_url", fmt.Sprintf("%q: the authority must be the placeholder 0, as NVFlare's file driver requires", raw), "form: "+SharedFileForm)
+		return ""
+	case listener == "" || !path.IsAbs(listener) || path.Clean(listener) != listener:
+		r.reqProblem("job_args.parent_url", fmt.Sprintf("%q does not name an absolute, normalised listener directory", raw), "form: "+SharedFileForm)
 		return ""
 	case listener != root && !strings.HasPrefix(listener, strings.TrimSuffix(root, "/")+"/"):
 		r.reqProblem("job_args.parent_url", fmt.Sprintf("listener %s is outside the shared-file root_dir %s", listener, root), "")

@@ -12,9 +12,9 @@ import (
 // /dev (or below).
 func TestSharedFileListenerDirFollowsDestinationRules(t *testing.T) {
 	for _, c := range []struct{ root, url string }{
-		{"/", "shared-file:///listener"},
-		{"/proc", "shared-file:///proc/self/listener"},
-		{"/dev", "shared-file:///dev/shm/listener"},
+		{"/", "shared-file://0/listener"},
+		{"/proc", "shared-file://0/proc/self/listener"},
+		{"/dev", "shared-file://0/dev/shm/listener"},
 	} {
 		f := newFixture(t, "apptainer", "client")
 		f.Comm["internal"] = map[string]any{"scheme": "shared-file", "resources": map[string]any{"root_dir": c.root, "connection_security": "clear"}}

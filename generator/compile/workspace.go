@@ -30,12 +30,29 @@ type Workspace struct {
 	ConnectionSecurity string
 	// SharedFileRoot is internal.resources.root_dir for the shared-file scheme.
 	SharedFileRoot string
+	// Attach is comm_config.json's client_api_attach section when its
+	// scheme is shared-file (Client API Attach); nil otherwise.
+	Attach *SharedFileAttach
 
 	ResourcesFile string
 	CommFile      string
 
 	recordedRoot string // workspace_path as prepare recorded it
 }
+
+// SharedFileAttach is a shared-file Client API Attach listener configured
+// in comm_config.json: client_api_attach.resources.root_dir, or why it
+// cannot be used (Problem, a message about the path in ProblemPath). It
+// is checked when a container client job is compiled, as NVFlare's
+// launcher checks it then.
+type SharedFileAttach struct {
+	RootDir     string
+	Problem     string
+	ProblemPath string
+}
+
+// attachSection is NVFlare's ATTACH_COMM_CONFIG key.
+const attachSection = "client_api_attach"
 
 // Launcher component paths prepare writes (contract §4).
 const (
@@ -390,10 +407,12 @@ func (ws *Workspace) loadComm() schema.Problems {
 				RootDir            *string `json:"root_dir"`
 			} `json:"resources"`
 		} `json:"internal"`
+		Attach json.RawMessage `json:"client_api_attach"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return schema.Problems{{File: file, Message: "not a valid communication config: " + jsonMessage(err)}}
 	}
+	ws.Attach = sharedFileAttach(doc.Attach)
 	if doc.Internal == nil {
 		return schema.Problems{{File: file, Path: "internal", Message: "is required", Hint: "prepare the workspace again"}}
 	}
@@ -428,6 +447,31 @@ func (ws *Workspace) loadComm() schema.Problems {
 	ws.ConnectionSecurity = sec
 	ws.Launcher.InternalConnectionSecurity = sec
 	return ps
+}
+
+// sharedFileAttach reads a client_api_attach section as NVFlare's
+// _file_attach_mount does: only a mapping whose scheme is shared-file
+// counts; its resources must be a mapping (or null) holding a non-empty
+// string root_dir.
+func sharedFileAttach(raw json.RawMessage) *SharedFileAttach {
+	var sec map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &sec) != nil || sec == nil {
+		return nil
+	}
+	var scheme string
+	if json.Unmarshal(sec["scheme"], &scheme) != nil || scheme != "shared-file" {
+		return nil
+	}
+	a := &SharedFileAttach{}
+	var res map[string]json.RawMessage
+	if r := sec["resources"]; len(r) > 0 && string(r) != "null" && json.Unmarshal(r, &res) != nil {
+		a.Problem, a.ProblemPath = "must be a mapping", attachSection+".resources"
+		return a
+	}
+	if json.Unmarshal(res["root_dir"], &a.RootDir) != nil || a.RootDir == "" {
+		a.Problem, a.ProblemPath = "must be a non-empty string (the shared-file Client API Attach root)", attachSection+".resources.root_dir"
+	}
+	return a
 }
 
 // loadSite reads the site name from the role file (contract §2) and checks
