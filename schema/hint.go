@@ -9,13 +9,13 @@ import (
 // Schema of this package describes (an unknown key, a wrong type or value,
 // a rule between values), as opposed to a problem of the file itself (it is
 // missing, unreadable, too large, not YAML, not a mapping), of its YAML
-// structure (aliases, merge keys, duplicate keys) or of a kit's layout.
+// structure (aliases, merge keys, duplicate keys, tags) or of a kit's layout.
 // `flare-slurm schema NAME` helps with the former only.
 func IsSchemaProblem(p Problem) bool {
 	if p.Path == "" {
 		return false // about the whole file or a kit entry
 	}
-	for _, m := range []string{msgAlias, msgKeyNotString, msgMergeKey, msgDuplicate} {
+	for _, m := range []string{msgAlias, msgKeyNotString, msgMergeKey, msgDuplicate, msgTag} {
 		if strings.HasPrefix(p.Message, m) {
 			return false
 		}

@@ -167,6 +167,7 @@ func (t *tree) validateSchema(name string, onKey keyHook, onValue valueHook) {
 		t.add(nil, "", "internal error: "+err.Error(), "")
 		return
 	}
+	t.checkText(e.doc)
 	err = sch.Validate(t.value)
 	if err == nil {
 		return

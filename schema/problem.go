@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/flare-slurm/flare-slurm/internal/visible"
 )
 
 // Problem is one thing wrong with one input file. Every check, schema or Go,
@@ -20,21 +22,22 @@ type Problem struct {
 }
 
 // String renders "file:line:column: path: message (hint)", leaving out the
-// parts that are unknown.
+// parts that are unknown. A part holding a character that is not printable
+// (a newline, an escape) is shown in Go's %q form: one problem is one line.
 func (p Problem) String() string {
 	var b strings.Builder
-	b.WriteString(p.File)
+	b.WriteString(visible.Quote(p.File))
 	if p.Line > 0 {
 		fmt.Fprintf(&b, ":%d:%d", p.Line, max(p.Column, 1))
 	}
 	b.WriteString(": ")
 	if p.Path != "" {
-		b.WriteString(p.Path)
+		b.WriteString(visible.Quote(p.Path))
 		b.WriteString(": ")
 	}
-	b.WriteString(p.Message)
+	b.WriteString(visible.Quote(p.Message))
 	if p.Hint != "" {
-		fmt.Fprintf(&b, " (%s)", p.Hint)
+		fmt.Fprintf(&b, " (%s)", visible.Quote(p.Hint))
 	}
 	return b.String()
 }

@@ -283,7 +283,7 @@ func TestSlurmConfigProblems(t *testing.T) {
 				"f.yaml:8:5: job_launcher.executables.mpirun: unknown key (allowed: apptainer, sacct, sbatch, scancel, squeue, srun)",
 			}},
 		{"setup with NUL", head + "  setup: \"a\\0b\"\n",
-			[]string{`f.yaml:5:10: job_launcher.setup: must not contain NUL (got "a\x00b")`}},
+			[]string{`f.yaml:5:10: job_launcher.setup: must not contain NUL (byte 2 of the value)`}},
 		{"parent unknown key", head + "parent:\n  setup: x\n",
 			[]string{"f.yaml:6:3: parent.setup: unknown key (allowed: environment_setup, sbatch_directives)"}},
 		{"duplicate key", head + "  sandbox: apptainer\n",

@@ -79,14 +79,14 @@ func TestStudyRuntimeProblems(t *testing.T) {
 			"s.yaml:4:5: studies.a.envs: unknown key (allowed: container, datasets, env, secret_env, secret_mounts, slurm) (did you mean `env`?)",
 		}},
 		{"container", head + "  a:\n    container: {image: rel.sif, tag: x}\n  b:\n    container: {}\n", []string{
-			`s.yaml:4:24: studies.a.container.image: must be an absolute path without newline (got "rel.sif")`,
+			`s.yaml:4:24: studies.a.container.image: must be an absolute path (got "rel.sif")`,
 			"s.yaml:4:33: studies.a.container.tag: unknown key (allowed: image)",
 			`s.yaml:6:5: studies.b.container.image: is required (Absolute path of the study's container image; overrides the site image)`,
 		}},
 		{"datasets", head + "  a:\n    datasets:\n      d1: {type: databricks, source: /x, mode: ro}\n      d2: {type: s3, source: /x, mode: ro}\n      d3: {source: \"/x,y\", mode: rw}\n      d4: {source: /x}\n      D5: {source: /x, mode: ro}\n      d6: {source: /x, mode: ro, readonly: true}\n", []string{
 			`s.yaml:5:18: studies.a.datasets.d1.type: dataset type databricks is not yet supported (allowed: mount)`,
 			`s.yaml:6:18: studies.a.datasets.d2.type: must be one of mount (got "s3")`,
-			`s.yaml:7:20: studies.a.datasets.d3.source: must be an absolute path without newline, ':' or ',' (got "/x,y")`,
+			`s.yaml:7:20: studies.a.datasets.d3.source: must be an absolute path without ':' or ',' (got "/x,y")`,
 			`s.yaml:8:7: studies.a.datasets.d4.mode: is required (Mount mode: ro (read-only) or rw (read-write))`,
 			`s.yaml:9:7: studies.a.datasets.D5: is not a valid name: use 1-63 lowercase letters, digits, '_' or '-', starting and ending with a letter or digit (got "D5")`,
 			"s.yaml:10:34: studies.a.datasets.d6.readonly: unknown key (allowed: mode, source, type)",
@@ -111,7 +111,7 @@ func TestStudyRuntimeProblems(t *testing.T) {
 		{"secret_mounts", head + "  a:\n    datasets: {d: {source: /d, mode: ro}}\n    secret_mounts:\n      m1: {source: /s, mount_path: /run/s, mode: rw}\n      m2: {source: /s, mount_path: /run/t, items: {a: b}}\n      m3: {source: s, mount_path: /proc/x}\n      m4: {source: /s, mount_path: /run/../etc}\n      m5: {source: /s, mount_path: /data/a}\n      m6: {source: /s, mount_path: /run/s/inner}\n      m7: {source: /s, mount_path: /}\n", []string{
 			`s.yaml:6:50: studies.a.secret_mounts.m1.mode: must be ro: secret mounts are always read-only (got "rw")`,
 			`s.yaml:7:44: studies.a.secret_mounts.m2.items: items is Kubernetes-only and is not supported under Slurm (point source at a directory containing only the intended files)`,
-			`s.yaml:8:20: studies.a.secret_mounts.m3.source: must be an absolute path without newline, ':' or ',' (got "s")`,
+			`s.yaml:8:20: studies.a.secret_mounts.m3.source: must be an absolute path without ':' or ',' (got "s")`,
 			`s.yaml:8:35: studies.a.secret_mounts.m3.mount_path: must not be /proc or below it`,
 			`s.yaml:9:36: studies.a.secret_mounts.m4.mount_path: must be a normalised path (got "/run/../etc", normalised "/etc")`,
 			`s.yaml:10:36: studies.a.secret_mounts.m5.mount_path: /data/a overlaps the mount of dataset d at /data/a/d (choose a destination outside it)`,
@@ -120,7 +120,7 @@ func TestStudyRuntimeProblems(t *testing.T) {
 		}},
 		{"slurm block", head + "  a:\n    slurm:\n      sandbox: docker\n      python_path: python\n      setup: 1\n      partition: \"a b\"\n      account: \"\"\n      qos: true\n      time: 1\n", []string{
 			`s.yaml:5:16: studies.a.slurm.sandbox: must be one of apptainer, pyxis, none (got "docker")`,
-			`s.yaml:6:20: studies.a.slurm.python_path: must be an absolute path without newline (got "python")`,
+			`s.yaml:6:20: studies.a.slurm.python_path: must be an absolute path (got "python")`,
 			`s.yaml:7:14: studies.a.slurm.setup: must be a string (got integer)`,
 			`s.yaml:8:18: studies.a.slurm.partition: must not contain whitespace (got "a b")`,
 			`s.yaml:9:16: studies.a.slurm.account: must not be empty`,

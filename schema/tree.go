@@ -28,6 +28,7 @@ const (
 	msgKeyNotString = "mapping keys must be plain strings"
 	msgMergeKey     = "YAML merge keys (<<) are not supported"
 	msgDuplicate    = "duplicate key"
+	msgTag          = "YAML tag "
 )
 
 // tree is one parsed input file: the YAML node tree (for positions and
@@ -131,10 +132,15 @@ func (t *tree) add(n *yaml.Node, path, message, hint string) {
 }
 
 // convert turns node n (at JSON pointer ptr and dotted path) into a plain
-// value, recording its location, and reports duplicate keys, aliases,
-// merge keys and non-finite numbers.
+// value, recording its location, and reports explicit tags other than the
+// core-schema ones, duplicate keys, aliases, merge keys and non-finite
+// numbers.
 func (t *tree) convert(n *yaml.Node, key *yaml.Node, ptr, path string) any {
 	t.locs[ptr] = loc{key: key, val: n, path: path}
+	if !t.checkTag(n, path) {
+		t.suppressed[ptr] = true
+		return nil
+	}
 	switch n.Kind {
 	case yaml.AliasNode:
 		t.add(n, path, msgAlias, "write the value out in full")
@@ -155,6 +161,9 @@ func (t *tree) convert(n *yaml.Node, key *yaml.Node, ptr, path string) any {
 			}
 			name := k.Value
 			childPath := joinPath(path, name)
+			if !t.checkTag(k, childPath) {
+				continue
+			}
 			if prev, dup := first[name]; dup {
 				t.add(k, childPath, fmt.Sprintf(msgDuplicate+" (first defined at line %d)", prev.Line), "remove one of them")
 				continue

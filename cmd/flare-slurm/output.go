@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flare-slurm/flare-slurm/internal/cireport"
+	"github.com/flare-slurm/flare-slurm/internal/visible"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -92,7 +93,7 @@ func (a *app) reportError(cmd *cobra.Command, e *cliError) {
 	}
 	if jsonRequested(cmd) {
 		if e.resultOnly {
-			fmt.Fprintf(a.stderr, "flare-slurm: error: %s\n", e.Message)
+			fmt.Fprintf(a.stderr, "flare-slurm: error: %s\n", visible.Lines(e.Message))
 			return
 		}
 		if e.Problems == nil {
@@ -104,8 +105,8 @@ func (a *app) reportError(cmd *cobra.Command, e *cliError) {
 	for _, p := range e.Problems {
 		fmt.Fprintln(a.stderr, p.String())
 	}
-	fmt.Fprintf(a.stderr, "flare-slurm: error: %s\n", e.Message)
+	fmt.Fprintf(a.stderr, "flare-slurm: error: %s\n", visible.Lines(e.Message))
 	if e.Hint != "" {
-		fmt.Fprintf(a.stderr, "flare-slurm: hint: %s\n", e.Hint)
+		fmt.Fprintf(a.stderr, "flare-slurm: hint: %s\n", visible.Lines(e.Hint))
 	}
 }

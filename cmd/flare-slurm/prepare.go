@@ -14,6 +14,7 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/generator/prepare"
 	"github.com/flare-slurm/flare-slurm/internal/cireport"
+	"github.com/flare-slurm/flare-slurm/internal/visible"
 )
 
 func init() {
@@ -81,7 +82,7 @@ case (the workspace is up to date, or the list of drifted paths).`,
 					return prepareFailure(err)
 				}
 				for _, w := range res.Warnings {
-					fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", w)
+					fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", visible.Lines(w))
 				}
 				switch outFormat {
 				case "json":

@@ -11,7 +11,6 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -20,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
+	"github.com/flare-slurm/flare-slurm/internal/visible"
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
@@ -87,7 +87,7 @@ func Diff(w *Workspace) (*Drift, error) {
 	for _, f := range w.Files {
 		have, exists := disk.entries[f.Path]
 		delete(disk.entries, f.Path)
-		display := quoteName(path.Join(base, f.Path))
+		display := visible.Quote(path.Join(base, f.Path))
 		switch {
 		case !exists && f.Dir:
 			add(f.Path, Added, "directory would be added")
@@ -132,17 +132,17 @@ func Diff(w *Workspace) (*Drift, error) {
 		if removedDir != "" && strings.HasPrefix(p, removedDir+"/") {
 			continue
 		}
-		display := quoteName(path.Join(base, p))
+		display := visible.Quote(path.Join(base, p))
 		e := disk.entries[p]
 		if e.mode.IsDir() {
 			removedDir = p
 			add(p, Removed, "directory would be removed with its content")
-			fmt.Fprintf(&text, "Only in %s: %s/\n", quoteName(filepath.Join(w.Output, filepath.FromSlash(path.Dir(p)))), quoteName(path.Base(p)))
+			fmt.Fprintf(&text, "Only in %s: %s/\n", visible.Quote(filepath.Join(w.Output, filepath.FromSlash(path.Dir(p)))), visible.Quote(path.Base(p)))
 			continue
 		}
 		if !e.mode.IsRegular() {
 			add(p, Removed, "%s would be removed", schema.FileKind(e.mode))
-			fmt.Fprintf(&text, "Only in %s: %s (%s)\n", quoteName(filepath.Join(w.Output, filepath.FromSlash(path.Dir(p)))), quoteName(path.Base(p)), schema.FileKind(e.mode))
+			fmt.Fprintf(&text, "Only in %s: %s (%s)\n", visible.Quote(filepath.Join(w.Output, filepath.FromSlash(path.Dir(p)))), visible.Quote(path.Base(p)), schema.FileKind(e.mode))
 			continue
 		}
 		old, err := disk.sample(p, e)
@@ -151,7 +151,7 @@ func Diff(w *Workspace) (*Drift, error) {
 		}
 		if old.secret {
 			add(p, Removed, "secret file would be removed (sha256 %s)", old.short())
-			fmt.Fprintf(&text, "Secret file only in %s: %s (sha256 %s; content not shown)\n", quoteName(filepath.Join(w.Output, filepath.FromSlash(path.Dir(p)))), quoteName(path.Base(p)), old.short())
+			fmt.Fprintf(&text, "Secret file only in %s: %s (sha256 %s; content not shown)\n", visible.Quote(filepath.Join(w.Output, filepath.FromSlash(path.Dir(p)))), visible.Quote(path.Base(p)), old.short())
 			continue
 		}
 		add(p, Removed, "file would be removed")
@@ -511,18 +511,6 @@ func isText(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// quoteName is name as diff lines show it: as is when every character is
-// printable, else Go-quoted (%q) so that one path stays one line and no
-// terminal escape in a file name runs.
-func quoteName(name string) string {
-	for _, r := range name {
-		if !unicode.IsPrint(r) {
-			return strconv.Quote(name)
-		}
-	}
-	return name
 }
 
 // writeDiff writes a unified diff of one file; a side that does not exist

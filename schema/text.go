@@ -1,0 +1,187 @@
+package schema
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// MultiLineKeyword marks, in an embedded schema, a string whose value may
+// span lines (bash setup text, environment values). Every other string a
+// schema describes is one line.
+const MultiLineKeyword = "x-multiline"
+
+// CheckText is the one rule for the characters of a string value that an
+// input describes: no NUL anywhere (no C string, argv entry or environment
+// value can carry it), and no carriage return or line feed in a one-line
+// value (a path, a name, a directive, a command). It returns what is wrong,
+// or "".
+func CheckText(s string, multiLine bool) string {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return fmt.Sprintf("must not contain NUL (byte %d of the value)", i+1)
+	}
+	if multiLine {
+		return ""
+	}
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		return fmt.Sprintf("must be one line: no carriage return or line feed (byte %d of the value)", i+1)
+	}
+	return ""
+}
+
+// checkText applies CheckText to every string value (and every name used
+// as a key of an additionalProperties mapping) that the schema document doc
+// describes, walking t.value beside the schema. A value that breaks the
+// rule is reported once, at its node, and its schema errors are
+// suppressed (they would only repeat it). Keys the schema leaves open
+// (job meta's NVFlare keys) are not walked.
+func (t *tree) checkText(doc map[string]any) {
+	w := textWalker{t: t, doc: doc}
+	w.walk(t.value, "", doc)
+}
+
+type textWalker struct {
+	t   *tree
+	doc map[string]any
+}
+
+// deref follows local $refs ("#/$defs/name") of a schema node.
+func (w textWalker) deref(s map[string]any) map[string]any {
+	for i := 0; s != nil && i < 8; i++ {
+		ref, ok := s["$ref"].(string)
+		if !ok {
+			return s
+		}
+		name, ok := strings.CutPrefix(ref, "#/$defs/")
+		if !ok {
+			return nil
+		}
+		defs, _ := w.doc["$defs"].(map[string]any)
+		s, _ = defs[name].(map[string]any)
+	}
+	return s
+}
+
+func (w textWalker) walk(v any, ptr string, s map[string]any) {
+	s = w.deref(s)
+	if s == nil {
+		return
+	}
+	switch v := v.(type) {
+	case string:
+		multi, _ := s[MultiLineKeyword].(bool)
+		if msg := CheckText(v, multi); msg != "" {
+			w.report(ptr, false, msg)
+		}
+	case map[string]any:
+		props, _ := s["properties"].(map[string]any)
+		extra, _ := s["additionalProperties"].(map[string]any)
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			child := ptr + "/" + escapePointer(k)
+			cs, _ := props[k].(map[string]any)
+			if cs == nil && extra != nil {
+				// A name the schema describes (an environment, study or
+				// site name): one line, like every name.
+				if msg := CheckText(k, false); msg != "" {
+					w.report(child, true, "name "+msg)
+					continue
+				}
+				cs = extra
+			}
+			if cs != nil {
+				w.walk(v[k], child, cs)
+			}
+		}
+	case []any:
+		items, _ := s["items"].(map[string]any)
+		for i, item := range v {
+			w.walk(item, fmt.Sprintf("%s/%d", ptr, i), items)
+		}
+	}
+}
+
+// report records msg at the value (or key) at ptr and suppresses the
+// schema errors of that value.
+func (w textWalker) report(ptr string, key bool, msg string) {
+	l := w.t.locs[ptr]
+	n := l.val
+	if key && l.key != nil {
+		n = l.key
+	}
+	w.t.add(n, l.path, msg, "")
+	w.t.suppressed[ptr] = true
+}
+
+// Explicit YAML tags a file may carry: the plain core-schema tag of each
+// node kind. Anything else (!!binary, !!set, !!omap, !!timestamp, a custom
+// !tag, !!str on a mapping) would be read as something it does not say.
+var coreTags = map[yaml.Kind][]string{
+	yaml.ScalarNode:   {"!!str", "!!int", "!!float", "!!bool", "!!null"},
+	yaml.MappingNode:  {"!!map"},
+	yaml.SequenceNode: {"!!seq"},
+}
+
+// checkTag reports an explicit tag on n other than a core-schema tag of its
+// kind, or a core scalar tag its value does not fit (!!int abc). ok is
+// false when n was reported.
+func (t *tree) checkTag(n *yaml.Node, path string) bool {
+	if n.Style&yaml.TaggedStyle == 0 {
+		return true
+	}
+	tag := n.ShortTag()
+	allowed := coreTags[n.Kind]
+	fits := false
+	for _, a := range allowed {
+		if a == tag {
+			fits = true
+		}
+	}
+	if !fits {
+		t.add(n, path, fmt.Sprintf(msgTag+"%s is not supported on a %s", quoteTag(n.Tag), nodeKindName(n)),
+			"remove the tag; the allowed explicit tags are "+strings.Join(allowed, ", "))
+		return false
+	}
+	if n.Kind != yaml.ScalarNode {
+		return true
+	}
+	v, finite := scalarValue(n)
+	var fit bool
+	switch tag {
+	case "!!str":
+		fit = true
+	case "!!int", "!!float":
+		_, fit = v.(json.Number)
+		fit = fit || !finite // .inf and .nan are reported as not finite
+	case "!!bool":
+		_, fit = v.(bool)
+	case "!!null":
+		switch n.Value {
+		case "", "~", "null", "Null", "NULL":
+			fit = true
+		}
+	}
+	if !fit {
+		t.add(n, path, fmt.Sprintf(msgTag+"%s does not fit the value %q", tag, n.Value), "remove the tag or fix the value")
+		return false
+	}
+	return true
+}
+
+// quoteTag shows a tag as written, quoted when it holds anything but
+// printable ASCII.
+func quoteTag(tag string) string {
+	for _, r := range tag {
+		if r <= ' ' || r > '~' {
+			return fmt.Sprintf("%q", tag)
+		}
+	}
+	return tag
+}
