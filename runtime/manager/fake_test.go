@@ -35,11 +35,12 @@ type fakeSlurm struct {
 	argvs [][]string
 
 	squeueFail, sacctFail, sbatchFail bool
-	sbatchReject                      string         // sbatch exits 1 with this stderr when set
-	timeout                           bool           // every query times out
-	sbatchOut                         string         // overrides the id line when set
-	sbatchHook                        func(*fakeJob) // changes each submitted job
-	squeueExtra                       string         // rows appended to every squeue answer
+	sbatchReject                      string           // sbatch exits 1 with this stderr when set
+	timeout                           bool             // every query times out
+	sbatchOut                         string           // overrides the id line when set
+	sbatchHook                        func(*fakeJob)   // changes each submitted job
+	sbatchLate                        scheduler.Result // when ExitCode or TimedOut is set: sbatch prints the id and then fails so
+	squeueExtra                       string           // rows appended to every squeue answer
 	sacctExtra                        string
 }
 
@@ -107,6 +108,10 @@ func (f *fakeSlurm) Run(_ context.Context, c scheduler.Command) scheduler.Result
 		}
 		if f.sbatchOut != "" {
 			return scheduler.Result{Stdout: []byte(strings.ReplaceAll(f.sbatchOut, "ID", id))}
+		}
+		if late := f.sbatchLate; late.ExitCode != 0 || late.TimedOut {
+			late.Stdout = []byte(id + "\n")
+			return late
 		}
 		fmt.Fprintln(&out, id)
 	case "squeue":

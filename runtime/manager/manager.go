@@ -179,6 +179,14 @@ func (m *Manager) launch(ctx context.Context, job Job) (*Handle, error) {
 	}
 	submitted := m.now()
 	id, cluster, err := m.cfg.Client.Submit(ctx, job.Argv, job.Env)
+	var late *scheduler.SubmittedError
+	if errors.As(err, &late) {
+		// The job exists in Slurm: track it like any other (NVFlare does
+		// the same); never say "not launched" about a job that runs.
+		m.log.Warn("sbatch printed a job id and then failed; the job exists in Slurm and is tracked",
+			"job_id", job.JobID, "slurm_job_id", id, "sbatch", late.Diag)
+		err = nil
+	}
 	if err != nil {
 		m.cleanup(job.Dir)
 		var rej *scheduler.RejectedError

@@ -137,7 +137,9 @@ func (c *Client) ProbeAccounting(ctx context.Context, timeout time.Duration) err
 
 // Submit runs the compiled sbatch argv (argv[0] is replaced by the resolved
 // sbatch) with env, the scheduler environment of the compiled job, and
-// returns the job id and, for a multi-cluster answer, the cluster.
+// returns the job id and, for a multi-cluster answer, the cluster. When
+// sbatch printed a job id but failed, it returns the id with a
+// *SubmittedError.
 func (c *Client) Submit(ctx context.Context, argv []string, env []string) (id, cluster string, err error) {
 	if len(argv) == 0 {
 		return "", "", fmt.Errorf("empty sbatch argv")
@@ -145,6 +147,13 @@ func (c *Client) Submit(ctx context.Context, argv []string, env []string) (id, c
 	full := append([]string{c.Paths.Sbatch}, argv[1:]...)
 	r, err := c.run(ctx, "sbatch", c.Timeouts.Submit, env, full...)
 	if err != nil {
+		// A job id on stdout means Slurm took the job, whatever the exit
+		// status: say so with the id (*SubmittedError).
+		if IsUnavailable(err) && r.StartErr == nil {
+			if id, cluster, perr := ParseSubmit(r.Stdout); perr == nil {
+				return id, cluster, &SubmittedError{ID: id, Cluster: cluster, Diag: Diagnostic(r)}
+			}
+		}
 		if rej := rejection(r); rej != nil && IsUnavailable(err) {
 			return "", "", rej
 		}

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -214,5 +215,36 @@ func TestResolvePaths(t *testing.T) {
 	}
 	if _, err := ResolvePaths(schema.Executables{Sacct: bin}, bin); err == nil || !strings.Contains(err.Error(), "not an executable regular file") {
 		t.Fatalf("dir: err = %v", err)
+	}
+}
+
+// sbatch that printed a job id and then failed (exit status, timeout)
+// yields the id with a *SubmittedError; a failure without an id, or one
+// where sbatch never started, stays a plain failure (issue 15 item 6).
+func TestSubmitReportsIDOfFailedSbatch(t *testing.T) {
+	for _, c := range []struct {
+		res           Result
+		id, cluster   string
+		submitted     bool
+		diagSubstring string
+	}{
+		{Result{Stdout: []byte("4242\n"), ExitCode: 3, Stderr: "late"}, "4242", "", true, "rc=3"},
+		{Result{Stdout: []byte("4242;cl2\n"), ExitCode: 1}, "4242", "cl2", true, "rc=1"},
+		{Result{Stdout: []byte("4242\n"), ExitCode: -1, TimedOut: true}, "4242", "", true, "rc=timeout"},
+		{Result{Stdout: []byte("Submitted batch job 4242\n"), ExitCode: 1}, "", "", false, ""},
+		{Result{ExitCode: 1, Stderr: "sbatch: error: Unable to contact slurm controller"}, "", "", false, ""},
+		{Result{Stdout: []byte("4242\n"), StartErr: os.ErrNotExist, ExitCode: -1}, "", "", false, ""},
+	} {
+		f := &fakeRunner{answer: func(Command) Result { return c.res }}
+		id, cluster, err := testClient(f).Submit(context.Background(), []string{"sbatch", "x"}, nil)
+		var se *SubmittedError
+		got := errors.As(err, &se)
+		if got != c.submitted || id != c.id || cluster != c.cluster || err == nil {
+			t.Errorf("%+v: Submit = %q %q %v", c.res, id, cluster, err)
+			continue
+		}
+		if got && (se.ID != c.id || !strings.Contains(se.Diag, c.diagSubstring)) {
+			t.Errorf("%+v: SubmittedError %+v", c.res, se)
+		}
 	}
 }

@@ -19,6 +19,19 @@ func (e *UnavailableError) Error() string {
 	return fmt.Sprintf("%s unavailable: %s", e.Command, e.Diag)
 }
 
+// SubmittedError says sbatch printed a job id and then failed (an exit
+// status other than 0, or its timeout): the job exists in Slurm. Submit
+// returns it with the id, so that the caller tracks the job (as NVFlare's
+// launcher does) instead of reporting "not launched" while it runs.
+type SubmittedError struct {
+	ID, Cluster string
+	Diag        string // "rc=1 stderr=…"
+}
+
+func (e *SubmittedError) Error() string {
+	return fmt.Sprintf("sbatch printed job id %s and then failed (%s): the job exists in Slurm", e.ID, e.Diag)
+}
+
 // ProtocolError is an answer that contradicts the formats and ownership
 // rules flare-slurm relies on. Like an unavailable scheduler, it never
 // makes a job terminal.
