@@ -2,15 +2,21 @@ package schema
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"gopkg.in/yaml.v3"
 )
 
 // JobSlurmKeys are the job-owned Slurm keys of launcher_spec.<site>.slurm.
-var JobSlurmKeys = []string{"image", "nodes", "gpus_per_node", "cpus_per_node", "mem_per_node", "time", "pending_timeout"}
+var JobSlurmKeys = []string{"image", "nodes", "gpus_per_node", "cpus_per_node", "mem_per_node", "time", "pending_timeout", AdditionalNodeCommandKey}
+
+// AdditionalNodeCommandKey is the job-owned key that turns a multi-node
+// client job into a launcher-owned node group (contract §11).
+const AdditionalNodeCommandKey = "additional_node_command"
 
 // ParseJobMeta validates a job's meta.json (JSON, or YAML) and returns its
 // Slurm reading for site: launcher_spec.default.slurm shallow-merged under
@@ -58,6 +64,9 @@ func ParseJobMeta(file string, data []byte, site string) (*JobMeta, Problems) {
 		MemPerNodeMiB:  optIntPtr(merged["mem_per_node"].val),
 		Time:           optString(merged["time"].val),
 		PendingTimeout: optFloatPtr(merged["pending_timeout"].val),
+	}
+	if n := merged[AdditionalNodeCommandKey].val; isString(n) {
+		m.Slurm.AdditionalNodeCommand, _ = shell.Split(n.Value) // checked above
 	}
 	if site != "" {
 		rs := portableResources(t.root, site)
@@ -246,6 +255,7 @@ func portableResources(root *yaml.Node, site string) map[string]slot {
 // the GPU arithmetic.
 func (t *tree) checkJobSite(site string) {
 	merged := mergedJobSlurm(t.root, site)
+	t.checkNodeCommand(site, merged)
 	var portable map[string]slot
 	if site != "default" {
 		portable = portableResources(t.root, site)
@@ -366,6 +376,45 @@ func (t *tree) checkLegacyProcessGPUs(site string, merged map[string]slot) {
 	}
 }
 
+// secretRef matches NVFlare's secret references, ${secret:NAME} and
+// ${secret:file:/path}, and malformed ones that start the same way.
+var secretRef = regexp.MustCompile(`\$\{secret:`)
+
+// checkNodeCommand checks the additional_node_command of one site's
+// reading beyond its shape (a one-line string or null, which the schema
+// checks): it must split into at least one word like a POSIX shell would,
+// must not reference a secret (the other nodes run without secrets), and
+// the reading must have nodes > 1. Readings share values, so each problem
+// is reported once.
+func (t *tree) checkNodeCommand(site string, merged map[string]slot) {
+	s := merged[AdditionalNodeCommandKey]
+	if !isString(s.val) || strings.ContainsAny(s.val.Value, "\n\r") {
+		return // absent, null, or the schema reports it
+	}
+	words, err := shell.Split(s.val.Value)
+	switch {
+	case err != nil:
+		t.addOnce(s.val, s.path, "cannot be split into words: "+err.Error(), "quote it like a POSIX shell command line; it is split once and run without a shell")
+	case len(words) == 0:
+		t.addOnce(s.val, s.path, "must contain at least one word", "name the command the other nodes run, or remove the key")
+	}
+	if secretRef.MatchString(s.val.Value) {
+		t.addOnce(s.val, s.path, "must not reference a secret (${secret:…})", "the other nodes of a node group run without secrets; only the worker on the first node gets them")
+	}
+	nodes, ok := intValue(merged["nodes"].val)
+	if merged["nodes"].val == nil {
+		nodes, ok = 1, true
+	}
+	if ok && nodes < 2 {
+		reading := "site " + site + "'s reading"
+		if site == "default" || site == "" {
+			reading = "the default reading (sites without a launcher_spec section of their own)"
+		}
+		t.addOnce(s.val, s.path, fmt.Sprintf("needs nodes > 1, but %s has nodes %d", reading, nodes),
+			"set nodes to the size of the group, or remove the command: a one-node job runs the worker only")
+	}
+}
+
 // MemoryMiB converts a memory request "<n>Mi", "<n>Gi" or "<n>Ti" to MiB.
 func MemoryMiB(s string) (int, bool) {
 	units := map[string]int{"Mi": 1, "Gi": 1024, "Ti": 1024 * 1024}
@@ -424,4 +473,16 @@ func (m *JobMeta) EffectiveMemMiB() *int {
 		return m.Resources.MemoryMiB
 	}
 	return m.Slurm.MemPerNodeMiB
+}
+
+// addOnce is add unless the same problem was already reported at n's
+// position (several sites' readings can share one value).
+func (t *tree) addOnce(n *yaml.Node, path, message, hint string) {
+	for _, p := range t.probs {
+		if p.Path == path && p.Line == n.Line && p.Column == n.Column &&
+			(p.Message == message || strings.HasPrefix(p.Message, "needs nodes") && strings.HasPrefix(message, "needs nodes")) {
+			return
+		}
+	}
+	t.add(n, path, message, hint)
 }

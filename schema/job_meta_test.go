@@ -35,6 +35,11 @@ func TestParseJobMetaSites(t *testing.T) {
 			Slurm:     JobSlurm{Image: "/images/job.sif", Nodes: 2, GPUsPerNode: intp(4), CPUsPerNode: intp(4), Time: "02:00:00"},
 			Resources: ResourceSpec{NumOfGPUs: intp(8)},
 		}},
+		{"site-4", JobMeta{
+			Study: "pathology",
+			Slurm: JobSlurm{Nodes: 3, CPUsPerNode: intp(4), Time: "02:00:00",
+				AdditionalNodeCommand: []string{"python", "-m", "nvflare.app_opt.pt.torchrun_node", "custom/train job.py", "$HOME"}},
+		}},
 		{"site-3", JobMeta{
 			Study: "pathology",
 			Slurm: JobSlurm{Nodes: 1, CPUsPerNode: intp(4), Time: "02:00:00"},
@@ -99,8 +104,8 @@ func TestJobMetaProblems(t *testing.T) {
 		{"study empty", "", `{"study": ""}`, []string{`meta.json:1:11: study: must not be empty`}},
 		{"study type", "", `{"study": 3}`, []string{`meta.json:1:11: study: must be a string (got integer)`}},
 		{"unknown slurm key", "", `{"launcher_spec": {"default": {"slurm": {"node": 2, "partition": "x"}}}}`, []string{
-			"meta.json:1:42: launcher_spec.default.slurm.node: unsupported job-owned Slurm key (allowed: image, nodes, gpus_per_node, cpus_per_node, mem_per_node, time, pending_timeout) (did you mean `nodes`?)",
-			"meta.json:1:53: launcher_spec.default.slurm.partition: unsupported job-owned Slurm key (allowed: image, nodes, gpus_per_node, cpus_per_node, mem_per_node, time, pending_timeout)",
+			"meta.json:1:42: launcher_spec.default.slurm.node: unsupported job-owned Slurm key (allowed: image, nodes, gpus_per_node, cpus_per_node, mem_per_node, time, pending_timeout, additional_node_command) (did you mean `nodes`?)",
+			"meta.json:1:53: launcher_spec.default.slurm.partition: unsupported job-owned Slurm key (allowed: image, nodes, gpus_per_node, cpus_per_node, mem_per_node, time, pending_timeout, additional_node_command)",
 		}},
 		{"slurm values", "", `{"launcher_spec": {"s": {"slurm": {"nodes": 0, "gpus_per_node": 1.5, "cpus_per_node": "4", "mem_per_node": 0, "time": "1 h", "pending_timeout": 0, "image": "rel"}}}}`, []string{
 			`meta.json:1:45: launcher_spec.s.slurm.nodes: must be at least 1 (got 0)`,
@@ -129,6 +134,30 @@ func TestJobMetaProblems(t *testing.T) {
 			`meta.json:1:66: resource_spec.b.num_of_gpus: must equal nodes * gpus_per_node = 1 * 4 = 4 when both are given (got 3) (fix num_of_gpus or launcher_spec.default.slurm.gpus_per_node)`,
 		}},
 		{"only the named site checked", "a", `{"resource_spec": {"a": {"num_of_gpus": 4}, "b": {"num_of_gpus": 3}}, "launcher_spec": {"default": {"slurm": {"gpus_per_node": 4}}}}`, nil},
+		{"node command shape", "", `{"launcher_spec": {"a": {"slurm": {"nodes": 2, "additional_node_command": "x\ny"}}, "b": {"slurm": {"nodes": 2, "additional_node_command": 7}}}}`, []string{
+			`meta.json:1:75: launcher_spec.a.slurm.additional_node_command: must be one line: no carriage return or line feed (byte 2 of the value)`,
+			`meta.json:1:140: launcher_spec.b.slurm.additional_node_command: must be a string (got integer)`,
+		}},
+		{"node command words", "", `{"launcher_spec": {"a": {"slurm": {"nodes": 2, "additional_node_command": "run 'x"}}, "b": {"slurm": {"nodes": 2, "additional_node_command": "  "}}, "c": {"slurm": {"nodes": 3, "additional_node_command": "run ${secret:K}"}}}}`, []string{
+			`meta.json:1:75: launcher_spec.a.slurm.additional_node_command: cannot be split into words: no closing quotation (quote it like a POSIX shell command line; it is split once and run without a shell)`,
+			`meta.json:1:142: launcher_spec.b.slurm.additional_node_command: must contain at least one word (name the command the other nodes run, or remove the key)`,
+			`meta.json:1:205: launcher_spec.c.slurm.additional_node_command: must not reference a secret (${secret:…}) (the other nodes of a node group run without secrets; only the worker on the first node gets them)`,
+		}},
+		{"node command needs nodes", "", `{"launcher_spec": {"default": {"slurm": {"additional_node_command": "x"}}, "a": {"slurm": {"nodes": 2}}}}`, []string{
+			`meta.json:1:69: launcher_spec.default.slurm.additional_node_command: needs nodes > 1, but the default reading (sites without a launcher_spec section of their own) has nodes 1 (set nodes to the size of the group, or remove the command: a one-node job runs the worker only)`,
+		}},
+		{"node command both malformed and on one node", "", `{"launcher_spec": {"default": {"slurm": {"additional_node_command": "x 'y"}}}}`, []string{
+			`meta.json:1:69: launcher_spec.default.slurm.additional_node_command: cannot be split into words: no closing quotation (quote it like a POSIX shell command line; it is split once and run without a shell)`,
+			`meta.json:1:69: launcher_spec.default.slurm.additional_node_command: needs nodes > 1, but the default reading (sites without a launcher_spec section of their own) has nodes 1 (set nodes to the size of the group, or remove the command: a one-node job runs the worker only)`,
+		}},
+		{"node command in the legacy nested block", "a", `{"resource_spec": {"a": {"slurm": {"nodes": 1, "additional_node_command": "x"}}}}`, []string{
+			`meta.json:1:75: resource_spec.a.slurm.additional_node_command: needs nodes > 1, but site a's reading has nodes 1 (set nodes to the size of the group, or remove the command: a one-node job runs the worker only)`,
+		}},
+		{"node command of the default with the site's nodes", "a", `{"launcher_spec": {"default": {"slurm": {"additional_node_command": "x"}}, "a": {"slurm": {"nodes": 2}}}}`, nil},
+		{"node command null overrides the default", "a", `{"launcher_spec": {"default": {"slurm": {"additional_node_command": "x", "nodes": 2}}, "a": {"slurm": {"nodes": 1, "additional_node_command": null}}}}`, nil},
+		{"node command of one site with one node", "a", `{"launcher_spec": {"default": {"slurm": {"additional_node_command": "x", "nodes": 2}}, "a": {"slurm": {"nodes": 1}}}}`, []string{
+			`meta.json:1:69: launcher_spec.default.slurm.additional_node_command: needs nodes > 1, but site a's reading has nodes 1 (set nodes to the size of the group, or remove the command: a one-node job runs the worker only)`,
+		}},
 		{"duplicate JSON key", "", `{"study": "a", "study": "b"}`, []string{
 			`meta.json:1:16: study: duplicate key (first defined at line 1) (remove one of them)`,
 		}},

@@ -164,6 +164,9 @@ type JobSlurm struct {
 	MemPerNodeMiB  *int
 	Time           string
 	PendingTimeout *float64
+	// AdditionalNodeCommand is additional_node_command split into words;
+	// nil when absent or null (contract §11).
+	AdditionalNodeCommand []string
 }
 
 // ResourceSpec is the portable resources of a site: resource_spec.<site>

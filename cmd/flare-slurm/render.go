@@ -42,8 +42,9 @@ func init() {
 			Use:   "render --workspace W --request FILE|- --output DIR",
 			Short: "Compile one launch request into reviewable files; submit nothing",
 			Long: "render compiles one launch request against a prepared workspace exactly as a launch would\n" +
-				"and writes batch.sh, secret.env (values redacted unless --reveal-secrets), sbatch.argv.json\n" +
-				"and plan.json into DIR. It submits nothing and writes nothing into the workspace.\n" +
+				"and writes batch.sh, node.sh (node groups only), secret.env (values redacted unless\n" +
+				"--reveal-secrets), sbatch.argv.json and plan.json into DIR. It submits nothing and writes\n" +
+				"nothing into the workspace.\n" +
 				"Secret values are read from this process's environment (study secret_env sources) and\n" +
 				"from the request (credentials); read the request from - to keep credentials off disk.",
 			Args: cobra.NoArgs,

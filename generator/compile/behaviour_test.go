@@ -2,7 +2,9 @@ package compile
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,6 +17,11 @@ func expectedArgv(v PlanView, forwardSet []string) []string {
 	image := ""
 	if v.Image != nil {
 		image = *v.Image
+	}
+	if v.NodeGroup != nil {
+		n := fmt.Sprint(v.Resources.Nodes)
+		return []string{v.Tools.Srun, "--nodes=" + n, "--ntasks=" + n, "--ntasks-per-node=1", "--kill-on-bad-exit=1", "--wait=0", "--label",
+			filepath.Join(v.JobDir, "node.sh")}
 	}
 	switch v.Sandbox {
 	case "apptainer":
@@ -92,7 +99,12 @@ func TestGoldenVariantsBehaveUnderBash(t *testing.T) {
 				env = append(env, v.ForwardEnv[0]+"=forwarded value")
 				forwardSet = v.ForwardEnv[:1]
 			}
-			code, stderr, out := runBatch(t, f, append(env, "SLURM_RESTART_COUNT=0"), nil)
+			env = append(env, "SLURM_RESTART_COUNT=0")
+			if v.NodeGroup != nil {
+				// node.sh itself is run by TestNodeGroupUnderBash.
+				env = append(env, nodeGroupEnv...)
+			}
+			code, stderr, out := runBatch(t, f, env, nil)
 			if code != 0 {
 				t.Fatalf("batch.sh exited %d: %s", code, stderr)
 			}

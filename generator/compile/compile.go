@@ -22,6 +22,9 @@ type Artifacts struct {
 	Comment     string
 	BatchScript []byte // batch.sh, mode 0700; holds no secret value
 	SecretEnv   []byte // secret.env, mode 0600; the only place secret values go
+	// NodeScript is node.sh (mode 0700) of a launcher-owned node group;
+	// nil for every other job. It holds no secret value.
+	NodeScript []byte
 	// SandboxRoot says whether the job dir gets an empty sandbox_root/
 	// (container sandboxes bind it over the workspace).
 	SandboxRoot bool
@@ -61,7 +64,26 @@ type batchData struct {
 	PyxisNames     []string // PYTHONPATH, child marker, env and secret names, sorted
 	PyxisMounts    string
 	GPUEnv         []string
+	// Node groups only (NodeScript "" otherwise).
+	NodeScript string // <job dir>/node.sh
+	Nodes      int
+	PortStart  int
+	PortWidth  int
 }
+
+// nodeData is what templates/node.sh.tmpl renders.
+type nodeData struct {
+	WorkerArgv []string
+	Command    []string // additional_node_command, split into words
+	AppDir     string
+	DropNames  []string // credential and study secret names, sorted
+	Bootstrap  []EnvVar // nodeGroupBootstrap
+}
+
+// nodeGroupBootstrap are the variables node.sh gives every node but the
+// first, as NVFlare's launcher does: the Client API bootstrap a
+// launch-once training script on those nodes reads.
+var nodeGroupBootstrap = []EnvVar{{"CLIENT_API_TYPE", "CELL_API"}, {"NVFLARE_CLIENT_API_BOOTSTRAP", "client_api_bootstrap_1.json"}}
 
 type secretLine struct{ Name, Value string }
 
@@ -159,6 +181,17 @@ func (p *Plan) compile(secrets []secretLine) (*Artifacts, error) {
 	// The template ends the setup text with exactly one newline.
 	d.Setup = strings.TrimSuffix(v.Setup, "\n")
 
+	var nodeScript []byte
+	if ng := v.NodeGroup; ng != nil {
+		d.NodeScript = filepath.Join(v.JobDir, nodeFile)
+		d.Nodes = v.Resources.Nodes
+		d.PortStart, d.PortWidth = ng.PortStart, ng.PortEnd-ng.PortStart+1
+		nd := nodeData{WorkerArgv: v.WorkerArgv, Command: ng.Command, AppDir: v.AppDir, DropNames: p.secretNamesAll(), Bootstrap: nodeGroupBootstrap}
+		var err error
+		if nodeScript, err = templates.Render("node.sh.tmpl", nd); err != nil {
+			return nil, err
+		}
+	}
 	script, err := templates.Render("batch.sh.tmpl", d)
 	if err != nil {
 		return nil, err
@@ -174,10 +207,26 @@ func (p *Plan) compile(secrets []secretLine) (*Artifacts, error) {
 		Comment:      v.Comment,
 		BatchScript:  script,
 		SecretEnv:    secretEnv,
+		NodeScript:   nodeScript,
 		SandboxRoot:  v.Sandbox != "none",
 		Argv:         p.SbatchArgv(),
 		SchedulerEnv: p.SchedulerEnv(os.Environ()),
 	}, nil
+}
+
+// secretNamesAll lists every name secret.env can hold for this plan, sorted:
+// the study's secret_env names and all credential names, present or not.
+// The nodes of a node group other than the first unset them.
+func (p *Plan) secretNamesAll() []string {
+	names := make([]string, 0, len(p.studySecrets)+len(credentialArgs))
+	for _, s := range p.studySecrets {
+		names = append(names, s.Name)
+	}
+	for _, c := range credentialArgs {
+		names = append(names, c.Env)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // SbatchArgv is the sbatch command of contract §8, argv[0] "sbatch".

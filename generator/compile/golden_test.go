@@ -98,6 +98,34 @@ var variants = []struct {
 			"launcher_spec": map[string]any{"site-1": map[string]any{"slurm": map[string]any{"nodes": 2, "gpus_per_node": 4}}},
 		})
 	}},
+	{"none-nodegroup", "none", "client", func(f *fixture) {
+		// A launcher-owned node group (contract §11): the command comes
+		// from launcher_spec.default, nodes and GPUs from the site; the
+		// site pins multi_node_port_range and srun; a study secret and the
+		// credentials are dropped on the other nodes.
+		f.useStudy(`format_version: 2
+studies:
+  genomics:
+    env:
+      OMP_NUM_THREADS: 8
+    secret_env:
+      API_KEY:
+        source: GENOMICS_API_KEY
+    slurm:
+      sandbox: none
+`)
+		f.Args["multi_node_port_range"] = "29500-29599"
+		f.Args["forward_env"] = []any{"NCCL_DEBUG"}
+		f.Args["executables"].(map[string]any)["srun"] = "/opt/slurm/current/bin/srun"
+		f.Env["GENOMICS_API_KEY"] = "ak-99812"
+		f.Dir("lustre/site-1/" + f.JobID + "/app_site-1/custom")
+		f.setMeta(map[string]any{"study": "genomics",
+			"resource_spec": map[string]any{"site-1": map[string]any{"num_of_gpus": 6}},
+			"launcher_spec": map[string]any{
+				"default": map[string]any{"slurm": map[string]any{"additional_node_command": `python -m nvflare.app_opt.pt.torchrun_node --nproc-per-node=2 "custom/train job.py" --tag 'it'\''s' $HOME`}},
+				"site-1":  map[string]any{"slurm": map[string]any{"nodes": 3, "gpus_per_node": 2}},
+			}})
+	}},
 	{"none-study-env", "apptainer", "client", func(f *fixture) {
 		// A study switches an apptainer site to bare mode with its own
 		// python and an empty setup; env with empty and boolean values,

@@ -59,6 +59,17 @@ type PlanView struct {
 	// WorkerArgv is the full worker command: python_path -u -m module args….
 	WorkerArgv []string `json:"worker_argv"`
 	Tools      Tools    `json:"tools"`
+	// NodeGroup is set for a launcher-owned node group (contract §11).
+	NodeGroup *NodeGroup `json:"node_group,omitempty"`
+}
+
+// NodeGroup is a launcher-owned node group: node rank 0 runs the worker,
+// every other node runs Command (already split into words) in the app dir.
+// NVFL_MASTER_PORT is PortStart + Slurm job id mod (PortEnd-PortStart+1).
+type NodeGroup struct {
+	Command   []string `json:"additional_node_command"`
+	PortStart int      `json:"master_port_start"`
+	PortEnd   int      `json:"master_port_end"`
 }
 
 // Directive is one effective sbatch directive.
@@ -120,6 +131,11 @@ func (p *Plan) View() PlanView {
 	v.ForwardEnv = slices.Clone(v.ForwardEnv)
 	v.Mounts = slices.Clone(v.Mounts)
 	v.WorkerArgv = slices.Clone(v.WorkerArgv)
+	if v.NodeGroup != nil {
+		ng := *v.NodeGroup
+		ng.Command = slices.Clone(ng.Command)
+		v.NodeGroup = &ng
+	}
 	return v
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -41,6 +42,7 @@ const (
 	controlDir       = ".nvflare_slurm"
 	batchFile        = "batch.sh"
 	secretFile       = "secret.env"
+	nodeFile         = "node.sh"
 	sandboxRootDir   = "sandbox_root"
 	childProcessEnv  = ChildProcessEnv
 	resolvConf       = "/etc/resolv.conf"
@@ -365,6 +367,33 @@ func (r *resolver) effective(p *Plan, meta *schema.JobMeta) {
 	}
 
 	r.resources(p, meta, jobPath)
+	r.nodeGroup(p, meta, jobPath)
+}
+
+// nodeGroup resolves a launcher-owned node group (contract §11): a client
+// job with nodes > 1 and additional_node_command (ParseJobMeta checked the
+// command's form and nodes > 1). The other nodes run the command in the
+// app dir, which must exist as a real directory of the run dir.
+func (r *resolver) nodeGroup(p *Plan, meta *schema.JobMeta, jobPath func(string) string) {
+	v := &p.view
+	words := meta.Slurm.AdditionalNodeCommand
+	if words == nil {
+		return
+	}
+	path := jobPath(schema.AdditionalNodeCommandKey)
+	if r.req.Role != "client" {
+		r.reqProblem(path, "is only supported for client jobs", "a server job runs one process; remove the key from the server's launcher_spec")
+		return
+	}
+	if info, err := os.Lstat(v.AppDir); err != nil || !info.IsDir() {
+		r.reqProblem(path, fmt.Sprintf("the other nodes run it in the app dir %s, which is not a directory (symlinks are refused)", v.AppDir),
+			"the parent deploys the job's app into the run dir before it launches it")
+	}
+	ports := r.ws.Launcher.MultiNodePortRange
+	if !r.ws.Launcher.MultiNodePortRangeSet {
+		ports = schema.DefaultMultiNodePortRange(r.ws.Launcher.InternalPort)
+	}
+	v.NodeGroup = &NodeGroup{Command: slices.Clone(words), PortStart: ports.Start, PortEnd: ports.End}
 }
 
 func (r *resolver) resources(p *Plan, meta *schema.JobMeta, jobPath func(string) string) {
@@ -385,7 +414,11 @@ func (r *resolver) resources(p *Plan, meta *schema.JobMeta, jobPath func(string)
 		r.reqProblem(jobPath("nodes"), "must be an integer of at least 1", "")
 	}
 	if res.Nodes > 1 {
-		if v.Sandbox != "none" {
+		switch {
+		case v.Sandbox != "none" && js.AdditionalNodeCommand != nil:
+			r.reqProblem(jobPath(schema.AdditionalNodeCommandKey), fmt.Sprintf("node groups run with the effective sandbox none, not %s", v.Sandbox),
+				"flare-slurm does not yet start node groups in containers; run the job under a study or site with sandbox none")
+		case v.Sandbox != "none":
 			r.reqProblem(jobPath("nodes"), fmt.Sprintf("a multi-node job needs the effective sandbox none, not %s", v.Sandbox),
 				"the application owns multi-node fan-out; run it under a study or site with sandbox none")
 		}

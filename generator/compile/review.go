@@ -18,7 +18,8 @@ type ReviewFile struct {
 }
 
 // ReviewFiles are the files `flare-slurm render` writes for a compiled
-// job, in a fixed order: batch.sh, secret.env, sbatch.argv.json, plan.json.
+// job, in a fixed order: batch.sh, node.sh (node groups only), secret.env,
+// sbatch.argv.json, plan.json.
 // a should come from CompileRedacted unless secrets are to be revealed.
 func (p *Plan) ReviewFiles(a *Artifacts) ([]ReviewFile, error) {
 	argv, err := marshalJSON(a.Argv)
@@ -29,12 +30,15 @@ func (p *Plan) ReviewFiles(a *Artifacts) ([]ReviewFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []ReviewFile{
-		{batchFile, a.BatchScript, 0o700},
-		{secretFile, a.SecretEnv, 0o600},
-		{"sbatch.argv.json", argv, 0o600},
-		{"plan.json", plan, 0o600},
-	}, nil
+	files := []ReviewFile{{batchFile, a.BatchScript, 0o700}}
+	if a.NodeScript != nil {
+		files = append(files, ReviewFile{nodeFile, a.NodeScript, 0o700})
+	}
+	return append(files,
+		ReviewFile{secretFile, a.SecretEnv, 0o600},
+		ReviewFile{"sbatch.argv.json", argv, 0o600},
+		ReviewFile{"plan.json", plan, 0o600},
+	), nil
 }
 
 // WriteReview writes files into dir, creating dir (0700) when it does not

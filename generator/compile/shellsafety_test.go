@@ -57,6 +57,7 @@ type stubRecord struct {
 	Argv         []string          `json:"argv"`
 	Env          map[string]string `json:"env"`
 	SecretExists bool              `json:"secret_exists"`
+	Cwd          string            `json:"cwd"`
 }
 
 // hostilePieces are glued together into hostile values.
@@ -245,6 +246,7 @@ func (r *safetyRun) check(t *testing.T, stub string) (int, bool) {
 	out := filepath.Join(r.base, "out-"+r.jobID+".json")
 	secretPath := filepath.Join(a.JobDir, "secret.env")
 	cmd := exec.Command("bash", filepath.Join(a.JobDir, "batch.sh"))
+	cmd.Dir = filepath.Join(f.Root, f.JobID) // sbatch --chdir=<run dir>
 	cmd.Dir = filepath.Join(r.ws, r.jobID)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "SLURM_JOB_ID=77", "SLURM_RESTART_COUNT=0",
 		"NVFL_STUB_OUT=" + out, "NVFL_STUB_SECRET=" + secretPath, "FWD_VAR=" + r.forwarded,
@@ -368,6 +370,7 @@ func runBatch(t *testing.T, f *fixture, env []string, beforeRun func(a *Artifact
 	}
 	out := filepath.Join(f.Base, "stub.json")
 	cmd := exec.Command("bash", filepath.Join(a.JobDir, "batch.sh"))
+	cmd.Dir = filepath.Join(f.Root, f.JobID) // sbatch --chdir=<run dir>
 	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "NVFL_STUB_OUT=" + out, "NVFL_STUB_SECRET=" + filepath.Join(a.JobDir, "secret.env")}, env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -20,8 +20,8 @@ var writeExclusive = createExclusive
 var ErrStaleArtifacts = errors.New("stale artifacts")
 
 // WriteJobDir writes the artifacts into a.JobDir: the directory (0700),
-// sandbox_root/ (0700, container sandboxes), secret.env (0600) and batch.sh
-// (0700), each created exclusively and never through a symlink. Missing
+// sandbox_root/ (0700, container sandboxes), secret.env (0600), batch.sh
+// (0700) and, for a node group, node.sh (0700), each created exclusively and never through a symlink. Missing
 // .nvflare_slurm/ and jobs/ directories are created (0700). With sync, every
 // file and directory entry is fsynced. An existing job dir refuses the
 // launch; on any failure everything this call created is removed.
@@ -77,11 +77,16 @@ func WriteJobDir(a *Artifacts, sync bool) (err error) {
 			return &os.PathError{Op: "chmod", Path: path, Err: err}
 		}
 	}
-	for _, f := range []struct {
+	type file struct {
 		name string
 		data []byte
 		mode uint32
-	}{{secretFile, a.SecretEnv, 0o600}, {batchFile, a.BatchScript, 0o700}} {
+	}
+	files := []file{{secretFile, a.SecretEnv, 0o600}, {batchFile, a.BatchScript, 0o700}}
+	if a.NodeScript != nil {
+		files = append(files, file{nodeFile, a.NodeScript, 0o700})
+	}
+	for _, f := range files {
 		path := filepath.Join(a.JobDir, f.name)
 		if err := writeExclusive(dirfd, f.name, f.data, f.mode, sync); err != nil {
 			return fmt.Errorf("write %s: %w", path, &os.PathError{Op: "create", Path: path, Err: err})

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -94,11 +95,13 @@ type site struct {
 	tools string // counting wrappers
 	poll  float64
 	pend  float64
+	env   []string // added to the environment of every flare-slurm run (the parent's)
 }
 
 type siteOpts struct {
 	poll, pending float64
-	wrappers      bool // executables point at counting wrappers
+	wrappers      bool   // executables point at counting wrappers
+	partition     string // default: the cluster's single-node partition
 }
 
 func newSite(t *testing.T, c *slurmtest.Cluster, o siteOpts) *site {
@@ -108,6 +111,9 @@ func newSite(t *testing.T, c *slurmtest.Cluster, o siteOpts) *site {
 	}
 	if o.pending == 0 {
 		o.pending = 600
+	}
+	if o.partition == "" {
+		o.partition = c.Partition
 	}
 	s := &site{t: t, c: c, base: c.TempDir(t), poll: o.poll, pend: o.pending}
 	s.bin = path.Join(s.base, "flare-slurm")
@@ -134,7 +140,7 @@ func newSite(t *testing.T, c *slurmtest.Cluster, o siteOpts) *site {
 		map[string]any{"id": "resource_manager", "path": "nvflare.app_common.resource_managers.passthrough_resource_manager.PassthroughResourceManager", "args": map[string]any{}},
 		map[string]any{"id": "slurm_launcher", "path": "nvflare.app_opt.job_launcher.slurm.ClientSlurmJobLauncher", "args": map[string]any{
 			"sandbox": "none", "python_path": path.Join(s.tools, "worker"), "executables": exe, "image": nil,
-			"internal_port": 8102.0, "sbatch_directives": map[string]any{"partition": c.Partition}, "setup": "", "forward_env": []any{},
+			"internal_port": 8102.0, "sbatch_directives": map[string]any{"partition": o.partition}, "setup": "", "forward_env": []any{},
 			"parent_host": "localhost", "poll_interval": o.poll, "pending_timeout": o.pending,
 			"submit_timeout": 30.0, "query_timeout": 10.0, "cancel_timeout": 10.0, "workspace_path": s.ws,
 		}},
@@ -178,11 +184,24 @@ func (s *site) job(jobID, behaviour string, meta map[string]any) (req, token str
 
 // run runs flare-slurm inside the root as the test account and returns
 // stdout, stderr and the exit code.
+//
+// A freshly copied binary can fail to start with ETXTBSY while a parallel
+// test forks: the child holds the copy's write descriptor until it execs
+// (golang/go#22315). The start (nothing ran yet) is retried for up to 5 s.
 func (s *site) run(ctx context.Context, args ...string) (string, string, int) {
-	cmd := s.c.Command(ctx, s.bin, args...)
 	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		cmd := s.c.Command(ctx, s.bin, args...)
+		cmd.Env = append(cmd.Env, s.env...)
+		out.Reset()
+		errb.Reset()
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err = cmd.Run()
+		if !errors.Is(err, syscall.ETXTBSY) || time.Now().After(deadline) {
+			break
+		}
+	}
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

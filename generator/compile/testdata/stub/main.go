@@ -1,11 +1,13 @@
 // Command stub stands in for python, apptainer and srun in the shell-safety
 // tests: it writes its argv, its environment and whether the job's secret
-// file still exists as JSON to $NVFL_STUB_OUT, then exits 0.
+// file still exists and its working directory as JSON to $NVFL_STUB_OUT,
+// then exits with $NVFL_STUB_EXIT (0 when unset).
 package main
 
 import (
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -20,7 +22,8 @@ func main() {
 		_, err := os.Lstat(p)
 		secretExists = err == nil
 	}
-	data, err := json.Marshal(map[string]any{"argv": os.Args, "env": env, "secret_exists": secretExists})
+	cwd, _ := os.Getwd()
+	data, err := json.Marshal(map[string]any{"argv": os.Args, "env": env, "secret_exists": secretExists, "cwd": cwd})
 	if err != nil {
 		os.Exit(3)
 	}
@@ -33,5 +36,8 @@ func main() {
 	}
 	if err := f.Close(); err != nil {
 		os.Exit(6)
+	}
+	if code, err := strconv.Atoi(os.Getenv("NVFL_STUB_EXIT")); err == nil {
+		os.Exit(code)
 	}
 }
