@@ -213,3 +213,55 @@ func TestClientAPIAttachRoot(t *testing.T) {
 		})
 	}
 }
+
+// The site settings come from local/resources.json when it exists, else
+// from resources.json.default, as the NVFlare parent reads them; a
+// dangling local/resources.json counts as absent (os.path.exists) (issue
+// 15 item 7).
+func TestResourcesJSONBeforeDefault(t *testing.T) {
+	partition := func(p *Plan) string {
+		for _, d := range p.view.Directives {
+			if d.Key == "partition" {
+				return d.Value
+			}
+		}
+		return ""
+	}
+	for _, c := range []struct {
+		name   string
+		active string // "" none, "file", "dangling"
+		want   string
+	}{
+		{"default only", "", "fl-gpu"},
+		{"resources.json wins", "file", "override-part"},
+		{"dangling resources.json", "dangling", "fl-gpu"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, "none", "client")
+			f.Write()
+			active := filepath.Join(f.Root, "local", "resources.json")
+			switch c.active {
+			case "file":
+				data, err := os.ReadFile(filepath.Join(f.Root, "local", "resources.json.default"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(active, []byte(strings.Replace(string(data), `"fl-gpu"`, `"override-part"`, 1)), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			case "dangling":
+				if err := os.Symlink(filepath.Join(f.Base, "nowhere.json"), active); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.after = func() {} // Resolve rewrites only resources.json.default
+			p, err := f.Resolve()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := partition(p); got != c.want {
+				t.Errorf("partition %q, want %q", got, c.want)
+			}
+		})
+	}
+}

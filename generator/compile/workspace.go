@@ -65,6 +65,25 @@ var executableKeys = []string{"sbatch", "squeue", "sacct", "scancel", "apptainer
 // directiveOrder is the order directives reach the sbatch argv (contract §8).
 var directiveOrder = []string{"partition", "account", "qos", "time", "constraint", "reservation"}
 
+// ResourcesFiles are the site settings files of local/, in the order the
+// NVFlare parent looks for them (Workspace.get_resources_file_path): an
+// existing local/resources.json wins over the resources.json.default that
+// prepare writes.
+var ResourcesFiles = []string{"resources.json", "resources.json.default"}
+
+// resourcesFile is the site settings file the parent reads: the first of
+// ResourcesFiles that exists (following symlinks, like os.path.exists),
+// else the last.
+func resourcesFile(root string) string {
+	for _, name := range ResourcesFiles {
+		p := filepath.Join(root, "local", name)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return filepath.Join(root, "local", ResourcesFiles[len(ResourcesFiles)-1])
+}
+
 // LoadWorkspace reads the site settings of the prepared workspace at root.
 // Every problem found is returned at once as schema.Problems.
 func LoadWorkspace(root string) (*Workspace, error) {
@@ -87,7 +106,7 @@ func LoadWorkspace(root string) (*Workspace, error) {
 	}
 	ws := &Workspace{
 		Root:          root,
-		ResourcesFile: filepath.Join(root, "local", "resources.json.default"),
+		ResourcesFile: resourcesFile(root),
 		CommFile:      filepath.Join(root, "local", "comm_config.json"),
 	}
 	var ps schema.Problems

@@ -565,6 +565,10 @@ func (o *observer) accounted(c *cache, j *liveJob, a *scheduler.Accounting, now 
 
 // finish records a terminal result and removes the job's artifacts.
 func (o *observer) finish(c *cache, j *liveJob, state string, rc int, detail string, now time.Time) {
+	if v, why := o.m.refineReturnCode(j.info.JobID, rc); why != "" {
+		rc = v
+		detail = strings.TrimPrefix(detail+"; "+why, "; ")
+	}
 	delete(c.Jobs, j.info.SlurmJobID)
 	c.Finished[j.info.JobID] = Finished{SlurmJobID: j.info.SlurmJobID, State: state, ReturnCode: rc, Detail: detail, FinishedAt: now}
 	j.dirty = false

@@ -1,0 +1,86 @@
+package manager
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/flare-slurm/flare-slurm/internal/dirfd"
+)
+
+// ProcessRCFile is the file in a job's run dir (<workspace>/<job id>) where
+// an NVFlare worker records its own return code (FLMetaKey.PROCESS_RC_FILE).
+const ProcessRCFile = "_process_rc.txt"
+
+// maxProcessRC bounds what is read of ProcessRCFile: one number.
+const maxProcessRC = 64
+
+// refineReturnCode refines the return code of a finished job from the
+// worker's ProcessRCFile, as NVFlare's parent does (fed_utils.get_return_code):
+// an infrastructure failure (104) stands; otherwise the file's first line,
+// an integer, replaces the launcher's code (a value outside 0..255, which
+// no process exit status can be, counts as malformed). A missing file keeps the code;
+// an unreadable or malformed one keeps it with a warning. The file is read
+// through directory descriptors without following symlinks, and left in
+// place (flare-slurm never deletes what it did not create).
+func (m *Manager) refineReturnCode(jobID string, rc int) (int, string) {
+	if rc == RCInfrastructure {
+		return rc, ""
+	}
+	v, err := readProcessRC(m.cfg.Workspace, jobID)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return rc, ""
+	case err != nil:
+		m.log.Warn("cannot read the worker's return code; keeping the launcher's", "job_id", jobID, "file", ProcessRCFile, "err", err, "return_code", rc)
+		return rc, ""
+	}
+	return v, fmt.Sprintf("return code %d from %s (the launcher's was %d)", v, ProcessRCFile, rc)
+}
+
+func readProcessRC(workspace, jobID string) (int, error) {
+	ws, err := dirfd.Open(workspace)
+	if err != nil {
+		return 0, err
+	}
+	defer ws.Close()
+	run, err := ws.OpenDir(jobID)
+	if err != nil {
+		return 0, err
+	}
+	defer run.Close()
+	fd, err := unix.Openat(run.Fd(), ProcessRCFile, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return 0, os.ErrNotExist
+		}
+		return 0, &os.PathError{Op: "open", Path: run.Join(ProcessRCFile), Err: err}
+	}
+	f := os.NewFile(uintptr(fd), run.Join(ProcessRCFile))
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if !st.Mode().IsRegular() {
+		return 0, fmt.Errorf("%s is not a regular file", f.Name())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxProcessRC+1))
+	if err != nil {
+		return 0, err
+	}
+	if len(data) > maxProcessRC {
+		return 0, fmt.Errorf("%s is longer than %d bytes", f.Name(), maxProcessRC)
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	v, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || v < 0 || v > 255 {
+		return 0, fmt.Errorf("%s: first line %q is not a return code (an integer 0..255)", f.Name(), line)
+	}
+	return v, nil
+}
