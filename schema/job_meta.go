@@ -39,6 +39,9 @@ func ParseJobMeta(file string, data []byte, site string) (*JobMeta, Problems) {
 		t.value = siteView(t.value, site)
 	}
 	t.validateSchema(KindJobMeta, jobMetaKeyHook, nil)
+	if site == "" {
+		t.checkSiteNames()
+	}
 	for _, s := range metaSites(t.root, site) {
 		t.checkJobSite(s)
 	}
@@ -124,6 +127,22 @@ func jobMetaKeyHook(parent, key string, allowed []string) (string, string, bool)
 		return "unsupported job-owned Slurm key (allowed: " + strings.Join(JobSlurmKeys, ", ") + ")", didYouMean(key, allowed), true
 	}
 	return "", "", false
+}
+
+// checkSiteNames reports the keys of launcher_spec and resource_spec that
+// are neither default nor a valid site name (CheckSiteName). A NUL or a
+// line break is the text rule's, reported already.
+func (t *tree) checkSiteNames() {
+	for _, key := range []string{"launcher_spec", "resource_spec"} {
+		for _, p := range pairs(get(t.root, key)) {
+			if p.name == "default" || p.name == PortableDefaultKey || CheckText(p.name, false) != "" {
+				continue
+			}
+			if msg := CheckSiteName(p.name); msg != "" {
+				t.add(p.key, key+"."+p.name, msg, "allowed: "+SiteNameAllowed)
+			}
+		}
+	}
 }
 
 // metaSites lists the sites whose reading is checked: site itself, or

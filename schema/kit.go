@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 )
 
 // Role files of a startup kit's startup/ directory.
@@ -73,7 +75,7 @@ func loadKit(dir string) (*Kit, Problems) {
 	startupOK, localOK := isDir(startup), isDir(local)
 
 	if startupOK {
-		checkStartup(kit, startup, bad)
+		checkStartup(kit, startup, bad, func(p Problem) { probs = append(probs, p) })
 	}
 	if localOK {
 		probs = append(probs, checkLocal(kit, local)...)
@@ -85,7 +87,7 @@ func loadKit(dir string) (*Kit, Problems) {
 // checkStartup checks startup/: exactly one role file (it sets kit.Role and
 // kit.Name), rootCA.pem, and the leaf certificate, key and organisation of
 // the role.
-func checkStartup(kit *Kit, startup string, bad func(file, path, msg, hint string)) {
+func checkStartup(kit *Kit, startup string, bad func(file, path, msg, hint string), report func(Problem)) {
 	var roles []string
 	for _, f := range []string{ServerRoleFile, ClientRoleFile, AdminRoleFile} {
 		if isFile(filepath.Join(startup, f)) {
@@ -118,15 +120,26 @@ func checkStartup(kit *Kit, startup string, bad func(file, path, msg, hint strin
 		return // the site name and the leaf material depend on the role
 	}
 
-	// Site name from the role file.
+	// Site name from the role file, else the kit folder's name.
 	roleFile := filepath.Join(startup, roles[0])
 	var roleDoc map[string]any
+	var nameNode *yaml.Node
+	var namePath string
 	if data, err := os.ReadFile(roleFile); err != nil {
 		bad(roleFile, "", "cannot read file: "+errText(err), "")
 	} else if err := json.Unmarshal(data, &roleDoc); err != nil || roleDoc == nil {
 		bad(roleFile, "", "is not a JSON object", "")
-	} else if name := siteNameOf(kit.Role, roleDoc); name != "" {
-		kit.Name = name
+	} else if nameNode, namePath = siteNameNode(kit.Role, parseTree(roleFile, data).root); nameNode != nil {
+		kit.Name = nameNode.Value
+	}
+	if msg := CheckSiteName(kit.Name); msg != "" {
+		p := Problem{File: filepath.Dir(startup), Message: "the kit folder's name is the site name, and " + msg,
+			Hint: "allowed: " + SiteNameAllowed + "; rename the kit folder or name the site in " + roles[0]}
+		if nameNode != nil {
+			p = Problem{File: roleFile, Line: nameNode.Line, Column: nameNode.Column, Path: namePath,
+				Message: msg, Hint: "allowed: " + SiteNameAllowed + "; provision the site under such a name"}
+		}
+		report(p)
 	}
 
 	// Leaf certificate, key and organisation.
@@ -265,25 +278,28 @@ func walkKit(dir, abs string) Problems {
 	return probs
 }
 
-// siteNameOf reads the site name from a parsed role file: client.fqsn for
-// clients; servers[0].identity, else servers[0].admin_server for servers.
-func siteNameOf(role string, doc map[string]any) string {
+// siteNameNode finds the site name in a parsed role file, and its dotted
+// path: client.fqsn for clients; servers[0].identity, else
+// servers[0].admin_server for servers. The node is nil when the file names
+// none (a non-empty string).
+func siteNameNode(role string, root *yaml.Node) (*yaml.Node, string) {
+	named := func(n *yaml.Node) bool { return isString(n) && n.Value != "" }
 	if role == "client" {
-		client, _ := doc["client"].(map[string]any)
-		name, _ := client["fqsn"].(string)
-		return name
+		if n := get(get(root, "client"), "fqsn"); named(n) {
+			return n, "client.fqsn"
+		}
+		return nil, ""
 	}
-	servers, _ := doc["servers"].([]any)
-	if len(servers) == 0 {
-		return ""
+	servers := get(root, "servers")
+	if servers == nil || servers.Kind != yaml.SequenceNode || len(servers.Content) == 0 {
+		return nil, ""
 	}
-	first, _ := servers[0].(map[string]any)
 	for _, key := range []string{"identity", "admin_server"} {
-		if name, _ := first[key].(string); name != "" {
-			return name
+		if n := get(servers.Content[0], key); named(n) {
+			return n, "servers[0]." + key
 		}
 	}
-	return ""
+	return nil, ""
 }
 
 // certOrganization returns the first non-empty O= of the leaf certificate's

@@ -55,6 +55,11 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 				if kind != "" && !slices.Contains(schema.Kinds(), kind) {
 					return usageErrorf("unknown --kind %q (one of %s)", kind, strings.Join(schema.Kinds(), ", "))
 				}
+				if site != "" {
+					if msg := schema.CheckSiteName(site); msg != "" {
+						return usageErrorf("--site: %s (allowed: %s)", msg, schema.SiteNameAllowed)
+					}
+				}
 				var files []validatedFile
 				var all schema.Problems
 				var cases []cireport.Case

@@ -201,8 +201,8 @@ func parseRequest(file string, data []byte, argRole string) (*Request, schema.Pr
 		switch {
 		case !present || site == "":
 			add("site", "is required and must be a non-empty string", "")
-		case strings.ContainsAny(site, "/\x00\n\r") || site == "." || site == "..":
-			add("site", fmt.Sprintf("%q is not a site name", site), "site names contain no '/', NUL or line breaks")
+		case schema.CheckSiteName(site) != "":
+			add("site", schema.CheckSiteName(site), "allowed: "+schema.SiteNameAllowed)
 		default:
 			req.Site = site
 		}
@@ -272,8 +272,11 @@ func parseRequest(file string, data []byte, argRole string) (*Request, schema.Pr
 			req.markBad(name)
 			continue
 		}
-		if bytes.IndexByte([]byte(pair[0]+pair[1]), 0) >= 0 {
-			add(path, "must not contain NUL", "")
+		// Job arguments are built by NVFlare's parent, not written by
+		// people, and reach the worker shell-quoted: a line break is safe
+		// there, a NUL cannot be carried by an argv entry at all.
+		if msg := schema.CheckText(pair[0]+pair[1], true); msg != "" {
+			add(path, strings.Replace(msg, " of the value", " of the flag and value", 1), "")
 			req.markBad(name)
 			continue
 		}
