@@ -11,53 +11,65 @@ import (
 )
 
 // expectedArgv is what the stub standing in for the first command of
-// batch.sh must receive for a plan, per contract §8, built from the plan's
-// effective values.
+// batch.sh must receive for a plan, per contract §8 and §11, built from the
+// plan's effective values.
 func expectedArgv(v PlanView, forwardSet []string) []string {
-	image := ""
-	if v.Image != nil {
-		image = *v.Image
-	}
 	if v.NodeGroup != nil {
 		n := fmt.Sprint(v.Resources.Nodes)
-		return []string{v.Tools.Srun, "--nodes=" + n, "--ntasks=" + n, "--ntasks-per-node=1", "--kill-on-bad-exit=1", "--wait=0", "--label",
-			filepath.Join(v.JobDir, "node.sh")}
+		argv := []string{v.Tools.Srun, "--nodes=" + n, "--ntasks=" + n, "--ntasks-per-node=1", "--kill-on-bad-exit=1", "--wait=0", "--label"}
+		if v.Sandbox == "pyxis" {
+			argv = append(argv, pyxisFlags(v, forwardSet)...)
+		}
+		return append(argv, filepath.Join(v.JobDir, "node.sh"))
 	}
 	switch v.Sandbox {
 	case "apptainer":
-		argv := []string{v.Tools.Apptainer, "exec", "--userns", "--containall", "--no-eval", "--no-privs", "--no-mount", "bind-paths,hostfs"}
-		for _, m := range v.Mounts {
-			argv = append(argv, "--bind", m.Source+":"+m.Destination+":"+m.Mode)
-		}
-		argv = append(argv, "--pwd", v.RunDir)
-		if v.Resources.GPUsPerNode != nil {
-			argv = append(argv, "--nv")
-		}
-		return append(append(argv, image), v.WorkerArgv...)
+		return append(apptainerPrefix(v, v.RunDir), v.WorkerArgv...)
 	case "pyxis":
-		names := []string{"NVFLARE_SLURM_CHILD_PROCESS", "PYTHONPATH"}
-		for _, e := range v.Env {
-			names = append(names, e.Name)
-		}
-		for _, s := range v.SecretEnv {
-			names = append(names, s.Name)
-		}
-		sortStrings(names)
-		list := strings.Join(append(names, forwardSet...), ",")
-		var mounts []string
-		for _, m := range v.Mounts {
-			s := m.Source + ":" + m.Destination
-			if m.Mode == "ro" {
-				s += ":ro"
-			}
-			mounts = append(mounts, s)
-		}
-		argv := []string{v.Tools.Srun, "--ntasks=1", "--export=" + list, "--container-image=" + image, "--container-readonly",
-			"--no-container-mount-home", "--no-container-entrypoint", "--container-workdir=" + v.RunDir,
-			"--container-mounts=" + strings.Join(mounts, ","), "--container-env=" + list}
+		argv := append([]string{v.Tools.Srun, "--ntasks=1"}, pyxisFlags(v, forwardSet)...)
 		return append(argv, v.WorkerArgv...)
 	}
 	return v.WorkerArgv
+}
+
+// apptainerPrefix is the apptainer command up to its image, working in pwd.
+func apptainerPrefix(v PlanView, pwd string) []string {
+	argv := []string{v.Tools.Apptainer, "exec", "--userns", "--containall", "--no-eval", "--no-privs", "--no-mount", "bind-paths,hostfs"}
+	for _, m := range v.Mounts {
+		argv = append(argv, "--bind", m.Source+":"+m.Destination+":"+m.Mode)
+	}
+	argv = append(argv, "--pwd", pwd)
+	if v.Resources.GPUsPerNode != nil {
+		argv = append(argv, "--nv")
+	}
+	return append(argv, *v.Image)
+}
+
+// pyxisFlags are pyxis' srun flags: the exported names, the container.
+func pyxisFlags(v PlanView, forwardSet []string) []string {
+	names := []string{"NVFLARE_SLURM_CHILD_PROCESS", "PYTHONPATH"}
+	for _, e := range v.Env {
+		names = append(names, e.Name)
+	}
+	for _, s := range v.SecretEnv {
+		names = append(names, s.Name)
+	}
+	if v.NodeGroup != nil {
+		names = append(names, "NVFL_NNODES", "NVFL_MASTER_ADDR", "NVFL_MASTER_PORT", "NVFL_RUN_ID")
+	}
+	sortStrings(names)
+	list := strings.Join(append(names, forwardSet...), ",")
+	var mounts []string
+	for _, m := range v.Mounts {
+		s := m.Source + ":" + m.Destination
+		if m.Mode == "ro" {
+			s += ":ro"
+		}
+		mounts = append(mounts, s)
+	}
+	return []string{"--export=" + list, "--container-image=" + *v.Image, "--container-readonly",
+		"--no-container-mount-home", "--no-container-entrypoint", "--container-workdir=" + v.RunDir,
+		"--container-mounts=" + strings.Join(mounts, ","), "--container-env=" + list}
 }
 
 func sortStrings(s []string) {
@@ -102,7 +114,7 @@ func TestGoldenVariantsBehaveUnderBash(t *testing.T) {
 			env = append(env, "SLURM_RESTART_COUNT=0")
 			if v.NodeGroup != nil {
 				// node.sh itself is run by TestNodeGroupUnderBash.
-				env = append(env, nodeGroupEnv...)
+				env = append(env, allocEnv...)
 			}
 			code, stderr, out := runBatch(t, f, env, nil)
 			if code != 0 {

@@ -43,7 +43,7 @@ const SystemPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 // gpuEnv are the device-selection variables mirrored into apptainer.
 var gpuEnv = []string{"CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES"}
 
-// batchData is what templates/batch.sh.tmpl renders. It copies the plan
+// batchData is what templates/batch.sh.tmpl and node.sh.tmpl render. It copies the plan
 // values it needs instead of embedding PlanView: text/template finds a
 // promoted field by a slow breadth-first search at every use.
 type batchData struct {
@@ -65,20 +65,20 @@ type batchData struct {
 	PyxisMounts    string
 	GPUEnv         []string
 	// Node groups only (NodeScript "" otherwise).
-	NodeScript string // <job dir>/node.sh
-	Nodes      int
-	PortStart  int
-	PortWidth  int
+	NodeScript     string // <job dir>/node.sh
+	Nodes          int
+	PortStart      int
+	PortWidth      int
+	NodeGroupNames []string // nodeGroupEnv
+	Command        []string // additional_node_command, split into words
+	AppDir         string
+	DropNames      []string // credential and study secret names, sorted
+	Bootstrap      []EnvVar // nodeGroupBootstrap
 }
 
-// nodeData is what templates/node.sh.tmpl renders.
-type nodeData struct {
-	WorkerArgv []string
-	Command    []string // additional_node_command, split into words
-	AppDir     string
-	DropNames  []string // credential and study secret names, sorted
-	Bootstrap  []EnvVar // nodeGroupBootstrap
-}
+// nodeGroupEnv are the rendezvous variables batch.sh exports for a node
+// group (node.sh adds NVFL_NODE_RANK); containers get them by name.
+var nodeGroupEnv = []string{"NVFL_NNODES", "NVFL_MASTER_ADDR", "NVFL_MASTER_PORT", "NVFL_RUN_ID"}
 
 // nodeGroupBootstrap are the variables node.sh gives every node but the
 // first, as NVFlare's launcher does: the Client API bootstrap a
@@ -166,6 +166,9 @@ func (p *Plan) compile(secrets []secretLine) (*Artifacts, error) {
 	}
 	slices.Sort(d.ContainerNames)
 	d.PyxisNames = append([]string{childProcessEnv, "PYTHONPATH"}, d.ContainerNames...)
+	if v.NodeGroup != nil {
+		d.PyxisNames = append(d.PyxisNames, nodeGroupEnv...)
+	}
 	slices.Sort(d.PyxisNames)
 	mounts := make([]string, len(v.Mounts))
 	d.ApptainerBinds = make([]string, len(v.Mounts))
@@ -186,9 +189,10 @@ func (p *Plan) compile(secrets []secretLine) (*Artifacts, error) {
 		d.NodeScript = filepath.Join(v.JobDir, nodeFile)
 		d.Nodes = v.Resources.Nodes
 		d.PortStart, d.PortWidth = ng.PortStart, ng.PortEnd-ng.PortStart+1
-		nd := nodeData{WorkerArgv: v.WorkerArgv, Command: ng.Command, AppDir: v.AppDir, DropNames: p.secretNamesAll(), Bootstrap: nodeGroupBootstrap}
+		d.NodeGroupNames, d.Command, d.AppDir = nodeGroupEnv, ng.Command, v.AppDir
+		d.DropNames, d.Bootstrap = p.secretNamesAll(), nodeGroupBootstrap
 		var err error
-		if nodeScript, err = templates.Render("node.sh.tmpl", nd); err != nil {
+		if nodeScript, err = templates.Render("node.sh.tmpl", d); err != nil {
 			return nil, err
 		}
 	}

@@ -126,6 +126,23 @@ studies:
 				"site-1":  map[string]any{"slurm": map[string]any{"nodes": 3, "gpus_per_node": 2}},
 			}})
 	}},
+	{"apptainer-nodegroup", "apptainer", "client", func(f *fixture) {
+		// A node group under apptainer: one container per node, the
+		// contract and the GPUs mirrored; the job's own image.
+		f.useStudy(fullStudy)
+		f.Env["PATHOLOGY_DB_PASSWORD"] = "hunter2-db"
+		f.Dir("lustre/site-1/" + f.JobID + "/app_site-1")
+		f.setMeta(map[string]any{"study": "pathology", "launcher_spec": map[string]any{"site-1": map[string]any{"slurm": map[string]any{
+			"nodes": 2, "gpus_per_node": 4, "additional_node_command": "python -m nvflare.app_opt.pt.torchrun_node --nproc-per-node=4 custom/train.py"}}}})
+	}},
+	{"pyxis-nodegroup", "pyxis", "client", func(f *fixture) {
+		// A node group under pyxis: srun carries the container flags, the
+		// job dir is mounted read-only so node.sh runs inside the container.
+		f.Args["forward_env"] = []any{"NCCL_DEBUG"}
+		f.Dir("lustre/site-1/" + f.JobID + "/app_site-1")
+		f.setMeta(map[string]any{"launcher_spec": map[string]any{"site-1": map[string]any{"slurm": map[string]any{
+			"nodes": 4, "additional_node_command": "bash -c 'exec torchrun --nnodes=\"$NVFL_NNODES\" --node_rank=\"$NVFL_NODE_RANK\" custom/train.py'"}}}})
+	}},
 	{"none-study-env", "apptainer", "client", func(f *fixture) {
 		// A study switches an apptainer site to bare mode with its own
 		// python and an empty setup; env with empty and boolean values,

@@ -27,6 +27,10 @@ func (r *resolver) mounts(p *Plan, listenerDir string) {
 	if v.Sandbox == "apptainer" {
 		owned = append(owned, Mount{Source: resolvConf, Destination: resolvConf, Mode: "ro"})
 	}
+	if v.Sandbox == "pyxis" && v.NodeGroup != nil {
+		// srun starts node.sh inside each task's container (as NVFlare).
+		owned = append(owned, Mount{Source: v.JobDir, Destination: v.JobDir, Mode: "ro"})
+	}
 	if listenerDir != "" {
 		// As NVFlare: the source is the real path, outside the workspace.
 		src, err := checkSource(listenerDir, ws, r.paths)

@@ -35,15 +35,17 @@ done
 exit $status
 `
 
-// nodeGroupEnv is the allocation a node group's batch.sh sees in the
+// allocEnv is the allocation a node group's batch.sh sees in the
 // bash tests: three nodes, batch node node-a, Slurm job 4242.
-var nodeGroupEnv = []string{"SLURM_RESTART_COUNT=0", "SLURM_JOB_NUM_NODES=3", "SLURMD_NODENAME=node-a", "SLURM_JOB_ID=4242"}
+var allocEnv = []string{"SLURM_RESTART_COUNT=0", "SLURM_JOB_NUM_NODES=3", "SLURMD_NODENAME=node-a", "SLURM_JOB_ID=4242"}
 
 // nodeGroupFixture is a three-node client node group with a study secret,
 // a study env value, a forwarded variable and a pinned port range; the
-// other nodes run the stub with words.
-func nodeGroupFixture(t *testing.T, words []string) *fixture {
-	f := newFixture(t, "none", "client")
+// other nodes run the stub with words. Under apptainer (the stub again)
+// the job asks for two GPUs per node.
+func nodeGroupFixture(t *testing.T, sandbox string, words []string) *fixture {
+	f := newFixture(t, sandbox, "client")
+	f.Args["executables"].(map[string]any)["apptainer"] = buildStub(t)
 	f.useStudy("format_version: 2\nstudies:\n  s1:\n    env:\n      OMP_NUM_THREADS: 8\n    secret_env:\n      API_KEY:\n        source: S1_API_KEY\n")
 	f.Env["S1_API_KEY"] = "ak-secret-1"
 	f.Args["multi_node_port_range"] = []any{29500, 29599}
@@ -51,8 +53,11 @@ func nodeGroupFixture(t *testing.T, words []string) *fixture {
 	f.Dir("lustre/site-1/" + f.JobID + "/app_site-1")
 	f.args()["auth_token"] = []any{"-t", "tok-secret-2"}
 	f.args()["ssid"] = []any{"--ssid", "ssid-secret-3"}
-	f.setMeta(map[string]any{"study": "s1", "launcher_spec": map[string]any{"site-1": map[string]any{"slurm": map[string]any{
-		"nodes": 3, "additional_node_command": shell.Join(append([]string{buildStub(t)}, words...))}}}})
+	slurm := map[string]any{"nodes": 3, "additional_node_command": shell.Join(append([]string{buildStub(t)}, words...))}
+	if sandbox == "apptainer" {
+		slurm["gpus_per_node"] = 2
+	}
+	f.setMeta(map[string]any{"study": "s1", "launcher_spec": map[string]any{"site-1": map[string]any{"slurm": slurm}}})
 	return f
 }
 
@@ -107,13 +112,21 @@ func runNodeGroup(t *testing.T, f *fixture, env []string) nodeGroupRun {
 
 // TestNodeGroupUnderBash: batch.sh of a node group exports the rendezvous
 // contract and runs node.sh through srun with one task per node and
-// --kill-on-bad-exit; node.sh runs the worker with its secrets on rank 0
-// and the additional command, split as written, without any secret, in
-// the app dir on the other ranks (contract §11).
+// --kill-on-bad-exit (pyxis: in the container); node.sh runs the worker
+// with its secrets on rank 0 and the additional command, split as written,
+// without any secret, in the app dir on the other ranks (apptainer: one
+// container per rank, --pwd the app dir, the contract and the GPUs
+// mirrored as APPTAINERENV_*) (contract §11).
 func TestNodeGroupUnderBash(t *testing.T) {
+	for _, sandbox := range []string{"none", "apptainer", "pyxis"} {
+		t.Run(sandbox, func(t *testing.T) { checkNodeGroupUnderBash(t, sandbox) })
+	}
+}
+
+func checkNodeGroupUnderBash(t *testing.T, sandbox string) {
 	words := []string{"--flag", "two words", "it's", "$HOME", "`id`", ""}
-	f := nodeGroupFixture(t, words)
-	run := runNodeGroup(t, f, append(nodeGroupEnv, "NCCL_DEBUG=INFO"))
+	f := nodeGroupFixture(t, sandbox, words)
+	run := runNodeGroup(t, f, append(allocEnv, "NCCL_DEBUG=INFO", "CUDA_VISIBLE_DEVICES=0,1"))
 	if run.code != 0 {
 		t.Fatalf("batch.sh exited %d: %s", run.code, run.stderr)
 	}
@@ -122,16 +135,19 @@ func TestNodeGroupUnderBash(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := p.View()
-	jobDir := JobDirFor(f.Root, f.JobID)
-	if want := []string{"--nodes=3", "--ntasks=3", "--ntasks-per-node=1", "--kill-on-bad-exit=1", "--wait=0", "--label",
-		filepath.Join(jobDir, "node.sh")}; !reflect.DeepEqual(run.srun.Argv[1:], want) {
-		t.Errorf("srun argv %q, want %q", run.srun.Argv[1:], want)
+	// The recorded srun argv[0] is the stub the fake srun calls.
+	if want := expectedArgv(v, []string{"NCCL_DEBUG"}); !reflect.DeepEqual(run.srun.Argv[1:], want[1:]) {
+		t.Errorf("srun argv\n got %q\nwant %q", run.srun.Argv[1:], want[1:])
+	}
+	prefix := ""
+	if sandbox == "apptainer" {
+		prefix = "APPTAINERENV_"
 	}
 	// 29500 + 4242 mod 100 (the range 29500-29599 is 100 ports wide).
 	contract := map[string]string{"NVFL_NNODES": "3", "NVFL_MASTER_ADDR": "node-a", "NVFL_MASTER_PORT": "29542", "NVFL_RUN_ID": "4242"}
 	for name, want := range contract {
-		if got := run.srun.Env[name]; got != want {
-			t.Errorf("srun's environment: %s=%q, want %q", name, got, want)
+		if got := run.srun.Env[prefix+name]; got != want {
+			t.Errorf("srun's environment: %s%s=%q, want %q", prefix, name, got, want)
 		}
 	}
 	secrets := map[string]string{"API_KEY": "ak-secret-1", "NVFLARE_JOB_AUTH_TOKEN": "tok-secret-2", "NVFLARE_JOB_SSID": "ssid-secret-3"}
@@ -140,58 +156,57 @@ func TestNodeGroupUnderBash(t *testing.T) {
 			t.Errorf("rank %d did not run", rank)
 			continue
 		}
-		want := v.WorkerArgv
+		cmd, pwd := v.WorkerArgv, v.RunDir
 		if rank > 0 {
-			want = append([]string{buildStub(t)}, words...)
+			cmd, pwd = append([]string{buildStub(t)}, words...), v.AppDir
+		}
+		want := cmd
+		if sandbox == "apptainer" {
+			want = append(apptainerPrefix(v, pwd), cmd...)
 		}
 		if !reflect.DeepEqual(rec.Argv, want) {
-			t.Errorf("rank %d argv %q, want %q", rank, rec.Argv, want)
+			t.Errorf("rank %d argv\n got %q\nwant %q", rank, rec.Argv, want)
 		}
-		if got := rec.Env["NVFL_NODE_RANK"]; got != fmt.Sprint(rank) {
-			t.Errorf("rank %d: NVFL_NODE_RANK=%q", rank, got)
+		seen := map[string]string{"NVFL_NODE_RANK": fmt.Sprint(rank), "OMP_NUM_THREADS": "8", "NCCL_DEBUG": "INFO",
+			"PYTHONPATH": v.PythonEnv, ChildProcessEnv: "1"}
+		for name, val := range contract {
+			seen[name] = val
 		}
-		for name, want := range contract {
-			if got := rec.Env[name]; got != want {
-				t.Errorf("rank %d: %s=%q, want %q", rank, name, got, want)
-			}
+		if sandbox == "apptainer" {
+			seen["CUDA_VISIBLE_DEVICES"] = "0,1"
 		}
-		for name, want := range map[string]string{"OMP_NUM_THREADS": "8", "NCCL_DEBUG": "INFO", "PYTHONPATH": v.PythonEnv, ChildProcessEnv: "1"} {
-			if got, ok := rec.Env[name]; !ok || got != want {
-				t.Errorf("rank %d: %s=%q (set %v), want %q", rank, name, got, ok, want)
+		for name, want := range seen {
+			if got, ok := rec.Env[prefix+name]; !ok || got != want {
+				t.Errorf("rank %d: %s%s=%q (set %v), want %q", rank, prefix, name, got, ok, want)
 			}
 		}
 		for name, value := range secrets {
-			got, ok := rec.Env[name]
-			if rank == 0 && got != value {
-				t.Errorf("rank 0 (the worker): secret %s=%q, want its value", name, got)
+			if rank == 0 {
+				if got := rec.Env[prefix+name]; got != value {
+					t.Errorf("rank 0 (the worker): secret %s%s=%q, want its value", prefix, name, got)
+				}
+				continue
 			}
-			if rank > 0 && ok {
-				t.Errorf("rank %d got secret %s", rank, name)
-			}
-			if rank > 0 {
-				for n, val := range rec.Env {
-					if strings.Contains(val, value) {
-						t.Errorf("rank %d: %s holds the value of secret %s", rank, n, name)
-					}
+			for n, val := range rec.Env {
+				if strings.Contains(val, value) || n == name || n == prefix+name {
+					t.Errorf("rank %d: %s holds secret %s", rank, n, name)
 				}
 			}
 		}
 		for _, b := range nodeGroupBootstrap {
-			if got, ok := rec.Env[b.Name]; (rank > 0) != ok || (ok && got != b.Value) {
-				t.Errorf("rank %d: %s=%q (set %v); want %q on ranks other than 0 only", rank, b.Name, got, ok, b.Value)
+			for _, name := range []string{b.Name, prefix + b.Name} {
+				if got, ok := rec.Env[name]; (rank > 0) != ok || (ok && got != b.Value) {
+					t.Errorf("rank %d: %s=%q (set %v); want %q on ranks other than 0 only", rank, name, got, ok, b.Value)
+				}
 			}
 		}
-		wantCwd := v.RunDir
-		if rank > 0 {
-			wantCwd = v.AppDir
-		}
-		if rec.Cwd != wantCwd {
-			t.Errorf("rank %d ran in %s, want %s", rank, rec.Cwd, wantCwd)
+		if sandbox != "apptainer" && rec.Cwd != pwd {
+			t.Errorf("rank %d ran in %s, want %s", rank, rec.Cwd, pwd)
 		}
 		if rec.SecretExists {
 			t.Errorf("rank %d started while secret.env existed", rank)
 		}
-		for _, helper := range []string{"NVFL_SRUN", "_nvfl_secret", "_nvfl_command"} {
+		for _, helper := range []string{"NVFL_SRUN", "NVFL_APPTAINER", "_nvfl_secret", "_nvfl_command"} {
 			if _, ok := rec.Env[helper]; ok {
 				t.Errorf("rank %d: helper variable %s was exported", rank, helper)
 			}
@@ -202,8 +217,8 @@ func TestNodeGroupUnderBash(t *testing.T) {
 // TestNodeGroupRankFailure: a failing rank's status comes back out of
 // node.sh and batch.sh (srun --kill-on-bad-exit then ends the step).
 func TestNodeGroupRankFailure(t *testing.T) {
-	f := nodeGroupFixture(t, []string{"x"})
-	run := runNodeGroup(t, f, append(nodeGroupEnv, "NVFL_FAIL_RANK=2"))
+	f := nodeGroupFixture(t, "none", []string{"x"})
+	run := runNodeGroup(t, f, append(allocEnv, "NVFL_FAIL_RANK=2"))
 	if run.code != 7 {
 		t.Fatalf("batch.sh exited %d, want rank 2's 7: %s", run.code, run.stderr)
 	}
@@ -216,18 +231,18 @@ func TestNodeGroupNeedsAllocation(t *testing.T) {
 	for _, drop := range []string{"SLURM_JOB_ID", "SLURM_JOB_NUM_NODES", "SLURMD_NODENAME"} {
 		t.Run(drop, func(t *testing.T) {
 			var env []string
-			for _, kv := range nodeGroupEnv {
+			for _, kv := range allocEnv {
 				if !strings.HasPrefix(kv, drop+"=") {
 					env = append(env, kv)
 				}
 			}
-			run := runNodeGroup(t, nodeGroupFixture(t, []string{"x"}), env)
+			run := runNodeGroup(t, nodeGroupFixture(t, "none", []string{"x"}), env)
 			if run.code == 0 || run.srun.Argv != nil || !strings.Contains(run.stderr, drop) {
 				t.Errorf("without %s: exit %d, srun ran %v, stderr %q; want a failure naming it and no srun", drop, run.code, run.srun.Argv != nil, run.stderr)
 			}
 		})
 	}
-	f := nodeGroupFixture(t, []string{"x"})
+	f := nodeGroupFixture(t, "none", []string{"x"})
 	_, a := f.MustCompile()
 	if err := WriteJobDir(a, false); err != nil {
 		t.Fatal(err)
@@ -246,7 +261,8 @@ func TestNodeGroupNeedsAllocation(t *testing.T) {
 }
 
 // TestNodeGroupHostileCommand: commands of hostile words, written the way
-// a shell would quote them, reach the other ranks word for word.
+// a shell would quote them, reach the other ranks word for word, in each
+// sandbox.
 func TestNodeGroupHostileCommand(t *testing.T) {
 	rng := rand.New(rand.NewSource(0x11))
 	n := 12
@@ -258,15 +274,17 @@ func TestNodeGroupHostileCommand(t *testing.T) {
 		for j := rng.Intn(6); j >= 0; j-- {
 			words = append(words, hostile(rng, "\n\r"))
 		}
-		f := nodeGroupFixture(t, words)
-		run := runNodeGroup(t, f, nodeGroupEnv)
+		f := nodeGroupFixture(t, []string{"none", "apptainer", "pyxis"}[i%3], words)
+		run := runNodeGroup(t, f, allocEnv)
 		if run.code != 0 {
 			t.Fatalf("%q: batch.sh exited %d: %s", words, run.code, run.stderr)
 		}
+		// Under apptainer the command follows the image.
 		want := append([]string{buildStub(t)}, words...)
 		for rank := 1; rank < 3; rank++ {
-			if !reflect.DeepEqual(run.ranks[rank].Argv, want) {
-				t.Errorf("rank %d argv %q, want %q", rank, run.ranks[rank].Argv, want)
+			got := run.ranks[rank].Argv
+			if len(got) < len(want) || !reflect.DeepEqual(got[len(got)-len(want):], want) {
+				t.Errorf("rank %d argv %q, want it to end in %q", rank, got, want)
 			}
 		}
 	}
@@ -276,7 +294,7 @@ func TestNodeGroupHostileCommand(t *testing.T) {
 // listed by render after it; without the key there is no node.sh, and an
 // explicit null (keep application-owned fan-out) compiles exactly as no key.
 func TestNodeGroupArtifacts(t *testing.T) {
-	f := nodeGroupFixture(t, []string{"x"})
+	f := nodeGroupFixture(t, "none", []string{"x"})
 	p, a := f.MustCompile()
 	if err := WriteJobDir(a, false); err != nil {
 		t.Fatal(err)
@@ -332,7 +350,7 @@ func TestNodeGroupDefaultPortRange(t *testing.T) {
 		internal   float64
 		start, end int
 	}{{8102, 29400, 30399}, {29500, 30400, 31399}} {
-		f := nodeGroupFixture(t, []string{"x"})
+		f := nodeGroupFixture(t, "none", []string{"x"})
 		delete(f.Args, "multi_node_port_range")
 		f.Args["internal_port"] = tc.internal
 		f.Comm["internal"].(map[string]any)["resources"].(map[string]any)["port"] = tc.internal
@@ -388,10 +406,6 @@ func TestNodeGroupRejects(t *testing.T) {
 		}, []string{path, "must not reference a secret"}},
 		{"not a string", "none", "client", func(f *fixture) { slurm(f, map[string]any{"nodes": 2, "additional_node_command": []any{"a"}}) },
 			[]string{path}},
-		{"container sandbox", "apptainer", "client", func(f *fixture) {
-			f.Dir("lustre/site-1/" + f.JobID + "/app_site-1")
-			slurm(f, map[string]any{"nodes": 2, "additional_node_command": "x"})
-		}, []string{path, "sandbox none, not apptainer"}},
 		{"app dir missing", "none", "client", func(f *fixture) { slurm(f, map[string]any{"nodes": 2, "additional_node_command": "x"}) },
 			[]string{path, "app_site-1", "not a directory"}},
 		{"app dir a symlink", "none", "client", func(f *fixture) {

@@ -414,15 +414,14 @@ func (r *resolver) resources(p *Plan, meta *schema.JobMeta, jobPath func(string)
 		r.reqProblem(jobPath("nodes"), "must be an integer of at least 1", "")
 	}
 	if res.Nodes > 1 {
-		switch {
-		case v.Sandbox != "none" && js.AdditionalNodeCommand != nil:
-			r.reqProblem(jobPath(schema.AdditionalNodeCommandKey), fmt.Sprintf("node groups run with the effective sandbox none, not %s", v.Sandbox),
-				"flare-slurm does not yet start node groups in containers; run the job under a study or site with sandbox none")
-		case v.Sandbox != "none":
-			r.reqProblem(jobPath("nodes"), fmt.Sprintf("a multi-node job needs the effective sandbox none, not %s", v.Sandbox),
-				"the application owns multi-node fan-out; run it under a study or site with sandbox none")
+		// A node group (§11) fans out on the bare allocation and starts its
+		// containers per node; without one the application fans out, which
+		// only a bare worker can do.
+		if v.Sandbox != "none" && js.AdditionalNodeCommand == nil {
+			r.reqProblem(jobPath("nodes"), fmt.Sprintf("a multi-node job needs the effective sandbox none, not %s, or an %s", v.Sandbox, schema.AdditionalNodeCommandKey),
+				"the application owns multi-node fan-out unless the job names the command of the other nodes; run it under a study or site with sandbox none, or set "+schema.AdditionalNodeCommandKey)
 		}
-		if js.Image != "" {
+		if js.Image != "" && js.AdditionalNodeCommand == nil {
 			r.reqProblem(jobPath("image"), "a multi-node job must not name an image", "")
 		}
 	}
