@@ -21,6 +21,7 @@ const (
 	ruleSchema = "schema"
 	ruleCheck  = "check"
 	ruleDrift  = "drift"
+	ruleYAML11 = "yaml11"
 )
 
 // sarifRules describe the classes; each result adds its own hint.
@@ -35,6 +36,9 @@ var sarifRules = []cireport.Rule{
 		Help: "The message names the rule and the hint says what to change; docs/contract.md states every rule."},
 	{ID: ruleDrift, Name: "WorkspaceDrift", Short: "The prepared workspace differs from what prepare would produce from the kit and config.",
 		Help: "Run 'flare-slurm prepare' without --check to update the workspace, or change the kit or config back."},
+	{ID: ruleYAML11, Name: "YAML11Reading", Level: cireport.LevelWarning,
+		Short: "A plain YAML value that NVFlare's YAML 1.1 reader reads differently from flare-slurm's YAML 1.2 reader.",
+		Help:  "Quote the value as the hint shows, so that NVFlare and flare-slurm read the same text; --strict makes this an error."},
 }
 
 // problemRule is the class of a problem reported with error code code.
@@ -60,6 +64,31 @@ func findings(code string, ps schema.Problems) []cireport.Finding {
 			Message: p.Message, Hint: p.Hint, Rule: problemRule(code, p)}
 	}
 	return out
+}
+
+// warningFindings turns YAML 1.1 reading differences into warning findings.
+func warningFindings(ws schema.Problems) []cireport.Finding {
+	out := findings("", ws)
+	for i := range out {
+		out[i].Rule, out[i].Level = ruleYAML11, cireport.LevelWarning
+	}
+	return out
+}
+
+// printWarnings reports warnings that did not fail the command: GitHub
+// Actions annotations on stdout with --format github, else (text, github)
+// "flare-slurm: warning: file:line:col: …" lines on stderr. JSON and SARIF
+// carry them in their one document instead.
+func (a *app) printWarnings(format string, ws schema.Problems) {
+	switch format {
+	case "json", "sarif":
+		return
+	case "github":
+		_ = cireport.GitHub(a.stdout, "flare-slurm", warningFindings(ws))
+	}
+	for _, w := range ws {
+		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", w.String())
+	}
 }
 
 // formatFlags are --format and its alias --json of the commands that
@@ -110,9 +139,10 @@ func sarifTool() cireport.Tool {
 	return cireport.Tool{Name: "flare-slurm", Version: currentBuild().Version, InformationURI: "https://github.com/flare-slurm/flare-slurm"}
 }
 
-// writeSARIF prints a SARIF log of problems (none: a clean run) to stdout.
-func (a *app) writeSARIF(code string, ps schema.Problems) error {
-	return cireport.SARIF(a.stdout, sarifTool(), sarifRules, findings(code, ps))
+// writeSARIF prints a SARIF log of problems (none: a clean run) and
+// warnings to stdout.
+func (a *app) writeSARIF(code string, ps, warnings schema.Problems) error {
+	return cireport.SARIF(a.stdout, sarifTool(), sarifRules, append(findings(code, ps), warningFindings(warnings)...))
 }
 
 // writeJUnit writes cases as a JUnit XML file at path, atomically (a

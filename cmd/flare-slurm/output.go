@@ -19,6 +19,9 @@ type cliError struct {
 	Message  string          `json:"message"`
 	Hint     string          `json:"hint,omitempty"`
 	Problems schema.Problems `json:"problems,omitempty"`
+	// Warnings did not fail the command (YAML 1.1 reading differences
+	// without --strict); they are reported with the error.
+	Warnings schema.Problems `json:"warnings,omitempty"`
 	// resultOnly marks an exit status that only carries a result already
 	// printed on stdout (wait's non-zero return code): with --json the
 	// message goes to stderr, so stdout stays one JSON document.
@@ -82,13 +85,13 @@ func (a *app) writeJSON(v any) error {
 func (a *app) reportError(cmd *cobra.Command, e *cliError) {
 	switch outputFormat(cmd) {
 	case "github":
-		_ = cireport.GitHub(a.stdout, "flare-slurm", findings(e.Code, e.Problems))
+		_ = cireport.GitHub(a.stdout, "flare-slurm", append(findings(e.Code, e.Problems), warningFindings(e.Warnings)...))
 	case "sarif":
 		// Only problems make a SARIF log: a failure without any (a
 		// usage error, an unreadable workspace) prints none, so that a
 		// code scanning upload fails instead of closing every alert.
 		if len(e.Problems) > 0 {
-			_ = a.writeSARIF(e.Code, e.Problems)
+			_ = a.writeSARIF(e.Code, e.Problems, e.Warnings)
 		}
 	}
 	if jsonRequested(cmd) {
@@ -101,6 +104,9 @@ func (a *app) reportError(cmd *cobra.Command, e *cliError) {
 		}
 		_ = a.writeJSON(envelope{Status: "error", Error: e})
 		return
+	}
+	for _, w := range e.Warnings {
+		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", w.String())
 	}
 	for _, p := range e.Problems {
 		fmt.Fprintln(a.stderr, p.String())

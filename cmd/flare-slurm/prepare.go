@@ -46,7 +46,10 @@ their SHA-256.
 --format github prints each problem (and each drifted path under --check)
 as a GitHub Actions annotation too; --format sarif prints one SARIF 2.1.0
 log of them; --check --junit FILE writes a JUnit XML report with one test
-case (the workspace is up to date, or the list of drifted paths).`,
+case (the workspace is up to date, or the list of drifted paths).
+A value of slurm.yaml or the kit's local/study_runtime.yaml that NVFlare's
+YAML 1.1 reader reads differently (an unquoted 12:00:00, yes, 0o17) is a
+warning; --strict makes it an error.`,
 			Args: cobra.MaximumNArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				switch {
@@ -88,7 +91,7 @@ case (the workspace is up to date, or the list of drifted paths).`,
 				case "json":
 					return a.printOK(res)
 				case "sarif":
-					return a.writeSARIF("", nil)
+					return a.writeSARIF("", nil, nil)
 				}
 				for _, f := range res.Fields() {
 					fmt.Fprintf(a.stdout, "%s: %s\n", f[0], f[1])
@@ -103,6 +106,7 @@ case (the workspace is up to date, or the list of drifted paths).`,
 		format.bind(cmd)
 		f.StringVar(&junit, "junit", "", "with --check, also write a JUnit XML report to `FILE`")
 		f.BoolVar(&opts.Force, "force", false, "replace OUT even if it holds job artifacts or is not a workspace prepared for it")
+		f.BoolVar(&opts.Strict, "strict", false, "treat values that NVFlare's YAML 1.1 reader reads differently as errors, not warnings")
 		f.BoolVar(&check, "check", false, "write nothing; print a diff and exit 1 if the workspace differs")
 		return cmd
 	})
@@ -114,6 +118,9 @@ func (a *app) prepareCheck(opts prepare.Options, format, junit string) error {
 	ws, err := prepare.Render(opts)
 	if err != nil {
 		return prepareFailure(err)
+	}
+	for _, w := range ws.Result.Warnings {
+		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", visible.Lines(w))
 	}
 	drift, err := prepare.Diff(ws)
 	if err != nil {
@@ -134,7 +141,7 @@ func (a *app) prepareCheck(opts prepare.Options, format, junit string) error {
 		case "json":
 			return a.printOK(map[string]any{"output": ws.Output, "identical": true})
 		case "sarif":
-			return a.writeSARIF("", nil)
+			return a.writeSARIF("", nil, nil)
 		}
 		fmt.Fprintf(a.stdout, "%s is up to date\n", ws.Output)
 		return nil

@@ -23,6 +23,7 @@ type validatedFile struct {
 func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
 		var kind, site, junit string
+		var strict bool
 		var format formatFlags
 		cmd := &cobra.Command{
 			Use:   "validate [--kind slurm-config|study-runtime|job-meta|kit] [--site NAME] [--format text|json|github|sarif] [--junit FILE] PATH...",
@@ -43,6 +44,12 @@ line; --format sarif prints one SARIF 2.1.0 log for GitHub code scanning
 (rule id per problem class, the field path as the logical location, the
 hint in the message). --junit FILE also writes a JUnit XML report, one test
 case per PATH.
+
+NVFlare reads slurm.yaml and study_runtime.yaml as YAML 1.1, flare-slurm as
+YAML 1.2: an unquoted time: 12:00:00 is 43200 seconds to NVFlare, yes/on/No
+are booleans there, an env value 0o17 is text there and 15 here. Every plain
+value the two read differently is a warning, with the quoted spelling to
+use; --strict makes those warnings errors (use it in CI).
 Exit status: 0 valid, 1 invalid, 2 usage error.`,
 			RunE: func(cmd *cobra.Command, paths []string) error {
 				outFormat, err := format.resolve()
@@ -61,7 +68,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 					}
 				}
 				var files []validatedFile
-				var all schema.Problems
+				var all, warnings schema.Problems
 				var cases []cireport.Case
 				bad := map[string]bool{}
 				schemas := map[string]bool{} // schemas that describe a key or value with a problem
@@ -82,6 +89,11 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 					}
 					start := time.Now()
 					probs := schema.Validate(k, p, site)
+					if ws := schema.ReadingWarnings(k, p); strict {
+						probs = append(probs, ws...)
+					} else {
+						warnings = append(warnings, ws...)
+					}
 					c := cireport.Case{Name: p, ClassName: "validate." + k, Seconds: time.Since(start).Seconds()}
 					if probs != nil {
 						c.Failure, c.Detail = plural(len(probs), "problem"), problemsText(probs)
@@ -101,18 +113,25 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 						return err
 					}
 				}
+				warnings.Sort()
 				if len(all) > 0 {
 					all.Sort()
-					return failure("invalid_input",
+					err := failure("invalid_input",
 						fmt.Sprintf("%s in %s", plural(len(all), "problem"), plural(len(bad), "file")),
 						validateHint(all, schemas), all)
+					err.(*cliError).Warnings = warnings
+					return err
+				}
+				if warnings == nil {
+					warnings = schema.Problems{}
 				}
 				switch outFormat {
 				case "json":
-					return a.printOK(map[string]any{"files": files})
+					return a.printOK(map[string]any{"files": files, "warnings": warnings})
 				case "sarif":
-					return a.writeSARIF("", nil)
+					return a.writeSARIF("", nil, warnings)
 				}
+				a.printWarnings(outFormat, warnings)
 				for _, f := range files {
 					fmt.Fprintf(a.stdout, "%s: ok (%s)\n", f.Path, f.Kind)
 				}
@@ -123,6 +142,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 		cmd.Flags().StringVar(&site, "site", "", "site whose reading of a job meta is checked (default: every site it names)")
 		format.bind(cmd)
 		cmd.Flags().StringVar(&junit, "junit", "", "also write a JUnit XML report to `FILE` (one test case per PATH)")
+		cmd.Flags().BoolVar(&strict, "strict", false, "treat values that NVFlare's YAML 1.1 reader reads differently as errors, not warnings")
 		return cmd
 	})
 }

@@ -119,6 +119,10 @@ func TestResolveRejects(t *testing.T) {
 		{"parent url stcp on a clear link", "none", func(f *fixture) {
 			f.args()["parent_url"] = []any{"-p", "stcp://localhost:8102"}
 		}, []string{"job_args.parent_url", `scheme "stcp"`}},
+		{"parent url tcp on an mtls link", "none", func(f *fixture) {
+			f.Comm["internal"].(map[string]any)["resources"].(map[string]any)["connection_security"] = "mtls"
+			f.args()["parent_conn_sec"] = []any{"--parent_conn_sec", "mtls"}
+		}, []string{"job_args.parent_url", `scheme "tcp"`, "must use stcp://"}},
 		{"parent_conn_sec mismatch", "none", func(f *fixture) {
 			f.args()["parent_conn_sec"] = []any{"--parent_conn_sec", "mtls"}
 		}, []string{"job_args.parent_conn_sec", "is mtls", "is clear"}},

@@ -186,7 +186,7 @@ studies:
 	{"apptainer-mtls", "apptainer", "server", func(f *fixture) {
 		f.Comm["internal"].(map[string]any)["resources"].(map[string]any)["connection_security"] = "mtls"
 		f.args()["parent_conn_sec"] = []any{"--parent_conn_sec", "mtls"}
-		f.args()["parent_url"] = []any{"-p", "tcp://localhost:8102/path?x=1"}
+		f.args()["parent_url"] = []any{"-p", "stcp://localhost:8102/path?x=1"}
 	}},
 }
 

@@ -54,9 +54,11 @@ func (r *resolver) parentURL(args map[string][]string, v *PlanView) string {
 	}
 	port, perr := strconv.Atoi(u.Port())
 	switch {
-	case u.Scheme != "tcp" && u.Scheme != want:
+	case u.Scheme != want:
+		// As NVFlare's launcher: stcp exactly when the link is mTLS (a
+		// tcp:// URL on an mTLS link is refused, not upgraded).
 		r.reqProblem("job_args.parent_url", fmt.Sprintf("%q uses scheme %q", raw, u.Scheme),
-			fmt.Sprintf("the worker link is %s: allowed schemes tcp or %s", ws.ConnectionSecurity, want))
+			fmt.Sprintf("the worker link is %s: the parent URL must use %s://", ws.ConnectionSecurity, want))
 		return ""
 	case u.Hostname() == "" || u.Opaque != "":
 		r.reqProblem("job_args.parent_url", fmt.Sprintf("%q has no host", raw), "")

@@ -28,6 +28,9 @@ type Options struct {
 	// Result.Discarded), and a non-empty directory that is not a
 	// workspace prepared for Output.
 	Force bool
+	// Strict refuses values that NVFlare's YAML 1.1 reader reads
+	// differently from this tool's YAML 1.2 reader (warnings otherwise).
+	Strict bool
 }
 
 // Result describes a prepared workspace. The JSON field names and the order

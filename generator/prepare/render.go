@@ -149,6 +149,15 @@ func Render(opts Options) (*Workspace, error) {
 		return nil, &Error{Code: CodeInvalidKit, Problems: problems,
 			Message: fmt.Sprintf("%s is not a valid startup kit", kit), Hint: hintFixProblems}
 	}
+	// Values NVFlare's YAML 1.1 reader reads differently: warnings, or
+	// errors under --strict.
+	readings := append(schema.ReadingWarnings(schema.KindSlurmConfig, configPath),
+		schema.ReadingWarnings(schema.KindStudyRuntime, filepath.Join(kit, "local", schema.StudyRuntimeFile))...)
+	if opts.Strict && len(readings) > 0 {
+		return nil, &Error{Code: CodeInvalidConfig, Problems: readings,
+			Message: fmt.Sprintf("%d value(s) that NVFlare's YAML 1.1 reader reads differently (--strict)", len(readings)),
+			Hint:    "quote each value as its line shows; nothing was written"}
+	}
 	if ps := schema.CheckConfigForKit(cfg, k); len(ps) > 0 {
 		return nil, &Error{Code: CodeInvalidConfig, Problems: ps,
 			Message: fmt.Sprintf("%s cannot be used with the %s kit %s", configPath, k.Role, kit), Hint: hintFixProblems}
@@ -173,6 +182,9 @@ func Render(opts Options) (*Workspace, error) {
 	}
 
 	w := &Workspace{Output: output, Kit: kit, index: map[string]*File{}, force: opts.Force}
+	for _, r := range readings {
+		w.warnf("%s", r.String())
+	}
 	if err := w.scanKit(); err != nil {
 		return nil, err
 	}

@@ -26,6 +26,20 @@ type Finding struct {
 	Message string
 	Hint    string // what to do; "" when there is nothing to add
 	Rule    string // the class of problem: a Rules key
+	// Level is "error" (also when empty) or "warning": a warning is
+	// reported but does not fail the run.
+	Level string
+}
+
+// LevelWarning is the Level of a finding that does not fail the run.
+const LevelWarning = "warning"
+
+// level is f's level as GitHub and SARIF name it.
+func (f Finding) level() string {
+	if f.Level == LevelWarning {
+		return LevelWarning
+	}
+	return "error"
 }
 
 // Rule describes one class of problem in SARIF's rules table.
@@ -35,6 +49,9 @@ type Rule struct {
 	// Short is a one-line description; Help says what to do about a
 	// problem of this class in general (each result adds its own hint).
 	Short, Help string
+	// Level is the rule's default level: "error" (also when empty) or
+	// "warning".
+	Level string
 }
 
 // Tool names the program that found the problems.
@@ -42,7 +59,7 @@ type Tool struct {
 	Name, Version, InformationURI string
 }
 
-// GitHub writes one `::error` workflow command per finding, which GitHub
+// GitHub writes one `::error` (or `::warning`) workflow command per finding, which GitHub
 // Actions turns into an annotation on the file and line. file, line and col
 // are given when known; title is the tool and the field path.
 func GitHub(w io.Writer, tool string, fs []Finding) error {
@@ -66,7 +83,7 @@ func GitHub(w io.Writer, tool string, fs []Finding) error {
 		if f.Hint != "" {
 			msg += " (" + f.Hint + ")"
 		}
-		if _, err := fmt.Fprintf(w, "::error %s::%s\n", strings.Join(props, ","), escapeData(msg)); err != nil {
+		if _, err := fmt.Fprintf(w, "::%s %s::%s\n", f.level(), strings.Join(props, ","), escapeData(msg)); err != nil {
 			return err
 		}
 	}
@@ -89,7 +106,7 @@ func escapeProperty(s string) string {
 const SARIFSchemaURI = "https://json.schemastore.org/sarif-2.1.0.json"
 
 // SARIF writes one SARIF 2.1.0 log with one run of tool. Each finding is a
-// result of level error whose rule is its class (rules lists the classes;
+// result of its level (error unless it is a warning) whose rule is its class (rules lists the classes;
 // only those used are written); the file and line:column are its physical
 // location, the field path its logical location, the hint part of its
 // message (GitHub shows it on the alert). A finding without a line points
@@ -108,7 +125,7 @@ func SARIF(w io.Writer, tool Tool, rules []Rule, fs []Finding) error {
 		if used[r.ID] {
 			index[r.ID] = len(sr)
 			sr = append(sr, sarifRule{ID: r.ID, Name: r.Name, ShortDescription: sarifText{r.Short}, Help: sarifText{r.Help},
-				DefaultConfiguration: sarifConfig{Level: "error"}})
+				DefaultConfiguration: sarifConfig{Level: Finding{Level: r.Level}.level()}})
 		}
 	}
 	results := make([]sarifResult, 0, len(fs))
@@ -121,7 +138,7 @@ func SARIF(w io.Writer, tool Tool, rules []Rule, fs []Finding) error {
 		if f.Hint != "" {
 			msg += " (hint: " + f.Hint + ")"
 		}
-		r := sarifResult{RuleID: f.Rule, RuleIndex: i, Level: "error", Message: sarifText{msg}}
+		r := sarifResult{RuleID: f.Rule, RuleIndex: i, Level: f.level(), Message: sarifText{msg}}
 		if f.File != "" {
 			// GitHub code scanning needs a region with a start line on
 			// every result: a problem about a whole file points at its

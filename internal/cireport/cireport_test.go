@@ -210,3 +210,50 @@ func validateAgainst(t *testing.T, schemaFile string, doc []byte) {
 		t.Fatalf("SARIF log does not meet code scanning's requirements: %v\n%s", err, doc)
 	}
 }
+
+// TestWarningLevel: a warning finding is a `::warning` command and a SARIF
+// result (and rule default) of level warning; errors stay errors.
+func TestWarningLevel(t *testing.T) {
+	rules := []Rule{{ID: "e", Name: "E", Short: "e", Help: "e"}, {ID: "w", Name: "W", Short: "w", Help: "w", Level: LevelWarning}}
+	fs := []Finding{{File: "a.yaml", Line: 2, Column: 3, Message: "bad", Rule: "e"},
+		{File: "a.yaml", Line: 4, Column: 5, Message: "odd", Rule: "w", Level: LevelWarning}}
+	var gh bytes.Buffer
+	if err := GitHub(&gh, "t", fs); err != nil {
+		t.Fatal(err)
+	}
+	want := "::error file=a.yaml,line=2,col=3,title=t::bad\n::warning file=a.yaml,line=4,col=5,title=t::odd\n"
+	if gh.String() != want {
+		t.Errorf("github:\n%s\nwant:\n%s", gh.String(), want)
+	}
+	var out bytes.Buffer
+	if err := SARIF(&out, Tool{Name: "t"}, rules, fs); err != nil {
+		t.Fatal(err)
+	}
+	validateAgainst(t, "testdata/github-code-scanning-sarif.schema.json", out.Bytes())
+	var log struct {
+		Runs []struct {
+			Tool struct {
+				Driver struct {
+					Rules []struct {
+						ID                   string
+						DefaultConfiguration struct{ Level string } `json:"defaultConfiguration"`
+					} `json:"rules"`
+				} `json:"driver"`
+			} `json:"tool"`
+			Results []struct{ Level string } `json:"results"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &log); err != nil {
+		t.Fatal(err)
+	}
+	run := log.Runs[0]
+	if got := []string{run.Results[0].Level, run.Results[1].Level}; got[0] != "error" || got[1] != "warning" {
+		t.Errorf("result levels %v, want [error warning]", got)
+	}
+	for _, r := range run.Tool.Driver.Rules {
+		want := map[string]string{"e": "error", "w": "warning"}[r.ID]
+		if r.DefaultConfiguration.Level != want {
+			t.Errorf("rule %s default level %q, want %q", r.ID, r.DefaultConfiguration.Level, want)
+		}
+	}
+}

@@ -1,0 +1,392 @@
+package schema
+
+// YAML 1.1 readings: NVFlare reads slurm.yaml and study_runtime.yaml with
+// PyYAML's SafeLoader, a YAML 1.1 reader; flare-slurm reads them as YAML
+// 1.2 (gopkg.in/yaml.v3). For most plain scalars the two agree, but an
+// unquoted `time: 12:00:00` is the integer 43200 to PyYAML (sexagesimal)
+// and the text "12:00:00" here, `partition: yes` is a boolean there, and a
+// study env value `0o17` is the text "0o17" there and 15 here. One file
+// would then mean two things. ReadingDifferences lists every plain scalar
+// (key or value) whose two readings differ, with its position and the
+// quoted spelling both readers agree on.
+//
+// The 1.1 rules below are PyYAML's implicit resolvers (yaml/resolver.py)
+// and constructors (yaml/constructor.py) for the core tags: bool, int,
+// float, null and timestamp. The 1.2 reading is scalarValue's, the one
+// every check and the compiler use.
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"gopkg.in/yaml.v3"
+)
+
+// MsgYAML11Prefix starts the message of every reading difference.
+const MsgYAML11Prefix = "YAML 1.1 readers "
+
+// reading11 is what PyYAML makes of a plain scalar: one of the kinds
+// "str", "bool", "int", "float", "null", "timestamp", and the value (bool,
+// *big.Int, float64, nil or, for str and timestamp, the text).
+type reading11 struct {
+	kind string
+	val  any
+}
+
+var (
+	yaml11Bool = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$`)
+	})
+	yaml11Float = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?` +
+			`|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?` +
+			`|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*` +
+			`|[-+]?\.(?:inf|Inf|INF)` +
+			`|\.(?:nan|NaN|NAN))$`)
+	})
+	yaml11Int = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:[-+]?0b[0-1_]+` +
+			`|[-+]?0[0-7_]+` +
+			`|[-+]?(?:0|[1-9][0-9_]*)` +
+			`|[-+]?0x[0-9a-fA-F_]+` +
+			`|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$`)
+	})
+	yaml11Null      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:~|null|Null|NULL|)$`) })
+	yaml11Timestamp = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]` +
+			`|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?` +
+			`(?:[Tt]|[ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?` +
+			`(?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$`)
+	})
+)
+
+// read11 resolves a plain scalar as PyYAML's SafeLoader does. PyYAML picks
+// the candidate resolvers by the first character, then tries them in the
+// order they were added (bool, float, int, merge, null, timestamp); every
+// regular expression is anchored, so the order only matters where two
+// could match, which none of these do.
+func read11(text string) reading11 {
+	first := byte(0)
+	if text != "" {
+		first = text[0]
+	}
+	in := func(set string) bool { return strings.IndexByte(set, first) >= 0 }
+	switch {
+	case in("yYnNtTfFoO") && yaml11Bool().MatchString(text):
+		v := strings.ToLower(text)
+		return reading11{"bool", v == "yes" || v == "true" || v == "on"}
+	case in("-+0123456789.") && yaml11Float().MatchString(text):
+		return reading11{"float", float11(text)}
+	case in("-+0123456789") && yaml11Int().MatchString(text):
+		return reading11{"int", int11(text)}
+	case (text == "" || in("~nN")) && yaml11Null().MatchString(text):
+		return reading11{"null", nil}
+	case in("0123456789") && yaml11Timestamp().MatchString(text):
+		return reading11{"timestamp", text}
+	}
+	return reading11{"str", text}
+}
+
+// int11 is PyYAML's construct_yaml_int: underscores dropped, 0b binary,
+// 0x hexadecimal, a leading 0 octal, a: b: c base 60.
+func int11(text string) *big.Int {
+	v := strings.ReplaceAll(text, "_", "")
+	sign := int64(1)
+	if v[0] == '-' {
+		sign = -1
+	}
+	if v[0] == '+' || v[0] == '-' {
+		v = v[1:]
+	}
+	n := new(big.Int)
+	switch {
+	case v == "0":
+	case strings.HasPrefix(v, "0b"):
+		n.SetString(v[2:], 2)
+	case strings.HasPrefix(v, "0x"):
+		n.SetString(v[2:], 16)
+	case v[0] == '0':
+		n.SetString(v, 8)
+	case strings.Contains(v, ":"):
+		for _, part := range strings.Split(v, ":") {
+			d, _ := strconv.ParseInt(part, 10, 64)
+			n.Mul(n, big.NewInt(60))
+			n.Add(n, big.NewInt(d))
+		}
+	default:
+		n.SetString(v, 10)
+	}
+	return n.Mul(n, big.NewInt(sign))
+}
+
+// float11 is PyYAML's construct_yaml_float.
+func float11(text string) float64 {
+	v := strings.ToLower(strings.ReplaceAll(text, "_", ""))
+	sign := 1.0
+	if v[0] == '-' {
+		sign = -1
+	}
+	if v[0] == '+' || v[0] == '-' {
+		v = v[1:]
+	}
+	switch {
+	case v == ".inf":
+		return sign * math.Inf(1)
+	case v == ".nan":
+		return math.NaN()
+	case strings.Contains(v, ":"):
+		f := 0.0
+		for _, part := range strings.Split(v, ":") {
+			d, _ := strconv.ParseFloat(part, 64)
+			f = f*60 + d
+		}
+		return sign * f
+	}
+	f, _ := strconv.ParseFloat(v, 64)
+	return sign * f
+}
+
+// pyStr is Python's str() of a 1.1 reading, as NVFlare turns a study env
+// value into text (booleans as "true"/"false", as it special-cases them).
+func (r reading11) pyStr() string {
+	switch r.kind {
+	case "bool":
+		return strconv.FormatBool(r.val.(bool))
+	case "int":
+		return r.val.(*big.Int).String()
+	case "float":
+		return pyFloat(r.val.(float64))
+	case "null":
+		return "None"
+	}
+	return r.val.(string)
+}
+
+// pyFloat is Python's repr of a float: the shortest digits that read back,
+// fixed notation with a ".0" when integral for exponents -4..15, else
+// scientific with a two-digit exponent at least.
+func pyFloat(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	case math.IsNaN(f):
+		return "nan"
+	}
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:])
+	if exp < -4 || exp >= 16 {
+		return e
+	}
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if !strings.Contains(s, ".") {
+		s += ".0"
+	}
+	return s
+}
+
+// describe names a 1.1 reading for a message: the boolean true, the
+// integer 43200, the text "0o17".
+func (r reading11) describe() string {
+	switch r.kind {
+	case "bool":
+		return fmt.Sprintf("the boolean %t", r.val)
+	case "int":
+		return "the integer " + r.val.(*big.Int).String()
+	case "float":
+		return "the number " + pyFloat(r.val.(float64))
+	case "null":
+		return "null (no value)"
+	case "timestamp":
+		return "a date/time"
+	}
+	return "the text " + strconv.Quote(r.val.(string))
+}
+
+// describe12 names this tool's reading of plain scalar n.
+func describe12(n *yaml.Node) string {
+	v, ok := scalarValue(n)
+	if !ok {
+		return "a non-finite number"
+	}
+	switch v := v.(type) {
+	case nil:
+		return "null (no value)"
+	case bool:
+		return fmt.Sprintf("the boolean %t", v)
+	case string:
+		return "the text " + strconv.Quote(v)
+	}
+	if n.ShortTag() == "!!int" {
+		return "the integer " + fmt.Sprint(v)
+	}
+	return "the number " + fmt.Sprint(v)
+}
+
+// sameReading says whether the 1.1 reading r and this tool's reading of
+// plain scalar n mean the same. asText compares the text each tool makes of
+// the value (study env values, which both turn into strings); otherwise
+// the typed values are compared (numbers by value, so 1.0 and 1 agree).
+func sameReading(r reading11, n *yaml.Node, asText bool) bool {
+	if asText {
+		if r.kind == "null" {
+			return false // NVFlare refuses a null env value; we do too
+		}
+		return r.pyStr() == scalarText(n)
+	}
+	v, ok := scalarValue(n)
+	if !ok {
+		return r.kind == "float" && (math.IsInf(r.val.(float64), 0) || math.IsNaN(r.val.(float64)))
+	}
+	switch v := v.(type) {
+	case nil:
+		return r.kind == "null"
+	case bool:
+		return r.kind == "bool" && r.val.(bool) == v
+	case string:
+		return r.kind == "str" && r.val.(string) == v
+	default: // json.Number
+		mine, ok := new(big.Rat).SetString(fmt.Sprint(v))
+		if !ok {
+			return false
+		}
+		switch r.kind {
+		case "int":
+			return mine.Cmp(new(big.Rat).SetInt(r.val.(*big.Int))) == 0
+		case "float":
+			f := r.val.(float64)
+			if math.IsInf(f, 0) || math.IsNaN(f) {
+				return false
+			}
+			return mine.Cmp(new(big.Rat).SetFloat64(f)) == 0
+		}
+	}
+	return false
+}
+
+// ReadingDifferences lists every plain scalar of file (a YAML document held
+// in data) whose YAML 1.1 reading (NVFlare's PyYAML) differs from this
+// tool's YAML 1.2 reading. textPaths decides which values both tools turn
+// into text (compared as text). A file that does not parse has none: its
+// syntax problem is reported by the loader.
+func ReadingDifferences(file string, data []byte, textPaths func(path string) bool) Problems {
+	doc, err := decodeOne(data)
+	if err != nil || doc == nil || len(doc.Content) == 0 {
+		return nil
+	}
+	var out Problems
+	var walk func(n *yaml.Node, path string)
+	check := func(n *yaml.Node, path string, isKey bool) {
+		// Style 0 is an untagged plain scalar: quoted, block and
+		// explicitly tagged (TaggedStyle) scalars mean the same to both.
+		if n.Kind != yaml.ScalarNode || n.Style != 0 {
+			return
+		}
+		r := read11(n.Value)
+		var same bool
+		if isKey {
+			same = r.kind == "str"
+		} else {
+			same = sameReading(r, n, textPaths != nil && textPaths(path))
+		}
+		if same {
+			return
+		}
+		msg := fmt.Sprintf("%s(NVFlare's PyYAML) read %s as %s; flare-slurm (YAML 1.2) reads %s",
+			MsgYAML11Prefix, n.Value, r.describe(), describe12(n))
+		hint := "write it quoted, " + quoteYAML(n.Value) + ", so that both read the same text"
+		switch {
+		case isKey:
+			msg = fmt.Sprintf("%s(NVFlare's PyYAML) read the key %s as %s; flare-slurm (YAML 1.2) reads the name %s",
+				MsgYAML11Prefix, n.Value, r.describe(), strconv.Quote(n.Value))
+		case textPaths != nil && textPaths(path):
+			msg = fmt.Sprintf("%s(NVFlare's PyYAML) read %s as %s, so NVFlare sets the variable to %s; flare-slurm (YAML 1.2) sets it to %s",
+				MsgYAML11Prefix, n.Value, r.describe(), strconv.Quote(r.pyStr()), strconv.Quote(scalarText(n)))
+			if r.kind == "null" {
+				msg = fmt.Sprintf("%s(NVFlare's PyYAML) read %s as null, which NVFlare refuses; flare-slurm (YAML 1.2) sets the variable to %s",
+					MsgYAML11Prefix, n.Value, strconv.Quote(scalarText(n)))
+			}
+		default:
+			hint += numberHint(n)
+		}
+		out = append(out, Problem{File: file, Line: n.Line, Column: n.Column, Path: path, Message: msg, Hint: hint})
+	}
+	walk = func(n *yaml.Node, path string) {
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				child := joinPath(path, k.Value)
+				check(k, child, true)
+				walk(v, child)
+			}
+		case yaml.SequenceNode:
+			for i, item := range n.Content {
+				walk(item, fmt.Sprintf("%s[%d]", path, i))
+			}
+		case yaml.ScalarNode:
+			check(n, path, false)
+		}
+	}
+	walk(doc.Content[0], "")
+	return out
+}
+
+// numberHint adds, for a value this tool reads as a number, the plain
+// spelling of that number (which both readers read alike).
+func numberHint(n *yaml.Node) string {
+	v, ok := scalarValue(n)
+	if !ok {
+		return ""
+	}
+	if _, isNum := v.(interface{ Int64() (int64, error) }); isNum && n.ShortTag() == "!!int" {
+		return fmt.Sprintf(", or %v if you mean the number %v", v, v)
+	}
+	return ""
+}
+
+// quoteYAML is text as a double-quoted YAML scalar.
+func quoteYAML(text string) string {
+	return strconv.Quote(text)
+}
+
+// isStudyEnvValue says whether dotted path names a value of a study's env
+// (studies.NAME.env.VAR): NVFlare turns those into text with str().
+func isStudyEnvValue(path string) bool {
+	parts := strings.Split(path, ".")
+	return len(parts) == 4 && parts[0] == "studies" && parts[2] == "env"
+}
+
+// ReadingWarnings are the YAML 1.1 reading differences of the YAML inputs
+// that a validate of kind at path reads: a slurm.yaml, a study runtime
+// file, or a kit's config.yaml and local/study_runtime.yaml. Files that
+// cannot be read have none (the loader reports them).
+func ReadingWarnings(kind, path string) Problems {
+	var files []string
+	switch kind {
+	case KindSlurmConfig, KindStudyRuntime:
+		files = []string{path}
+	case KindKit:
+		files = []string{filepath.Join(path, "config.yaml"), filepath.Join(path, "local", StudyRuntimeFile)}
+	}
+	var out Problems
+	for _, f := range files {
+		if st, err := os.Lstat(f); err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		data, probs := readInput(f)
+		if probs != nil {
+			continue
+		}
+		out = append(out, ReadingDifferences(f, data, isStudyEnvValue)...)
+	}
+	return out
+}

@@ -1,0 +1,209 @@
+package schema
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// yaml11Cases are plain scalars with PyYAML's reading of each: the kind
+// and Python's str() of the value (booleans as NVFlare writes them).
+var yaml11Cases = []struct {
+	text, kind, str string
+}{
+	{"12:00:00", "int", "43200"},
+	{"12:30:00", "int", "45000"},
+	{"04:00:00", "str", "04:00:00"}, // leading zero: not sexagesimal
+	{"1:30.5", "float", "90.5"},
+	{"yes", "bool", "true"},
+	{"Yes", "bool", "true"},
+	{"NO", "bool", "false"},
+	{"No", "bool", "false"},
+	{"on", "bool", "true"},
+	{"OFF", "bool", "false"},
+	{"True", "bool", "true"},
+	{"y", "str", "y"},
+	{"n", "str", "n"},
+	{"yEs", "str", "yEs"},
+	{"0o17", "str", "0o17"},
+	{"017", "int", "15"},
+	{"08", "str", "08"},
+	{"0x1F", "int", "31"},
+	{"-0b101", "int", "-5"},
+	{"1_000", "int", "1000"},
+	{"+1", "int", "1"},
+	{"-0", "int", "0"},
+	{"0", "int", "0"},
+	{".5", "float", "0.5"},
+	{"1.", "float", "1.0"},
+	{"1e10", "str", "1e10"}, // no sign in the exponent, no dot: text
+	{"1.0e+10", "float", "10000000000.0"},
+	{"1.5e-7", "float", "1.5e-07"},
+	{"12345678901234567.0", "float", "1.2345678901234568e+16"},
+	{".inf", "float", "inf"},
+	{"-.Inf", "float", "-inf"},
+	{".NaN", "float", "nan"},
+	{"~", "null", "None"},
+	{"null", "null", "None"},
+	{"Null", "null", "None"},
+	{"nUll", "str", "nUll"},
+	{"2001-12-14", "timestamp", "2001-12-14"},
+	{"gpu:1", "str", "gpu:1"},
+	{"02:00:00", "str", "02:00:00"},
+	{"60:00", "int", "3600"},
+}
+
+// TestRead11 pins PyYAML's resolution of each case (the rules of
+// yaml/resolver.py and yaml/constructor.py).
+func TestRead11(t *testing.T) {
+	for _, c := range yaml11Cases {
+		r := read11(c.text)
+		if r.kind != c.kind {
+			t.Errorf("%q: kind %s, want %s", c.text, r.kind, c.kind)
+			continue
+		}
+		if c.kind != "timestamp" && r.pyStr() != c.str {
+			t.Errorf("%q: str %q, want %q", c.text, r.pyStr(), c.str)
+		}
+	}
+}
+
+// TestRead11MatchesPyYAML runs PyYAML's SafeLoader on every case: the table
+// above is what NVFlare's reader does, not what we think it does. CI has a
+// python3 with PyYAML (NVFlare's own dependency); elsewhere the test says
+// why it cannot run.
+func TestRead11MatchesPyYAML(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err == nil {
+		err = exec.Command(py, "-c", "import yaml").Run()
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI needs python3 with PyYAML for this oracle test: %v", err)
+		}
+		t.Skipf("python3 with PyYAML not available (%v); CI runs this test", err)
+	}
+	var texts []string
+	for _, c := range yaml11Cases {
+		texts = append(texts, c.text)
+	}
+	in, _ := json.Marshal(texts)
+	script := `import json, sys, yaml, datetime
+out = []
+for s in json.load(sys.stdin):
+    v = yaml.safe_load("k: " + s)["k"]
+    if isinstance(v, bool): out.append(["bool", "true" if v else "false"])
+    elif isinstance(v, int): out.append(["int", str(v)])
+    elif isinstance(v, float): out.append(["float", str(v)])
+    elif v is None: out.append(["null", "None"])
+    elif isinstance(v, (datetime.date, datetime.datetime)): out.append(["timestamp", s])
+    else: out.append(["str", v])
+json.dump(out, sys.stdout)`
+	cmd := exec.Command(py, "-c", script)
+	cmd.Stdin = strings.NewReader(string(in))
+	data, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("PyYAML: %v", err)
+	}
+	var got [][2]string
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range yaml11Cases {
+		r := read11(c.text)
+		str := r.pyStr()
+		if r.kind == "timestamp" {
+			str = c.text
+		}
+		if got[i][0] != r.kind || got[i][1] != str {
+			t.Errorf("%q: PyYAML reads %s %q, read11 %s %q", c.text, got[i][0], got[i][1], r.kind, str)
+		}
+	}
+}
+
+// TestReadingDifferences: every plain scalar whose readings differ is
+// reported with its position, path and the quoted spelling; quoted,
+// tagged and agreeing scalars are not; study env values compare the text
+// each tool sets the variable to.
+func TestReadingDifferences(t *testing.T) {
+	doc := strings.Join([]string{
+		"job_launcher:",
+		"  sbatch_directives:",
+		"    time: 12:00:00",       // 3: int 43200 vs text
+		"    partition: yes",       // 4: bool vs text
+		"    account: \"on\"",      // quoted: same
+		"    qos: !!str off",       // tagged: same
+		"    constraint: 02:00:00", // leading zero: same text
+		"  cpus_per_task: 017",     // octal in both: same
+		"  mem_per_node: 08",       // 9: text vs the number 8
+		"  pending_timeout: 1e10",  // 10: text vs number
+		"studies:",
+		"  s1:",
+		"    env:",
+		"      A: .5",    // 14: "0.5" vs ".5"
+		"      B: 0o17",  // 15: "0o17" vs "15"
+		"      C: 1e10",  // same text
+		"      D: No",    // 17: "false" vs "No"
+		"      E: 1.0",   // same text
+		"      F: 1_000", // both 1000
+		"      G: true",  // both "true"
+		"  2024: {}",     // 21: key int vs name
+		"  on: {}",       // 22: key bool vs name
+		"  '2025': {}",   // quoted key: same
+	}, "\n") + "\n"
+	got := ReadingDifferences("x.yaml", []byte(doc), isStudyEnvValue)
+	want := map[string]string{
+		"3:11 job_launcher.sbatch_directives.time":      `read 12:00:00 as the integer 43200; flare-slurm (YAML 1.2) reads the text "12:00:00"`,
+		"4:16 job_launcher.sbatch_directives.partition": `read yes as the boolean true; flare-slurm (YAML 1.2) reads the text "yes"`,
+		"9:17 job_launcher.mem_per_node":                `read 08 as the text "08"; flare-slurm (YAML 1.2) reads the number 8`,
+		"10:20 job_launcher.pending_timeout":            `read 1e10 as the text "1e10"; flare-slurm (YAML 1.2) reads the number 1e+10`,
+		"14:10 studies.s1.env.A":                        `sets the variable to "0.5"; flare-slurm (YAML 1.2) sets it to ".5"`,
+		"15:10 studies.s1.env.B":                        `sets the variable to "0o17"; flare-slurm (YAML 1.2) sets it to "15"`,
+		"17:10 studies.s1.env.D":                        `sets the variable to "false"; flare-slurm (YAML 1.2) sets it to "No"`,
+		"21:3 studies.2024":                             `read the key 2024 as the integer 2024`,
+		"22:3 studies.on":                               `read the key on as the boolean true`,
+	}
+	seen := map[string]bool{}
+	for _, p := range got {
+		key := strings.Join([]string{strconv.Itoa(p.Line) + ":" + strconv.Itoa(p.Column), p.Path}, " ")
+		w, ok := want[key]
+		if !ok {
+			t.Errorf("unexpected: %s", p)
+			continue
+		}
+		seen[key] = true
+		if !strings.Contains(p.Message, w) || !strings.HasPrefix(p.Message, MsgYAML11Prefix) {
+			t.Errorf("%s: message %q, want it to hold %q", key, p.Message, w)
+		}
+		if !strings.HasPrefix(p.Hint, "write it quoted, \"") {
+			t.Errorf("%s: hint %q does not give the quoted spelling", key, p.Hint)
+		}
+	}
+	for key := range want {
+		if !seen[key] {
+			t.Errorf("missing: %s", key)
+		}
+	}
+}
+
+// TestExamplesReadAlike: the shipped examples mean the same to NVFlare and
+// to flare-slurm.
+func TestExamplesReadAlike(t *testing.T) {
+	for _, c := range []struct{ kind, path string }{
+		{KindSlurmConfig, "../examples/slurm.yaml"},
+		{KindSlurmConfig, "../examples/server-slurm.yaml"},
+		{KindStudyRuntime, "../examples/study_runtime.yaml"},
+		{KindKit, "../examples/site-1"},
+	} {
+		if _, err := os.Stat(filepath.Clean(c.path)); err != nil {
+			t.Fatal(err)
+		}
+		if ws := ReadingWarnings(c.kind, c.path); len(ws) > 0 {
+			t.Errorf("%s: %v", c.path, ws)
+		}
+	}
+}
