@@ -217,6 +217,23 @@ func checkLocal(kit *Kit, local string) Problems {
 	return probs
 }
 
+// Top-level directories of a prepared workspace (contract §4). A job's run
+// directory is WS/<job id>, so no job may be named like one of them.
+const (
+	StartupDir         = "startup"
+	LocalDir           = "local"
+	TransferDir        = "transfer"
+	ControlDir         = ".nvflare_slurm"
+	SnapshotStorageDir = "snapshot-storage"
+	JobsStorageDir     = "jobs-storage"
+)
+
+// ReservedJobIDs are the names a job ID must not have: the workspace's own
+// top-level directories.
+func ReservedJobIDs() []string {
+	return []string{StartupDir, LocalDir, TransferDir, ControlDir, SnapshotStorageDir, JobsStorageDir}
+}
+
 // Where prepare's default output lies in a kit (contract §4): KIT/prepared
 // holds the prepared workspaces of every runtime, and is left out of the
 // copy.

@@ -253,7 +253,7 @@ func (p *Plan) SbatchArgv() []string {
 		argv = append(argv, "--"+d.Key+"="+d.Value)
 	}
 	return append(argv, "--job-name="+v.JobName, "--comment="+v.Comment,
-		"--output="+filepath.Join(v.RunDir, "slurm-%j.out"), filepath.Join(v.JobDir, batchFile))
+		"--output="+schema.SlurmFilename(v.RunDir)+"/slurm-%j.out", filepath.Join(v.JobDir, batchFile))
 }
 
 // ScrubSchedulerEnv returns base ("NAME=value" entries) without the

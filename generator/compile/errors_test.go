@@ -22,6 +22,13 @@ func TestResolveRejects(t *testing.T) {
 	}{
 		{"invalid job id", "none", func(f *fixture) { f.Request["job_id"] = "-bad id" }, []string{"job_id", "not a valid job ID"}},
 		{"job id with slash", "none", func(f *fixture) { f.Request["job_id"] = "a/b" }, []string{"job_id", "not a valid job ID"}},
+		// A job's run dir is WS/<job id>: a job named like a workspace
+		// directory would run in it (and bind WS/startup rw and ro).
+		{"job id startup", "apptainer", func(f *fixture) { f.Request["job_id"] = "startup" }, []string{"job_id", `"startup" names a directory of the workspace`}},
+		{"job id local", "none", func(f *fixture) { f.Request["job_id"] = "local" }, []string{"job_id", `"local" names a directory of the workspace`}},
+		{"job id transfer", "none", func(f *fixture) { f.Request["job_id"] = "transfer" }, []string{"job_id", `"transfer" names a directory`}},
+		{"job id jobs-storage", "none", func(f *fixture) { f.Request["job_id"] = "jobs-storage" }, []string{"job_id", `"jobs-storage" names a directory`}},
+		{"job id snapshot-storage", "none", func(f *fixture) { f.Request["job_id"] = "snapshot-storage" }, []string{"job_id", `"snapshot-storage" names a directory`}},
 		{"run dir missing", "none", func(f *fixture) { f.noRunDir = true }, []string{"job_id", "does not exist"}},
 		{"run dir symlink", "none", func(f *fixture) {
 			f.noRunDir = true

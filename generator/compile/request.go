@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -62,8 +63,26 @@ const (
 
 var jobIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 
-// ValidJobID says whether id is a valid NVFlare job ID (contract §7).
-func ValidJobID(id string) bool { return jobIDPattern().MatchString(id) }
+// ValidJobID says whether id is a valid NVFlare job ID (contract §7) that
+// does not name a directory of the workspace.
+func ValidJobID(id string) bool { return jobIDProblem(id) == "" }
+
+// jobIDProblem says what is wrong with job ID id ("" when nothing): it
+// must match the pattern and must not be one of schema.ReservedJobIDs,
+// whose run directory WS/<id> is a directory of the workspace itself.
+func jobIDProblem(id string) string {
+	if !jobIDPattern().MatchString(id) {
+		return fmt.Sprintf("%q is not a valid job ID", id)
+	}
+	if slices.Contains(schema.ReservedJobIDs(), id) {
+		return fmt.Sprintf("%q names a directory of the workspace (%s), which would be the job's run directory",
+			id, strings.Join(schema.ReservedJobIDs(), ", "))
+	}
+	return ""
+}
+
+// jobIDHint says what job IDs may be.
+const jobIDHint = "job IDs match ^[A-Za-z0-9][A-Za-z0-9._-]*$ and are not the name of a workspace directory"
 
 func argOrder(role string) []string {
 	if role == "server" {
@@ -191,8 +210,8 @@ func parseRequest(file string, data []byte, argRole string) (*Request, schema.Pr
 		switch {
 		case !present:
 			add("job_id", "is required", "")
-		case !ValidJobID(id):
-			add("job_id", fmt.Sprintf("%q is not a valid job ID", id), "job IDs match ^[A-Za-z0-9][A-Za-z0-9._-]*$")
+		case jobIDProblem(id) != "":
+			add("job_id", jobIDProblem(id), jobIDHint)
 		default:
 			req.JobID = id
 		}

@@ -39,7 +39,7 @@ func EnvironFrom(list []string) Environ {
 
 // Fixed names and paths (contract §6, §8).
 const (
-	controlDir       = ".nvflare_slurm"
+	controlDir       = schema.ControlDir
 	batchFile        = "batch.sh"
 	secretFile       = "secret.env"
 	nodeFile         = "node.sh"
@@ -110,8 +110,8 @@ func Resolve(ws *Workspace, req *Request, env Environ) (*Plan, error) {
 	v.JobName = "nvfl-" + firstRunes(req.Site, jobNameSiteChars) + "-" + v.JobKey[:8]
 	v.Comment = "nvfl:" + req.JobID
 
-	if !ValidJobID(req.JobID) {
-		r.reqProblem("job_id", fmt.Sprintf("%q is not a valid job ID", req.JobID), "job IDs match ^[A-Za-z0-9][A-Za-z0-9._-]*$")
+	if msg := jobIDProblem(req.JobID); msg != "" {
+		r.reqProblem("job_id", msg, jobIDHint)
 		return nil, r.ps
 	}
 	if req.Role != ws.Role {

@@ -243,7 +243,7 @@ func Render(opts Options) (*Workspace, error) {
 	if cfg.Parent != nil {
 		w.Result.SubmitCommand = shell.Join([]string{
 			"sbatch", "--parsable",
-			"--output=" + output + "/parent-slurm-%j.out",
+			"--output=" + schema.SlurmFilename(output) + "/parent-slurm-%j.out",
 			filepath.Join(output, filepath.FromSlash(parentScript)),
 		})
 	}

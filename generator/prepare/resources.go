@@ -179,7 +179,7 @@ func (w *Workspace) relocateServerStorage(res *ojson.Value, file string) error {
 	if sp := res.Get("snapshot_persistor"); sp != nil {
 		storageArgs := sp.Get("args").Get("storage").Get("args")
 		if storageArgs.IsObject() {
-			storageArgs.Set("root_dir", ojson.StringValue(w.Output+"/snapshot-storage"))
+			storageArgs.Set("root_dir", ojson.StringValue(w.Output+"/"+schema.SnapshotStorageDir))
 		} else {
 			w.warnf("snapshot_persistor is present, but prepare could not relocate snapshot storage to the workspace at %s/snapshot-storage; expected nested key: snapshot_persistor.args.storage.args.root_dir", w.Output)
 		}
@@ -192,7 +192,7 @@ func (w *Workspace) relocateServerStorage(res *ojson.Value, file string) error {
 		if !args.IsObject() {
 			return kitProblem(schema.Problem{File: file, Path: fmt.Sprintf("components[%d].args", i), Message: "must be an object, not " + args.Kind.String(), Hint: "fix the job_manager component"})
 		}
-		args.Set("uri_root", ojson.StringValue(w.Output+"/jobs-storage"))
+		args.Set("uri_root", ojson.StringValue(w.Output+"/"+schema.JobsStorageDir))
 	}
 	return nil
 }

@@ -102,6 +102,7 @@ type siteOpts struct {
 	poll, pending float64
 	wrappers      bool   // executables point at counting wrappers
 	partition     string // default: the cluster's single-node partition
+	wsName        string // the workspace directory's name (default "ws")
 }
 
 func newSite(t *testing.T, c *slurmtest.Cluster, o siteOpts) *site {
@@ -118,7 +119,10 @@ func newSite(t *testing.T, c *slurmtest.Cluster, o siteOpts) *site {
 	s := &site{t: t, c: c, base: c.TempDir(t), poll: o.poll, pend: o.pending}
 	s.bin = path.Join(s.base, "flare-slurm")
 	c.CopyIn(t, buildCLI(t), s.bin)
-	s.ws = path.Join(s.base, "ws")
+	if o.wsName == "" {
+		o.wsName = "ws"
+	}
+	s.ws = path.Join(s.base, o.wsName)
 	s.tools = path.Join(s.base, "tools")
 	for _, d := range []string{s.ws, path.Join(s.ws, "startup"), path.Join(s.ws, "local"), s.tools} {
 		c.Mkdir(t, d, 0o700)

@@ -271,3 +271,12 @@ func (e *env) poll(h *Handle) Status {
 	}
 	return st
 }
+
+// deadline is the context of a Wait or Poll in a test: a wrong
+// implementation that never ends fails its test after 30 s instead of
+// hanging the package (issue 9 item 18).
+func (e *env) deadline() context.Context {
+	ctx, cancel := context.WithTimeout(e.t.Context(), 30*time.Second)
+	e.t.Cleanup(cancel)
+	return ctx
+}

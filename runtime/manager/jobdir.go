@@ -15,13 +15,14 @@ import (
 	"github.com/google/renameio/v2"
 
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
+	"github.com/flare-slurm/flare-slurm/schema"
 
 	"github.com/flare-slurm/flare-slurm/internal/fsx"
 )
 
 // Files of the control area (contract §8 plus this runtime's own).
 const (
-	ControlDir   = ".nvflare_slurm"
+	ControlDir   = schema.ControlDir
 	JobsDir      = "jobs"
 	HandleFile   = "handle.json"
 	TimersFile   = "timers.json"

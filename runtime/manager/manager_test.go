@@ -112,7 +112,7 @@ func TestWorkerCodesThroughWait(t *testing.T) {
 		e.slurm.set("101", "RUNNING", true, "")
 		e.poll(h)
 		e.slurm.set("101", c.state, false, c.exit)
-		st, err := h.Wait(context.Background())
+		st, err := h.Wait(e.deadline())
 		if err != nil || !st.Terminal || st.ReturnCode != c.want {
 			t.Errorf("%s %s: %+v %v, want %d", c.state, c.exit, st, err, c.want)
 		}
@@ -239,7 +239,7 @@ func TestPendingTimeoutCancels(t *testing.T) {
 	if e.slurm.count("scancel") != 1 {
 		t.Fatalf("scancel calls = %d, want 1", e.slurm.count("scancel"))
 	}
-	s, _ := h.Wait(context.Background())
+	s, _ := h.Wait(e.deadline())
 	if !s.Terminal || s.ReturnCode != 104 || s.State != "CANCELLED" {
 		t.Fatalf("pending timeout: %+v", s)
 	}
@@ -264,7 +264,7 @@ func TestUserAbort(t *testing.T) {
 		if e.slurm.count("scancel") != 1 {
 			t.Fatalf("scancel calls = %d", e.slurm.count("scancel"))
 		}
-		s, _ := h.Wait(context.Background())
+		s, _ := h.Wait(e.deadline())
 		if !s.Terminal || s.ReturnCode != 9 {
 			t.Fatalf("running=%v: %+v", running, s)
 		}
@@ -281,7 +281,7 @@ func TestAbortRaceCompleted(t *testing.T) {
 	if e.slurm.count("scancel") != 0 {
 		t.Fatal("scancel of a job no longer in the queue")
 	}
-	if s, _ := h.Wait(context.Background()); s.ReturnCode != 9 {
+	if s, _ := h.Wait(e.deadline()); s.ReturnCode != 9 {
 		t.Fatalf("completed after abort: %+v", s)
 	}
 }
@@ -369,8 +369,8 @@ func TestLaunchFailuresRemoveJobDir(t *testing.T) {
 		{"rejected", func(f *fakeSlurm) {
 			f.sbatchReject = "sbatch: error: CPU count per node can not be satisfied\nsbatch: error: Batch job submission failed: Requested node configuration is not available\n"
 		}, "Slurm rejected job j: sbatch: error: CPU count per node can not be satisfied; sbatch: error: Batch job submission failed: Requested node configuration is not available"},
-		{"bad output", func(f *fakeSlurm) { f.sbatchOut = "Submitted batch job ID\n" }, "not a job id"},
-		{"two lines", func(f *fakeSlurm) { f.sbatchOut = "ID\nID\n" }, "2 lines"},
+		{"bad output", func(f *fakeSlurm) { f.sbatchOut = "Submitted batch job ID\n" }, "is not <job id>[;<cluster>]"},
+		{"two lines", func(f *fakeSlurm) { f.sbatchOut = "ID\nID\n" }, "is not <job id>[;<cluster>]"},
 		{"cluster", func(f *fakeSlurm) { f.sbatchOut = "ID;other\n" }, "multi-cluster"},
 	} {
 		e := newEnv(t)
@@ -653,7 +653,7 @@ func TestConcurrentWaiters(t *testing.T) {
 	}
 	done := make(chan Status, len(hs)*2)
 	for _, h := range hs {
-		go func() { st, _ := h.Wait(context.Background()); done <- st }()
+		go func() { st, _ := h.Wait(e.deadline()); done <- st }()
 		go func() { st, _ := h.Terminate(context.Background()); done <- st }()
 	}
 	for i := 0; i < len(hs)*2; i++ {
@@ -684,7 +684,7 @@ func TestTerminateWhileSchedulerDown(t *testing.T) {
 	if e.slurm.count("scancel") != 1 {
 		t.Fatalf("scancel calls = %d after the scheduler returned", e.slurm.count("scancel"))
 	}
-	if s, _ := h.Wait(context.Background()); s.ReturnCode != 9 {
+	if s, _ := h.Wait(e.deadline()); s.ReturnCode != 9 {
 		t.Fatalf("%+v", s)
 	}
 }

@@ -2,7 +2,6 @@ package manager
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -59,7 +58,7 @@ func TestReturnCodeRefinedFromProcessRC(t *testing.T) {
 			}
 			h := e.launch("j")
 			e.slurm.set("101", c.state, false, c.exit)
-			st, err := h.Wait(context.Background())
+			st, err := h.Wait(e.deadline())
 			if err != nil || !st.Terminal || st.ReturnCode != c.want {
 				t.Fatalf("%+v %v, want return code %d", st, err, c.want)
 			}

@@ -53,7 +53,17 @@ type QueueRow struct {
 	UID     int
 	Comment string
 	Name    string
+	// Ambiguous marks a row whose comment and name together hold more than
+	// one '|' and whose comment is not an NVFlare marker: Slurm does not
+	// escape the delimiter, so where one ends and the other begins cannot
+	// be told. Comment is then "" and Name the rest; such a row never
+	// matches a handle.
+	Ambiguous bool
 }
+
+// MarkerPrefix starts the Slurm comment of every job flare-slurm submits
+// (nvfl:<NVFlare job id>; job ids hold no '|').
+const MarkerPrefix = "nvfl:"
 
 // Queue is one successful squeue answer.
 type Queue struct {
@@ -77,6 +87,9 @@ func (q *Queue) Lookup(id, name, marker string, uid int) (QueueRow, bool, error)
 		return QueueRow{}, false, protocolf("squeue", "%d rows for job %s", len(found), id)
 	}
 	r := found[0]
+	if r.Ambiguous {
+		return QueueRow{}, false, protocolf("squeue", "job %s: its comment and name %q hold the field delimiter '|' and cannot be told apart", id, truncate(r.Name, 200))
+	}
 	if r.UID != uid || r.Comment != marker || r.Name != name {
 		return QueueRow{}, false, protocolf("squeue", "job %s does not match its handle: uid %d comment %q name %q, expected uid %d comment %q name %q",
 			id, r.UID, r.Comment, r.Name, uid, marker, name)
@@ -85,12 +98,16 @@ func (q *Queue) Lookup(id, name, marker string, uid int) (QueueRow, bool, error)
 }
 
 // ParseQueue reads squeue output of SqueueFormat. Every non-blank line must
-// have the five fields; the job name is last and keeps any '|' it holds.
+// have the five fields. The job id, state and uid cannot hold the '|'
+// delimiter; the comment and the name (free text, which Slurm does not
+// escape) can: the rest of the line is split at its only '|', or after an
+// NVFlare marker (which holds none), and is otherwise ambiguous (see
+// QueueRow.Ambiguous).
 func ParseQueue(out []byte) (*Queue, error) {
 	q := &Queue{}
 	for _, line := range lines(out) {
-		f := strings.SplitN(line, "|", 5)
-		if len(f) != 5 {
+		f := strings.SplitN(line, "|", 4)
+		if len(f) != 4 || !strings.Contains(f[3], "|") {
 			return nil, protocolf("squeue", "malformed row %q: want 5 fields", truncate(line, 200))
 		}
 		id := strings.TrimSpace(f[0])
@@ -105,7 +122,16 @@ func ParseQueue(out []byte) (*Queue, error) {
 		if err != nil || uid < 0 {
 			return nil, protocolf("squeue", "malformed row %q: uid is not a number", truncate(line, 200))
 		}
-		q.Rows = append(q.Rows, QueueRow{JobID: id, State: state, UID: uid, Comment: f[3], Name: strings.TrimSpace(f[4])})
+		r := QueueRow{JobID: id, State: state, UID: uid}
+		rest := f[3]
+		comment, name, _ := strings.Cut(rest, "|")
+		switch {
+		case !strings.Contains(name, "|"), strings.HasPrefix(comment, MarkerPrefix):
+			r.Comment, r.Name = comment, strings.TrimSpace(name)
+		default:
+			r.Name, r.Ambiguous = strings.TrimSpace(rest), true
+		}
+		q.Rows = append(q.Rows, r)
 	}
 	return q, nil
 }
@@ -177,13 +203,33 @@ func (a *Accounting) Lookup(id, name, user string, submitted time.Time) (AcctRow
 	return AcctRow{}, false, nil
 }
 
+// splitAcctRow splits a row of SacctFormat into its 7 fields. Only the job
+// name (the second field) is free text that may hold the '|' delimiter
+// (sacct does not escape it): the id is split off the front, the five
+// fields after the name off the back, and the name keeps the rest.
+func splitAcctRow(line string) ([]string, bool) {
+	id, rest, ok := strings.Cut(line, "|")
+	if !ok {
+		return nil, false
+	}
+	back := make([]string, 5)
+	for i := 4; i >= 0; i-- {
+		j := strings.LastIndexByte(rest, '|')
+		if j < 0 {
+			return nil, false
+		}
+		back[i], rest = rest[j+1:], rest[:j]
+	}
+	return append([]string{id, rest}, back...), true
+}
+
 // ParseAccounting reads `sacct -P` output of SacctFormat, interpreting
 // Submit in loc.
 func ParseAccounting(out []byte, loc *time.Location) (*Accounting, error) {
 	a := &Accounting{}
 	for _, line := range lines(out) {
-		f := strings.Split(line, "|")
-		if len(f) != 7 {
+		f, ok := splitAcctRow(line)
+		if !ok {
 			return nil, protocolf("sacct", "malformed row %q: want 7 fields", truncate(line, 200))
 		}
 		r := AcctRow{
@@ -216,20 +262,21 @@ func ParseAccounting(out []byte, loc *time.Location) (*Accounting, error) {
 	return a, nil
 }
 
-var submitRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]+)(?:;(.+))?$`) })
+// submitRE is the whole of what `sbatch --parsable` prints: a positive
+// job id without leading zeros, an optional ";cluster", one optional line
+// end. Nothing else (no spaces, no second line) is taken for a job id.
+var submitRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([1-9][0-9]{0,18})(?:;([A-Za-z0-9_-]+))?\n?$`)
+})
 
-// ParseSubmit reads `sbatch --parsable` output: exactly one non-blank line,
-// "<id>" or "<id>;<cluster>". Anything else is an error.
+// ParseSubmit reads `sbatch --parsable` output, "<id>" or "<id>;<cluster>"
+// exactly (submitRE). Anything else is an error.
 func ParseSubmit(out []byte) (id, cluster string, err error) {
-	ls := lines(out)
-	if len(ls) != 1 {
-		return "", "", protocolf("sbatch", "expected one line with the job id, got %d lines", len(ls))
-	}
-	m := submitRE().FindStringSubmatch(strings.TrimSpace(ls[0]))
+	m := submitRE().FindSubmatch(out)
 	if m == nil {
-		return "", "", protocolf("sbatch", "output %q is not a job id", truncate(ls[0], 200))
+		return "", "", protocolf("sbatch", "output %q is not <job id>[;<cluster>] (a positive integer without leading zeros)", truncate(string(out), 200))
 	}
-	return m[1], m[2], nil
+	return string(m[1]), string(m[2]), nil
 }
 
 // lines returns the non-blank lines of out without their line ends.

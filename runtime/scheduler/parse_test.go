@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -155,7 +156,7 @@ func TestParseAccountingMalformed(t *testing.T) {
 		"12.batch|n|alice|COMPLETED|0:0|0:0|Unknown\n",
 		"12|n|alice||0:0|0:0|Unknown\n",
 		"12|n|alice|COMPLETED|0:0|0:0|yesterday\n",
-		"12|n|a|b|alice|COMPLETED|0:0|0:0|Unknown\n",
+		"12\n",
 	} {
 		if _, err := ParseAccounting([]byte(out), time.UTC); !IsProtocol(err) {
 			t.Errorf("ParseAccounting(%q) err = %v, want protocol error", out, err)
@@ -169,7 +170,19 @@ func TestParseSubmit(t *testing.T) {
 		ok               bool
 	}{
 		{"123\n", "123", "", true},
-		{"\n 123 \n\n", "123", "", true},
+		{"123", "123", "", true},
+		// sbatch's answer must match ^[0-9]+(;[A-Za-z0-9_-]+)?\n?$ exactly,
+		// with a positive id without leading zeros.
+		{"\n 123 \n\n", "", "", false},
+		{" 2006 ", "", "", false},
+		{"2006 \n", "", "", false},
+		{"0\n", "", "", false},
+		{"0007\n", "", "", false},
+		{"123\r\n", "", "", false},
+		{"123\n\n", "", "", false},
+		{"123;a b\n", "", "", false},
+		{"123;c|d\n", "", "", false},
+		{"99999999999999999999\n", "", "", false},
 		{"123;cluster-b\n", "123", "cluster-b", true},
 		{"", "", "", false},
 		{"123\n124\n", "", "", false},
@@ -219,4 +232,52 @@ func FuzzParseAccounting(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDelimiterInFreeText: Slurm's -P/--parsable2 and squeue formats do not
+// escape '|', so a job name (sacct, squeue) or comment (squeue) holding one
+// must not shift the other fields (issue 9 item 6). The fixed fields are
+// taken from the ends of the row; the free text keeps every '|'.
+func TestDelimiterInFreeText(t *testing.T) {
+	a, err := ParseAccounting([]byte("12|nvfl-a|b-c|alice|COMPLETED|0:0|0:0|2026-12-02T14:00:00\n13|x||alice|FAILED|1:0|0:0|Unknown\n"), time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := a.Rows[0]; r.Name != "nvfl-a|b-c" || r.User != "alice" || r.State != "COMPLETED" || r.Submit.IsZero() {
+		t.Errorf("sacct row with a '|' in the name: %+v", r)
+	}
+	if r := a.Rows[1]; r.Name != "x|" || r.State != "FAILED" || r.Exit.Status != 1 {
+		t.Errorf("sacct row with a trailing '|' in the name: %+v", r)
+	}
+
+	q, err := ParseQueue([]byte(strings.Join([]string{
+		"20|RUNNING|1000|nvfl:job-1|nvfl-s-aaaa|bbbb", // our marker: the name keeps its '|'
+		"21|PENDING|1000|a|b|c|d",                     // foreign, ambiguous
+		"22|RUNNING|1000|plain|name|x",                // foreign, ambiguous
+		"23|RUNNING|1000|comment only|name",           // one '|': clear
+		"24|RUNNING|1000||",                           // empty comment and name
+	}, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []QueueRow{
+		{JobID: "20", State: "RUNNING", UID: 1000, Comment: "nvfl:job-1", Name: "nvfl-s-aaaa|bbbb"},
+		{JobID: "21", State: "PENDING", UID: 1000, Name: "a|b|c|d", Ambiguous: true},
+		{JobID: "22", State: "RUNNING", UID: 1000, Name: "plain|name|x", Ambiguous: true},
+		{JobID: "23", State: "RUNNING", UID: 1000, Comment: "comment only", Name: "name"},
+		{JobID: "24", State: "RUNNING", UID: 1000},
+	}
+	if !reflect.DeepEqual(q.Rows, want) {
+		t.Errorf("rows:\n%+v\nwant:\n%+v", q.Rows, want)
+	}
+	if r, ok, err := q.Lookup("20", "nvfl-s-aaaa|bbbb", "nvfl:job-1", 1000); !ok || err != nil || r.JobID != "20" {
+		t.Errorf("lookup of our row: %v %v", ok, err)
+	}
+	// An ambiguous row never matches a handle, whatever it holds.
+	if _, ok, err := q.Lookup("21", "b|c|d", "a", 1000); ok || !IsProtocol(err) {
+		t.Errorf("lookup of an ambiguous row: ok=%v err=%v, want a protocol error", ok, err)
+	}
+	if _, err := ParseQueue([]byte("25|RUNNING|1000|no name field\n")); !IsProtocol(err) {
+		t.Errorf("four fields: err=%v", err)
+	}
 }
