@@ -17,7 +17,8 @@ func init() {
 			Short: "List leftover job dirs and remove those whose allocation the scheduler confirms finished",
 			Long: "gc asks squeue and sacct about every job dir under .nvflare_slurm/jobs. Without --yes it only\n" +
 				"lists them; with --yes it removes the dirs the scheduler confirms finished. An unavailable\n" +
-				"scheduler removes nothing.",
+				"scheduler removes nothing. --json reports per dir what was done (action: removed, kept or\n" +
+				"would_remove) and why (reason), and the counts removed and kept.",
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				rt, err := openSite(cmd.Context(), a, workspace, false)
@@ -32,18 +33,21 @@ func init() {
 					entries = []manager.GCEntry{}
 				}
 				if asJSON {
-					return a.printOK(map[string]any{"removed": yes, "job_dirs": entries})
+					removed := 0
+					for _, e := range entries {
+						if e.Action == manager.GCRemoved {
+							removed++
+						}
+					}
+					return a.printOK(map[string]any{"dry_run": !yes, "removed": removed, "kept": len(entries) - removed, "job_dirs": entries})
 				}
 				if len(entries) == 0 {
 					fmt.Fprintln(a.stdout, "no job dirs")
 					return nil
 				}
 				for _, e := range entries {
-					action := "kept"
-					switch {
-					case e.Removed:
-						action = "removed"
-					case e.Verdict == manager.GCFinished && !yes:
+					action := e.Action
+					if action == manager.GCWouldRemove {
 						action = "would remove (run with --yes)"
 					}
 					id := e.JobID

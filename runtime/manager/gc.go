@@ -27,7 +27,17 @@ type GCEntry struct {
 	State      string `json:"state,omitempty"`
 	Reason     string `json:"reason"`
 	Removed    bool   `json:"removed"`
+	// Action is what gc did with the dir: GCRemoved, GCKept, or (a dry
+	// run of a finished job's dir) GCWouldRemove; Reason says why.
+	Action string `json:"action"`
 }
+
+// What gc did with a job dir (GCEntry.Action).
+const (
+	GCRemoved     = "removed"
+	GCKept        = "kept"
+	GCWouldRemove = "would_remove"
+)
 
 // GC lists the job dirs of the workspace, asks squeue and sacct whether
 // each one's allocation is still live or pending and, when remove is true,
@@ -174,6 +184,14 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 	sort.Slice(entries, func(i, k int) bool { return entries[i].Dir < entries[k].Dir })
 	res := make([]GCEntry, len(entries))
 	for i, e := range entries {
+		switch {
+		case e.Removed:
+			e.Action = GCRemoved
+		case e.Verdict == GCFinished && !remove:
+			e.Action = GCWouldRemove
+		default:
+			e.Action = GCKept
+		}
 		res[i] = *e
 	}
 	return res, nil

@@ -176,7 +176,7 @@ func readSmallFile(path string) ([]byte, error) {
 // readNoFollow reads a regular file without following a symlink. A limit
 // above zero caps its size.
 func readNoFollow(path string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|noFollow|syscall.O_NONBLOCK, 0) // a FIFO put in its place must not block the open
 	if err != nil {
 		return nil, err
 	}

@@ -173,6 +173,19 @@ func (m *Manager) launch(ctx context.Context, job Job) (*Handle, error) {
 		m.cleanup(job.Dir)
 		return nil, fmt.Errorf("job %s: write artifacts: %w", job.JobID, err)
 	}
+	// A new launch supersedes the job's recorded result: a later Open that
+	// finds no job dir (removed by hand) must not report the previous
+	// run's result for this allocation (issue 9 item 11).
+	if err := m.obs.withLock(ctx, func(c *cache) (bool, error) {
+		if _, ok := c.Finished[job.JobID]; !ok {
+			return false, nil
+		}
+		delete(c.Finished, job.JobID)
+		return true, nil
+	}); err != nil {
+		m.cleanup(job.Dir)
+		return nil, fmt.Errorf("job %s: forget the result of its previous run: %w; the job was not launched", job.JobID, err)
+	}
 	pending := job.PendingTimeout
 	if pending <= 0 || pending > m.cfg.PendingTimeout {
 		pending = m.cfg.PendingTimeout // a job may only lower the site value

@@ -51,6 +51,7 @@ type Observation struct {
 // Finished is the result of a job that reached a terminal state.
 type Finished struct {
 	SlurmJobID string    `json:"slurm_job_id"`
+	SubmitTime time.Time `json:"submit_time,omitzero"` // of the run this is the result of
 	State      string    `json:"state"`
 	ReturnCode int       `json:"return_code"`
 	Detail     string    `json:"detail,omitempty"`
@@ -570,7 +571,7 @@ func (o *observer) finish(c *cache, j *liveJob, state string, rc int, detail str
 		detail = strings.TrimPrefix(detail+"; "+why, "; ")
 	}
 	delete(c.Jobs, j.info.SlurmJobID)
-	c.Finished[j.info.JobID] = Finished{SlurmJobID: j.info.SlurmJobID, State: state, ReturnCode: rc, Detail: detail, FinishedAt: now}
+	c.Finished[j.info.JobID] = Finished{SlurmJobID: j.info.SlurmJobID, SubmitTime: j.info.SubmitTime, State: state, ReturnCode: rc, Detail: detail, FinishedAt: now}
 	j.dirty = false
 	if j.onDisk {
 		o.removals = append(o.removals, j.dir)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -78,7 +79,35 @@ func resolve(name, configured, path string) (string, error) {
 	if err != nil || !st.Mode().IsRegular() || unix.Access(real, unix.X_OK) != nil {
 		return "", fmt.Errorf("%s: %s (resolved to %s) is not an executable regular file", where, candidate, real)
 	}
+	if err := trusted(real, st, os.Geteuid()); err != nil {
+		return "", fmt.Errorf("%s: %s: %w", where, candidate, err)
+	}
 	return real, nil
+}
+
+// trusted refuses a command that another account could replace: the file
+// must not be writable by every account, must be owned by root or by the
+// account that runs it (euid), and no directory above it may be writable
+// by every account unless it is sticky (like /tmp).
+func trusted(real string, st os.FileInfo, euid int) error {
+	if st.Mode().Perm()&0o002 != 0 {
+		return fmt.Errorf("%s is writable by every account (mode %04o), so any of them could replace the command; fix: chmod o-w %s", real, st.Mode().Perm(), real)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 && int(sys.Uid) != euid {
+		return fmt.Errorf("%s is owned by uid %d, neither root nor this account (uid %d), so that account could replace the command; fix: use the site's Slurm installation (owned by root) or one you own", real, sys.Uid, euid)
+	}
+	for dir := filepath.Dir(real); ; dir = filepath.Dir(dir) {
+		dst, err := os.Stat(dir)
+		if err != nil {
+			return fmt.Errorf("cannot check %s, a directory above %s: %v", dir, real, err)
+		}
+		if m := dst.Mode(); m.Perm()&0o002 != 0 && m&os.ModeSticky == 0 {
+			return fmt.Errorf("%s is in %s, which every account can write (mode %04o) and is not sticky, so any of them could replace the command; fix: chmod o-w %s, or install the command elsewhere", real, dir, m.Perm(), dir)
+		}
+		if dir == "/" || dir == "." {
+			return nil
+		}
+	}
 }
 
 // Timeouts are the per-call limits of job_launcher.

@@ -248,3 +248,50 @@ func TestSubmitReportsIDOfFailedSbatch(t *testing.T) {
 		}
 	}
 }
+
+// TestResolvePathsTrust: a Slurm command another account could replace is
+// refused with the path and the fix (issue 9 item 14): a world-writable
+// file, one in a world-writable directory that is not sticky, one owned by
+// an account that is neither root nor the one running flare-slurm.
+func TestResolvePathsTrust(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	os.Mkdir(bin, 0o755)
+	for _, n := range []string{"sbatch", "squeue", "sacct", "scancel"} {
+		script(t, bin, n, "exit 0")
+	}
+	if _, err := ResolvePaths(schema.Executables{}, bin); err != nil {
+		t.Fatalf("trusted commands: %v", err)
+	}
+	sbatch := filepath.Join(bin, "sbatch")
+	os.Chmod(sbatch, 0o757)
+	if _, err := ResolvePaths(schema.Executables{}, bin); err == nil || !strings.Contains(err.Error(), "writable by every account (mode 0757)") || !strings.Contains(err.Error(), "chmod o-w "+sbatch) {
+		t.Errorf("world-writable command: err = %v", err)
+	}
+	os.Chmod(sbatch, 0o755)
+
+	os.Chmod(bin, 0o777)
+	if _, err := ResolvePaths(schema.Executables{}, bin); err == nil || !strings.Contains(err.Error(), "which every account can write (mode 0777) and is not sticky") {
+		t.Errorf("world-writable directory: err = %v", err)
+	}
+	os.Chmod(bin, 0o777|os.ModeSticky) // sticky, like /tmp: others cannot replace our files
+	if _, err := ResolvePaths(schema.Executables{}, bin); err != nil {
+		t.Errorf("sticky directory: %v", err)
+	}
+	os.Chmod(bin, 0o755)
+
+	// Owned by another account: as root, give the file to uid 4242; as
+	// any other account, check it against a different euid.
+	st, _ := os.Stat(sbatch)
+	euid := os.Geteuid()
+	if euid == 0 {
+		if err := os.Chown(sbatch, 4242, 4242); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ResolvePaths(schema.Executables{}, bin); err == nil || !strings.Contains(err.Error(), "owned by uid 4242, neither root nor this account (uid 0)") {
+			t.Errorf("foreign owner: err = %v", err)
+		}
+	} else if err := trusted(sbatch, st, euid+1); err == nil || !strings.Contains(err.Error(), "neither root nor this account") {
+		t.Errorf("foreign owner: err = %v", err)
+	}
+}
