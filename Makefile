@@ -79,6 +79,8 @@ FUZZTIME ?= 20s
 fuzz:
 	for f in FuzzParseSlurmConfig FuzzParseStudyRuntime FuzzParseJobMeta; do \
 		$(GO) test ./schema -run '^$$$$' -fuzz "^$$f$$$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s || exit 1; done
+	for f in FuzzParseQueue FuzzParseAccounting FuzzParseSubmit; do \
+		$(GO) test ./runtime/scheduler -run '^$$$$' -fuzz "^$$f$$$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s || exit 1; done
 
 # docs renders the command reference from the command tree of the working
 # tree: docs/cli/*.md (committed; a test fails when they are stale) and the

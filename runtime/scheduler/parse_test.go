@@ -1,7 +1,9 @@
 package scheduler
 
 import (
+	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -197,9 +199,13 @@ func TestParseSubmit(t *testing.T) {
 	}
 }
 
+// FuzzParseQueue: every accepted row, written back in SqueueFormat, reads
+// back as the same row (a round trip), so no field was shifted or lost;
+// anything refused is a protocol error.
 func FuzzParseQueue(f *testing.F) {
 	f.Add([]byte("12|RUNNING|1000|nvfl:a|n\n"))
 	f.Add([]byte("12|CANCELLED by 0|1000|nvfl:a|n|x\n\n"))
+	f.Add([]byte("13|PENDING|0|a|b|c\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		q, err := ParseQueue(b)
 		if err != nil {
@@ -209,15 +215,22 @@ func FuzzParseQueue(f *testing.F) {
 			return
 		}
 		for _, r := range q.Rows {
-			if r.JobID == "" || !validState(r.State) {
-				t.Fatalf("bad row %+v", r)
+			line := r.JobID + "|" + r.State + "|" + strconv.Itoa(r.UID) + "|" + r.Comment + "|" + r.Name
+			if r.Ambiguous {
+				line = r.JobID + "|" + r.State + "|" + strconv.Itoa(r.UID) + "|" + r.Name
+			}
+			again, err := ParseQueue([]byte(line + "\n"))
+			if err != nil || len(again.Rows) != 1 || !reflect.DeepEqual(again.Rows[0], r) {
+				t.Fatalf("row %+v written as %q reads back as %+v (%v)", r, line, again, err)
 			}
 		}
 	})
 }
 
+// FuzzParseAccounting: the same round trip for sacct rows.
 func FuzzParseAccounting(f *testing.F) {
 	f.Add([]byte("12|n|alice|COMPLETED|0:0|0:0|2026-12-02T14:00:00\n"))
+	f.Add([]byte("12|a|b|alice|FAILED|1:0|0:9|Unknown\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		a, err := ParseAccounting(b, time.UTC)
 		if err != nil {
@@ -227,9 +240,35 @@ func FuzzParseAccounting(f *testing.F) {
 			return
 		}
 		for _, r := range a.Rows {
-			if !IsJobID(r.JobID) || !validState(r.State) {
-				t.Fatalf("bad row %+v", r)
+			submit := "Unknown"
+			if !r.Submit.IsZero() {
+				submit = r.Submit.Format("2006-01-02T15:04:05")
 			}
+			line := fmt.Sprintf("%s|%s|%s|%s|%d:%d|%d:%d|%s", r.JobID, r.Name, r.User, r.State,
+				r.Exit.Status, r.Exit.Signal, r.DerivedExit.Status, r.DerivedExit.Signal, submit)
+			again, err := ParseAccounting([]byte(line+"\n"), time.UTC)
+			if err != nil || len(again.Rows) != 1 || !reflect.DeepEqual(again.Rows[0], r) {
+				t.Fatalf("row %+v written as %q reads back as %+v (%v)", r, line, again, err)
+			}
+		}
+	})
+}
+
+// FuzzParseSubmit: ParseSubmit agrees with a reference written without
+// regular expressions: digits without a leading zero, an optional
+// ";cluster" of [A-Za-z0-9_-], one optional final newline, nothing else.
+func FuzzParseSubmit(f *testing.F) {
+	for _, s := range []string{"123\n", "0\n", "007", "12;c-1\n", " 1 ", "1\n\n", "1;\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		id, cluster, err := ParseSubmit(b)
+		s := strings.TrimSuffix(string(b), "\n")
+		wantID, wantCluster, hasCluster := strings.Cut(s, ";")
+		ok := len(wantID) > 0 && len(wantID) <= 19 && wantID[0] != '0' && strings.Trim(wantID, "0123456789") == "" &&
+			(!hasCluster || len(wantCluster) > 0 && strings.Trim(wantCluster, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == "")
+		if ok != (err == nil) || ok && (id != wantID || cluster != wantCluster) {
+			t.Fatalf("ParseSubmit(%q) = %q %q %v; reference ok=%v %q %q", b, id, cluster, err, ok, wantID, wantCluster)
 		}
 	})
 }
