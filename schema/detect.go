@@ -79,16 +79,33 @@ func Kinds() []string {
 // site the file names). A kit's config.yaml (prepare's default config), if
 // present, is validated with the kit.
 func Validate(kind, path, site string) Problems {
-	var probs Problems
+	probs, _ := ValidateWith(kind, path, ValidateOptions{Site: site})
+	return probs
+}
+
+// ValidateOptions tune ValidateWith.
+type ValidateOptions struct {
+	// Site selects the site of a job meta ("" checks every site it names).
+	Site string
+	// Offline skips every check that needs this host (today: that a
+	// container image file exists); each skipped check is returned.
+	Offline bool
+}
+
+// ValidateWith is Validate with options. It returns the problems (nil when
+// valid) and, offline, the host checks it skipped, each at the value it
+// would have checked.
+func ValidateWith(kind, path string, o ValidateOptions) (probs, skipped Problems) {
+	site := o.Site
 	switch kind {
 	case KindSlurmConfig:
-		_, probs = LoadSlurmConfig(path)
+		_, probs, skipped = loadSlurmConfig(path, o.Offline)
 	case KindStudyRuntime:
 		_, probs = LoadStudyRuntime(path)
 	case KindJobMeta:
 		data, p := readInput(path)
 		if p != nil {
-			return p
+			return p, nil
 		}
 		_, probs = ParseJobMeta(path, data, site)
 	case KindKit:
@@ -99,15 +116,15 @@ func Validate(kind, path, site string) Problems {
 		// kit's role is known.
 		cfgPath := filepath.Join(path, "config.yaml")
 		if kit != nil && isFile(cfgPath) {
-			cfg, p := LoadSlurmConfig(cfgPath)
-			probs = append(probs, p...)
+			cfg, p, sk := loadSlurmConfig(cfgPath, o.Offline)
+			probs, skipped = append(probs, p...), sk
 			if kit.Role != "" {
 				probs = append(probs, CheckConfigForKit(cfg, kit)...)
 			}
 		}
 		probs.Sort()
 	default:
-		return Problems{{File: path, Message: "unknown kind " + kind}}
+		return Problems{{File: path, Message: "unknown kind " + kind}}, nil
 	}
-	return probs
+	return probs, skipped
 }

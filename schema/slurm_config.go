@@ -46,11 +46,18 @@ func DefaultMultiNodePortRange(internalPort int) PortRange {
 
 // LoadSlurmConfig reads and validates a slurm.yaml.
 func LoadSlurmConfig(path string) (*SlurmConfig, Problems) {
+	cfg, probs, _ := loadSlurmConfig(path, false)
+	return cfg, probs
+}
+
+// loadSlurmConfig is LoadSlurmConfig; offline skips the checks that need
+// this host and returns each one skipped.
+func loadSlurmConfig(path string, offline bool) (*SlurmConfig, Problems, Problems) {
 	data, probs := readInput(path)
 	if probs != nil {
-		return nil, probs
+		return nil, probs, nil
 	}
-	return ParseSlurmConfig(path, data)
+	return parseSlurmConfig(path, data, offline)
 }
 
 // readInput reads a whole input file, reporting an unreadable one.
@@ -91,7 +98,19 @@ func errText(err error) string {
 // it with defaults applied. It checks that a container image is an existing
 // regular file on this host.
 func ParseSlurmConfig(file string, data []byte) (*SlurmConfig, Problems) {
+	cfg, probs, _ := parseSlurmConfig(file, data, false)
+	return cfg, probs
+}
+
+func parseSlurmConfig(file string, data []byte, offline bool) (*SlurmConfig, Problems, Problems) {
 	t := parseTree(file, data)
+	t.offline = offline
+	cfg, probs := t.slurmConfig()
+	return cfg, probs, t.skipped
+}
+
+func (t *tree) slurmConfig() (*SlurmConfig, Problems) {
+	file := t.file
 	if t.root == nil {
 		return nil, t.result()
 	}
@@ -155,6 +174,8 @@ func (t *tree) checkJobLauncher(jl *yaml.Node) {
 			if isNull(image) {
 				t.add(getKeyOr(jl, "sandbox"), "job_launcher.image", "is required when sandbox is "+sandbox.Value,
 					"set image to the absolute path of the container image file")
+			} else if isString(image) && strings.HasPrefix(image.Value, "/") && t.offline {
+				t.skip(image, "job_launcher.image", CheckImageFile)
 			} else if isString(image) && strings.HasPrefix(image.Value, "/") {
 				if msg := checkImageFile(image.Value); msg != "" {
 					t.add(image, "job_launcher.image", msg, "prepare needs the image file itself; fix the path or copy the image there")
@@ -199,6 +220,20 @@ func (t *tree) checkJobLauncher(jl *yaml.Node) {
 	if r := get(jl, "multi_node_port_range"); r != nil {
 		t.checkPortRange(r, port)
 	}
+}
+
+// CheckImageFile names the host check of a container image, as the
+// skipped-check list of validate --offline shows it.
+const CheckImageFile = "the image file exists on this host"
+
+// skip records a host check that offline validation did not run.
+func (t *tree) skip(n *yaml.Node, path, check string) {
+	p := Problem{File: t.file, Path: path, Message: "not checked (offline): " + check,
+		Hint: "run validate without --offline on the host that runs the jobs"}
+	if n != nil {
+		p.Line, p.Column = n.Line, n.Column
+	}
+	t.skipped = append(t.skipped, p)
 }
 
 // getKeyOr is the key node of key in m, else m itself.

@@ -45,6 +45,10 @@ type tree struct {
 	// parsing (an alias, a non-finite number): schema errors there would
 	// only repeat it.
 	suppressed map[string]bool
+	// offline skips the checks that need this host (ValidateOptions);
+	// skipped lists each one skipped.
+	offline bool
+	skipped Problems
 }
 
 // loc is one value in the tree: its key node (nil for the root and list

@@ -22,6 +22,8 @@ type cliError struct {
 	// Warnings did not fail the command (YAML 1.1 reading differences
 	// without --strict); they are reported with the error.
 	Warnings schema.Problems `json:"warnings,omitempty"`
+	// Skipped are the host checks validate --offline did not run.
+	Skipped schema.Problems `json:"skipped,omitempty"`
 	// resultOnly marks an exit status that only carries a result already
 	// printed on stdout (wait's non-zero return code): with --json the
 	// message goes to stderr, so stdout stays one JSON document.
@@ -107,6 +109,9 @@ func (a *app) reportError(cmd *cobra.Command, e *cliError) {
 	}
 	for _, w := range e.Warnings {
 		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", w.String())
+	}
+	for _, s := range e.Skipped {
+		fmt.Fprintf(a.stderr, "flare-slurm: skipped: %s\n", s.String())
 	}
 	for _, p := range e.Problems {
 		fmt.Fprintln(a.stderr, p.String())

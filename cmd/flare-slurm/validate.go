@@ -23,7 +23,7 @@ type validatedFile struct {
 func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
 		var kind, site, junit string
-		var strict bool
+		var strict, offline bool
 		var format formatFlags
 		cmd := &cobra.Command{
 			Use:   "validate [--kind slurm-config|study-runtime|job-meta|kit] [--site NAME] [--format text|json|github|sarif] [--junit FILE] PATH...",
@@ -50,6 +50,11 @@ YAML 1.2: an unquoted time: 12:00:00 is 43200 seconds to NVFlare, yes/on/No
 are booleans there, an env value 0o17 is text there and 15 here. Every plain
 value the two read differently is a warning, with the quoted spelling to
 use; --strict makes those warnings errors (use it in CI).
+
+--offline skips every check that needs this host (that a container image
+file exists) and lists each skipped check ("skipped:" lines on stderr, a
+"skipped" list with --json); everything else still runs. Use it where the
+image is absent (a CI runner, a laptop); prepare always runs the host checks.
 Exit status: 0 valid, 1 invalid, 2 usage error.`,
 			RunE: func(cmd *cobra.Command, paths []string) error {
 				outFormat, err := format.resolve()
@@ -68,7 +73,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 					}
 				}
 				var files []validatedFile
-				var all, warnings schema.Problems
+				var all, warnings, skipped schema.Problems
 				var cases []cireport.Case
 				bad := map[string]bool{}
 				schemas := map[string]bool{} // schemas that describe a key or value with a problem
@@ -88,7 +93,8 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 						k = detected
 					}
 					start := time.Now()
-					probs := schema.Validate(k, p, site)
+					probs, sk := schema.ValidateWith(k, p, schema.ValidateOptions{Site: site, Offline: offline})
+					skipped = append(skipped, sk...)
 					if ws := schema.ReadingWarnings(k, p); strict {
 						probs = append(probs, ws...)
 					} else {
@@ -114,12 +120,14 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 					}
 				}
 				warnings.Sort()
+				skipped.Sort()
 				if len(all) > 0 {
 					all.Sort()
 					err := failure("invalid_input",
 						fmt.Sprintf("%s in %s", plural(len(all), "problem"), plural(len(bad), "file")),
 						validateHint(all, schemas), all)
 					err.(*cliError).Warnings = warnings
+					err.(*cliError).Skipped = skipped
 					return err
 				}
 				if warnings == nil {
@@ -127,11 +135,21 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 				}
 				switch outFormat {
 				case "json":
-					return a.printOK(map[string]any{"files": files, "warnings": warnings})
+					data := map[string]any{"files": files, "warnings": warnings}
+					if offline {
+						if skipped == nil {
+							skipped = schema.Problems{}
+						}
+						data["skipped"] = skipped
+					}
+					return a.printOK(data)
 				case "sarif":
 					return a.writeSARIF("", nil, warnings)
 				}
 				a.printWarnings(outFormat, warnings)
+				for _, s := range skipped {
+					fmt.Fprintf(a.stderr, "flare-slurm: skipped: %s\n", s.String())
+				}
 				for _, f := range files {
 					fmt.Fprintf(a.stdout, "%s: ok (%s)\n", f.Path, f.Kind)
 				}
@@ -142,6 +160,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 		cmd.Flags().StringVar(&site, "site", "", "site whose reading of a job meta is checked (default: every site it names)")
 		format.bind(cmd)
 		cmd.Flags().StringVar(&junit, "junit", "", "also write a JUnit XML report to `FILE` (one test case per PATH)")
+		cmd.Flags().BoolVar(&offline, "offline", false, "skip the checks that need this host (the image file) and list each one skipped")
 		cmd.Flags().BoolVar(&strict, "strict", false, "treat values that NVFlare's YAML 1.1 reader reads differently as errors, not warnings")
 		return cmd
 	})
