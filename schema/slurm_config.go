@@ -50,6 +50,12 @@ func LoadSlurmConfig(path string) (*SlurmConfig, Problems) {
 	return cfg, probs
 }
 
+// LoadSlurmConfigOffline is LoadSlurmConfig without the checks that need
+// this host (the image file); it returns each check it skipped.
+func LoadSlurmConfigOffline(path string) (*SlurmConfig, Problems, Problems) {
+	return loadSlurmConfig(path, true)
+}
+
 // loadSlurmConfig is LoadSlurmConfig; offline skips the checks that need
 // this host and returns each one skipped.
 func loadSlurmConfig(path string, offline bool) (*SlurmConfig, Problems, Problems) {

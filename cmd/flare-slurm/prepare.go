@@ -20,7 +20,7 @@ import (
 func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
 		var opts prepare.Options
-		var kitFlag, junit string
+		var kitFlag, junit, against string
 		var format formatFlags
 		var check bool
 		cmd := &cobra.Command{
@@ -43,6 +43,11 @@ account can write, unless that directory is sticky (like /tmp).
 and exits 1 when OUT differs (drift detection). The content of private keys,
 secret.env and startup files not known to be public is never shown, only
 their SHA-256.
+--check --against DIR --output OUT renders the workspace for the deployed
+path OUT (which need not exist here) and compares it with DIR, a copy of
+the deployed workspace restored with its permission bits (tar, rsync -a):
+a drift check from a CI runner. There, an image that does not exist is
+rendered as written, with a warning.
 --format github prints each problem (and each drifted path under --check)
 as a GitHub Actions annotation too; --format sarif prints one SARIF 2.1.0
 log of them; --check --junit FILE writes a JUnit XML report with one test
@@ -69,6 +74,12 @@ warning; --strict makes it an error.`,
 				if junit != "" && !check {
 					return usageErrorf("--junit needs --check: only a drift check produces a pass/fail report")
 				}
+				if against != "" && !check {
+					return usageErrorf("--against needs --check: it names the copy of the workspace a drift check compares with")
+				}
+				if against != "" && opts.Output == "" {
+					return usageErrorf("--against needs --output: the path the workspace is deployed at, which its files name")
+				}
 				// prepare is short-lived and allocates little (about 2 MiB for a
 				// small kit): collecting garbage only costs time and the
 				// memory of the collector's threads. The limit brings the
@@ -76,7 +87,7 @@ warning; --strict makes it an error.`,
 				debug.SetGCPercent(-1)
 				debug.SetMemoryLimit(256 << 20)
 				if check {
-					return a.prepareCheck(opts, outFormat, junit)
+					return a.prepareCheck(opts, against, outFormat, junit)
 				}
 				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 				defer stop()
@@ -108,13 +119,17 @@ warning; --strict makes it an error.`,
 		f.BoolVar(&opts.Force, "force", false, "replace OUT even if it holds job artifacts or is not a workspace prepared for it")
 		f.BoolVar(&opts.Strict, "strict", false, "treat values that NVFlare's YAML 1.1 reader reads differently as errors, not warnings")
 		f.BoolVar(&check, "check", false, "write nothing; print a diff and exit 1 if the workspace differs")
+		f.StringVar(&against, "against", "", "with --check, compare with the copy of the workspace in `DIR` (rendered for --output, the deployed path)")
 		return cmd
 	})
 }
 
 // prepareCheck is --check: a diff on stdout and exit 1 when OUT drifted.
-func (a *app) prepareCheck(opts prepare.Options, format, junit string) error {
+// With against, the workspace is rendered for the deployed path OUT and
+// compared with the directory against (a copy of it, anywhere).
+func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) error {
 	start := time.Now()
+	opts.ImageAsWritten = against != ""
 	ws, err := prepare.Render(opts)
 	if err != nil {
 		return prepareFailure(err)
@@ -122,12 +137,21 @@ func (a *app) prepareCheck(opts prepare.Options, format, junit string) error {
 	for _, w := range ws.Result.Warnings {
 		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", visible.Lines(w))
 	}
-	drift, err := prepare.Diff(ws)
+	var drift *prepare.Drift
+	if against != "" {
+		drift, err = prepare.DiffAgainst(ws, against)
+	} else {
+		drift, err = prepare.Diff(ws)
+	}
 	if err != nil {
 		return prepareFailure(err)
 	}
+	compared, forPath := ws.Output, ""
+	if against != "" {
+		compared, forPath = against, " for "+ws.Output
+	}
 	if junit != "" {
-		c := cireport.Case{Name: ws.Output, ClassName: "prepare.check", Seconds: time.Since(start).Seconds()}
+		c := cireport.Case{Name: compared, ClassName: "prepare.check", Seconds: time.Since(start).Seconds()}
 		if len(drift.Changes) > 0 {
 			c.Failure = fmt.Sprintf("%d change(s)", len(drift.Changes))
 			c.Detail = problemsText(drift.Problems())
@@ -139,19 +163,27 @@ func (a *app) prepareCheck(opts prepare.Options, format, junit string) error {
 	if len(drift.Changes) == 0 {
 		switch format {
 		case "json":
-			return a.printOK(map[string]any{"output": ws.Output, "identical": true})
+			data := map[string]any{"output": ws.Output, "identical": true}
+			if against != "" {
+				data["against"] = against
+			}
+			return a.printOK(data)
 		case "sarif":
 			return a.writeSARIF("", nil, nil)
 		}
-		fmt.Fprintf(a.stdout, "%s is up to date\n", ws.Output)
+		fmt.Fprintf(a.stdout, "%s is up to date%s\n", compared, forPath)
 		return nil
 	}
 	if format == "text" || format == "github" {
 		fmt.Fprint(a.stdout, drift.Text)
 	}
+	hint := "run prepare without --check to update it"
+	if against != "" {
+		hint = "run prepare without --check on the host the workspace is deployed at, or fix the kit or config"
+	}
 	return &cliError{exit: 1, Code: "drift",
-		Message:  fmt.Sprintf("workspace %s differs from what prepare would produce (%d change(s))", ws.Output, len(drift.Changes)),
-		Hint:     "run prepare without --check to update it",
+		Message:  fmt.Sprintf("workspace %s differs from what prepare would produce%s (%d change(s))", compared, forPath, len(drift.Changes)),
+		Hint:     hint,
 		Problems: drift.Problems()}
 }
 

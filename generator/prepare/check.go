@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -73,17 +74,44 @@ const diffLimit = 1 << 20
 // secret file (see secretFile) is never shown: its change is reported with
 // the SHA-256 of both sides.
 func Diff(w *Workspace) (*Drift, error) {
-	d := &Drift{Output: w.Output}
-	var text strings.Builder
-	disk, err := openTree(w.Output)
+	return diff(w, w.Output)
+}
+
+// DiffAgainst is Diff comparing w, rendered for the deployed path
+// w.Output, with the directory dir: a copy of the deployed workspace
+// (restored with its permission bits, as tar and rsync -a do) anywhere, for
+// a drift check on a CI runner. dir must exist. Drift.Output is dir.
+func DiffAgainst(w *Workspace, dir string) (*Drift, error) {
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, &Error{Code: CodeFailed, Message: fmt.Sprintf("the workspace copy %s to compare with does not exist", dir),
+			Hint: "give --against the directory holding a copy of the deployed workspace", Err: err}
+	case err != nil:
+		return nil, &Error{Code: CodeFailed, Message: fmt.Sprintf("cannot read the workspace copy %s: %v", dir, err), Hint: "check its permissions", Err: err}
+	case !st.IsDir():
+		return nil, &Error{Code: CodeFailed, Message: fmt.Sprintf("the workspace copy %s is not a directory", dir),
+			Hint: "give --against the directory holding a copy of the deployed workspace"}
+	}
+	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, &Error{Code: CodeFailed, Message: fmt.Sprintf("cannot read the workspace %s: %v", w.Output, err), Hint: "check its permissions", Err: err}
+		return nil, &Error{Code: CodeFailed, Message: fmt.Sprintf("cannot resolve the workspace copy %s: %v", dir, err), Hint: "give an absolute path", Err: err}
+	}
+	return diff(w, abs)
+}
+
+func diff(w *Workspace, dir string) (*Drift, error) {
+	d := &Drift{Output: dir}
+	var text strings.Builder
+	disk, err := openTree(dir)
+	if err != nil {
+		return nil, &Error{Code: CodeFailed, Message: fmt.Sprintf("cannot read the workspace %s: %v", dir, err), Hint: "check its permissions", Err: err}
 	}
 	defer disk.close()
 	add := func(p string, kind ChangeKind, format string, args ...any) {
 		d.Changes = append(d.Changes, Change{Path: p, Kind: kind, Detail: fmt.Sprintf(format, args...)})
 	}
-	base := path.Base(filepath.ToSlash(w.Output))
+	base := path.Base(filepath.ToSlash(dir))
 	for _, f := range w.Files {
 		have, exists := disk.entries[f.Path]
 		delete(disk.entries, f.Path)
@@ -137,12 +165,12 @@ func Diff(w *Workspace) (*Drift, error) {
 		if e.mode.IsDir() {
 			removedDir = p
 			add(p, Removed, "directory would be removed with its content")
-			fmt.Fprintf(&text, "Only in %s: %s/\n", visible.Quote(filepath.Join(w.Output, filepath.FromSlash(path.Dir(p)))), visible.Quote(path.Base(p)))
+			fmt.Fprintf(&text, "Only in %s: %s/\n", visible.Quote(filepath.Join(dir, filepath.FromSlash(path.Dir(p)))), visible.Quote(path.Base(p)))
 			continue
 		}
 		if !e.mode.IsRegular() {
 			add(p, Removed, "%s would be removed", schema.FileKind(e.mode))
-			fmt.Fprintf(&text, "Only in %s: %s (%s)\n", visible.Quote(filepath.Join(w.Output, filepath.FromSlash(path.Dir(p)))), visible.Quote(path.Base(p)), schema.FileKind(e.mode))
+			fmt.Fprintf(&text, "Only in %s: %s (%s)\n", visible.Quote(filepath.Join(dir, filepath.FromSlash(path.Dir(p)))), visible.Quote(path.Base(p)), schema.FileKind(e.mode))
 			continue
 		}
 		old, err := disk.sample(p, e)
@@ -151,7 +179,7 @@ func Diff(w *Workspace) (*Drift, error) {
 		}
 		if old.secret {
 			add(p, Removed, "secret file would be removed (sha256 %s)", old.short())
-			fmt.Fprintf(&text, "Secret file only in %s: %s (sha256 %s; content not shown)\n", visible.Quote(filepath.Join(w.Output, filepath.FromSlash(path.Dir(p)))), visible.Quote(path.Base(p)), old.short())
+			fmt.Fprintf(&text, "Secret file only in %s: %s (sha256 %s; content not shown)\n", visible.Quote(filepath.Join(dir, filepath.FromSlash(path.Dir(p)))), visible.Quote(path.Base(p)), old.short())
 			continue
 		}
 		add(p, Removed, "file would be removed")

@@ -31,6 +31,11 @@ type Options struct {
 	// Strict refuses values that NVFlare's YAML 1.1 reader reads
 	// differently from this tool's YAML 1.2 reader (warnings otherwise).
 	Strict bool
+	// ImageAsWritten renders a container image that does not exist on
+	// this host with its path as written (with a warning) instead of
+	// refusing it: for a drift check of a deployed workspace from another
+	// host (prepare --check --against). Render only; Run ignores it.
+	ImageAsWritten bool
 }
 
 // Result describes a prepared workspace. The JSON field names and the order
@@ -117,6 +122,7 @@ func errorf(code, hint, format string, args ...any) *Error {
 // it before the swap and leaves the output as it was, with no staging
 // directory behind.
 func Run(ctx context.Context, opts Options) (*Result, error) {
+	opts.ImageAsWritten = false
 	ws, err := Render(opts)
 	if err != nil {
 		return nil, err

@@ -138,7 +138,13 @@ func Render(opts Options) (*Workspace, error) {
 				Hint:    "give the Slurm config with --config FILE (or put it at KIT/config.yaml); nothing was written"}
 		}
 	}
-	cfg, cfgProblems := schema.LoadSlurmConfig(configPath)
+	var cfg *schema.SlurmConfig
+	var cfgProblems schema.Problems
+	if opts.ImageAsWritten {
+		cfg, cfgProblems, _ = schema.LoadSlurmConfigOffline(configPath) // the image is checked below
+	} else {
+		cfg, cfgProblems = schema.LoadSlurmConfig(configPath)
+	}
 	k, kitProblems := schema.LoadKit(kit)
 	if len(cfgProblems) > 0 || len(kitProblems) > 0 {
 		problems := append(append(schema.Problems{}, cfgProblems...), kitProblems...)
@@ -166,8 +172,13 @@ func Render(opts Options) (*Workspace, error) {
 		return nil, errorf(CodeInvalidKit, "use a server or client startup kit", "%s is a %s kit; prepare supports server and client kits only", kit, k.Role)
 	}
 	jl := cfg.JobLauncher
+	var imageWarning string
 	if jl.Sandbox != "none" {
 		real, err := schema.ImageRealPath(jl.Image)
+		if _, statErr := os.Lstat(jl.Image); err != nil && opts.ImageAsWritten && errors.Is(statErr, fs.ErrNotExist) {
+			real, err = jl.Image, nil
+			imageWarning = fmt.Sprintf("the image %s does not exist on this host: not checked, rendered as written (on the deployed host prepare records its real path)", jl.Image)
+		}
 		if err != nil {
 			problem := schema.Problem{File: cfg.File, Path: "job_launcher.image", Message: err.Error(),
 				Hint: "point image at the container image file on the shared filesystem"}
@@ -184,6 +195,9 @@ func Render(opts Options) (*Workspace, error) {
 	w := &Workspace{Output: output, Kit: kit, index: map[string]*File{}, force: opts.Force}
 	for _, r := range readings {
 		w.warnf("%s", r.String())
+	}
+	if imageWarning != "" {
+		w.warnf("%s", imageWarning)
 	}
 	if err := w.scanKit(); err != nil {
 		return nil, err
