@@ -89,6 +89,7 @@ var flagCompletions = map[string]cobra.CompletionFunc{
 	"workspace": completeDirs,
 	"kit":       completeDirs,
 	"output":    completeDirs,
+	"against":   completeDirs,
 	"config":    completeFilesWithExt("yaml", "yml"),
 	"request":   completeFilesWithExt("json"),
 	"kind":      completeKinds,
