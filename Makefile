@@ -62,17 +62,23 @@ bench:
 bench-process:
 	$(GO) run ./internal/benchprocess $(BENCH_FLAGS)
 
-# demo prepares the example client kit into a fresh temp directory and prints
-# it. The example's apptainer image path does not exist here, so the demo
-# points it at an empty stand-in image inside the temp directory.
+# demo prepares the example client kit into DEMO_DIR (default: a new temp
+# directory) and prints it; the workspace is kept, and the last line says
+# where it is. The example's apptainer image path does not exist here, so
+# the demo points it at an empty stand-in image inside DEMO_DIR. Running it
+# again with the same DEMO_DIR re-prepares that workspace.
+DEMO_DIR ?=
 demo: build
-	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
-	: > "$$tmp/nvflare-demo.sif"; \
-	sed "s|^  image: .*|  image: $$tmp/nvflare-demo.sif|" examples/slurm.yaml > "$$tmp/slurm.yaml"; \
-	./$(BIN) prepare examples/site-1 --config "$$tmp/slurm.yaml" --output "$$tmp/site-1" && \
-	echo "--- workspace $$tmp/site-1:" && (cd "$$tmp/site-1" && find . -type f | sort) && \
-	echo "--- startup/start_slurm.sh:" && cat "$$tmp/site-1/startup/start_slurm.sh" && \
-	echo "--- startup/parent.slurm:" && cat "$$tmp/site-1/startup/parent.slurm"
+	@set -e; dir="$(DEMO_DIR)"; \
+	if [ -z "$$dir" ]; then dir=$$(mktemp -d "$${TMPDIR:-/tmp}/flare-slurm-demo.XXXXXX"); else mkdir -p "$$dir"; fi; \
+	dir=$$(cd "$$dir" && pwd); \
+	: > "$$dir/nvflare-demo.sif"; \
+	sed "s|^  image: .*|  image: $$dir/nvflare-demo.sif|" examples/slurm.yaml > "$$dir/slurm.yaml"; \
+	"$(BIN)" prepare examples/site-1 --config "$$dir/slurm.yaml" --output "$$dir/site-1"; \
+	echo "--- workspace $$dir/site-1:"; (cd "$$dir/site-1" && find . -type f | sort); \
+	echo "--- startup/start_slurm.sh:"; cat "$$dir/site-1/startup/start_slurm.sh"; \
+	echo "--- startup/parent.slurm:"; cat "$$dir/site-1/startup/parent.slurm"; \
+	echo "--- make demo: the workspace is kept in $$dir/site-1 (remove it with: rm -rf '$$dir')"
 
 # fuzz runs each parser's fuzz target for FUZZTIME.
 FUZZTIME ?= 20s
