@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,6 +42,18 @@ func DetectKind(path string) (string, Problems) {
 	if probs != nil {
 		return "", probs
 	}
+	return detectData(path, ext, inputName, data)
+}
+
+// DetectKindData is DetectKind for content that has no file name (standard
+// input, shown as name): its top-level keys decide, and content that is not
+// a YAML mapping comes back with its problems.
+func DetectKindData(name string, data []byte) (string, Problems) {
+	return detectData(name, "", true, data)
+}
+
+// detectData decides the kind of data read from path by its top-level keys.
+func detectData(path, ext string, inputName bool, data []byte) (string, Problems) {
 	t := parseTree(path, data)
 	if t.root == nil {
 		if !inputName {
@@ -114,10 +128,14 @@ func ValidateWith(kind, path string, o ValidateOptions) (probs, skipped Problems
 		// KIT/config.yaml is prepare's default config: check it whatever
 		// the rest of the kit holds, and its fit with the kit when the
 		// kit's role is known.
-		cfgPath := filepath.Join(path, "config.yaml")
-		if kit != nil && isFile(cfgPath) {
+		// A slurm.yaml (or slurm.yml) beside it is a config too, one that
+		// a user meant for this kit: it is checked the same way.
+		for _, cfgPath := range KitConfigs(path) {
+			if kit == nil {
+				break
+			}
 			cfg, p, sk := loadSlurmConfig(cfgPath, o.Offline)
-			probs, skipped = append(probs, p...), sk
+			probs, skipped = append(probs, p...), append(skipped, sk...)
 			if kit.Role != "" {
 				probs = append(probs, CheckConfigForKit(cfg, kit)...)
 			}
@@ -127,4 +145,97 @@ func ValidateWith(kind, path string, o ValidateOptions) (probs, skipped Problems
 		return Problems{{File: path, Message: "unknown kind " + kind}}, nil
 	}
 	return probs, skipped
+}
+
+// ValidateData is ValidateWith for content read from somewhere that is not
+// a file (standard input), shown as name in every problem. A kit is a
+// directory, so it cannot be given as data.
+func ValidateData(kind, name string, data []byte, o ValidateOptions) (probs, skipped Problems) {
+	switch kind {
+	case KindSlurmConfig:
+		_, probs, skipped = parseSlurmConfig(name, data, o.Offline)
+	case KindStudyRuntime:
+		_, probs = ParseStudyRuntime(name, data)
+	case KindJobMeta:
+		_, probs = ParseJobMeta(name, data, o.Site)
+	case KindKit:
+		return Problems{{File: name, Message: "a startup kit is a directory: it cannot be read from standard input",
+			Hint: "give the kit's path"}}, nil
+	default:
+		return Problems{{File: name, Message: "unknown kind " + kind}}, nil
+	}
+	return probs, skipped
+}
+
+// ReadingWarningsData is ReadingWarnings for content that is not a file.
+func ReadingWarningsData(kind, name string, data []byte) Problems {
+	if kind != KindSlurmConfig && kind != KindStudyRuntime {
+		return nil
+	}
+	return ReadingDifferences(name, data, isStudyEnvValue)
+}
+
+// ReadStdin reads standard input as an input file named name, with the
+// size limit of every input.
+func ReadStdin(name string, r io.Reader) ([]byte, Problems) {
+	data, err := io.ReadAll(io.LimitReader(r, maxInputBytes+1))
+	if err != nil {
+		return nil, Problems{{File: name, Message: "cannot read standard input: " + errText(err)}}
+	}
+	if len(data) > maxInputBytes {
+		return nil, Problems{{File: name, Message: fmt.Sprintf("input is too large (more than %d bytes)", maxInputBytes),
+			Hint: "inputs are small hand-written files: is this the right input?"}}
+	}
+	return data, nil
+}
+
+// ValidatePair checks a Slurm config (read from cfgName, or data when it
+// is not nil) together with a startup kit as prepare does: every problem
+// of the kit and of the config, and the config's fit with the kit's role
+// (a parent block on a server kit). KIT/config.yaml is not read: the
+// config given replaces it, as prepare --config does. The kit's
+// local/study_runtime.yaml is validated with the kit.
+func ValidatePair(kitDir, cfgName string, data []byte, o ValidateOptions) (probs, skipped Problems) {
+	kit, kp := loadKit(kitDir)
+	probs = append(probs, kp...)
+	var cfg *SlurmConfig
+	var p Problems
+	if data == nil {
+		cfg, p, skipped = loadSlurmConfig(cfgName, o.Offline)
+	} else {
+		cfg, p, skipped = parseSlurmConfig(cfgName, data, o.Offline)
+	}
+	probs = append(probs, p...)
+	if kit != nil && kit.Role != "" {
+		probs = append(probs, CheckConfigForKit(cfg, kit)...)
+	}
+	probs.Sort()
+	return probs, skipped
+}
+
+// KitConfigs are the Slurm configs a kit directory holds at its top:
+// config.yaml (prepare's default config), then slurm.yaml and slurm.yml.
+func KitConfigs(kitDir string) []string {
+	var out []string
+	for _, name := range []string{"config.yaml", "slurm.yaml", "slurm.yml"} {
+		if p := filepath.Join(kitDir, name); isFile(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// KitNotes are warnings about a kit that are not problems: a slurm.yaml in
+// the kit is checked with it, but prepare does not read it unless it is
+// given with --config.
+func KitNotes(kitDir string) Problems {
+	var out Problems
+	for _, p := range KitConfigs(kitDir) {
+		if filepath.Base(p) != "config.yaml" {
+			out = append(out, Problem{File: p,
+				Message: "is checked with the kit, but prepare reads KIT/config.yaml by default, not " + filepath.Base(p),
+				Hint:    "run 'flare-slurm prepare KIT --config " + p + "', or rename it to config.yaml"})
+		}
+	}
+	return out
 }

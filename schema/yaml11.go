@@ -375,7 +375,7 @@ func ReadingWarnings(kind, path string) Problems {
 	case KindSlurmConfig, KindStudyRuntime:
 		files = []string{path}
 	case KindKit:
-		files = []string{filepath.Join(path, "config.yaml"), filepath.Join(path, "local", StudyRuntimeFile)}
+		files = append(KitConfigs(path), filepath.Join(path, "local", StudyRuntimeFile))
 	}
 	var out Problems
 	for _, f := range files {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -22,18 +23,26 @@ type validatedFile struct {
 
 func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
-		var kind, site, junit string
+		var kind, site, junit, kitDir string
 		var strict, offline bool
 		var format formatFlags
 		cmd := &cobra.Command{
-			Use:   "validate [--kind slurm-config|study-runtime|job-meta|kit] [--site NAME] [--format text|json|github|sarif] [--junit FILE] PATH...",
+			Use:   "validate [--kind slurm-config|study-runtime|job-meta|kit] [--kit KIT] [--site NAME] [--format text|json|github|sarif] [--junit FILE] PATH...",
 			Short: "Check config files and startup kits, reporting every problem",
 			Long: `Check slurm.yaml, local/study_runtime.yaml, a job's meta.json or a startup kit
 directory and report every problem as file:line:column: field: message (hint).
 
 Without --kind the kind is detected: a directory is a kit; otherwise the file
 name or its top-level keys decide. A file whose kind cannot be told (not a
-YAML/JSON mapping and not named *.yaml, *.yml or *.json) needs --kind.
+YAML/JSON mapping and not named *.yaml, *.yml or *.json) is a problem of that
+file (pass --kind); the other files are still checked, and every file is
+reported. A PATH of - reads standard input (named <stdin>).
+A kit is checked with the Slurm configs at its top: config.yaml (prepare's
+default) and a slurm.yaml or slurm.yml (with a warning: prepare reads
+config.yaml unless given --config).
+--kit KIT checks each PATH as the Slurm config of KIT, as 'prepare KIT
+--config PATH' would (a parent block on a server kit is refused); without
+PATH it checks KIT/config.yaml.
 --site selects the site whose reading of a job meta is checked (the top level,
 launcher_spec.default, launcher_spec.SITE and resource_spec.SITE); without it
 every site the meta names (and default) is.
@@ -61,6 +70,10 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 				if err != nil {
 					return err
 				}
+				if len(paths) == 0 && kitDir != "" {
+					// prepare's default config
+					paths = []string{filepath.Join(kitDir, "config.yaml")}
+				}
 				if len(paths) == 0 {
 					return usageErrorf("validate needs at least one PATH")
 				}
@@ -72,35 +85,85 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 						return usageErrorf("--site: %s (allowed: %s)", msg, schema.SiteNameAllowed)
 					}
 				}
+				if kitDir != "" && kind != "" && kind != schema.KindSlurmConfig {
+					return usageErrorf("--kit checks Slurm configs against the kit: --kind must be %s (or left out)", schema.KindSlurmConfig)
+				}
+				if len(slices.DeleteFunc(slices.Clone(paths), func(p string) bool { return p != "-" })) > 1 {
+					return usageErrorf("'-' (standard input) can be given once")
+				}
 				var files []validatedFile
 				var all, warnings, skipped schema.Problems
 				var cases []cireport.Case
 				bad := map[string]bool{}
 				schemas := map[string]bool{} // schemas that describe a key or value with a problem
+				opts := schema.ValidateOptions{Site: site, Offline: offline}
 				for _, p := range paths {
-					k := kind
-					if k == "" {
-						detected, probs := schema.DetectKind(p)
-						if probs != nil {
+					// A path of "-" is standard input, named <stdin>.
+					var data []byte
+					name := p
+					if p == "-" {
+						name = stdinName
+						var probs schema.Problems
+						if data, probs = schema.ReadStdin(name, a.stdin); probs != nil {
 							all = append(all, probs...)
-							bad[p] = true
-							cases = append(cases, cireport.Case{Name: p, ClassName: "validate", Failure: plural(len(probs), "problem"), Detail: problemsText(probs)})
+							bad[name] = true
+							cases = append(cases, cireport.Case{Name: name, ClassName: "validate", Failure: plural(len(probs), "problem"), Detail: problemsText(probs)})
 							continue
 						}
-						if detected == "" {
-							return usageErrorf("cannot tell what kind of file %s is; pass --kind (one of %s)", p, strings.Join(schema.Kinds(), ", "))
+					}
+					k := kind
+					if k == "" {
+						var detected string
+						var probs schema.Problems
+						if data != nil {
+							detected, probs = schema.DetectKindData(name, data)
+						} else {
+							detected, probs = schema.DetectKind(p)
+						}
+						if probs == nil && detected == "" {
+							probs = schema.Problems{{File: name, Message: "cannot tell what kind of file this is",
+								Hint: "pass --kind: one of " + strings.Join(schema.Kinds(), ", ")}}
+						}
+						if probs == nil && kitDir != "" && detected != schema.KindSlurmConfig {
+							probs = schema.Problems{{File: name, Message: "is a " + detected + ", not a Slurm config: --kit checks Slurm configs against the kit",
+								Hint: "validate it without --kit"}}
+						}
+						if probs != nil {
+							all = append(all, probs...)
+							bad[name] = true
+							cases = append(cases, cireport.Case{Name: name, ClassName: "validate", Failure: plural(len(probs), "problem"), Detail: problemsText(probs)})
+							continue
 						}
 						k = detected
 					}
 					start := time.Now()
-					probs, sk := schema.ValidateWith(k, p, schema.ValidateOptions{Site: site, Offline: offline})
+					var probs, sk, ws schema.Problems
+					switch {
+					case kitDir != "":
+						probs, sk = schema.ValidatePair(kitDir, name, data, opts)
+						if data != nil {
+							ws = schema.ReadingWarningsData(k, name, data)
+						} else {
+							ws = schema.ReadingWarnings(k, p)
+						}
+						ws = append(ws, schema.ReadingWarnings(schema.KindStudyRuntime, filepath.Join(kitDir, "local", schema.StudyRuntimeFile))...)
+					case data != nil:
+						probs, sk = schema.ValidateData(k, name, data, opts)
+						ws = schema.ReadingWarningsData(k, name, data)
+					default:
+						probs, sk = schema.ValidateWith(k, p, opts)
+						ws = schema.ReadingWarnings(k, p)
+						if k == schema.KindKit {
+							warnings = append(warnings, schema.KitNotes(p)...)
+						}
+					}
 					skipped = append(skipped, sk...)
-					if ws := schema.ReadingWarnings(k, p); strict {
+					if strict {
 						probs = append(probs, ws...)
 					} else {
 						warnings = append(warnings, ws...)
 					}
-					c := cireport.Case{Name: p, ClassName: "validate." + k, Seconds: time.Since(start).Seconds()}
+					c := cireport.Case{Name: name, ClassName: "validate." + k, Seconds: time.Since(start).Seconds()}
 					if probs != nil {
 						c.Failure, c.Detail = plural(len(probs), "problem"), problemsText(probs)
 					}
@@ -112,7 +175,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 						}
 					}
 					all = append(all, probs...)
-					files = append(files, validatedFile{Path: p, Kind: k, Valid: probs == nil})
+					files = append(files, validatedFile{Path: name, Kind: k, Valid: probs == nil})
 				}
 				if junit != "" {
 					if err := writeJUnit(junit, "flare-slurm validate", cases); err != nil {
@@ -122,6 +185,14 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 				warnings.Sort()
 				skipped.Sort()
 				if len(all) > 0 {
+					// every file is reported: the valid ones too
+					if outFormat != "json" && outFormat != "sarif" {
+						for _, f := range files {
+							if f.Valid {
+								fmt.Fprintf(a.stdout, "%s: ok (%s)\n", f.Path, f.Kind)
+							}
+						}
+					}
 					all.Sort()
 					err := failure("invalid_input",
 						fmt.Sprintf("%s in %s", plural(len(all), "problem"), plural(len(bad), "file")),
@@ -161,10 +232,14 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 		format.bind(cmd)
 		cmd.Flags().StringVar(&junit, "junit", "", "also write a JUnit XML report to `FILE` (one test case per PATH)")
 		cmd.Flags().BoolVar(&offline, "offline", false, "skip the checks that need this host (the image file) and list each one skipped")
+		cmd.Flags().StringVar(&kitDir, "kit", "", "check each PATH as the Slurm config of this startup `KIT`, as prepare would (default PATH: KIT/config.yaml)")
 		cmd.Flags().BoolVar(&strict, "strict", false, "treat values that NVFlare's YAML 1.1 reader reads differently as errors, not warnings")
 		return cmd
 	})
 }
+
+// stdinName names standard input (a PATH of "-") in problems and results.
+const stdinName = "<stdin>"
 
 // plural renders "1 problem" or "3 problems".
 func plural(n int, word string) string {
