@@ -25,11 +25,14 @@ const (
 	KindStudyRuntime = "study-runtime"
 	KindJobMeta      = "job-meta"
 	KindKit          = "kit" // a startup kit directory; Go checks only, no JSON Schema
+	// SchemaLaunchRequest is the schema of a launch request (render and
+	// launch --request); not a validate kind.
+	SchemaLaunchRequest = "launch-request"
 )
 
 // Names lists the embedded JSON Schemas, sorted.
 func Names() []string {
-	return []string{KindJobMeta, KindSlurmConfig, KindStudyRuntime}
+	return []string{KindJobMeta, SchemaLaunchRequest, KindSlurmConfig, KindStudyRuntime}
 }
 
 // Source returns the JSON Schema (2020-12) text of the named schema.
@@ -70,9 +73,10 @@ type embedded struct {
 
 // embeddedSchemas are the schemas of Names, by name.
 var embeddedSchemas = map[string]*embedded{
-	KindJobMeta:      {name: KindJobMeta},
-	KindSlurmConfig:  {name: KindSlurmConfig},
-	KindStudyRuntime: {name: KindStudyRuntime},
+	KindJobMeta:         {name: KindJobMeta},
+	SchemaLaunchRequest: {name: SchemaLaunchRequest},
+	KindSlurmConfig:     {name: KindSlurmConfig},
+	KindStudyRuntime:    {name: KindStudyRuntime},
 }
 
 // load decodes the schema document once.

@@ -29,7 +29,7 @@ func TestSchemasCompile(t *testing.T) {
 	if got := slices.Sorted(maps.Keys(embeddedSchemas)); !slices.Equal(got, Names()) {
 		t.Errorf("embeddedSchemas holds %q, Names() is %q", got, Names())
 	}
-	if got := Names(); !slices.Equal(got, []string{"job-meta", "slurm-config", "study-runtime"}) {
+	if got := Names(); !slices.Equal(got, []string{"job-meta", "launch-request", "slurm-config", "study-runtime"}) {
 		t.Errorf("Names() = %q", got)
 	}
 	if _, ok := Source("nope"); ok {

@@ -84,7 +84,7 @@ func (a *app) render(workspace, request, output string, asJSON, reveal bool) err
 		return failure("invalid_output", err.Error(), "choose an --output directory outside the workspace", nil)
 	}
 	env := compile.Environ(os.LookupEnv)
-	plan, req, err := compile.ParseAndResolve(ws, request, data, env)
+	plan, req, err := compile.ParseAndResolveReview(ws, request, data, env)
 	if err != nil {
 		if req == nil || req.Invalid() {
 			return compileFailure("invalid_request", "the launch request "+request+" is invalid", "fix every problem listed (contract §12 describes the request); nothing was written", err)

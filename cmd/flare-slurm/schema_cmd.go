@@ -24,7 +24,7 @@ With NAME, print that schema, e.g. for yaml-language-server:
 			RunE: func(_ *cobra.Command, args []string) error {
 				if len(args) == 0 {
 					for _, name := range schema.Names() {
-						fmt.Fprintf(a.stdout, "%-14s %s\n", name, schema.Title(name))
+						fmt.Fprintf(a.stdout, "%-15s %s\n", name, schema.Title(name))
 					}
 					return nil
 				}

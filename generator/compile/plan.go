@@ -21,7 +21,9 @@ type Plan struct {
 	// of the workspace, not only the job's: none may reach the scheduler.
 	workspaceSecrets []string
 	credentials      []credential
-	secretEnvFile    string // the study runtime file, for error messages
+	secretEnvFile    string   // the study runtime file, for error messages
+	review           bool     // made by ResolveReview
+	reviewNotes      []string // what a review (ResolveReview) did not check
 }
 
 type credential struct{ name, value string }
@@ -168,13 +170,14 @@ func marshalJSON(v any) ([]byte, error) {
 
 // Notes are remarks about a valid plan that the operator should see: a
 // job whose study has no entry in local/study_runtime.yaml runs with the
-// site settings (the contract allows it, but it is easy to miss).
+// site settings (the contract allows it, but it is easy to miss); and, for
+// a review plan, each check ResolveReview did not run.
 func (p *Plan) Notes() []string {
 	var notes []string
 	if p.view.Study != "" && !p.view.StudyConfigured {
 		notes = append(notes, fmt.Sprintf("study %q has no entry in local/%s; the job runs with the site settings", p.view.Study, schema.StudyRuntimeFile))
 	}
-	return notes
+	return append(notes, p.reviewNotes...)
 }
 
 func (p *Plan) JobID() string           { return p.view.JobID }

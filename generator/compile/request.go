@@ -119,6 +119,15 @@ func ParseRequest(file string, data []byte) (*Request, error) {
 // role, so a wrong role is one problem, not one per argument. The request
 // comes back when it parsed as a JSON object (for its job id).
 func ParseAndResolve(ws *Workspace, file string, data []byte, env Environ) (*Plan, *Request, error) {
+	return parseAndResolve(ws, file, data, env, false)
+}
+
+// ParseAndResolveReview is ParseAndResolve with ResolveReview: for render.
+func ParseAndResolveReview(ws *Workspace, file string, data []byte, env Environ) (*Plan, *Request, error) {
+	return parseAndResolve(ws, file, data, env, true)
+}
+
+func parseAndResolve(ws *Workspace, file string, data []byte, env Environ, review bool) (*Plan, *Request, error) {
 	if ws == nil {
 		return nil, nil, errors.New("compile: ParseAndResolve needs a workspace")
 	}
@@ -126,7 +135,7 @@ func ParseAndResolve(ws *Workspace, file string, data []byte, env Environ) (*Pla
 	if req == nil || req.JobID == "" || req.Site == "" || req.Role == "" {
 		return nil, req, ps
 	}
-	plan, err := Resolve(ws, req, env)
+	plan, err := resolve(ws, req, env, review)
 	if err == nil && ps == nil {
 		return plan, req, nil
 	}

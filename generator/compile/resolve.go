@@ -76,6 +76,10 @@ type resolver struct {
 	// own real path (no symlink in it) during this Resolve.
 	wsReal bool
 	paths  pathCache // what each path looked up for mounts is, during this Resolve
+	// review is a dry run (render): a missing run directory and unset
+	// secret sources are noted as not checked instead of refused.
+	review bool
+	notes  []string
 }
 
 func (r *resolver) reqProblem(path, msg, hint string) {
@@ -94,14 +98,27 @@ func (r *resolver) studyProblem(path, msg, hint string) {
 // contract §5–§8 and §12 and returns the plan of effective values. All
 // problems found come back at once as schema.Problems; nothing is written.
 func Resolve(ws *Workspace, req *Request, env Environ) (*Plan, error) {
+	return resolve(ws, req, env, false)
+}
+
+// ResolveReview is Resolve for a dry run (render) that submits nothing: a
+// run directory that does not exist yet and secret sources that are not set
+// in this environment are not refused; Plan.Notes says they were not
+// checked. Compile of such a plan fails; CompileRedacted redacts them.
+func ResolveReview(ws *Workspace, req *Request, env Environ) (*Plan, error) {
+	return resolve(ws, req, env, true)
+}
+
+func resolve(ws *Workspace, req *Request, env Environ, review bool) (*Plan, error) {
 	if ws == nil || req == nil {
 		return nil, errors.New("compile: Resolve needs a workspace and a request")
 	}
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
-	r := &resolver{ws: ws, req: req, env: env, paths: pathCache{}}
-	p := &Plan{}
+	r := &resolver{ws: ws, req: req, env: env, paths: pathCache{}, review: review}
+	p := &Plan{review: review}
+	defer func() { p.reviewNotes = r.notes }()
 	v := &p.view
 	v.JobID, v.Site, v.Role = req.JobID, req.Site, req.Role
 	v.JobKey = JobKey(req.JobID)
@@ -215,6 +232,8 @@ func (r *resolver) runDir() string {
 	info, err := os.Lstat(dir)
 	hint := "the parent deploys the job into <workspace>/<job_id> before it launches it"
 	switch {
+	case err != nil && r.review && errors.Is(err, fs.ErrNotExist):
+		r.notes = append(r.notes, fmt.Sprintf("run directory %s does not exist yet: not checked (the parent creates it before a launch)", dir))
 	case err != nil:
 		r.reqProblem("job_id", fmt.Sprintf("run directory %s does not exist", dir), hint)
 	case info.Mode()&fs.ModeSymlink != 0:
@@ -512,7 +531,9 @@ func (r *resolver) environment(p *Plan) {
 					r.studyProblem(path, "is also set in the study's env", "")
 				}
 			}
-			if _, ok := r.env(s.Source); !ok {
+			if _, ok := r.env(s.Source); !ok && r.review {
+				r.notes = append(r.notes, fmt.Sprintf("secret source %s (study %s secret_env %s) is not set here: not checked (its value is redacted)", s.Source, r.study.Name, s.Name))
+			} else if !ok {
 				r.studyProblem(path+".source", fmt.Sprintf("parent environment variable %s is not set", s.Source),
 					"export it in the parent's environment before it starts")
 			}
