@@ -115,10 +115,12 @@ func int11(text string) *big.Int {
 	case v[0] == '0':
 		n.SetString(v, 8)
 	case strings.Contains(v, ":"):
+		// digits of any length: Python's int() has no limit
+		d := new(big.Int)
 		for _, part := range strings.Split(v, ":") {
-			d, _ := strconv.ParseInt(part, 10, 64)
+			d.SetString(part, 10)
 			n.Mul(n, big.NewInt(60))
-			n.Add(n, big.NewInt(d))
+			n.Add(n, d)
 		}
 	default:
 		n.SetString(v, 10)
@@ -142,10 +144,14 @@ func float11(text string) float64 {
 	case v == ".nan":
 		return math.NaN()
 	case strings.Contains(v, ":"):
-		f := 0.0
-		for _, part := range strings.Split(v, ":") {
-			d, _ := strconv.ParseFloat(part, 64)
-			f = f*60 + d
+		// PyYAML's order: the last part first, each times its power of
+		// 60, so the rounding is the same
+		parts := strings.Split(v, ":")
+		f, base := 0.0, 1.0
+		for i := len(parts) - 1; i >= 0; i-- {
+			d, _ := strconv.ParseFloat(parts[i], 64)
+			f += d * base
+			base *= 60
 		}
 		return sign * f
 	}
