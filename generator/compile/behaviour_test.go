@@ -6,8 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/pmezard/go-difflib/difflib"
 )
 
 // expectedArgv is what the stub standing in for the first command of
@@ -34,7 +37,7 @@ func expectedArgv(v PlanView, forwardSet []string) []string {
 
 // apptainerPrefix is the apptainer command up to its image, working in pwd.
 func apptainerPrefix(v PlanView, pwd string) []string {
-	argv := []string{v.Tools.Apptainer, "exec", "--userns", "--containall", "--no-eval", "--no-privs", "--no-mount", "bind-paths,hostfs"}
+	argv := apptainerExecArgv(v.Tools.Apptainer)
 	for _, m := range v.Mounts {
 		argv = append(argv, "--bind", m.Source+":"+m.Destination+":"+m.Mode)
 	}
@@ -43,6 +46,30 @@ func apptainerPrefix(v PlanView, pwd string) []string {
 		argv = append(argv, "--nv")
 	}
 	return append(argv, *v.Image)
+}
+
+// apptainerExecArgv is tool exec and the options every apptainer exec
+// has, from the one list the templates render (apptainerExecOptions).
+func apptainerExecArgv(tool string) []string {
+	argv := []string{tool, "exec"}
+	for _, o := range apptainerExecOptions {
+		argv = append(argv, o...)
+	}
+	return argv
+}
+
+// argvDiff is a unified diff of two argvs, one quoted argument per line,
+// so a one-flag change is a one-line diff.
+func argvDiff(got, want []string) string {
+	lines := func(argv []string) []string {
+		out := make([]string, len(argv))
+		for i, a := range argv {
+			out[i] = strconv.Quote(a) + "\n"
+		}
+		return out
+	}
+	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: lines(want), B: lines(got), FromFile: "want", ToFile: "got", Context: 2})
+	return d
 }
 
 // pyxisFlags are pyxis' srun flags: the exported names, the container.
@@ -80,11 +107,11 @@ func sortStrings(s []string) {
 	}
 }
 
-// TestGoldenVariantsBehaveUnderBash runs every golden variant's batch.sh
+// TestVariantsBehaveUnderBash runs every golden variant's batch.sh
 // under bash, with a stub in place of python, apptainer and srun (and a
 // harmless setup), and checks the command, environment and secret file
 // against contract §8.
-func TestGoldenVariantsBehaveUnderBash(t *testing.T) {
+func TestVariantsBehaveUnderBash(t *testing.T) {
 	stub := buildStub(t)
 	for _, variant := range variants {
 		t.Run(variant.name, func(t *testing.T) {
@@ -129,7 +156,7 @@ func TestGoldenVariantsBehaveUnderBash(t *testing.T) {
 				t.Fatal(err)
 			}
 			if want := expectedArgv(v, forwardSet); !reflect.DeepEqual(rec.Argv, want) {
-				t.Errorf("command differs:\n got %q\nwant %q", rec.Argv, want)
+				t.Errorf("command differs (one argument per line):\n%s", argvDiff(rec.Argv, want))
 			}
 			prefix := ""
 			if v.Sandbox == "apptainer" {

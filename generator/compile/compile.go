@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"github.com/flare-slurm/flare-slurm/internal/slurmenv"
 	"github.com/flare-slurm/flare-slurm/schema"
 	"github.com/flare-slurm/flare-slurm/templates"
@@ -40,6 +41,12 @@ type Artifacts struct {
 // SystemPath is the PATH the apptainer backend resets to before setup.
 const SystemPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+// apptainerExecOptions are the options of every `apptainer exec` the
+// scripts run, one option (with its value) per entry, before the binds:
+// the one source of the templates (via batchData.ApptainerOptions) and of
+// the tests that expect the container's argv.
+var apptainerExecOptions = [][]string{{"--userns"}, {"--containall"}, {"--no-eval"}, {"--no-privs"}, {"--no-mount", "bind-paths,hostfs"}}
+
 // gpuEnv are the device-selection variables mirrored into apptainer.
 var gpuEnv = []string{"CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES"}
 
@@ -47,23 +54,26 @@ var gpuEnv = []string{"CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBL
 // values it needs instead of embedding PlanView: text/template finds a
 // promoted field by a slow breadth-first search at every use.
 type batchData struct {
-	Sandbox        string
-	Setup          string
-	PythonEnv      string
-	Env            []EnvVar
-	ForwardEnv     []string
-	WorkerArgv     []string
-	Tools          Tools
-	RunDir         string
-	ApptainerBinds []string // src:dst:mode per mount
-	SecretPath     string
-	SystemPath     string
-	Image          string
-	GPU            bool
-	ContainerNames []string // study env and secret names, sorted
-	PyxisNames     []string // PYTHONPATH, child marker, env and secret names, sorted
-	PyxisMounts    string
-	GPUEnv         []string
+	Sandbox    string
+	Setup      string
+	PythonEnv  string
+	Env        []EnvVar
+	ForwardEnv []string
+	WorkerArgv []string
+	Tools      Tools
+	RunDir     string
+	// ApptainerOptions are the options of apptainer exec, then one
+	// --bind src:dst:mode per mount, each entry shell-quoted: the
+	// templates print one per line.
+	ApptainerOptions []string
+	SecretPath       string
+	SystemPath       string
+	Image            string
+	GPU              bool
+	ContainerNames   []string // study env and secret names, sorted
+	PyxisNames       []string // PYTHONPATH, child marker, env and secret names, sorted
+	PyxisMounts      string
+	GPUEnv           []string
 	// Node groups only (NodeScript "" otherwise).
 	NodeScript     string // <job dir>/node.sh
 	Nodes          int
@@ -175,9 +185,12 @@ func (p *Plan) compile(secrets []secretLine) (*Artifacts, error) {
 	}
 	slices.Sort(d.PyxisNames)
 	mounts := make([]string, len(v.Mounts))
-	d.ApptainerBinds = make([]string, len(v.Mounts))
+	d.ApptainerOptions = make([]string, 0, len(apptainerExecOptions)+len(v.Mounts))
+	for _, o := range apptainerExecOptions {
+		d.ApptainerOptions = append(d.ApptainerOptions, shell.Join(o))
+	}
 	for i, m := range v.Mounts {
-		d.ApptainerBinds[i] = m.Source + ":" + m.Destination + ":" + m.Mode
+		d.ApptainerOptions = append(d.ApptainerOptions, shell.Join([]string{"--bind", m.Source + ":" + m.Destination + ":" + m.Mode}))
 		if m.Mode == "rw" {
 			mounts[i] = m.Source + ":" + m.Destination
 		} else {

@@ -285,7 +285,7 @@ func (r *safetyRun) compare(t *testing.T, p *Plan, rec stubRecord, secretPath st
 		wantArgv = worker
 	case "apptainer":
 		prefix = "APPTAINERENV_"
-		wantArgv = []string{r.tool, "exec", "--userns", "--containall", "--no-eval", "--no-privs", "--no-mount", "bind-paths,hostfs"}
+		wantArgv = apptainerExecArgv(r.tool)
 		for _, m := range v.Mounts {
 			wantArgv = append(wantArgv, "--bind", m.Source+":"+m.Destination+":"+m.Mode)
 		}
@@ -315,7 +315,7 @@ func (r *safetyRun) compare(t *testing.T, p *Plan, rec stubRecord, secretPath st
 		wantArgv = append(wantArgv, worker...)
 	}
 	if !reflect.DeepEqual(rec.Argv, wantArgv) {
-		errorf("argv differs:\n got %q\nwant %q", rec.Argv, wantArgv)
+		errorf("argv differs (one argument per line):\n%s", argvDiff(rec.Argv, wantArgv))
 	}
 	n := len(r.words) + 5 // words, python, target, client name, scheme, workspace/run dir
 	if r.sandbox != "none" {

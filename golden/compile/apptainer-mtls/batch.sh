@@ -36,5 +36,18 @@ export APPTAINERENV_NVFLARE_JOB_TOKEN_SIGNATURE="${NVFLARE_JOB_TOKEN_SIGNATURE}"
 if [[ ${CUDA_VISIBLE_DEVICES+x} ]]; then export APPTAINERENV_CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES}"; fi
 if [[ ${GPU_DEVICE_ORDINAL+x} ]]; then export APPTAINERENV_GPU_DEVICE_ORDINAL="${GPU_DEVICE_ORDINAL}"; fi
 if [[ ${ROCR_VISIBLE_DEVICES+x} ]]; then export APPTAINERENV_ROCR_VISIBLE_DEVICES="${ROCR_VISIBLE_DEVICES}"; fi
-_nvfl_command=("${NVFL_APPTAINER}" exec --userns --containall --no-eval --no-privs --no-mount bind-paths,hostfs --bind /cluster/lustre/site-1/.nvflare_slurm/jobs/72e7bf1e1c8da92f0a0e8075905c8a7889267f348c2512c4dd5d5956c1d97ebb/sandbox_root:/cluster/lustre/site-1:rw --bind /cluster/lustre/site-1/3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60:/cluster/lustre/site-1/3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60:rw --bind /cluster/lustre/site-1/startup:/cluster/lustre/site-1/startup:ro --bind /cluster/lustre/site-1/local:/cluster/lustre/site-1/local:ro --bind /etc/resolv.conf:/etc/resolv.conf:ro --pwd /cluster/lustre/site-1/3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60 /cluster/images/nvflare-prod.sif /opt/nvflare/bin/python3 -u -m nvflare.private.fed.app.server.runner_process -m /cluster/lustre/site-1 -s fed_server.json -r /cluster/lustre/site-1/3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60/app_server -n 3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60 -p 'stcp://nvflare-site1.internal:8102/path?x=1' --parent_conn_sec mtls -u grpc://server.example.org:8002 --host server.example.org --port 8003 --set print_conf=True restore_snapshot=false)
+_nvfl_command=("${NVFL_APPTAINER}" exec \
+  --userns \
+  --containall \
+  --no-eval \
+  --no-privs \
+  --no-mount bind-paths,hostfs \
+  --bind /cluster/lustre/site-1/.nvflare_slurm/jobs/72e7bf1e1c8da92f0a0e8075905c8a7889267f348c2512c4dd5d5956c1d97ebb/sandbox_root:/cluster/lustre/site-1:rw \
+  --bind /cluster/lustre/site-1/3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60:/cluster/lustre/site-1/3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60:rw \
+  --bind /cluster/lustre/site-1/startup:/cluster/lustre/site-1/startup:ro \
+  --bind /cluster/lustre/site-1/local:/cluster/lustre/site-1/local:ro \
+  --bind /etc/resolv.conf:/etc/resolv.conf:ro \
+  --pwd /cluster/lustre/site-1/3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60 \
+  /cluster/images/nvflare-prod.sif \
+  /opt/nvflare/bin/python3 -u -m nvflare.private.fed.app.server.runner_process -m /cluster/lustre/site-1 -s fed_server.json -r /cluster/lustre/site-1/3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60/app_server -n 3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60 -p 'stcp://nvflare-site1.internal:8102/path?x=1' --parent_conn_sec mtls -u grpc://server.example.org:8002 --host server.example.org --port 8003 --set print_conf=True restore_snapshot=false)
 exec "${_nvfl_command[@]}"

@@ -36,5 +36,20 @@ export APPTAINERENV_NVFLARE_JOB_TOKEN_SIGNATURE="${NVFLARE_JOB_TOKEN_SIGNATURE}"
 if [[ ${CUDA_VISIBLE_DEVICES+x} ]]; then export APPTAINERENV_CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES}"; fi
 if [[ ${GPU_DEVICE_ORDINAL+x} ]]; then export APPTAINERENV_GPU_DEVICE_ORDINAL="${GPU_DEVICE_ORDINAL}"; fi
 if [[ ${ROCR_VISIBLE_DEVICES+x} ]]; then export APPTAINERENV_ROCR_VISIBLE_DEVICES="${ROCR_VISIBLE_DEVICES}"; fi
-_nvfl_command=("${NVFL_APPTAINER}" exec --userns --containall --no-eval --no-privs --no-mount bind-paths,hostfs --bind /cluster/lustre/site-1/.nvflare_slurm/jobs/72e7bf1e1c8da92f0a0e8075905c8a7889267f348c2512c4dd5d5956c1d97ebb/sandbox_root:/cluster/lustre/site-1:rw --bind /cluster/lustre/site-1/3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60:/cluster/lustre/site-1/3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60:rw --bind /cluster/lustre/site-1/startup:/cluster/lustre/site-1/startup:ro --bind /cluster/lustre/site-1/local:/cluster/lustre/site-1/local:ro --bind /etc/resolv.conf:/etc/resolv.conf:ro --bind /cluster/lustre/fl-comm:/cluster/lustre/fl-comm:rw --bind /cluster/lustre/fl-attach:/cluster/lustre/fl-attach:rw --pwd /cluster/lustre/site-1/3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60 /cluster/images/nvflare-prod.sif /opt/nvflare/bin/python3 -u -m nvflare.private.fed.app.client.worker_process -m /cluster/lustre/site-1 -w /cluster/lustre/site-1/startup -n 3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60 -c site-1 -p 'shared-file://0/cluster/lustre/fl-comm/lst_1a2b3c4d?poll_interval=0.5' --parent_conn_sec clear -g server.example.org:8002 -scheme grpc -s fed_client.json --set secure_train=true uid=site-1 config_folder=config)
+_nvfl_command=("${NVFL_APPTAINER}" exec \
+  --userns \
+  --containall \
+  --no-eval \
+  --no-privs \
+  --no-mount bind-paths,hostfs \
+  --bind /cluster/lustre/site-1/.nvflare_slurm/jobs/72e7bf1e1c8da92f0a0e8075905c8a7889267f348c2512c4dd5d5956c1d97ebb/sandbox_root:/cluster/lustre/site-1:rw \
+  --bind /cluster/lustre/site-1/3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60:/cluster/lustre/site-1/3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60:rw \
+  --bind /cluster/lustre/site-1/startup:/cluster/lustre/site-1/startup:ro \
+  --bind /cluster/lustre/site-1/local:/cluster/lustre/site-1/local:ro \
+  --bind /etc/resolv.conf:/etc/resolv.conf:ro \
+  --bind /cluster/lustre/fl-comm:/cluster/lustre/fl-comm:rw \
+  --bind /cluster/lustre/fl-attach:/cluster/lustre/fl-attach:rw \
+  --pwd /cluster/lustre/site-1/3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60 \
+  /cluster/images/nvflare-prod.sif \
+  /opt/nvflare/bin/python3 -u -m nvflare.private.fed.app.client.worker_process -m /cluster/lustre/site-1 -w /cluster/lustre/site-1/startup -n 3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60 -c site-1 -p 'shared-file://0/cluster/lustre/fl-comm/lst_1a2b3c4d?poll_interval=0.5' --parent_conn_sec clear -g server.example.org:8002 -scheme grpc -s fed_client.json --set secure_train=true uid=site-1 config_folder=config)
 exec "${_nvfl_command[@]}"
