@@ -298,9 +298,17 @@ func ReadingDifferences(file string, data []byte, textPaths func(path string) bo
 		}
 		r := read11(n.Value)
 		var same bool
-		if isKey {
+		directive := !isKey && isDirectiveValue(path)
+		switch {
+		case isKey:
 			same = r.kind == "str"
-		} else {
+		case directive:
+			// Both tools pass a directive as text: NVFlare str() of a
+			// string or integer (anything else it refuses), we the
+			// value's text. "08" is a float to yaml.v3 and text to PyYAML,
+			// yet both pass 08.
+			same = (r.kind == "str" || r.kind == "int") && r.pyStr() == scalarText(n)
+		default:
 			same = sameReading(r, n, textPaths != nil && textPaths(path))
 		}
 		if same {
@@ -320,6 +328,9 @@ func ReadingDifferences(file string, data []byte, textPaths func(path string) bo
 				msg = fmt.Sprintf("%s(NVFlare's PyYAML) read %s as null, which NVFlare refuses; flare-slurm (YAML 1.2) sets the variable to %s",
 					MsgYAML11Prefix, n.Value, strconv.Quote(scalarText(n)))
 			}
+		case directive && r.kind != "str" && r.kind != "int":
+			msg = fmt.Sprintf("%s(NVFlare's PyYAML) read %s as %s, which NVFlare refuses (a directive must be a string or an integer); flare-slurm (YAML 1.2) passes %s",
+				MsgYAML11Prefix, n.Value, r.describe(), strconv.Quote(scalarText(n)))
 		default:
 			hint += numberHint(n)
 		}
@@ -362,6 +373,13 @@ func numberHint(n *yaml.Node) string {
 // quoteYAML is text as a double-quoted YAML scalar.
 func quoteYAML(text string) string {
 	return strconv.Quote(text)
+}
+
+// isDirectiveValue says whether dotted path names an sbatch directive's
+// value (job_launcher.sbatch_directives.KEY or parent.sbatch_directives.KEY).
+func isDirectiveValue(path string) bool {
+	parts := strings.Split(path, ".")
+	return len(parts) == 3 && (parts[0] == "job_launcher" || parts[0] == "parent") && parts[1] == "sbatch_directives"
 }
 
 // isStudyEnvValue says whether dotted path names a value of a study's env

@@ -206,11 +206,19 @@ func TestReadingDifferences(t *testing.T) {
 		"  2024: {}",     // 21: key int vs name
 		"  on: {}",       // 22: key bool vs name
 		"  '2025': {}",   // quoted key: same
+		"parent:",
+		"  sbatch_directives:",
+		"    account: 08",       // text to PyYAML, a float to yaml.v3: both pass 08
+		"    qos: 1.5",          // 27: a float, which NVFlare refuses as a directive
+		"    reservation: 0x1F", // an integer to both: both pass 31
+		"    time: 1:30",        // 29: NVFlare passes 90
 	}, "\n") + "\n"
 	got := ReadingDifferences("x.yaml", []byte(doc), isStudyEnvValue)
 	want := map[string]string{
 		"3:11 job_launcher.sbatch_directives.time":      `read 12:00:00 as the integer 43200; flare-slurm (YAML 1.2) reads the text "12:00:00"`,
-		"4:16 job_launcher.sbatch_directives.partition": `read yes as the boolean true; flare-slurm (YAML 1.2) reads the text "yes"`,
+		"4:16 job_launcher.sbatch_directives.partition": `read yes as the boolean true, which NVFlare refuses (a directive must be a string or an integer); flare-slurm (YAML 1.2) passes "yes"`,
+		"27:10 parent.sbatch_directives.qos":            `read 1.5 as the number 1.5, which NVFlare refuses`,
+		"29:11 parent.sbatch_directives.time":           `read 1:30 as the integer 90; flare-slurm (YAML 1.2) reads the text "1:30"`,
 		"9:17 job_launcher.mem_per_node":                `read 08 as the text "08"; flare-slurm (YAML 1.2) reads the number 8`,
 		"10:20 job_launcher.pending_timeout":            `read 1e10 as the text "1e10"; flare-slurm (YAML 1.2) reads the number 1e+10`,
 		"14:10 studies.s1.env.A":                        `sets the variable to "0.5"; flare-slurm (YAML 1.2) sets it to ".5"`,
