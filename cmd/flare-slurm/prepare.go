@@ -20,7 +20,7 @@ import (
 func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
 		var opts prepare.Options
-		var kitFlag, junit, against string
+		var kitFlag, junit, against, workspaceFlag string
 		var format formatFlags
 		var check bool
 		cmd := &cobra.Command{
@@ -30,6 +30,8 @@ func init() {
 Slurm job launcher (what 'nvflare deploy prepare' produces for runtime: slurm).
 The new workspace is staged beside OUT and swapped into place atomically.
 
+The workspace is --workspace OUT, the name every command uses for it;
+--output OUT is the same flag, as 'nvflare deploy prepare' spells it.
 Defaults: --config KIT/config.yaml, --output KIT/prepared/slurm. An --output
 inside the kit must be under KIT/prepared/. Run prepare as the account that
 runs the parent: the workspace belongs to whoever prepares it (as root,
@@ -70,6 +72,12 @@ warning; --strict makes it an error.`,
 				outFormat, err := format.resolve()
 				if err != nil {
 					return err
+				}
+				switch {
+				case workspaceFlag != "" && opts.Output != "" && workspaceFlag != opts.Output:
+					return usageErrorf("--workspace and --output name the same directory (--output is NVFlare's spelling): give one")
+				case workspaceFlag != "":
+					opts.Output = workspaceFlag
 				}
 				if junit != "" && !check {
 					return usageErrorf("--junit needs --check: only a drift check produces a pass/fail report")
@@ -113,7 +121,8 @@ warning; --strict makes it an error.`,
 		f := cmd.Flags()
 		f.StringVar(&kitFlag, "kit", "", "the startup kit directory (instead of the KIT argument)")
 		f.StringVar(&opts.Config, "config", "", "the Slurm config (default KIT/config.yaml)")
-		f.StringVar(&opts.Output, "output", "", "the workspace to create or replace (default KIT/prepared/slurm)")
+		f.StringVar(&workspaceFlag, "workspace", "", "the workspace to create or replace (default KIT/prepared/slurm); --output is the same flag")
+		f.StringVar(&opts.Output, "output", "", "the same as --workspace, as 'nvflare deploy prepare' spells it")
 		format.bind(cmd)
 		f.StringVar(&junit, "junit", "", "with --check, also write a JUnit XML report to `FILE`")
 		f.BoolVar(&opts.Force, "force", false, "replace OUT even if it holds job artifacts or is not a workspace prepared for it")

@@ -37,19 +37,19 @@ func (a *app) printNotes(notes []string) {
 func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
 		var workspace, request, output string
-		var asJSON, reveal bool
+		var asJSON, reveal, force bool
 		cmd := &cobra.Command{
 			Use:   "render --workspace W --request FILE|- --output DIR",
 			Short: "Compile one launch request into reviewable files; submit nothing",
 			Long: "render compiles one launch request against a prepared workspace exactly as a launch would\n" +
 				"and writes batch.sh, node.sh (node groups only), secret.env (values redacted unless\n" +
 				"--reveal-secrets), sbatch.argv.json and plan.json into DIR. It submits nothing and writes\n" +
-				"nothing into the workspace.\n" +
+				"nothing into the workspace. Existing review files are an error; --force replaces them.\n" +
 				"Secret values are read from this process's environment (study secret_env sources) and\n" +
 				"from the request (credentials); read the request from - to keep credentials off disk.",
 			Args: cobra.NoArgs,
 			RunE: func(*cobra.Command, []string) error {
-				return a.render(workspace, request, output, asJSON, reveal)
+				return a.render(workspace, request, output, asJSON, reveal, force)
 			},
 		}
 		f := cmd.Flags()
@@ -58,6 +58,7 @@ func init() {
 		f.StringVar(&output, "output", "", "directory to write the review files into (created if missing)")
 		f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 		f.BoolVar(&reveal, "reveal-secrets", false, "write real secret values into secret.env")
+		f.BoolVar(&force, "force", false, "replace review files that exist in --output (other files there are left alone)")
 		for _, name := range []string{"workspace", "request", "output"} {
 			_ = cmd.MarkFlagRequired(name)
 		}
@@ -65,7 +66,7 @@ func init() {
 	})
 }
 
-func (a *app) render(workspace, request, output string, asJSON, reveal bool) error {
+func (a *app) render(workspace, request, output string, asJSON, reveal, force bool) error {
 	var data []byte
 	var err error
 	if request == "-" {
@@ -103,8 +104,8 @@ func (a *app) render(workspace, request, output string, asJSON, reveal bool) err
 	if err != nil {
 		return failure("internal", err.Error(), "", nil)
 	}
-	if err := compile.WriteReview(output, files); err != nil {
-		return failure("write_failed", err.Error(), "choose a new or empty --output directory", nil)
+	if err := compile.WriteReview(output, files, force); err != nil {
+		return failure("write_failed", err.Error(), "choose a new or empty --output directory, or add --force to replace the review files", nil)
 	}
 	res := renderResult{JobID: req.JobID, JobName: art.JobName, JobDir: art.JobDir, Sandbox: plan.Sandbox(),
 		Output: output, SecretEnv: "redacted", SbatchArgv: art.Argv, Notes: plan.Notes()}

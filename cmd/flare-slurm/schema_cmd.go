@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -11,7 +12,8 @@ import (
 
 func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
-		return &cobra.Command{
+		var asJSON bool
+		cmd := &cobra.Command{
 			Use:   "schema [NAME]",
 			Short: "List the JSON Schemas of the inputs, or print one",
 			Long: `Without NAME, list the embedded JSON Schemas (2020-12) with their titles.
@@ -19,10 +21,24 @@ With NAME, print that schema, e.g. for yaml-language-server:
 
   flare-slurm schema slurm-config > slurm-config.schema.json
   # then, first line of slurm.yaml:
-  # yaml-language-server: $schema=./slurm-config.schema.json`,
+  # yaml-language-server: $schema=./slurm-config.schema.json
+
+--json prints the list as {"status":"ok","data":{"schemas":[{"name":…,"title":…}]}},
+and a schema as the data of that envelope.`,
 			Args: cobra.MaximumNArgs(1),
 			RunE: func(_ *cobra.Command, args []string) error {
 				if len(args) == 0 {
+					if asJSON {
+						type entry struct {
+							Name  string `json:"name"`
+							Title string `json:"title"`
+						}
+						list := []entry{}
+						for _, name := range schema.Names() {
+							list = append(list, entry{name, schema.Title(name)})
+						}
+						return a.printOK(map[string]any{"schemas": list})
+					}
 					for _, name := range schema.Names() {
 						fmt.Fprintf(a.stdout, "%-15s %s\n", name, schema.Title(name))
 					}
@@ -32,9 +48,14 @@ With NAME, print that schema, e.g. for yaml-language-server:
 				if !ok {
 					return usageErrorf("unknown schema %q (one of %s)", args[0], strings.Join(schema.Names(), ", "))
 				}
+				if asJSON {
+					return a.printOK(json.RawMessage(src))
+				}
 				_, err := a.stdout.Write(src)
 				return err
 			},
 		}
+		cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as a JSON envelope")
+		return cmd
 	})
 }

@@ -45,7 +45,11 @@ func (p *Plan) ReviewFiles(a *Artifacts) ([]ReviewFile, error) {
 // exist. Files are created exclusively: an existing file of the same name
 // is an error. On any failure every file and the directory this call
 // created are removed.
-func WriteReview(dir string, files []ReviewFile) (err error) {
+//
+// With force, a file of the same name that exists is replaced (atomically,
+// by a rename; a directory in the way is still an error); no other file of
+// dir is touched, and a replaced file is not restored on failure.
+func WriteReview(dir string, files []ReviewFile, force bool) (err error) {
 	var created []string
 	defer func() {
 		if err != nil {
@@ -68,9 +72,24 @@ func WriteReview(dir string, files []ReviewFile) (err error) {
 	}
 	for _, f := range files {
 		path := filepath.Join(dir, f.Name)
+		if force {
+			if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() {
+				tmp, err := fsx.WriteTemp(path, f.Data, f.Mode, false)
+				if err != nil {
+					return fmt.Errorf("write %s: %w", path, err)
+				}
+				if err := os.Rename(tmp, path); err != nil {
+					os.Remove(tmp)
+					return fmt.Errorf("replace %s: %w", path, err)
+				}
+				continue
+			} else if err == nil {
+				return fmt.Errorf("%s exists and is not a regular file: render --force replaces only files", path)
+			}
+		}
 		if err := fsx.WriteExclusive(path, f.Data, f.Mode, false); err != nil {
 			if errors.Is(err, fs.ErrExist) {
-				return fmt.Errorf("%s already exists: render writes into an empty or new directory", path)
+				return fmt.Errorf("%s already exists: render writes into an empty or new directory (--force replaces its files)", path)
 			}
 			return fmt.Errorf("write %s: %w", path, err)
 		}
