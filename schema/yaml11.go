@@ -376,10 +376,18 @@ func quoteYAML(text string) string {
 }
 
 // isDirectiveValue says whether dotted path names an sbatch directive's
-// value (job_launcher.sbatch_directives.KEY or parent.sbatch_directives.KEY).
+// value: job_launcher.sbatch_directives.KEY, parent.sbatch_directives.KEY,
+// or a study's studies.NAME.slurm.partition/account/qos (NVFlare takes
+// those as a string or an integer too).
 func isDirectiveValue(path string) bool {
 	parts := strings.Split(path, ".")
-	return len(parts) == 3 && (parts[0] == "job_launcher" || parts[0] == "parent") && parts[1] == "sbatch_directives"
+	switch {
+	case len(parts) == 3:
+		return (parts[0] == "job_launcher" || parts[0] == "parent") && parts[1] == "sbatch_directives"
+	case len(parts) == 4 && parts[0] == "studies" && parts[2] == "slurm":
+		return parts[3] == "partition" || parts[3] == "account" || parts[3] == "qos"
+	}
+	return false
 }
 
 // isStudyEnvValue says whether dotted path names a value of a study's env

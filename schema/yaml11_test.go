@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -174,6 +175,35 @@ json.dump(out, sys.stdout)`
 	}
 	if compared < len(texts)/2 {
 		t.Fatalf("only %d of %d scalars were plain scalars PyYAML reads", compared, len(texts))
+	}
+}
+
+// TestStudySlurmDirectiveReadings: a study's slurm partition/account/qos
+// are compared as the text submitted, like sbatch_directives (NVFlare
+// takes a string or an integer and refuses anything else); its setup is
+// compared by value.
+func TestStudySlurmDirectiveReadings(t *testing.T) {
+	doc := strings.Join([]string{
+		"format_version: 2",
+		"studies:",
+		"  s1:",
+		"    slurm:",
+		"      qos: 08",       // both submit 08
+		"      account: 1:30", // 6: NVFlare submits 90
+		"      partition: on", // 7: NVFlare refuses a boolean
+		"      setup: 017",    // an integer to both: same value
+	}, "\n") + "\n"
+	got := ReadingDifferences("s.yaml", []byte(doc), isStudyEnvValue)
+	var keys []string
+	for _, p := range got {
+		keys = append(keys, fmt.Sprintf("%d %s", p.Line, p.Path))
+	}
+	want := []string{"6 studies.s1.slurm.account", "7 studies.s1.slurm.partition"}
+	if strings.Join(keys, ",") != strings.Join(want, ",") {
+		t.Fatalf("warnings at %v, want %v", keys, want)
+	}
+	if !strings.Contains(got[1].Message, "which NVFlare refuses") {
+		t.Errorf("partition: %s", got[1].Message)
 	}
 }
 
