@@ -194,6 +194,9 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 						}
 					}
 					all.Sort()
+					// --kit with several configs meets the kit's own problems
+					// once per config: each is reported once
+					all = slices.Compact(all)
 					err := failure("invalid_input",
 						fmt.Sprintf("%s in %s", plural(len(all), "problem"), plural(len(bad), "file")),
 						validateHint(all, schemas), all)
