@@ -1,9 +1,12 @@
 package main
 
 import (
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -64,5 +67,90 @@ func TestMakeGolden(t *testing.T) {
 	}
 	if golden < 2 || other < 10 {
 		t.Errorf("found %d golden and %d other tests under %s: is GOLDEN_PKGS right?", golden, other, pkgs)
+	}
+}
+
+// TestMakeTestSkipsTheSlurmTier runs make test with GO=true (every go
+// command succeeds at once) and a cluster.sh stand-in that passes only
+// can-run and ports-free to the real script (so the shared cluster is
+// never started or stopped): FLARE_SLURM_IT=0 skips the tier with that
+// reason, and a port the cluster needs held by another program skips it
+// with the port named.
+func TestMakeTestSkipsTheSlurmTier(t *testing.T) {
+	root := repoRoot()
+	dir := t.TempDir()
+	stand := filepath.Join(dir, "cluster.sh")
+	script := "#!/bin/bash\ncase $1 in can-run|ports-free) exec bash " + filepath.Join(root, "runtime/slurmtest/cluster.sh") +
+		" \"$@\";; *) echo \"TestMakeTestSkipsTheSlurmTier: refused cluster.sh $1\" >&2; exit 99;; esac\n"
+	if err := os.WriteFile(stand, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	env := []string{"CI=", "FLARE_SLURM_STATE=" + filepath.Join(dir, "state")}
+	mk := func(extra ...string) string {
+		args := append([]string{"--no-print-directory", "test", "GO=true", "SLURM_CLUSTER=" + stand}, extra...)
+		return run(t, root, env, "make", args...)
+	}
+	if out := mk("FLARE_SLURM_IT=0"); !strings.Contains(out, "make test: FLARE_SLURM_IT=0; Slurm integration tests are skipped") {
+		t.Errorf("make test FLARE_SLURM_IT=0 did not say it skips the tier:\n%s", out)
+	}
+	env = append(env, "FLARE_SLURM_CHECK_PORTS="+strconv.Itoa(port)+":slurmctld")
+	out := mk()
+	if !strings.Contains(out, "Slurm integration tests are skipped") {
+		t.Fatalf("make test with port %d busy did not skip the tier:\n%s", port, out)
+	}
+	// Where nothing else stops the cluster (root, Linux, tools), the
+	// reason is the port.
+	if exec.Command("bash", filepath.Join(root, "runtime/slurmtest/cluster.sh"), "can-run").Run() == nil &&
+		!strings.Contains(out, "port(s) "+strconv.Itoa(port)+" in use by another program") {
+		t.Errorf("make test did not name the busy port %d:\n%s", port, out)
+	}
+}
+
+// TestMakeTestSlurmProgress runs make test-slurm with a go stand-in that
+// prints a verbose run with one passing and one failing test, and a
+// cluster.sh stand-in whose up and down do nothing: progress lines come
+// through, the failing test's log is printed at the end, and the target
+// fails.
+func TestMakeTestSlurmProgress(t *testing.T) {
+	root := repoRoot()
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cluster := write("cluster.sh", "#!/bin/bash\ncase $1 in up|down) exit 0;; *) exit 99;; esac\n")
+	goStand := write("go", `#!/bin/bash
+[ "$1" = test ] && [ "$FLARE_SLURM_IT" = 1 ] && [[ " $* " == *" -v "* ]] || exit 0
+printf '=== RUN   TestA\n    a_test.go:1: quiet detail\n--- PASS: TestA (0.01s)\n=== RUN   TestB\n    b_test.go:2: boom\n--- FAIL: TestB (0.02s)\nFAIL\nFAIL\texample/pkg\t0.1s\n'
+exit 1
+`)
+	log := filepath.Join(dir, "slurm.log")
+	cmd := exec.Command("make", "--no-print-directory", "test-slurm", "GO="+goStand, "SLURM_CLUSTER="+cluster, "SLURM_LOG="+log)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("make test-slurm passed with a failing test:\n%s", out)
+	}
+	text := string(out)
+	for _, want := range []string{"--- PASS: TestA (0.01s)\n", "FAIL\texample/pkg\t0.1s\n", "make test-slurm: failed; the failing tests (full log: " + log + "):\n",
+		"    b_test.go:2: boom\n--- FAIL: TestB (0.02s)\n"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("make test-slurm output lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "quiet detail") {
+		t.Errorf("make test-slurm printed a passing test's log:\n%s", text)
+	}
+	if data, err := os.ReadFile(log); err != nil || !strings.Contains(string(data), "quiet detail") {
+		t.Errorf("the full log %s lacks the verbose output: %v", log, err)
 	}
 }

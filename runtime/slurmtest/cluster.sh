@@ -16,7 +16,9 @@
 #   cluster.sh stop-ctld | start-ctld | stop-dbd | start-dbd    fault hooks for tests
 #   cluster.sh env         print the facts tests need (KEY=value lines, NVFLARE_* included)
 #   cluster.sh build       only build (or check) the cached root, start nothing
-#   cluster.sh can-run     exit 0 when this machine can run the cluster (root, debootstrap or apt-get)
+#   cluster.sh can-run     exit 0 when this machine can run the cluster (root, debootstrap or apt-get,
+#                          its ports free or held by its own daemons)
+#   cluster.sh ports-free  exit 0 unless another program holds a port the cluster needs
 #   cluster.sh purge       down, then delete the cached root (next up is a cold start)
 #
 # Environment (all optional):
@@ -141,6 +143,27 @@ can_run() {
 		echo "FLARE_SLURM_NET=$NET is not the first three octets of a private (RFC 1918) IPv4 network, e.g. 10.199.77"
 		return 1
 	}
+	local taken
+	if taken=$(ports_taken); then
+		echo "$taken"
+		return 1
+	fi
+}
+
+# ports_taken: when a port the cluster listens on is in use by a program that
+# is not the cluster's own daemon (a real Slurm or MariaDB/MySQL of this host),
+# print why and succeed; else fail. FLARE_SLURM_CHECK_PORTS ("port:daemon ...")
+# replaces the list for tests.
+ports_taken() {
+	local spec port daemon busy=()
+	for spec in ${FLARE_SLURM_CHECK_PORTS:-$CTLD_PORT:slurmctld $SLURMD_PORT:slurmd $DBD_PORT:slurmdbd $DB_PORT:mariadbd}; do
+		port=${spec%%:*} daemon=${spec#*:}
+		port_busy "$port" || continue
+		alive "$daemon" && continue
+		busy+=("$port")
+	done
+	[ ${#busy[@]} -gt 0 ] || return 1
+	echo "127.0.0.1 port(s) ${busy[*]} in use by another program (a Slurm or MariaDB/MySQL of this host?); the test cluster needs ports $CTLD_PORT-$DBD_PORT and $DB_PORT"
 }
 
 # private_net A.B.C: three octets (0..255) of an RFC 1918 network.
@@ -1075,6 +1098,13 @@ do_env() {
 
 cmd=${1:-}
 case $cmd in
+ports-free)
+	why=$(ports_taken) && {
+		echo "cluster.sh: $why" >&2
+		exit 1
+	}
+	exit 0
+	;;
 can-run)
 	why=$(can_run) || {
 		echo "cluster.sh: cannot run here: $why" >&2
