@@ -133,9 +133,15 @@ func Render(opts Options) (*Workspace, error) {
 	if opts.Config == "" {
 		if _, err := os.Lstat(configPath); errors.Is(err, fs.ErrNotExist) {
 			_, kitProblems := schema.LoadKit(kit)
+			hint := "give the Slurm config with --config FILE (or put it at KIT/config.yaml); nothing was written"
+			// a slurm.yaml in the kit is what the user meant: name it
+			if cfgs := schema.KitConfigs(kit); len(cfgs) > 0 {
+				given := filepath.Join(opts.Kit, filepath.Base(cfgs[0]))
+				hint = fmt.Sprintf("the kit holds %s: give it with --config %s (or rename it to config.yaml); nothing was written", given, given)
+			}
 			return nil, &Error{Code: CodeInvalidConfig, Problems: kitProblems,
 				Message: fmt.Sprintf("the default config %s does not exist", configPath),
-				Hint:    "give the Slurm config with --config FILE (or put it at KIT/config.yaml); nothing was written"}
+				Hint:    hint}
 		}
 	}
 	var cfg *schema.SlurmConfig
