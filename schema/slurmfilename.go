@@ -9,3 +9,15 @@ import "strings"
 func SlurmFilename(path string) string {
 	return strings.ReplaceAll(path, "%", "%%")
 }
+
+// CheckWorkspacePath says what is wrong with a workspace path ("" when
+// nothing): ':' and ',' separate Slurm and container bind lists, and a
+// '\' makes Slurm strip backslashes and turn off every % expansion in a
+// filename pattern (sbatch --output), so the job's output would land
+// elsewhere.
+func CheckWorkspacePath(path string) string {
+	if strings.ContainsAny(path, `:,\`) {
+		return `must not contain ':', ',' or '\' (Slurm and container bind lists use ':' and ','; Slurm's filename patterns treat '\' as an escape)`
+	}
+	return ""
+}

@@ -246,6 +246,11 @@ func sameReading(r reading11, n *yaml.Node, asText bool) bool {
 		if r.kind == "null" {
 			return false // NVFlare refuses a null env value; we do too
 		}
+		if r.kind == "timestamp" && len(n.Value) != len("2001-12-14") {
+			// A date and time: NVFlare sets Python's str() of a datetime
+			// ("2001-12-14 10:00:00+00:00"), never the text as written.
+			return false
+		}
 		return r.pyStr() == scalarText(n)
 	}
 	v, ok := scalarValue(n)
@@ -324,8 +329,12 @@ func ReadingDifferences(file string, data []byte, textPaths func(path string) bo
 		case textPaths != nil && textPaths(path):
 			msg = fmt.Sprintf("%s(NVFlare's PyYAML) read %s as %s, so NVFlare sets the variable to %s; flare-slurm (YAML 1.2) sets it to %s",
 				MsgYAML11Prefix, n.Value, r.describe(), strconv.Quote(r.pyStr()), strconv.Quote(scalarText(n)))
-			if r.kind == "null" {
+			switch r.kind {
+			case "null":
 				msg = fmt.Sprintf("%s(NVFlare's PyYAML) read %s as null, which NVFlare refuses; flare-slurm (YAML 1.2) sets the variable to %s",
+					MsgYAML11Prefix, n.Value, strconv.Quote(scalarText(n)))
+			case "timestamp":
+				msg = fmt.Sprintf("%s(NVFlare's PyYAML) read %s as a date and time, so NVFlare sets the variable to Python's str() of it (e.g. \"2001-12-14 10:00:00+00:00\"); flare-slurm (YAML 1.2) sets it to %s",
 					MsgYAML11Prefix, n.Value, strconv.Quote(scalarText(n)))
 			}
 		case directive && r.kind != "str" && r.kind != "int":

@@ -297,3 +297,21 @@ func TestExamplesReadAlike(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvTimestampWithTimeWarns: NVFlare sets an env value PyYAML reads as
+// a datetime to str(datetime), never the text as written; a plain date
+// reads back as itself (review of issue 15 item 8).
+func TestEnvTimestampWithTimeWarns(t *testing.T) {
+	doc := "format_version: 2\nstudies:\n  s:\n    env:\n      TS: 2001-12-14T10:00:00Z\n      TS2: 2001-12-14 10:00:00.5\n      D: 2001-12-14\n"
+	got := ReadingDifferences("s.yaml", []byte(doc), isStudyEnvValue)
+	paths := map[string]bool{}
+	for _, p := range got {
+		paths[p.Path] = true
+		if !strings.Contains(p.Message, "as a date and time") {
+			t.Errorf("%s: %s", p.Path, p.Message)
+		}
+	}
+	if !paths["studies.s.env.TS"] || !paths["studies.s.env.TS2"] || paths["studies.s.env.D"] || len(got) != 2 {
+		t.Errorf("differences %v, want TS and TS2 only", got)
+	}
+}

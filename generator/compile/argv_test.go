@@ -124,3 +124,17 @@ func TestSbatchOutputEscapesPercent(t *testing.T) {
 		t.Errorf("argv %q lacks the literal --chdir=%s", argv, run)
 	}
 }
+
+// TestWorkspacePathWithBackslashRefused: Slurm strips '\' from a filename
+// pattern and then expands no '%' at all, so --output would point
+// elsewhere: such a workspace is refused (review of issue 9 item 8).
+func TestWorkspacePathWithBackslashRefused(t *testing.T) {
+	f := newFixture(t, "none", "client")
+	f.Root = filepath.Join(f.Base, "lustre", `site\1`)
+	f.Args["workspace_path"] = f.Root
+	f.Request = f.defaultRequest()
+	_, err := f.Resolve()
+	if err == nil || !strings.Contains(err.Error(), `must not contain ':', ',' or '\'`) {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -122,9 +122,9 @@ func LoadWorkspace(root string) (*Workspace, error) {
 			ps = append(ps, schema.Problem{File: ws.ResourcesFile, Path: "slurm_launcher.args.workspace_path",
 				Message: fmt.Sprintf("records %s but the workspace is %s (real path %s)", ws.recordedRoot, root, real),
 				Hint:    "run from the canonical workspace path, or prepare again with --output set to this workspace"})
-		case strings.ContainsAny(root, ":,"):
-			ps = append(ps, schema.Problem{File: root, Message: "workspace path must not contain ':' or ','",
-				Hint: "container bind specifications cannot express such a path; prepare into another directory"})
+		case schema.CheckWorkspacePath(root) != "":
+			ps = append(ps, schema.Problem{File: root, Message: "workspace path " + schema.CheckWorkspacePath(root),
+				Hint: "prepare into another directory"})
 		}
 	}
 	if ps != nil {

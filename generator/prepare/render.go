@@ -322,9 +322,9 @@ func checkOutput(kit, output string) error {
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return errorf(CodeInvalidOutput, "check the permissions of the output path", "cannot inspect output %s: %v", output, err)
 	}
-	if strings.ContainsAny(output, ":,") {
-		return errorf(CodeInvalidOutput, "choose a workspace path without ':' or ','",
-			"workspace path %s contains ':' or ',', which Slurm and container bind lists use as separators", output)
+	if msg := schema.CheckWorkspacePath(output); msg != "" {
+		return errorf(CodeInvalidOutput, `choose a workspace path without ':', ',' or '\'`,
+			"workspace path %s %s", output, msg)
 	}
 	return nil
 }

@@ -53,6 +53,16 @@ func (m *Manager) GC(ctx context.Context, remove bool) ([]GCEntry, error) {
 		out, err = m.gcLocked(ctx, c, remove)
 		return remove, err
 	})
+	// A finished job's dir is removed once its result is on disk (after
+	// the lock): report what is really gone, not what was planned.
+	for i := range out {
+		if e := &out[i]; e.Removed {
+			if _, serr := os.Lstat(e.Dir); serr == nil || !errors.Is(serr, os.ErrNotExist) {
+				e.Removed, e.Action = false, GCKept
+				e.Reason += "; its removal failed (the log says why)"
+			}
+		}
+	}
 	return out, err
 }
 

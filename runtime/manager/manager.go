@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -125,7 +126,7 @@ type Job struct {
 // ErrShutdown is returned by Launch after Shutdown.
 var ErrShutdown = errors.New("the launcher is shutting down and accepts no new launches")
 
-var clusterRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]+$`) })
+var clusterRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^` + scheduler.ClusterNameChars + `$`) })
 
 // Launch writes the job's artifacts, submits it once and returns its live
 // handle. Any failure removes the job dir it created.
@@ -173,19 +174,6 @@ func (m *Manager) launch(ctx context.Context, job Job) (*Handle, error) {
 		m.cleanup(job.Dir)
 		return nil, fmt.Errorf("job %s: write artifacts: %w", job.JobID, err)
 	}
-	// A new launch supersedes the job's recorded result: a later Open that
-	// finds no job dir (removed by hand) must not report the previous
-	// run's result for this allocation (issue 9 item 11).
-	if err := m.obs.withLock(ctx, func(c *cache) (bool, error) {
-		if _, ok := c.Finished[job.JobID]; !ok {
-			return false, nil
-		}
-		delete(c.Finished, job.JobID)
-		return true, nil
-	}); err != nil {
-		m.cleanup(job.Dir)
-		return nil, fmt.Errorf("job %s: forget the result of its previous run: %w; the job was not launched", job.JobID, err)
-	}
 	pending := job.PendingTimeout
 	if pending <= 0 || pending > m.cfg.PendingTimeout {
 		pending = m.cfg.PendingTimeout // a job may only lower the site value
@@ -199,6 +187,17 @@ func (m *Manager) launch(ctx context.Context, job Job) (*Handle, error) {
 		m.log.Warn("sbatch printed a job id and then failed; the job exists in Slurm and is tracked",
 			"job_id", job.JobID, "slurm_job_id", id, "sbatch", late.Diag)
 		err = nil
+	}
+	var unparsed *scheduler.UnparsedSubmitError
+	if errors.As(err, &unparsed) {
+		// sbatch succeeded: Slurm may have taken the job although its
+		// answer is not a job id. Find it by name and marker and cancel it
+		// (never say "not launched" about a job that may run).
+		outcome := m.cancelByIdentity(ctx, job.Name, job.Marker)
+		m.cleanup(job.Dir)
+		m.log.Error("CRITICAL: sbatch succeeded but its answer is not a job id", "job_id", job.JobID, "err", err, "cancellation", outcome)
+		return nil, withHint(fmt.Errorf("job %s: %w; sbatch exited 0, so Slurm may have taken the job: %s", job.JobID, err, outcome),
+			"check what the sbatch on the parent's PATH prints ('sbatch --parsable' must print only the job id); launch again once it does")
 	}
 	if err != nil {
 		m.cleanup(job.Dir)
@@ -243,6 +242,20 @@ func (m *Manager) launch(ctx context.Context, job Job) (*Handle, error) {
 		m.log.Error("CRITICAL: submitted job has no handle", "job_id", job.JobID, "slurm_job_id", id, "cancellation", outcome)
 		return nil, fmt.Errorf("job %s: record handle of Slurm job %s: %w (cancellation: %s)", job.JobID, id, err, outcome)
 	}
+	// The new run supersedes the job's recorded result: a later Open that
+	// finds no job dir (removed by hand) must not report the previous
+	// run's result for this allocation (issue 9 item 11). Only now, with
+	// the handle written: a launch that failed keeps the old result.
+	if err := m.obs.withLock(ctx, func(c *cache) (bool, error) {
+		f, ok := c.Finished[job.JobID]
+		if !ok || f.SlurmJobID == id && f.SubmitTime.Equal(info.SubmitTime) {
+			return false, nil
+		}
+		delete(c.Finished, job.JobID)
+		return true, nil
+	}); err != nil {
+		m.log.Error("cannot forget the job's previous result; a status without its job dir may report it", "job_id", job.JobID, "err", err)
+	}
 	m.log.Info("job submitted", "job_id", job.JobID, "slurm_job_id", id, "job_name", job.Name)
 	return &Handle{m: m, info: info}, nil
 }
@@ -268,6 +281,36 @@ func (m *Manager) cancelVerified(ctx context.Context, info HandleInfo) string {
 		return fmt.Sprintf("failed (%v); %s", err, manual)
 	}
 	return "scancel sent"
+}
+
+// cancelByIdentity cancels every queued job of this account with the given
+// Slurm job name and comment marker (a job whose id sbatch did not tell
+// us), each after its squeue row proved it ours. It says what happened.
+func (m *Manager) cancelByIdentity(ctx context.Context, name, marker string) string {
+	cl := m.cfg.Client
+	manual := fmt.Sprintf("look for it with 'squeue --me --name=%s' and cancel it by hand", name)
+	q, err := cl.QueueAll(ctx)
+	if err != nil {
+		return fmt.Sprintf("it could not be looked for (%v); %s", err, manual)
+	}
+	var cancelled, failed []string
+	for _, r := range q.Rows {
+		if r.Ambiguous || r.UID != cl.UID || r.Name != name || r.Comment != marker || IsTerminal(r.State) {
+			continue
+		}
+		if err := cl.Cancel(ctx, r.JobID); err != nil {
+			failed = append(failed, fmt.Sprintf("%s (%v)", r.JobID, err))
+			continue
+		}
+		cancelled = append(cancelled, r.JobID)
+	}
+	switch {
+	case len(failed) > 0:
+		return fmt.Sprintf("scancel failed for Slurm job(s) %s; %s", strings.Join(failed, ", "), manual)
+	case len(cancelled) > 0:
+		return "cancelled Slurm job(s) " + strings.Join(cancelled, ", ") + " found by its name and marker"
+	}
+	return "no queued job of its name and marker was found"
 }
 
 func (m *Manager) staleError(job Job) error {

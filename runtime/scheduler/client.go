@@ -86,28 +86,53 @@ func resolve(name, configured, path string) (string, error) {
 }
 
 // trusted refuses a command that another account could replace: the file
-// must not be writable by every account, must be owned by root or by the
-// account that runs it (euid), and no directory above it may be writable
-// by every account unless it is sticky (like /tmp).
+// and every directory above it must be owned by root or by the account
+// that runs it (euid), and none may be writable by another account: not by
+// every account, and not by a group other than root's (gid 0). A sticky
+// directory (like /tmp) may be writable by others, since they cannot
+// rename or remove what they do not own in it.
 func trusted(real string, st os.FileInfo, euid int) error {
-	if st.Mode().Perm()&0o002 != 0 {
-		return fmt.Errorf("%s is writable by every account (mode %04o), so any of them could replace the command; fix: chmod o-w %s", real, st.Mode().Perm(), real)
-	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 && int(sys.Uid) != euid {
-		return fmt.Errorf("%s is owned by uid %d, neither root nor this account (uid %d), so that account could replace the command; fix: use the site's Slurm installation (owned by root) or one you own", real, sys.Uid, euid)
+	if err := trustedEntry(real, real, st, euid, false); err != nil {
+		return err
 	}
 	for dir := filepath.Dir(real); ; dir = filepath.Dir(dir) {
 		dst, err := os.Stat(dir)
 		if err != nil {
 			return fmt.Errorf("cannot check %s, a directory above %s: %v", dir, real, err)
 		}
-		if m := dst.Mode(); m.Perm()&0o002 != 0 && m&os.ModeSticky == 0 {
-			return fmt.Errorf("%s is in %s, which every account can write (mode %04o) and is not sticky, so any of them could replace the command; fix: chmod o-w %s, or install the command elsewhere", real, dir, m.Perm(), dir)
+		if err := trustedEntry(real, dir, dst, euid, true); err != nil {
+			return err
 		}
 		if dir == "/" || dir == "." {
 			return nil
 		}
 	}
+}
+
+// trustedEntry checks one entry (the command or a directory above it).
+func trustedEntry(command, path string, st os.FileInfo, euid int, isDir bool) error {
+	what := path + " is"
+	if path != command {
+		what = command + " is in " + path + ", which is"
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	if sys.Uid != 0 && int(sys.Uid) != euid {
+		return fmt.Errorf("%s owned by uid %d, neither root nor this account (uid %d), so that account could replace the command; fix: use the site's Slurm installation (owned by root) or one you own", what, sys.Uid, euid)
+	}
+	m := st.Mode()
+	if isDir && m&os.ModeSticky != 0 {
+		return nil
+	}
+	switch {
+	case m.Perm()&0o002 != 0:
+		return fmt.Errorf("%s writable by every account (mode %04o), so any of them could replace the command; fix: chmod o-w %s", what, m.Perm(), path)
+	case m.Perm()&0o020 != 0 && sys.Gid != 0:
+		return fmt.Errorf("%s writable by group %d (mode %04o), so its members could replace the command; fix: chmod g-w %s", what, sys.Gid, m.Perm(), path)
+	}
+	return nil
 }
 
 // Timeouts are the per-call limits of job_launcher.
@@ -168,7 +193,8 @@ func (c *Client) ProbeAccounting(ctx context.Context, timeout time.Duration) err
 // sbatch) with env, the scheduler environment of the compiled job, and
 // returns the job id and, for a multi-cluster answer, the cluster. When
 // sbatch printed a job id but failed, it returns the id with a
-// *SubmittedError.
+// *SubmittedError. When sbatch succeeded with an answer that is not
+// exactly a job id, it returns an *UnparsedSubmitError.
 func (c *Client) Submit(ctx context.Context, argv []string, env []string) (id, cluster string, err error) {
 	if len(argv) == 0 {
 		return "", "", fmt.Errorf("empty sbatch argv")
@@ -188,7 +214,11 @@ func (c *Client) Submit(ctx context.Context, argv []string, env []string) (id, c
 		}
 		return "", "", err
 	}
-	return ParseSubmit(r.Stdout)
+	id, cluster, err = ParseSubmit(r.Stdout)
+	if err != nil {
+		return "", "", &UnparsedSubmitError{Err: err}
+	}
+	return id, cluster, nil
 }
 
 // invalidJobID is what squeue prints when none of the ids it was asked

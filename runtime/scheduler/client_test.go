@@ -271,7 +271,7 @@ func TestResolvePathsTrust(t *testing.T) {
 	os.Chmod(sbatch, 0o755)
 
 	os.Chmod(bin, 0o777)
-	if _, err := ResolvePaths(schema.Executables{}, bin); err == nil || !strings.Contains(err.Error(), "which every account can write (mode 0777) and is not sticky") {
+	if _, err := ResolvePaths(schema.Executables{}, bin); err == nil || !strings.Contains(err.Error(), "which is writable by every account (mode 0777)") {
 		t.Errorf("world-writable directory: err = %v", err)
 	}
 	os.Chmod(bin, 0o777|os.ModeSticky) // sticky, like /tmp: others cannot replace our files
@@ -279,6 +279,33 @@ func TestResolvePathsTrust(t *testing.T) {
 		t.Errorf("sticky directory: %v", err)
 	}
 	os.Chmod(bin, 0o755)
+
+	// Writable by a group other than root's.
+	if os.Geteuid() == 0 {
+		os.Chown(sbatch, 0, 100)
+		os.Chmod(sbatch, 0o775)
+		if _, err := ResolvePaths(schema.Executables{}, bin); err == nil || !strings.Contains(err.Error(), "writable by group 100 (mode 0775)") {
+			t.Errorf("group-writable command: err = %v", err)
+		}
+		os.Chmod(sbatch, 0o755)
+		os.Chown(bin, 0, 100)
+		os.Chmod(bin, 0o775)
+		if _, err := ResolvePaths(schema.Executables{}, bin); err == nil || !strings.Contains(err.Error(), "writable by group 100 (mode 0775)") {
+			t.Errorf("group-writable directory: err = %v", err)
+		}
+		os.Chmod(bin, 0o755)
+		// A directory above the command owned by another account, sticky
+		// or not: that account could rename the command away.
+		os.Chown(bin, 4242, 0)
+		for _, mode := range []os.FileMode{0o755, 0o777 | os.ModeSticky} {
+			os.Chmod(bin, mode)
+			if _, err := ResolvePaths(schema.Executables{}, bin); err == nil || !strings.Contains(err.Error(), "which is owned by uid 4242") {
+				t.Errorf("directory owned by another account (mode %v): err = %v", mode, err)
+			}
+		}
+		os.Chown(bin, 0, 0)
+		os.Chmod(bin, 0o755)
+	}
 
 	// Owned by another account: as root, give the file to uid 4242; as
 	// any other account, check it against a different euid.
@@ -288,7 +315,7 @@ func TestResolvePathsTrust(t *testing.T) {
 		if err := os.Chown(sbatch, 4242, 4242); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ResolvePaths(schema.Executables{}, bin); err == nil || !strings.Contains(err.Error(), "owned by uid 4242, neither root nor this account (uid 0)") {
+		if _, err := ResolvePaths(schema.Executables{}, bin); err == nil || !strings.Contains(err.Error(), "is owned by uid 4242, neither root nor this account (uid 0)") {
 			t.Errorf("foreign owner: err = %v", err)
 		}
 	} else if err := trusted(sbatch, st, euid+1); err == nil || !strings.Contains(err.Error(), "neither root nor this account") {

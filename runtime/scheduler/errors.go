@@ -32,6 +32,16 @@ func (e *SubmittedError) Error() string {
 	return fmt.Sprintf("sbatch printed job id %s and then failed (%s): the job exists in Slurm", e.ID, e.Diag)
 }
 
+// UnparsedSubmitError is sbatch exiting 0 with an answer that is not
+// exactly a job id: Slurm may have taken the job, so the caller must look
+// for it (by name and marker) instead of saying it was not launched.
+type UnparsedSubmitError struct {
+	Err error // the protocol error describing the answer
+}
+
+func (e *UnparsedSubmitError) Error() string { return e.Err.Error() }
+func (e *UnparsedSubmitError) Unwrap() error { return e.Err }
+
 // ProtocolError is an answer that contradicts the formats and ownership
 // rules flare-slurm relies on. Like an unavailable scheduler, it never
 // makes a job terminal.

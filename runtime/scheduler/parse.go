@@ -266,8 +266,12 @@ func ParseAccounting(out []byte, loc *time.Location) (*Accounting, error) {
 // job id without leading zeros, an optional ";cluster", one optional line
 // end. Nothing else (no spaces, no second line) is taken for a job id.
 var submitRE = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^([1-9][0-9]{0,18})(?:;([A-Za-z0-9_-]+))?\n?$`)
+	return regexp.MustCompile(`^([1-9][0-9]{0,18})(?:;(` + ClusterNameChars + `))?\n?$`)
 })
+
+// ClusterNameChars is a Slurm cluster name as sbatch prints it after the
+// job id of a multi-cluster answer.
+const ClusterNameChars = `[A-Za-z0-9._-]+`
 
 // ParseSubmit reads `sbatch --parsable` output, "<id>" or "<id>;<cluster>"
 // exactly (submitRE). Anything else is an error.
