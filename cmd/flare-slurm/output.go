@@ -32,9 +32,21 @@ type cliError struct {
 
 func (e *cliError) Error() string { return e.Message }
 
-// usageErrorf reports a usage error (exit 2).
+// usageErrorf reports a usage error (exit 2). Main names the help of the
+// subcommand that failed in its hint (usageHint).
 func usageErrorf(format string, args ...any) error {
-	return &cliError{exit: 2, Code: "usage", Message: fmt.Sprintf(format, args...), Hint: "run 'flare-slurm --help' for usage"}
+	return &cliError{exit: 2, Code: "usage", Message: fmt.Sprintf(format, args...)}
+}
+
+// usageHint is the hint of a usage error raised by cmd: the help of the
+// subcommand that was run (flare-slurm validate --help), the root's only
+// when no subcommand was recognised.
+func usageHint(cmd *cobra.Command) string {
+	path := "flare-slurm"
+	if cmd != nil {
+		path = cmd.CommandPath()
+	}
+	return fmt.Sprintf("run '%s --help' for usage", path)
 }
 
 // failure reports a failed command (exit 1). code is a stable machine word
