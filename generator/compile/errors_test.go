@@ -188,6 +188,10 @@ func TestLoadWorkspaceRejects(t *testing.T) {
 		want   []string
 	}{
 		{"unknown args key", func(f *fixture) { f.Args["internal_connection_security"] = "mtls" }, []string{"slurm_launcher.args", "internal_connection_security"}},
+		// A hand-edited resources.json: a duration beyond 365 days would
+		// overflow time.Duration (issue 14 item 4).
+		{"poll_interval beyond 365 days", func(f *fixture) { f.Args["poll_interval"] = 1e10 }, []string{"poll_interval", "at most 31536000"}},
+		{"pending_timeout beyond 365 days", func(f *fixture) { f.Args["pending_timeout"] = 31536001.0 }, []string{"pending_timeout", "at most 31536000"}},
 		{"bad sandbox", func(f *fixture) { f.Args["sandbox"] = "docker" }, []string{"slurm_launcher.args.sandbox", "allowed: apptainer, pyxis, none"}},
 		{"relative python", func(f *fixture) { f.Args["python_path"] = "python3" }, []string{"python_path", "absolute"}},
 		{"bad port", func(f *fixture) { f.Args["internal_port"] = 70000.0 }, []string{"internal_port"}},

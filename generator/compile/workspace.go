@@ -335,8 +335,8 @@ func (ws *Workspace) loadLauncher() schema.Problems {
 		if v == nil {
 			return def
 		}
-		if math.IsNaN(*v) || math.IsInf(*v, 0) || *v <= 0 {
-			add(key, "must be a finite number greater than 0", "")
+		if math.IsNaN(*v) || math.IsInf(*v, 0) || *v <= 0 || *v > schema.MaxSeconds {
+			add(key, fmt.Sprintf("must be a number of seconds greater than 0 and at most %d (365 days)", schema.MaxSeconds), "")
 			return def
 		}
 		return *v
