@@ -3,6 +3,7 @@ package schema
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -121,10 +122,18 @@ func siteView(v any, site string) any {
 	return root
 }
 
-// jobMetaKeyHook phrases unknown job-owned Slurm keys.
+// jobMetaKeyHook phrases unknown job-owned Slurm keys; a key Slurm users
+// know by another name (mem) gets the job's name for it (mem_per_node), a
+// site-owned sbatch directive (partition) says it is the site's.
 func jobMetaKeyHook(parent, key string, allowed []string) (string, string, bool) {
 	if (strings.HasPrefix(parent, "launcher_spec.") || strings.HasPrefix(parent, "resource_spec.")) && strings.HasSuffix(parent, ".slurm") {
-		return "unsupported job-owned Slurm key (allowed: " + strings.Join(JobSlurmKeys, ", ") + ")", didYouMean(key, allowed), true
+		hint := didYouMean(key, allowed)
+		if k, ok := jobKeyAliases[strings.ToLower(key)]; ok {
+			hint = fmt.Sprintf("did you mean `%s.%s`?", parent, k)
+		} else if slices.Contains(DirectiveKeys, strings.ToLower(key)) {
+			hint = fmt.Sprintf("the site sets `%s`: job_launcher.sbatch_directives.%[1]s in its slurm.yaml", strings.ToLower(key))
+		}
+		return "unsupported job-owned Slurm key (allowed: " + strings.Join(JobSlurmKeys, ", ") + ")", hint, true
 	}
 	return "", "", false
 }

@@ -105,7 +105,7 @@ func TestJobMetaProblems(t *testing.T) {
 		{"study type", "", `{"study": 3}`, []string{`meta.json:1:11: study: must be a string (got integer)`}},
 		{"unknown slurm key", "", `{"launcher_spec": {"default": {"slurm": {"node": 2, "partition": "x"}}}}`, []string{
 			"meta.json:1:42: launcher_spec.default.slurm.node: unsupported job-owned Slurm key (allowed: image, nodes, gpus_per_node, cpus_per_node, mem_per_node, time, pending_timeout, additional_node_command) (did you mean `nodes`?)",
-			"meta.json:1:53: launcher_spec.default.slurm.partition: unsupported job-owned Slurm key (allowed: image, nodes, gpus_per_node, cpus_per_node, mem_per_node, time, pending_timeout, additional_node_command)",
+			"meta.json:1:53: launcher_spec.default.slurm.partition: unsupported job-owned Slurm key (allowed: image, nodes, gpus_per_node, cpus_per_node, mem_per_node, time, pending_timeout, additional_node_command) (the site sets `partition`: job_launcher.sbatch_directives.partition in its slurm.yaml)",
 		}},
 		{"slurm values", "", `{"launcher_spec": {"s": {"slurm": {"nodes": 0, "gpus_per_node": 1.5, "cpus_per_node": "4", "mem_per_node": 0, "time": "1 h", "pending_timeout": 0, "image": "rel"}}}}`, []string{
 			`meta.json:1:45: launcher_spec.s.slurm.nodes: must be at least 1 (got 0)`,

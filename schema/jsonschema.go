@@ -153,7 +153,9 @@ func (noLoader) Load(u string) (any, error) {
 
 // keyHook lets a document kind phrase an unknown key its own way: it gets
 // the dotted path of the mapping, the key and the allowed keys, and returns
-// the message and hint, or ok false for the default wording.
+// the message and hint, or ok false for the default wording (with ok false,
+// a non-empty hint still replaces the default did-you-mean: a key that
+// belongs elsewhere).
 type keyHook func(parent, key string, allowed []string) (message, hint string, ok bool)
 
 // valueHook lets a document kind rephrase a value error: it gets the dotted
@@ -229,7 +231,9 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 				if len(allowed) > 0 {
 					msg += " (allowed: " + strings.Join(allowed, ", ") + ")"
 				}
-				hint = didYouMean(key, allowed)
+				if hint == "" {
+					hint = didYouMean(key, allowed)
+				}
 			}
 			r.t.add(n, joinPath(l.path, key), msg, hint)
 		}
@@ -251,6 +255,14 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 				}
 			}
 			hint = didYouMeanValue(got, want)
+		}
+		r.t.add(l.val, l.path, r.message(e, l.path, l.val), hint)
+	case *kind.Const:
+		hint := ""
+		got, ok1 := k.Got.(string)
+		want, ok2 := k.Want.(string)
+		if ok1 && ok2 {
+			hint = didYouMeanValue(got, []string{want})
 		}
 		r.t.add(l.val, l.path, r.message(e, l.path, l.val), hint)
 	default:

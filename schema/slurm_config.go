@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -144,12 +145,28 @@ func (t *tree) slurmConfig() (*SlurmConfig, Problems) {
 	return cfg, nil
 }
 
-// slurmKeyHook phrases unknown sbatch directives.
+// slurmKeyHook phrases unknown sbatch directives, and says where a key
+// that belongs elsewhere goes: a directive straight under job_launcher
+// (or parent, or the top level) into its sbatch_directives, a job's size
+// (mem, gpus) into the job's meta.json.
 func slurmKeyHook(parent, key string, allowed []string) (string, string, bool) {
+	hint := jobOwnedHint(key)
 	if strings.HasSuffix(parent, "sbatch_directives") {
-		return "unsupported sbatch directive (allowed: " + strings.Join(DirectiveKeys, ", ") + ")", didYouMean(key, allowed), true
+		if hint == "" {
+			hint = didYouMean(key, allowed)
+		}
+		return "unsupported sbatch directive (allowed: " + strings.Join(DirectiveKeys, ", ") + ")", hint, true
 	}
-	return "", "", false
+	if hint == "" && slices.Contains(DirectiveKeys, strings.ToLower(key)) {
+		owner := parent
+		if owner == "" {
+			owner = "job_launcher"
+		}
+		if owner == "job_launcher" || owner == "parent" {
+			hint = fmt.Sprintf("did you mean `%s.sbatch_directives.%s`?", owner, strings.ToLower(key))
+		}
+	}
+	return "", hint, false
 }
 
 // result returns the problems found, sorted and without repeats; nil when

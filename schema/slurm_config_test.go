@@ -222,7 +222,7 @@ func TestSlurmConfigProblems(t *testing.T) {
 		{"unsupported directive", head + "  sbatch_directives:\n    partiton: gpu\n    nodes: 2\n",
 			[]string{
 				"f.yaml:6:5: job_launcher.sbatch_directives.partiton: unsupported sbatch directive (allowed: partition, account, qos, time, constraint, reservation) (did you mean `partition`?)",
-				"f.yaml:7:5: job_launcher.sbatch_directives.nodes: unsupported sbatch directive (allowed: partition, account, qos, time, constraint, reservation)",
+				"f.yaml:7:5: job_launcher.sbatch_directives.nodes: unsupported sbatch directive (allowed: partition, account, qos, time, constraint, reservation) (a job's size is the job's to ask for: `nodes` under launcher_spec.<site>.slurm in its meta.json)",
 			}},
 		{"parent directive whitespace", head + "parent:\n  sbatch_directives: {time: \"1 day\"}\n",
 			[]string{`f.yaml:6:29: parent.sbatch_directives.time: must not contain whitespace (got "1 day")`}},

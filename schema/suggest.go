@@ -21,6 +21,37 @@ func didYouMean(key string, allowed []string) string {
 	return fmt.Sprintf("did you mean `%s`?", best)
 }
 
+// jobKeyAliases maps the names Slurm users give a job's size (sbatch's
+// --mem, --gpus, --cpus-per-task, and the job-owned keys themselves) to
+// the job-owned key in a job's meta.json that holds it.
+var jobKeyAliases = map[string]string{
+	"mem":           "mem_per_node",
+	"memory":        "mem_per_node",
+	"mem_per_cpu":   "mem_per_node",
+	"mem_per_node":  "mem_per_node",
+	"gpus":          "gpus_per_node",
+	"gres":          "gpus_per_node",
+	"gpus_per_node": "gpus_per_node",
+	"cpus":          "cpus_per_node",
+	"cpus_per_task": "cpus_per_node",
+	"cpus_per_node": "cpus_per_node",
+	"nodes":         "nodes",
+}
+
+// jobOwnedHint says where a job's size given in a slurm.yaml belongs: the
+// job's meta.json (launcher_spec.<site>.slurm), or "" for another key.
+func jobOwnedHint(key string) string {
+	k, ok := jobKeyAliases[strings.ToLower(key)]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("a job's size is the job's to ask for: `%s` under launcher_spec.<site>.slurm in its meta.json", k)
+}
+
+// SuggestValue is did-you-mean for a command-line value (--kind Kit): the
+// closest of allowed regardless of case, as "did you mean `kit`?", or "".
+func SuggestValue(got string, allowed []string) string { return didYouMeanValue(got, allowed) }
+
 // didYouMeanValue suggests the closest allowed value for a misspelt one;
 // unlike keys, short values must be mostly right ("rw" is not a typo of
 // "ro"). Case is ignored (`NONE` suggests `none`) and an adjacent

@@ -29,6 +29,7 @@ const (
 	msgMergeKey     = "YAML merge keys (<<) are not supported"
 	msgDuplicate    = "duplicate key"
 	msgTag          = "YAML tag "
+	msgTabIndent    = "a tab is used for indentation (YAML indents with spaces only)"
 )
 
 // tree is one parsed input file: the YAML node tree (for positions and
@@ -77,7 +78,8 @@ func parseTree(file string, data []byte) *tree {
 		return t
 	}
 	doc, err := decodeOne(data)
-	if err != nil && json.Valid(data) {
+	isJSON := err != nil && json.Valid(data)
+	if isJSON {
 		// JSON allows tabs where YAML does not; in valid JSON a tab can only
 		// be whitespace between tokens, so a space keeps every column.
 		doc, err = decodeOne(bytes.ReplaceAll(data, []byte("\t"), []byte(" ")))
@@ -88,6 +90,13 @@ func parseTree(file string, data []byte) *tree {
 			p.Line, _ = strconv.Atoi(m[1])
 			p.Column = 1
 			p.Message = msgNotYAML + m[2]
+			if !isJSON && (strings.Contains(m[2], "tab") || strings.Contains(m[2], "cannot start any token")) {
+				if l, c := tabIndent(data, p.Line); l > 0 {
+					p.Line, p.Column = l, c
+					p.Message = msgNotYAML + msgTabIndent
+					p.Hint = "replace the tab with spaces"
+				}
+			}
 		}
 		t.probs = append(t.probs, p)
 		return t
@@ -104,6 +113,25 @@ func parseTree(file string, data []byte) *tree {
 	t.root = root
 	t.value = t.convert(root, nil, "", "")
 	return t
+}
+
+// tabIndent finds the tab YAML refused as indentation: the first tab in the
+// leading whitespace of line or of the line after it (yaml.v3 reports some
+// of these errors on the line before the tab). It returns the tab's 1-based
+// line and column, or 0, 0 when neither line is indented with a tab.
+func tabIndent(data []byte, line int) (int, int) {
+	lines := bytes.Split(data, []byte("\n"))
+	for l := max(line, 1); l <= line+1 && l <= len(lines); l++ {
+		for i, c := range lines[l-1] {
+			if c == '\t' {
+				return l, i + 1
+			}
+			if c != ' ' {
+				break
+			}
+		}
+	}
+	return 0, 0
 }
 
 // decodeOne decodes exactly one YAML document; a second one is an error.

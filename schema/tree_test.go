@@ -18,7 +18,8 @@ func TestInputShapes(t *testing.T) {
 		{"scalar", "hello\n", []string{"c.yaml:1:1: top level must be a mapping (got string)"}},
 		{"list", "- a\n", []string{"c.yaml:1:1: top level must be a mapping (got list)"}},
 		{"syntax error", "a: b\n c: d: e\n", []string{"c.yaml:2:1: not valid YAML: mapping values are not allowed in this context"}},
-		{"tab indentation", "a:\n\tb: c\n", []string{"c.yaml:2:1: not valid YAML: found character that cannot start any token"}},
+		{"tab indentation", "a:\n\tb: c\n", []string{"c.yaml:2:1: not valid YAML: a tab is used for indentation (YAML indents with spaces only) (replace the tab with spaces)"}},
+		{"tab after spaces, reported on the line before", "a:\n  b: c\n  \td: e\n", []string{"c.yaml:3:3: not valid YAML: a tab is used for indentation (YAML indents with spaces only) (replace the tab with spaces)"}},
 		{"two documents", "a: 1\n---\nb: 2\n", []string{"c.yaml:2:1: not valid YAML: the file holds more than one YAML document"}},
 		{"binary", "\x00\x01\x02", []string{"c.yaml: not valid YAML: control characters are not allowed"}},
 	} {

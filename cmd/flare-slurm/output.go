@@ -49,6 +49,15 @@ func usageHint(cmd *cobra.Command) string {
 	return fmt.Sprintf("run '%s --help' for usage", path)
 }
 
+// suggestion is ": did you mean `x`?" for a command-line value close to one
+// of allowed (case ignored), or "".
+func suggestion(got string, allowed []string) string {
+	if s := schema.SuggestValue(got, allowed); s != "" {
+		return ": " + s
+	}
+	return ""
+}
+
 // failure reports a failed command (exit 1). code is a stable machine word
 // such as "invalid_config"; message says what failed and where; hint says
 // what to do.

@@ -46,7 +46,7 @@ and a schema as the data of that envelope.`,
 				}
 				src, ok := schema.Source(args[0])
 				if !ok {
-					return usageErrorf("unknown schema %q (one of %s)", args[0], strings.Join(schema.Names(), ", "))
+					return usageErrorf("unknown schema %q (one of %s)%s", args[0], strings.Join(schema.Names(), ", "), suggestion(args[0], schema.Names()))
 				}
 				if asJSON {
 					return a.printOK(json.RawMessage(src))

@@ -78,7 +78,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 					return usageErrorf("validate needs at least one PATH")
 				}
 				if kind != "" && !slices.Contains(schema.Kinds(), kind) {
-					return usageErrorf("unknown --kind %q (one of %s)", kind, strings.Join(schema.Kinds(), ", "))
+					return usageErrorf("unknown --kind %q (one of %s)%s", kind, strings.Join(schema.Kinds(), ", "), suggestion(kind, schema.Kinds()))
 				}
 				if site != "" {
 					if msg := schema.CheckSiteName(site); msg != "" {
