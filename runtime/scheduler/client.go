@@ -7,6 +7,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,9 +28,13 @@ type Paths struct {
 
 // ResolvePaths finds each command from its executables entry or, when
 // unset, from path (a PATH value), canonicalises it and requires an
-// executable regular file.
-func ResolvePaths(exe schema.Executables, path string) (Paths, error) {
+// executable regular file. settings is the file the executables entries
+// come from (the workspace's local/resources.json(.default)); each error
+// names it, or the parent's PATH. Every command that cannot be used is
+// reported, one per line, not only the first.
+func ResolvePaths(exe schema.Executables, path, settings string) (Paths, error) {
 	var p Paths
+	var errs []error
 	for _, e := range []struct {
 		name       string
 		configured string
@@ -40,20 +45,28 @@ func ResolvePaths(exe schema.Executables, path string) (Paths, error) {
 		{"sacct", exe.Sacct, &p.Sacct},
 		{"scancel", exe.Scancel, &p.Scancel},
 	} {
-		resolved, err := resolve(e.name, e.configured, path)
+		resolved, err := resolve(e.name, e.configured, path, settings)
 		if err != nil {
-			return Paths{}, err
+			errs = append(errs, err)
+			continue
 		}
 		*e.dst = resolved
+	}
+	if len(errs) > 0 {
+		return Paths{}, errors.Join(errs...)
 	}
 	return p, nil
 }
 
-func resolve(name, configured, path string) (string, error) {
+func resolve(name, configured, path, settings string) (string, error) {
 	candidate := configured
-	where := "executables." + name
+	entry := "job_launcher.executables." + name
+	if settings != "" {
+		entry = "executables." + name + " in " + settings
+	}
+	where := entry
 	if candidate == "" {
-		where = "PATH"
+		where = "the parent's PATH"
 		for _, dir := range filepath.SplitList(path) {
 			if dir == "" || !filepath.IsAbs(dir) {
 				continue
@@ -65,7 +78,7 @@ func resolve(name, configured, path string) (string, error) {
 			}
 		}
 		if candidate == "" {
-			return "", fmt.Errorf("required Slurm command %s was not found on PATH; set job_launcher.executables.%s or fix the parent's environment", name, name)
+			return "", fmt.Errorf("required Slurm command %s was not found on the parent's PATH; set %s or add its directory to the parent's PATH", name, entry)
 		}
 	}
 	if !filepath.IsAbs(candidate) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -199,21 +200,34 @@ func TestResolvePaths(t *testing.T) {
 	// A stable symlink is followed to its target.
 	os.Mkdir(filepath.Join(dir, "current"), 0o755)
 	os.Symlink(filepath.Join(bin, "sbatch"), filepath.Join(dir, "current", "sbatch"))
-	p, err := ResolvePaths(schema.Executables{Sbatch: filepath.Join(dir, "current", "sbatch")}, "/nonexistent:"+bin)
+	p, err := ResolvePaths(schema.Executables{Sbatch: filepath.Join(dir, "current", "sbatch")}, "/nonexistent:"+bin, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Sbatch != filepath.Join(bin, "sbatch") || p.Scancel != filepath.Join(bin, "scancel") {
 		t.Fatalf("paths %+v", p)
 	}
-	if _, err := ResolvePaths(schema.Executables{}, "/nonexistent"); err == nil || !strings.Contains(err.Error(), "sbatch was not found on PATH") {
-		t.Fatalf("err = %v", err)
+	// Every command that cannot be used is reported, one per line, each
+	// naming the settings file to fix or the parent's PATH.
+	const settings = "/ws/local/resources.json.default"
+	_, err = ResolvePaths(schema.Executables{Scancel: filepath.Join(dir, "nope")}, "/nonexistent", settings)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	want := []string{
+		"required Slurm command sbatch was not found on the parent's PATH; set executables.sbatch in " + settings + " or add its directory to the parent's PATH",
+		"required Slurm command squeue was not found on the parent's PATH; set executables.squeue in " + settings + " or add its directory to the parent's PATH",
+		"required Slurm command sacct was not found on the parent's PATH; set executables.sacct in " + settings + " or add its directory to the parent's PATH",
+		"executables.scancel in " + settings + ": cannot resolve " + filepath.Join(dir, "nope") + ": lstat " + filepath.Join(dir, "nope") + ": no such file or directory",
+	}
+	if got := strings.Split(err.Error(), "\n"); !slices.Equal(got, want) {
+		t.Fatalf("errors:\n got %q\nwant %q", got, want)
 	}
 	os.WriteFile(filepath.Join(dir, "plain"), []byte("x"), 0o644)
-	if _, err := ResolvePaths(schema.Executables{Squeue: filepath.Join(dir, "plain")}, bin); err == nil || !strings.Contains(err.Error(), "executables.squeue") {
+	if _, err := ResolvePaths(schema.Executables{Squeue: filepath.Join(dir, "plain")}, bin, ""); err == nil || !strings.Contains(err.Error(), "executables.squeue") {
 		t.Fatalf("err = %v", err)
 	}
-	if _, err := ResolvePaths(schema.Executables{Sacct: bin}, bin); err == nil || !strings.Contains(err.Error(), "not an executable regular file") {
+	if _, err := ResolvePaths(schema.Executables{Sacct: bin}, bin, ""); err == nil || !strings.Contains(err.Error(), "not an executable regular file") {
 		t.Fatalf("dir: err = %v", err)
 	}
 }
@@ -260,22 +274,22 @@ func TestResolvePathsTrust(t *testing.T) {
 	for _, n := range []string{"sbatch", "squeue", "sacct", "scancel"} {
 		script(t, bin, n, "exit 0")
 	}
-	if _, err := ResolvePaths(schema.Executables{}, bin); err != nil {
+	if _, err := ResolvePaths(schema.Executables{}, bin, ""); err != nil {
 		t.Fatalf("trusted commands: %v", err)
 	}
 	sbatch := filepath.Join(bin, "sbatch")
 	os.Chmod(sbatch, 0o757)
-	if _, err := ResolvePaths(schema.Executables{}, bin); err == nil || !strings.Contains(err.Error(), "writable by every account (mode 0757)") || !strings.Contains(err.Error(), "chmod o-w "+sbatch) {
+	if _, err := ResolvePaths(schema.Executables{}, bin, ""); err == nil || !strings.Contains(err.Error(), "writable by every account (mode 0757)") || !strings.Contains(err.Error(), "chmod o-w "+sbatch) {
 		t.Errorf("world-writable command: err = %v", err)
 	}
 	os.Chmod(sbatch, 0o755)
 
 	os.Chmod(bin, 0o777)
-	if _, err := ResolvePaths(schema.Executables{}, bin); err == nil || !strings.Contains(err.Error(), "which is writable by every account (mode 0777)") {
+	if _, err := ResolvePaths(schema.Executables{}, bin, ""); err == nil || !strings.Contains(err.Error(), "which is writable by every account (mode 0777)") {
 		t.Errorf("world-writable directory: err = %v", err)
 	}
 	os.Chmod(bin, 0o777|os.ModeSticky) // sticky, like /tmp: others cannot replace our files
-	if _, err := ResolvePaths(schema.Executables{}, bin); err != nil {
+	if _, err := ResolvePaths(schema.Executables{}, bin, ""); err != nil {
 		t.Errorf("sticky directory: %v", err)
 	}
 	os.Chmod(bin, 0o755)
@@ -284,13 +298,13 @@ func TestResolvePathsTrust(t *testing.T) {
 	if os.Geteuid() == 0 {
 		os.Chown(sbatch, 0, 100)
 		os.Chmod(sbatch, 0o775)
-		if _, err := ResolvePaths(schema.Executables{}, bin); err == nil || !strings.Contains(err.Error(), "writable by group 100 (mode 0775)") {
+		if _, err := ResolvePaths(schema.Executables{}, bin, ""); err == nil || !strings.Contains(err.Error(), "writable by group 100 (mode 0775)") {
 			t.Errorf("group-writable command: err = %v", err)
 		}
 		os.Chmod(sbatch, 0o755)
 		os.Chown(bin, 0, 100)
 		os.Chmod(bin, 0o775)
-		if _, err := ResolvePaths(schema.Executables{}, bin); err == nil || !strings.Contains(err.Error(), "writable by group 100 (mode 0775)") {
+		if _, err := ResolvePaths(schema.Executables{}, bin, ""); err == nil || !strings.Contains(err.Error(), "writable by group 100 (mode 0775)") {
 			t.Errorf("group-writable directory: err = %v", err)
 		}
 		os.Chmod(bin, 0o755)
@@ -299,7 +313,7 @@ func TestResolvePathsTrust(t *testing.T) {
 		os.Chown(bin, 4242, 0)
 		for _, mode := range []os.FileMode{0o755, 0o777 | os.ModeSticky} {
 			os.Chmod(bin, mode)
-			if _, err := ResolvePaths(schema.Executables{}, bin); err == nil || !strings.Contains(err.Error(), "which is owned by uid 4242") {
+			if _, err := ResolvePaths(schema.Executables{}, bin, ""); err == nil || !strings.Contains(err.Error(), "which is owned by uid 4242") {
 				t.Errorf("directory owned by another account (mode %v): err = %v", mode, err)
 			}
 		}
@@ -315,7 +329,7 @@ func TestResolvePathsTrust(t *testing.T) {
 		if err := os.Chown(sbatch, 4242, 4242); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ResolvePaths(schema.Executables{}, bin); err == nil || !strings.Contains(err.Error(), "is owned by uid 4242, neither root nor this account (uid 0)") {
+		if _, err := ResolvePaths(schema.Executables{}, bin, ""); err == nil || !strings.Contains(err.Error(), "is owned by uid 4242, neither root nor this account (uid 0)") {
 			t.Errorf("foreign owner: err = %v", err)
 		}
 	} else if err := trusted(sbatch, st, euid+1); err == nil || !strings.Contains(err.Error(), "neither root nor this account") {

@@ -67,7 +67,7 @@ func Open(ctx context.Context, root string, o Options) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot find the account name of uid %d (sacct reports jobs by name): %v", uid, err)
 	}
-	paths, err := scheduler.ResolvePaths(ws.Launcher.Executables, lookup(o.Environ, "PATH"))
+	paths, err := scheduler.ResolvePaths(ws.Launcher.Executables, lookup(o.Environ, "PATH"), ws.ResourcesFile)
 	if err != nil {
 		return nil, err
 	}
