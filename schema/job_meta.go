@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/flare-slurm/flare-slurm/internal/shell"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // JobSlurmKeys are the job-owned Slurm keys of launcher_spec.<site>.slurm.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 //go:embed *.schema.json
@@ -500,16 +500,4 @@ func ratText(r *big.Rat) string {
 	}
 	f, _ := r.Float64()
 	return fmt.Sprint(f)
-}
-
-// keyPos is the key node of the value at ptr, or the value node.
-func (t *tree) keyPos(ptr string) *yaml.Node {
-	l, ok := t.locs[ptr]
-	if !ok {
-		return nil
-	}
-	if l.key != nil {
-		return l.key
-	}
-	return l.val
 }

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"sync"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // maxInputBytes caps what a loader reads: every input is a small hand-written

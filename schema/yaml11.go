@@ -26,7 +26,7 @@ import (
 	"strings"
 	"sync"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // MsgYAML11Prefix starts the message of every reading difference.

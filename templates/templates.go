@@ -117,10 +117,3 @@ func RenderBlock(file, block string, data any) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
-
-// Names lists the embedded template files, partials included, sorted.
-func Names() []string {
-	names, _ := fs.Glob(files, "*.tmpl")
-	sort.Strings(names)
-	return names
-}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/google/renameio/v2"
@@ -166,20 +164,6 @@ func problemsText(ps schema.Problems) string {
 		lines[i] = p.String()
 	}
 	return strings.Join(lines, "\n")
-}
-
-// problemsUnder are the problems of path: those of the file itself or, for
-// a directory (a kit), of any file inside it.
-func problemsUnder(path string, ps schema.Problems) schema.Problems {
-	var out schema.Problems
-	clean := filepath.Clean(path)
-	for _, p := range ps {
-		f := filepath.Clean(p.File)
-		if f == clean || strings.HasPrefix(f, clean+string(os.PathSeparator)) {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // completeFormats completes --format.

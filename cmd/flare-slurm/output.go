@@ -65,11 +65,6 @@ func failure(code, message, hint string, problems schema.Problems) error {
 	return &cliError{exit: 1, Code: code, Message: message, Hint: hint, Problems: problems}
 }
 
-// failureExit is failure with an explicit exit code (for wait and status).
-func failureExit(exit int, code, message, hint string) error {
-	return &cliError{exit: exit, Code: code, Message: message, Hint: hint}
-}
-
 // resultExit ends a command whose result is already printed with exit code
 // exit; without --json, message also goes to stderr.
 func resultExit(exit int, message string) error {

@@ -113,7 +113,7 @@ func (p *Plan) Compile(env Environ) (*Artifacts, error) {
 
 // CompileRedacted renders the artifacts with every secret value replaced by
 // Redacted; it still requires every secret source to be set, exactly as a
-// launch would, unless the plan is a review plan (ResolveReview), whose
+// launch would, unless the plan is a review plan (ParseAndResolveReview), whose
 // unset sources are redacted like the rest.
 func (p *Plan) CompileRedacted(env Environ) (*Artifacts, error) {
 	if p.review {

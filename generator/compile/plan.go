@@ -22,8 +22,8 @@ type Plan struct {
 	workspaceSecrets []string
 	credentials      []credential
 	secretEnvFile    string   // the study runtime file, for error messages
-	review           bool     // made by ResolveReview
-	reviewNotes      []string // what a review (ResolveReview) did not check
+	review           bool     // made by ParseAndResolveReview
+	reviewNotes      []string // what a review (ParseAndResolveReview) did not check
 }
 
 type credential struct{ name, value string }
@@ -171,7 +171,7 @@ func marshalJSON(v any) ([]byte, error) {
 // Notes are remarks about a valid plan that the operator should see: a
 // job whose study has no entry in local/study_runtime.yaml runs with the
 // site settings (the contract allows it, but it is easy to miss); and, for
-// a review plan, each check ResolveReview did not run.
+// a review plan, each check ParseAndResolveReview did not run.
 func (p *Plan) Notes() []string {
 	var notes []string
 	if p.view.Study != "" && !p.view.StudyConfigured {
@@ -180,22 +180,6 @@ func (p *Plan) Notes() []string {
 	return append(notes, p.reviewNotes...)
 }
 
-func (p *Plan) JobID() string           { return p.view.JobID }
-func (p *Plan) JobKey() string          { return p.view.JobKey }
-func (p *Plan) JobDir() string          { return p.view.JobDir }
 func (p *Plan) JobName() string         { return p.view.JobName }
-func (p *Plan) Comment() string         { return p.view.Comment }
-func (p *Plan) Site() string            { return p.view.Site }
-func (p *Plan) RunDir() string          { return p.view.RunDir }
 func (p *Plan) Sandbox() string         { return p.view.Sandbox }
-func (p *Plan) Nodes() int              { return p.view.Resources.Nodes }
 func (p *Plan) PendingTimeout() float64 { return p.view.Resources.PendingTimeout }
-
-// SecretNames lists the names secret.env will hold, sorted.
-func (p *Plan) SecretNames() []string {
-	names := make([]string, len(p.view.SecretEnv))
-	for i, s := range p.view.SecretEnv {
-		names[i] = s.Name
-	}
-	return names
-}

@@ -122,7 +122,11 @@ func ParseAndResolve(ws *Workspace, file string, data []byte, env Environ) (*Pla
 	return parseAndResolve(ws, file, data, env, false)
 }
 
-// ParseAndResolveReview is ParseAndResolve with ResolveReview: for render.
+// ParseAndResolveReview is ParseAndResolve for a dry run (render) that
+// submits nothing: a run directory that does not exist yet and secret
+// sources that are not set in this environment are not refused;
+// Plan.Notes says they were not checked. Compile of such a plan fails;
+// CompileRedacted redacts them.
 func ParseAndResolveReview(ws *Workspace, file string, data []byte, env Environ) (*Plan, *Request, error) {
 	return parseAndResolve(ws, file, data, env, true)
 }

@@ -101,14 +101,6 @@ func Resolve(ws *Workspace, req *Request, env Environ) (*Plan, error) {
 	return resolve(ws, req, env, false)
 }
 
-// ResolveReview is Resolve for a dry run (render) that submits nothing: a
-// run directory that does not exist yet and secret sources that are not set
-// in this environment are not refused; Plan.Notes says they were not
-// checked. Compile of such a plan fails; CompileRedacted redacts them.
-func ResolveReview(ws *Workspace, req *Request, env Environ) (*Plan, error) {
-	return resolve(ws, req, env, true)
-}
-
 func resolve(ws *Workspace, req *Request, env Environ, review bool) (*Plan, error) {
 	if ws == nil || req == nil {
 		return nil, errors.New("compile: Resolve needs a workspace and a request")

@@ -228,9 +228,6 @@ func syncDirs(ds ...*dirfd.Dir) error {
 	return nil
 }
 
-// Installed says whether the new workspace is at the output.
-func (s *Staging) Installed() bool { return s.installed }
-
 // Close removes the staging directory with whatever it holds (the new
 // tree of a prepare that did not install it, or the old workspace after a
 // swap), unless it holds the only copy of the old workspace. A prepare

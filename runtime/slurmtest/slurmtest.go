@@ -517,7 +517,7 @@ func (c *Cluster) WriteFile(t testing.TB, rootPath string, data []byte, mode os.
 // CopyIn copies the host file hostSrc to rootDst inside the root, owned by the
 // test account, keeping the source's permission bits. Parent directories must
 // exist (see Mkdir, TempDir). Use it for statically built binaries
-// (CGO_ENABLED=0), e.g. the CLI or a test helper; see also InstallGoBinary.
+// (CGO_ENABLED=0), e.g. the CLI or a test helper.
 func (c *Cluster) CopyIn(t testing.TB, hostSrc, rootDst string) {
 	t.Helper()
 	f, err := os.Open(hostSrc)
@@ -556,24 +556,6 @@ func (c *Cluster) install(t testing.TB, rootDst string, r io.Reader, mode os.Fil
 		os.Remove(tmp.Name())
 		t.Fatalf("slurmtest: writing %s: %v", rootDst, err)
 	}
-}
-
-// InstallGoBinary builds the Go package pkg (an import path or a ./relative
-// path as `go build` takes it, resolved from the test's working directory)
-// with CGO_ENABLED=0, copies it into a fresh private directory inside the root
-// and returns its path inside the root.
-func (c *Cluster) InstallGoBinary(t testing.TB, pkg string) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "bin")
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("slurmtest: go build %s: %v\n%s", pkg, err, b)
-	}
-	dir := c.TempDir(t)
-	dst := filepath.Join(dir, filepath.Base(strings.TrimSuffix(pkg, "/...")))
-	c.CopyIn(t, out, dst)
-	return dst
 }
 
 // Python is the interpreter of the root (Debian 13: Python 3.13), with
