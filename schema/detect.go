@@ -232,7 +232,7 @@ func KitNotes(kitDir string) Problems {
 	var out Problems
 	for _, p := range KitConfigs(kitDir) {
 		if filepath.Base(p) != "config.yaml" {
-			out = append(out, Problem{File: p,
+			out = append(out, Problem{File: p, Code: WarnKitConfigName,
 				Message: "is checked with the kit, but prepare reads KIT/config.yaml by default, not " + filepath.Base(p),
 				Hint:    "run 'flare-slurm prepare KIT --config " + p + "', or rename it to config.yaml"})
 		}

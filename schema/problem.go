@@ -19,6 +19,8 @@ type Problem struct {
 	Path    string `json:"path"`   // dotted field path, e.g. "job_launcher.sbatch_directives.partition"; "" for the whole file
 	Message string `json:"message"`
 	Hint    string `json:"hint"` // what to do; "" when there is nothing to add
+	// Code is a warning's code (WarningCodes); "" for a problem.
+	Code string `json:"code,omitempty"`
 }
 
 // String renders "file:line:column: path: message (hint)", leaving out the

@@ -343,7 +343,7 @@ func ReadingDifferences(file string, data []byte, textPaths func(path string) bo
 		default:
 			hint += numberHint(n)
 		}
-		out = append(out, Problem{File: file, Line: n.Line, Column: n.Column, Path: path, Message: msg, Hint: hint})
+		out = append(out, Problem{File: file, Line: n.Line, Column: n.Column, Path: path, Message: msg, Hint: hint, Code: WarnYAML11Reading})
 	}
 	walk = func(n *yaml.Node, path string) {
 		switch n.Kind {

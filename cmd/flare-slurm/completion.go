@@ -86,17 +86,18 @@ func isCompletionShell(s string) bool {
 // command has it: one rule per flag name. Every flag that takes a value
 // has an entry (TestEveryValueFlagCompletes).
 var flagCompletions = map[string]cobra.CompletionFunc{
-	"workspace": completeDirs,
-	"kit":       completeDirs,
-	"output":    completeDirs,
-	"against":   completeDirs,
-	"config":    completeFilesWithExt("yaml", "yml"),
-	"request":   completeFilesWithExt("json"),
-	"kind":      completeKinds,
-	"job-id":    completeJobIDs,
-	"site":      cobra.NoFileCompletions, // a name in the job meta: free text
-	"format":    completeFormats,
-	"junit":     completeFilesWithExt("xml"),
+	"workspace":      completeDirs,
+	"kit":            completeDirs,
+	"output":         completeDirs,
+	"against":        completeDirs,
+	"config":         completeFilesWithExt("yaml", "yml"),
+	"request":        completeFilesWithExt("json"),
+	"kind":           completeKinds,
+	"job-id":         completeJobIDs,
+	"site":           cobra.NoFileCompletions, // a name in the job meta: free text
+	"format":         completeFormats,
+	"junit":          completeFilesWithExt("xml"),
+	"ignore-warning": completeWarningCodes,
 }
 
 // argCompletions completes the positional arguments of the command of
@@ -129,6 +130,17 @@ func addCompletions(root *cobra.Command) {
 		}
 	}
 	walk(root)
+}
+
+// completeWarningCodes offers the codes of --ignore-warning.
+func completeWarningCodes(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	var out []cobra.Completion
+	for _, c := range schema.WarningCodes {
+		if strings.HasPrefix(c, toComplete) {
+			out = append(out, c)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
 // completeKinds offers the kinds of validate --kind.

@@ -85,8 +85,25 @@ func (a *app) printWarnings(format string, ws schema.Problems) {
 		_ = cireport.GitHub(a.stdout, "flare-slurm", warningFindings(ws))
 	}
 	for _, w := range ws {
-		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", w.String())
+		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", schema.WarningText(w))
 	}
+}
+
+// bindIgnoreWarning adds --ignore-warning CODE (repeatable, or
+// comma-separated) to cmd.
+func bindIgnoreWarning(cmd *cobra.Command, codes *[]string) {
+	cmd.Flags().StringSliceVar(codes, "ignore-warning", nil,
+		"do not report the warnings of `CODE` (repeatable; one of "+strings.Join(schema.WarningCodes, ", ")+")")
+}
+
+// checkWarningCodes refuses an --ignore-warning code that is not one.
+func checkWarningCodes(codes []string) error {
+	for _, c := range codes {
+		if !schema.IsWarningCode(c) {
+			return usageErrorf("unknown --ignore-warning %q (one of %s)%s", c, strings.Join(schema.WarningCodes, ", "), suggestion(c, schema.WarningCodes))
+		}
+	}
+	return nil
 }
 
 // formatFlags are --format and its alias --json of the commands that

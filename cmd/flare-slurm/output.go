@@ -124,7 +124,7 @@ func (a *app) reportError(cmd *cobra.Command, e *cliError) {
 		return
 	}
 	for _, w := range e.Warnings {
-		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", w.String())
+		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", schema.WarningText(w))
 	}
 	for _, s := range e.Skipped {
 		fmt.Fprintf(a.stderr, "flare-slurm: skipped: %s\n", s.String())

@@ -88,6 +88,9 @@ warning; --strict makes it an error.`,
 				if against != "" && opts.Output == "" {
 					return usageErrorf("--against needs --output: the path the workspace is deployed at, which its files name")
 				}
+				if err := checkWarningCodes(opts.IgnoreWarnings); err != nil {
+					return err
+				}
 				// prepare is short-lived and allocates little (about 2 MiB for a
 				// small kit): collecting garbage only costs time and the
 				// memory of the collector's threads. The limit brings the
@@ -127,6 +130,7 @@ warning; --strict makes it an error.`,
 		f.StringVar(&junit, "junit", "", "with --check, also write a JUnit XML report to `FILE`")
 		f.BoolVar(&opts.Force, "force", false, "replace OUT even if it holds job artifacts or is not a workspace prepared for it")
 		f.BoolVar(&opts.Strict, "strict", false, "treat values that NVFlare's YAML 1.1 reader reads differently as errors, not warnings")
+		bindIgnoreWarning(cmd, &opts.IgnoreWarnings)
 		f.BoolVar(&check, "check", false, "write nothing; print a diff and exit 1 if the workspace differs")
 		f.StringVar(&against, "against", "", "with --check, compare with the copy of the workspace in `DIR` (rendered for --output, the deployed path)")
 		return cmd

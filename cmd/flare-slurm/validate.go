@@ -24,6 +24,7 @@ type validatedFile struct {
 func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
 		var kind, site, junit, kitDir string
+		var ignoreWarnings []string
 		var strict, offline bool
 		var format formatFlags
 		cmd := &cobra.Command{
@@ -79,6 +80,9 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 				}
 				if kind != "" && !slices.Contains(schema.Kinds(), kind) {
 					return usageErrorf("unknown --kind %q (one of %s)%s", kind, strings.Join(schema.Kinds(), ", "), suggestion(kind, schema.Kinds()))
+				}
+				if err := checkWarningCodes(ignoreWarnings); err != nil {
+					return err
 				}
 				if site != "" {
 					if msg := schema.CheckSiteName(site); msg != "" {
@@ -182,6 +186,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 						return err
 					}
 				}
+				warnings = schema.WithoutCodes(warnings, ignoreWarnings)
 				warnings.Sort()
 				skipped.Sort()
 				if len(all) > 0 {
@@ -237,6 +242,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 		cmd.Flags().BoolVar(&offline, "offline", false, "skip the checks that need this host (the image file) and list each one skipped")
 		cmd.Flags().StringVar(&kitDir, "kit", "", "check each PATH as the Slurm config of this startup `KIT`, as prepare would (default PATH: KIT/config.yaml)")
 		cmd.Flags().BoolVar(&strict, "strict", false, "treat values that NVFlare's YAML 1.1 reader reads differently as errors, not warnings")
+		bindIgnoreWarning(cmd, &ignoreWarnings)
 		return cmd
 	})
 }

@@ -31,6 +31,9 @@ type Options struct {
 	// Strict refuses values that NVFlare's YAML 1.1 reader reads
 	// differently from this tool's YAML 1.2 reader (warnings otherwise).
 	Strict bool
+	// IgnoreWarnings are warning codes (schema.WarningCodes) whose
+	// warnings are not reported.
+	IgnoreWarnings []string
 	// ImageAsWritten renders a container image that does not exist on
 	// this host with its path as written (with a warning) instead of
 	// refusing it: for a drift check of a deployed workspace from another
@@ -131,7 +134,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	if currentUID() == 0 {
-		ws.warnf("%s", rootOwnedWarning(ws.Output))
+		ws.warnf(schema.WarnPrepareRootOwned, "%s", rootOwnedWarning(ws.Output))
 	}
 	return &ws.Result, nil
 }

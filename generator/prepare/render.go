@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -67,7 +68,8 @@ type Workspace struct {
 	Files  []*File // sorted by Path; parents before children; the root is "."
 	Result Result
 	index  map[string]*File
-	force  bool // Options.Force
+	force  bool     // Options.Force
+	ignore []string // Options.IgnoreWarnings
 }
 
 // File returns the entry at slash path p, or nil.
@@ -97,8 +99,13 @@ func (w *Workspace) remove(p string) {
 	}
 }
 
-func (w *Workspace) warnf(format string, args ...any) {
-	w.Result.Warnings = append(w.Result.Warnings, fmt.Sprintf(format, args...))
+// warnf records a warning with its code (schema.WarningCodes) shown after
+// its text, unless the code is one of Options.IgnoreWarnings.
+func (w *Workspace) warnf(code, format string, args ...any) {
+	if slices.Contains(w.ignore, code) {
+		return
+	}
+	w.Result.Warnings = append(w.Result.Warnings, fmt.Sprintf(format, args...)+" ["+code+"]")
 }
 
 // Render validates the config, then the kit, then the output, and computes
@@ -198,12 +205,12 @@ func Render(opts Options) (*Workspace, error) {
 		return nil, err
 	}
 
-	w := &Workspace{Output: output, Kit: kit, index: map[string]*File{}, force: opts.Force}
+	w := &Workspace{Output: output, Kit: kit, index: map[string]*File{}, force: opts.Force, ignore: opts.IgnoreWarnings}
 	for _, r := range readings {
-		w.warnf("%s", r.String())
+		w.warnf(schema.WarnYAML11Reading, "%s", r.String())
 	}
 	if imageWarning != "" {
-		w.warnf("%s", imageWarning)
+		w.warnf(schema.WarnPrepareImage, "%s", imageWarning)
 	}
 	if err := w.scanKit(); err != nil {
 		return nil, err

@@ -140,15 +140,15 @@ func (w *Workspace) patchResources(launcherPath string, args *ojson.Value, serve
 		switch {
 		case id == "resource_consumer":
 			if customConfig(c, map[string]bool{gpuResourceConsumer: true}) {
-				w.warnf("prepare removes component 'resource_consumer' from resources.json.default; its configuration will not be used by the prepared runtime")
+				w.warnf(schema.WarnPrepareComponent, "prepare removes component 'resource_consumer' from resources.json.default; its configuration will not be used by the prepared runtime")
 			}
 		case id == "resource_manager":
 			if customConfig(c, map[string]bool{gpuResourceManager: true, passthroughManager: true}) {
-				w.warnf("prepare replaces component 'resource_manager' with PassthroughResourceManager; its path and args will not be used by the prepared runtime")
+				w.warnf(schema.WarnPrepareComponent, "prepare replaces component 'resource_manager' with PassthroughResourceManager; its path and args will not be used by the prepared runtime")
 			}
 		case launcherIDs[id]:
 			if launcherDiscardsConfig(c, id, launcherPath) {
-				w.warnf("prepare replaces component '%s' with the generated '%s'; its path and args will not be used by the prepared runtime", id, launcherID)
+				w.warnf(schema.WarnPrepareComponent, "prepare replaces component '%s' with the generated '%s'; its path and args will not be used by the prepared runtime", id, launcherID)
 			}
 		default:
 			kept = append(kept, c)
@@ -181,7 +181,7 @@ func (w *Workspace) relocateServerStorage(res *ojson.Value, file string) error {
 		if storageArgs.IsObject() {
 			storageArgs.Set("root_dir", ojson.StringValue(w.Output+"/"+schema.SnapshotStorageDir))
 		} else {
-			w.warnf("snapshot_persistor is present, but prepare could not relocate snapshot storage to the workspace at %s/snapshot-storage; expected nested key: snapshot_persistor.args.storage.args.root_dir", w.Output)
+			w.warnf(schema.WarnPrepareSnapshot, "snapshot_persistor is present, but prepare could not relocate snapshot storage to the workspace at %s/snapshot-storage; expected nested key: snapshot_persistor.args.storage.args.root_dir", w.Output)
 		}
 	}
 	for i, c := range res.Get("components").Items {

@@ -48,12 +48,12 @@ func Write(ctx context.Context, w *Workspace) (err error) {
 		return stagingFailure(err)
 	}
 	if target.State == workspace.OutputOther {
-		w.warnf("replacing %s, which is not a workspace prepared for it (%s) (--force)", w.Output, target.Reason)
+		w.warnf(schema.WarnPrepareForce, "replacing %s, which is not a workspace prepared for it (%s) (--force)", w.Output, target.Reason)
 	}
 	if err := w.checkDiscards(target); err != nil {
 		return err
 	}
-	stage, err := target.Stage(workspace.StagingOptions{Warn: func(m string) { w.warnf("%s", m) }})
+	stage, err := target.Stage(workspace.StagingOptions{Warn: func(m string) { w.warnf(schema.WarnPrepareStaging, "%s", m) }})
 	if err != nil {
 		return stagingFailure(err)
 	}
@@ -63,7 +63,7 @@ func Write(ctx context.Context, w *Workspace) (err error) {
 		switch {
 		case cerr == nil:
 		case err == nil:
-			w.warnf("%v; remove it by hand (the next prepare of %s retries)", cerr, w.Output)
+			w.warnf(schema.WarnPrepareStaging, "%v; remove it by hand (the next prepare of %s retries)", cerr, w.Output)
 		case errors.As(err, &pe):
 			pe.Message += "; " + cerr.Error()
 		}
@@ -121,10 +121,10 @@ func (w *Workspace) checkDiscards(target *workspace.StagingTarget) error {
 	}
 	w.Result.Discarded, w.Result.DiscardedStorage = jobs, stored
 	for _, j := range jobs {
-		w.warnf("discarding job artifacts %s/%s/%s (--force)", w.Output, jobsDir, j)
+		w.warnf(schema.WarnPrepareForce, "discarding job artifacts %s/%s/%s (--force)", w.Output, jobsDir, j)
 	}
 	for _, s := range stored {
-		w.warnf("discarding server storage %s/%s (--force)", w.Output, s)
+		w.warnf(schema.WarnPrepareForce, "discarding server storage %s/%s (--force)", w.Output, s)
 	}
 	return nil
 }
