@@ -2,7 +2,7 @@ package schema
 
 // YAML 1.1 readings: NVFlare reads slurm.yaml and study_runtime.yaml with
 // PyYAML's SafeLoader, a YAML 1.1 reader; flare-slurm reads them as YAML
-// 1.2 (gopkg.in/yaml.v3). For most plain scalars the two agree, but an
+// 1.2 (go.yaml.in/yaml/v3). For most plain scalars the two agree, but an
 // unquoted `time: 12:00:00` is the integer 43200 to PyYAML (sexagesimal)
 // and the text "12:00:00" here, `partition: yes` is a boolean there, and a
 // study env value `0o17` is the text "0o17" there and 15 here. One file

@@ -45,7 +45,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var ce *cliError
 	if !errors.As(err, &ce) {
 		// cobra's own errors (unknown command, bad arguments) are usage errors.
-		ce = &cliError{exit: 2, Code: "usage", Message: err.Error()}
+		ce = &cliError{exit: exitUsage, Code: "usage", Message: err.Error()}
 	}
 	if ce.Code == "usage" && ce.Hint == "" {
 		ce.Hint = usageHint(cmd)

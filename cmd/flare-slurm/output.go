@@ -32,10 +32,19 @@ type cliError struct {
 
 func (e *cliError) Error() string { return e.Message }
 
+// Exit statuses (docs/conventions.md has the table). wait and launch exit
+// with the job's NVFlare return code instead.
+const (
+	exitOK      = 0 // success
+	exitFailure = 1 // failure or invalid input
+	exitUsage   = 2 // usage error
+	exitDrift   = 3 // prepare --check: the workspace differs
+)
+
 // usageErrorf reports a usage error (exit 2). Main names the help of the
 // subcommand that failed in its hint (usageHint).
 func usageErrorf(format string, args ...any) error {
-	return &cliError{exit: 2, Code: "usage", Message: fmt.Sprintf(format, args...)}
+	return &cliError{exit: exitUsage, Code: "usage", Message: fmt.Sprintf(format, args...)}
 }
 
 // usageHint is the hint of a usage error raised by cmd: the help of the
@@ -62,7 +71,7 @@ func suggestion(got string, allowed []string) string {
 // such as "invalid_config"; message says what failed and where; hint says
 // what to do.
 func failure(code, message, hint string, problems schema.Problems) error {
-	return &cliError{exit: 1, Code: code, Message: message, Hint: hint, Problems: problems}
+	return &cliError{exit: exitFailure, Code: code, Message: message, Hint: hint, Problems: problems}
 }
 
 // resultExit ends a command whose result is already printed with exit code

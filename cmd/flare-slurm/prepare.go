@@ -42,7 +42,7 @@ that same path (its local/resources.json.default names it); any other
 directory needs --force. It refuses an OUT whose parent directory another
 account can write, unless that directory is sticky (like /tmp).
 --check writes nothing: it prints a unified diff of what prepare would change
-and exits 1 when OUT differs (drift detection). The content of private keys,
+and exits 3 when OUT differs (drift detection; 1 is an error). The content of private keys,
 secret.env and startup files not known to be public is never shown, only
 their SHA-256.
 --check --against DIR --output OUT renders the workspace for the deployed
@@ -131,13 +131,13 @@ warning; --strict makes it an error.`,
 		f.BoolVar(&opts.Force, "force", false, "replace OUT even if it holds job artifacts or is not a workspace prepared for it")
 		f.BoolVar(&opts.Strict, "strict", false, "treat values that NVFlare's YAML 1.1 reader reads differently as errors, not warnings")
 		bindIgnoreWarning(cmd, &opts.IgnoreWarnings)
-		f.BoolVar(&check, "check", false, "write nothing; print a diff and exit 1 if the workspace differs")
+		f.BoolVar(&check, "check", false, "write nothing; print a diff and exit 3 if the workspace differs")
 		f.StringVar(&against, "against", "", "with --check, compare with the copy of the workspace in `DIR` (rendered for --output, the deployed path)")
 		return cmd
 	})
 }
 
-// prepareCheck is --check: a diff on stdout and exit 1 when OUT drifted.
+// prepareCheck is --check: a diff on stdout and exit 3 when OUT drifted.
 // With against, the workspace is rendered for the deployed path OUT and
 // compared with the directory against (a copy of it, anywhere).
 func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) error {
@@ -194,7 +194,7 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 	if against != "" {
 		hint = "run prepare without --check on the host the workspace is deployed at, or fix the kit or config"
 	}
-	return &cliError{exit: 1, Code: "drift",
+	return &cliError{exit: exitDrift, Code: "drift",
 		Message:  fmt.Sprintf("workspace %s differs from what prepare would produce%s (%d change(s))", compared, forPath, len(drift.Changes)),
 		Hint:     hint,
 		Problems: drift.Problems()}
