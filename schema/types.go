@@ -4,6 +4,8 @@ package schema
 // this package return these values only when the input has no problem, so
 // the generator and the runtime never re-check what is settled here.
 
+import "strings"
+
 // Directive is one sbatch directive, in the order the YAML lists it.
 // Integer values are kept in their decimal string form.
 type Directive struct {
@@ -74,6 +76,30 @@ type SlurmConfig struct {
 type StudyRuntime struct {
 	File    string
 	Studies []Study // in file order
+	// pos is the line and column of each value by dotted path, for the
+	// problems a launch request meets in the file after it loaded (At).
+	pos map[string][2]int
+}
+
+// At gives p (a problem in this file) the line and column of the value at
+// p.Path or, when there is none (a key that is missing), of the nearest
+// value that encloses it.
+func (s *StudyRuntime) At(p Problem) Problem {
+	if s == nil || p.Line > 0 {
+		return p
+	}
+	for path := p.Path; path != ""; {
+		if lc, ok := s.pos[path]; ok {
+			p.Line, p.Column = lc[0], lc[1]
+			return p
+		}
+		i := strings.LastIndexByte(path, '.')
+		if i < 0 {
+			break
+		}
+		path = path[:i]
+	}
+	return p
 }
 
 // Study returns the named study, or nil when the file has no entry for it.

@@ -138,8 +138,8 @@ func (p *Plan) secretValues(env Environ) ([]secretLine, error) {
 	for _, s := range p.studySecrets {
 		value, ok := env(s.Source)
 		if !ok {
-			ps = append(ps, schema.Problem{File: p.secretEnvFile, Path: "studies." + p.view.Study + ".secret_env." + s.Name + ".source",
-				Message: fmt.Sprintf("parent environment variable %s is not set", s.Source), Hint: "export it in the parent's environment before it starts"})
+			ps = append(ps, p.studyRT.At(schema.Problem{File: p.secretEnvFile, Path: "studies." + p.view.Study + ".secret_env." + s.Name + ".source",
+				Message: fmt.Sprintf("parent environment variable %s is not set", s.Source), Hint: "export it in the parent's environment before it starts"}))
 			continue
 		}
 		out = append(out, secretLine{Name: s.Name, Value: value})

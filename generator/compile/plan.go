@@ -21,9 +21,10 @@ type Plan struct {
 	// of the workspace, not only the job's: none may reach the scheduler.
 	workspaceSecrets []string
 	credentials      []credential
-	secretEnvFile    string   // the study runtime file, for error messages
-	review           bool     // made by ParseAndResolveReview
-	reviewNotes      []string // what a review (ParseAndResolveReview) did not check
+	secretEnvFile    string               // the study runtime file, for error messages
+	studyRT          *schema.StudyRuntime // the same file loaded, for the positions of its values
+	review           bool                 // made by ParseAndResolveReview
+	reviewNotes      []string             // what a review (ParseAndResolveReview) did not check
 }
 
 type credential struct{ name, value string }

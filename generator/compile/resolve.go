@@ -72,6 +72,7 @@ type resolver struct {
 	ps     schema.Problems
 	study  *schema.Study
 	stFile string
+	stRT   *schema.StudyRuntime // the loaded study runtime file, for positions
 	// wsReal says the run dir check found the workspace root to be its
 	// own real path (no symlink in it) during this Resolve.
 	wsReal bool
@@ -91,7 +92,7 @@ func (r *resolver) wsProblem(path, msg, hint string) {
 }
 
 func (r *resolver) studyProblem(path, msg, hint string) {
-	r.ps = append(r.ps, schema.Problem{File: r.stFile, Path: "studies." + r.study.Name + "." + path, Message: msg, Hint: hint})
+	r.ps = append(r.ps, r.stRT.At(schema.Problem{File: r.stFile, Path: "studies." + r.study.Name + "." + path, Message: msg, Hint: hint}))
 }
 
 // Resolve checks one launch request against the workspace and the rules of
@@ -282,6 +283,7 @@ func (r *resolver) loadStudyRuntime() *schema.StudyRuntime {
 		r.ps = append(r.ps, ps...)
 		return nil
 	}
+	r.stRT = rt
 	return rt
 }
 
@@ -497,6 +499,7 @@ func (r *resolver) environment(p *Plan) {
 	v.SecretEnv = []SecretRef{}
 	v.Mounts = []Mount{}
 	p.secretEnvFile = r.stFile
+	p.studyRT = r.stRT
 	if st != nil {
 		for _, e := range st.Env {
 			if !schema.IsValidEnvName(e.Name) || schema.IsLauncherOwnedEnvName(e.Name) {
