@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/runtime/site"
 	"github.com/flare-slurm/flare-slurm/schema"
@@ -82,10 +83,10 @@ func openSite(ctx context.Context, a *app, workspace string, check bool) (*site.
 	if err != nil {
 		var ps schema.Problems
 		if errors.As(err, &ps) {
-			return nil, failure("invalid_workspace", fmt.Sprintf("workspace %s is not a usable prepared workspace", workspace),
+			return nil, failure(errcode.InvalidWorkspace, fmt.Sprintf("workspace %s is not a usable prepared workspace", workspace),
 				"pass the --output directory of 'flare-slurm prepare' and fix the problems listed", ps)
 		}
-		return nil, runtimeFailure("bootstrap_failed", err, "fix the workspace or the Slurm setup, then run 'flare-slurm bootstrap-check'")
+		return nil, runtimeFailure(errcode.BootstrapFailed, err, "fix the workspace or the Slurm setup, then run 'flare-slurm bootstrap-check'")
 	}
 	return rt, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 )
 
@@ -25,11 +26,11 @@ func init() {
 				}
 				st, err := h.Terminate(cmd.Context())
 				if errors.Is(err, manager.ErrCancelPending) {
-					return failure("cancel_pending", fmt.Sprintf("job %s: %v", t.jobID, err),
+					return failure(errcode.CancelPending, fmt.Sprintf("job %s: %v", t.jobID, err),
 						"the abort stays recorded: a running wait (or any status) on this workspace sends scancel once squeue proves the job is ours", nil)
 				}
 				if err != nil {
-					return runtimeFailure("cancel_failed", err, "run cancel again; check the job with 'flare-slurm status' (and 'squeue --me') first")
+					return runtimeFailure(errcode.CancelFailed, err, "run cancel again; check the job with 'flare-slurm status' (and 'squeue --me') first")
 				}
 				return a.printStatus(st, t.asJSON)
 			},

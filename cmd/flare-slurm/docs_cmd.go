@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flare-slurm/flare-slurm/internal/clidoc"
+	"github.com/flare-slurm/flare-slurm/internal/errcode"
 )
 
 // This file is only in the generator build (go build -tags gendocs; make
@@ -41,7 +42,7 @@ SOURCE_DATE_EPOCH (seconds since 1970, the commit time), which must be set.`,
 			if mdDir != "" {
 				pages, err := clidoc.Markdown(newRootCommand(a))
 				if err != nil {
-					return failure("docs_failed", err.Error(), "", nil)
+					return failure(errcode.DocsFailed, err.Error(), "", nil)
 				}
 				if err := a.syncPages(mdDir, pages, markdownPages); err != nil {
 					return err
@@ -54,7 +55,7 @@ SOURCE_DATE_EPOCH (seconds since 1970, the commit time), which must be set.`,
 				}
 				pages, err := clidoc.Man(newRootCommand(a), "flare-slurm "+currentBuild().Version, time.Unix(epoch, 0))
 				if err != nil {
-					return failure("docs_failed", err.Error(), "", nil)
+					return failure(errcode.DocsFailed, err.Error(), "", nil)
 				}
 				if err := a.syncPages(manDir, pages, manPages); err != nil {
 					return err
@@ -75,7 +76,7 @@ func (a *app) syncPages(dir string, pages []clidoc.Page, generated string) error
 		fmt.Fprintf(a.stdout, "%s/%s\n", dir, name)
 	}
 	if err != nil {
-		return failure("docs_failed", fmt.Sprintf("cannot write the pages into %s: %v", dir, err), "check that the directory is writable", nil)
+		return failure(errcode.DocsFailed, fmt.Sprintf("cannot write the pages into %s: %v", dir, err), "check that the directory is writable", nil)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flare-slurm/flare-slurm/internal/cireport"
+	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -42,7 +43,7 @@ var sarifRules = []cireport.Rule{
 // problemRule is the class of a problem reported with error code code.
 func problemRule(code string, p schema.Problem) string {
 	switch {
-	case code == "drift":
+	case code == errcode.Drift:
 		return ruleDrift
 	case schema.IsReadProblem(p):
 		return ruleRead
@@ -168,7 +169,7 @@ func writeJUnit(path, suite string, cases []cireport.Case) error {
 		return err
 	}
 	if err := renameio.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		return failure("junit_failed", fmt.Sprintf("cannot write the JUnit report %s: %v", path, err),
+		return failure(errcode.JUnitFailed, fmt.Sprintf("cannot write the JUnit report %s: %v", path, err),
 			"check that its directory exists and is writable", nil)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 )
 
@@ -27,7 +28,7 @@ func init() {
 				}
 				entries, err := rt.Manager.GC(cmd.Context(), yes)
 				if err != nil {
-					return runtimeFailure("gc_failed", err, "nothing was removed; check the Slurm commands with 'flare-slurm bootstrap-check' and run gc again")
+					return runtimeFailure(errcode.GCFailed, err, "nothing was removed; check the Slurm commands with 'flare-slurm bootstrap-check' and run gc again")
 				}
 				if entries == nil {
 					entries = []manager.GCEntry{}

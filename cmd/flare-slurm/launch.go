@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -33,7 +34,7 @@ func init() {
 					data, err = os.ReadFile(request)
 				}
 				if err != nil {
-					return failure("invalid_request", fmt.Sprintf("cannot read launch request %s: %v", request, err), "pass a JSON file, or - for standard input", nil)
+					return failure(errcode.InvalidRequest, fmt.Sprintf("cannot read launch request %s: %v", request, err), "pass a JSON file, or - for standard input", nil)
 				}
 				rt, err := openSite(cmd.Context(), a, workspace, true)
 				if err != nil {
@@ -44,9 +45,9 @@ func init() {
 				if err != nil {
 					var ps schema.Problems
 					if errors.As(err, &ps) {
-						return failure("invalid_request", fmt.Sprintf("launch request %s cannot be compiled", request), "fix the problems listed", ps)
+						return failure(errcode.InvalidRequest, fmt.Sprintf("launch request %s cannot be compiled", request), "fix the problems listed", ps)
 					}
-					return runtimeFailure("launch_failed", err, "nothing was submitted; fix the cause above and launch again")
+					return runtimeFailure(errcode.LaunchFailed, err, "nothing was submitted; fix the cause above and launch again")
 				}
 				info := h.Info()
 				if asJSON {

@@ -10,6 +10,8 @@ import (
 	"runtime"
 
 	"github.com/spf13/cobra"
+
+	"github.com/flare-slurm/flare-slurm/internal/errcode"
 )
 
 func main() {
@@ -45,7 +47,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var ce *cliError
 	if !errors.As(err, &ce) {
 		// cobra's own errors (unknown command, bad arguments) are usage errors.
-		ce = &cliError{exit: exitUsage, Code: "usage", Message: err.Error()}
+		ce = &cliError{exit: exitUsage, Code: errcode.Usage, Message: err.Error()}
 	}
 	if ce.Code == "usage" && ce.Hint == "" {
 		ce.Hint = usageHint(cmd)

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flare-slurm/flare-slurm/internal/cireport"
+	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/visible"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
@@ -44,7 +45,7 @@ const (
 // usageErrorf reports a usage error (exit 2). Main names the help of the
 // subcommand that failed in its hint (usageHint).
 func usageErrorf(format string, args ...any) error {
-	return &cliError{exit: exitUsage, Code: "usage", Message: fmt.Sprintf(format, args...)}
+	return &cliError{exit: exitUsage, Code: errcode.Usage, Message: fmt.Sprintf(format, args...)}
 }
 
 // usageHint is the hint of a usage error raised by cmd: the help of the
@@ -68,7 +69,7 @@ func suggestion(got string, allowed []string) string {
 }
 
 // failure reports a failed command (exit 1). code is a stable machine word
-// such as "invalid_config"; message says what failed and where; hint says
+// from internal/errcode; message says what failed and where; hint says
 // what to do.
 func failure(code, message, hint string, problems schema.Problems) error {
 	return &cliError{exit: exitFailure, Code: code, Message: message, Hint: hint, Problems: problems}
@@ -77,7 +78,7 @@ func failure(code, message, hint string, problems schema.Problems) error {
 // resultExit ends a command whose result is already printed with exit code
 // exit; without --json, message also goes to stderr.
 func resultExit(exit int, message string) error {
-	return &cliError{exit: exit, Code: "job_failed", Message: message, resultOnly: true}
+	return &cliError{exit: exit, Code: errcode.JobFailed, Message: message, resultOnly: true}
 }
 
 // jsonRequested says whether the command that ran has --json set (or

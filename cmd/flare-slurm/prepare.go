@@ -14,6 +14,7 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/generator/prepare"
 	"github.com/flare-slurm/flare-slurm/internal/cireport"
+	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/visible"
 )
 
@@ -194,7 +195,7 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 	if against != "" {
 		hint = "run prepare without --check on the host the workspace is deployed at, or fix the kit or config"
 	}
-	return &cliError{exit: exitDrift, Code: "drift",
+	return &cliError{exit: exitDrift, Code: errcode.Drift,
 		Message:  fmt.Sprintf("workspace %s differs from what prepare would produce%s (%d change(s))", compared, forPath, len(drift.Changes)),
 		Hint:     hint,
 		Problems: drift.Problems()}
@@ -205,5 +206,5 @@ func prepareFailure(err error) error {
 	if errors.As(err, &pe) {
 		return failure(pe.Code, pe.Message, pe.Hint, pe.Problems)
 	}
-	return failure(prepare.CodeFailed, err.Error(), "", nil)
+	return failure(errcode.PrepareFailed, err.Error(), "", nil)
 }

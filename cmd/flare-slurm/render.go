@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flare-slurm/flare-slurm/generator/compile"
+	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -75,22 +76,22 @@ func (a *app) render(workspace, request, output string, asJSON, reveal, force bo
 		data, err = os.ReadFile(request)
 	}
 	if err != nil {
-		return failure("invalid_request", fmt.Sprintf("cannot read the launch request %s: %v", request, err), "pass a JSON file, or - for standard input", nil)
+		return failure(errcode.InvalidRequest, fmt.Sprintf("cannot read the launch request %s: %v", request, err), "pass a JSON file, or - for standard input", nil)
 	}
 	ws, err := compile.LoadWorkspace(workspace)
 	if err != nil {
-		return compileFailure("invalid_workspace", "the workspace "+workspace+" cannot be used", "prepare it with 'flare-slurm prepare' and pass its --output", err)
+		return compileFailure(errcode.InvalidWorkspace, "the workspace "+workspace+" cannot be used", "prepare it with 'flare-slurm prepare' and pass its --output", err)
 	}
 	if err := compile.CheckReviewOutput(ws, output); err != nil {
-		return failure("invalid_output", err.Error(), "choose an --output directory outside the workspace", nil)
+		return failure(errcode.InvalidOutput, err.Error(), "choose an --output directory outside the workspace", nil)
 	}
 	env := compile.Environ(os.LookupEnv)
 	plan, req, err := compile.ParseAndResolveReview(ws, request, data, env)
 	if err != nil {
 		if req == nil || req.Invalid() {
-			return compileFailure("invalid_request", "the launch request "+request+" is invalid", "fix every problem listed (contract §12 describes the request); nothing was written", err)
+			return compileFailure(errcode.InvalidRequest, "the launch request "+request+" is invalid", "fix every problem listed (contract §12 describes the request); nothing was written", err)
 		}
-		return compileFailure("launch_refused", "job "+req.JobID+" cannot be launched as requested", "fix the fields named above; nothing was written", err)
+		return compileFailure(errcode.LaunchRefused, "job "+req.JobID+" cannot be launched as requested", "fix the fields named above; nothing was written", err)
 	}
 	compileFn := plan.CompileRedacted
 	if reveal {
@@ -98,14 +99,14 @@ func (a *app) render(workspace, request, output string, asJSON, reveal, force bo
 	}
 	art, err := compileFn(env)
 	if err != nil {
-		return compileFailure("launch_refused", "job "+req.JobID+" cannot be compiled", "fix the fields named above; nothing was written", err)
+		return compileFailure(errcode.LaunchRefused, "job "+req.JobID+" cannot be compiled", "fix the fields named above; nothing was written", err)
 	}
 	files, err := plan.ReviewFiles(art)
 	if err != nil {
-		return failure("internal", err.Error(), "", nil)
+		return failure(errcode.Internal, err.Error(), "", nil)
 	}
 	if err := compile.WriteReview(output, files, force); err != nil {
-		return failure("write_failed", err.Error(), "choose a new or empty --output directory, or add --force to replace the review files", nil)
+		return failure(errcode.WriteFailed, err.Error(), "choose a new or empty --output directory, or add --force to replace the review files", nil)
 	}
 	res := renderResult{JobID: req.JobID, JobName: art.JobName, JobDir: art.JobDir, Sandbox: plan.Sandbox(),
 		Output: output, SecretEnv: "redacted", SbatchArgv: art.Argv, Notes: plan.Notes()}

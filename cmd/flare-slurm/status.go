@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 )
 
@@ -25,7 +26,7 @@ func init() {
 				}
 				st, err := h.Poll(cmd.Context())
 				if err != nil {
-					return runtimeFailure("status_failed", err, "the job keeps its last known state; run status again, or 'flare-slurm bootstrap-check' to check the Slurm commands")
+					return runtimeFailure(errcode.StatusFailed, err, "the job keeps its last known state; run status again, or 'flare-slurm bootstrap-check' to check the Slurm commands")
 				}
 				return a.printStatus(st, t.asJSON)
 			},
@@ -45,11 +46,11 @@ func openJob(cmd *cobra.Command, a *app, workspace, jobID string) (*manager.Hand
 	}
 	h, err := rt.Manager.Open(jobID)
 	if errors.Is(err, manager.ErrNoJob) {
-		return nil, failure("no_such_job", fmt.Sprintf("job %s: no live handle and no recorded result in workspace %s", jobID, workspace),
+		return nil, failure(errcode.NoSuchJob, fmt.Sprintf("job %s: no live handle and no recorded result in workspace %s", jobID, workspace),
 			"check the job id; results of finished jobs are kept for 7 days", nil)
 	}
 	if err != nil {
-		return nil, runtimeFailure("no_such_job", err, "check the job id; 'flare-slurm gc --workspace "+workspace+"' lists the job dirs of the workspace")
+		return nil, runtimeFailure(errcode.NoSuchJob, err, "check the job id; 'flare-slurm gc --workspace "+workspace+"' lists the job dirs of the workspace")
 	}
 	return h, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flare-slurm/flare-slurm/internal/cireport"
+	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -202,7 +203,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 					// --kit with several configs meets the kit's own problems
 					// once per config: each is reported once
 					all = slices.Compact(all)
-					err := failure("invalid_input",
+					err := failure(errcode.InvalidInput,
 						fmt.Sprintf("%s in %s", plural(len(all), "problem"), plural(len(bad), "file")),
 						validateHint(all, schemas), all)
 					err.(*cliError).Warnings = warnings

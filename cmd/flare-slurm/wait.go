@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/procmem"
 )
 
@@ -35,7 +36,7 @@ func init() {
 				procmem.ReleaseEvery(cmd.Context(), memoryReleaseInterval)
 				st, err := h.Wait(cmd.Context())
 				if err != nil {
-					return runtimeFailure("wait_failed", err, "the job was not changed; run wait again to keep watching it")
+					return runtimeFailure(errcode.WaitFailed, err, "the job was not changed; run wait again to keep watching it")
 				}
 				if err := a.printStatus(st, t.asJSON); err != nil {
 					return err

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/flare-slurm/flare-slurm/internal/errcode"
 )
 
 // Findings of the acceptance pass (a user following the README).
@@ -37,7 +39,7 @@ func TestOutputInsideTheKitIsRefused(t *testing.T) {
 			kitBefore := digest(t, f.kit)
 			out := filepath.Join(f.kit, filepath.FromSlash(rel))
 			_, err := Run(context.Background(), f.opts(out))
-			pe := wantCode(t, err, CodeInvalidOutput)
+			pe := wantCode(t, err, errcode.InvalidOutput)
 			if !strings.Contains(pe.Message, out) || !strings.Contains(pe.Message, "the kit "+f.kit) {
 				t.Errorf("message %q does not name the output %s and the kit %s", pe.Message, out, f.kit)
 			}
@@ -89,7 +91,7 @@ func TestKitTreeProblemsAreAllReported(t *testing.T) {
 
 	out := filepath.Join(f.dir, "ws")
 	_, err = Run(context.Background(), f.opts(out))
-	pe := wantCode(t, err, CodeInvalidKit)
+	pe := wantCode(t, err, errcode.InvalidKit)
 	want := map[string]string{
 		dirLink:  "symlink to a directory",
 		dangling: "dangling symlink: its target " + filepath.Join(f.dir, "missing") + " does not exist",
@@ -123,7 +125,7 @@ func TestKitTreeProblemsAreAllReported(t *testing.T) {
 	// The scan that lists the files to copy reports them all as well.
 	w := &Workspace{Kit: f.kit, Output: out, index: map[string]*File{}}
 	err = w.scanKit()
-	pe = wantCode(t, err, CodeInvalidKit)
+	pe = wantCode(t, err, errcode.InvalidKit)
 	if len(pe.Problems) != len(want) {
 		t.Fatalf("scanKit: got %d problems, want %d:\n%s", len(pe.Problems), len(want), pe.Problems.Error())
 	}
@@ -142,7 +144,7 @@ func TestKitTreeProblemsAreAllReported(t *testing.T) {
 func TestProblemHintsDoNotSayAbove(t *testing.T) {
 	f := newFixture(t, "site-1", "runtime: slurm\njob_launcher:\n  bogus: 1\n")
 	_, err := Run(context.Background(), f.opts(filepath.Join(f.dir, "ws")))
-	pe := wantCode(t, err, CodeInvalidConfig)
+	pe := wantCode(t, err, errcode.InvalidConfig)
 	if len(pe.Problems) == 0 || strings.Contains(pe.Hint, "above") || !strings.Contains(pe.Hint, "nothing was written") {
 		t.Errorf("hint %q with %d problems", pe.Hint, len(pe.Problems))
 	}
@@ -151,7 +153,7 @@ func TestProblemHintsDoNotSayAbove(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Run(context.Background(), f.opts(filepath.Join(f.dir, "ws")))
-	if pe := wantCode(t, err, CodeInvalidKit); strings.Contains(pe.Hint, "above") {
+	if pe := wantCode(t, err, errcode.InvalidKit); strings.Contains(pe.Hint, "above") {
 		t.Errorf("hint %q", pe.Hint)
 	}
 }
@@ -161,7 +163,7 @@ func TestProblemHintsDoNotSayAbove(t *testing.T) {
 func TestMissingDefaultConfig(t *testing.T) {
 	f := newFixture(t, "site-1", bareConfig)
 	_, err := Run(context.Background(), Options{Kit: f.kit})
-	pe := wantCode(t, err, CodeInvalidConfig)
+	pe := wantCode(t, err, errcode.InvalidConfig)
 	want := "the default config " + filepath.Join(f.kit, "config.yaml") + " does not exist"
 	if pe.Message != want {
 		t.Errorf("message %q, want %q", pe.Message, want)
@@ -175,7 +177,7 @@ func TestMissingDefaultConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Run(context.Background(), Options{Kit: f.kit})
-	pe = wantCode(t, err, CodeInvalidConfig)
+	pe = wantCode(t, err, errcode.InvalidConfig)
 	if !strings.Contains(pe.Problems.Error(), "rootCA.pem") {
 		t.Errorf("kit problems not reported: %q", pe.Problems.Error())
 	}

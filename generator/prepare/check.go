@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
+	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/visible"
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
@@ -85,17 +86,17 @@ func DiffAgainst(w *Workspace, dir string) (*Drift, error) {
 	st, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, &Error{Code: CodeFailed, Message: fmt.Sprintf("the workspace copy %s to compare with does not exist", dir),
+		return nil, &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("the workspace copy %s to compare with does not exist", dir),
 			Hint: "give --against the directory holding a copy of the deployed workspace", Err: err}
 	case err != nil:
-		return nil, &Error{Code: CodeFailed, Message: fmt.Sprintf("cannot read the workspace copy %s: %v", dir, err), Hint: "check its permissions", Err: err}
+		return nil, &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot read the workspace copy %s: %v", dir, err), Hint: "check its permissions", Err: err}
 	case !st.IsDir():
-		return nil, &Error{Code: CodeFailed, Message: fmt.Sprintf("the workspace copy %s is not a directory", dir),
+		return nil, &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("the workspace copy %s is not a directory", dir),
 			Hint: "give --against the directory holding a copy of the deployed workspace"}
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, &Error{Code: CodeFailed, Message: fmt.Sprintf("cannot resolve the workspace copy %s: %v", dir, err), Hint: "give an absolute path", Err: err}
+		return nil, &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot resolve the workspace copy %s: %v", dir, err), Hint: "give an absolute path", Err: err}
 	}
 	return diff(w, abs)
 }
@@ -105,7 +106,7 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 	var text strings.Builder
 	disk, err := openTree(dir)
 	if err != nil {
-		return nil, &Error{Code: CodeFailed, Message: fmt.Sprintf("cannot read the workspace %s: %v", dir, err), Hint: "check its permissions", Err: err}
+		return nil, &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot read the workspace %s: %v", dir, err), Hint: "check its permissions", Err: err}
 	}
 	defer disk.close()
 	add := func(p string, kind ChangeKind, format string, args ...any) {
@@ -237,7 +238,7 @@ func (w *Workspace) diffFile(f *File, disk *diskTree, have diskEntry, display st
 		}
 		defer b.Close()
 		if same, err = sameContent(a, b); err != nil {
-			return &Error{Code: CodeFailed, Message: fmt.Sprintf("cannot compare %s: %v", display, err), Hint: "check its permissions", Err: err}
+			return &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot compare %s: %v", display, err), Hint: "check its permissions", Err: err}
 		}
 	}
 	if !same {
@@ -360,14 +361,14 @@ func (w *Workspace) readError(f *File, err error) error {
 	var changed *dirfd.ChangedError
 	switch {
 	case errors.As(err, &notRegular):
-		return &Error{Code: CodeInvalidKit, Err: err,
+		return &Error{Code: errcode.InvalidKit, Err: err,
 			Message: fmt.Sprintf("the kit changed while prepare ran: %s is now a %s; prepare copies regular files only", notRegular.Path, schema.FileKind(notRegular.Mode)),
 			Hint:    "remove it from the kit and re-run prepare"}
 	case errors.As(err, &changed):
-		return &Error{Code: CodeInvalidKit, Err: err, Message: "the kit changed while prepare ran: " + changed.Error(),
+		return &Error{Code: errcode.InvalidKit, Err: err, Message: "the kit changed while prepare ran: " + changed.Error(),
 			Hint: "re-run prepare once nothing changes the kit"}
 	}
-	return &Error{Code: CodeInvalidKit, Message: fmt.Sprintf("cannot read %s: %v", f.Source, unwrapPathError(err)), Hint: "check the permissions of the kit", Err: err}
+	return &Error{Code: errcode.InvalidKit, Message: fmt.Sprintf("cannot read %s: %v", f.Source, unwrapPathError(err)), Hint: "check the permissions of the kit", Err: err}
 }
 
 // content returns what f will hold, whole (for the small JSON files
@@ -491,7 +492,7 @@ func (t *diskTree) readError(rel string, err error) error {
 	if errors.As(err, &pe) {
 		return err
 	}
-	return &Error{Code: CodeFailed, Message: fmt.Sprintf("cannot read %s: %v", t.root.Join(rel), unwrapPathError(err)),
+	return &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot read %s: %v", t.root.Join(rel), unwrapPathError(err)),
 		Hint: "check its permissions; the workspace may be changing (is a parent running in it?)", Err: err}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -41,7 +42,7 @@ func TestOutputParentWritableByOthersIsRefused(t *testing.T) {
 		}
 		for _, out := range []string{filepath.Join(shared, "ws"), filepath.Join(shared, "deeper", "ws")} {
 			_, err := Run(context.Background(), f.opts(out))
-			pe := wantCode(t, err, CodeInvalidOutput)
+			pe := wantCode(t, err, errcode.InvalidOutput)
 			if !strings.Contains(pe.Message, shared+" ") || !strings.Contains(pe.Message, tc.want) {
 				t.Errorf("message %q does not name %s and %q", pe.Message, shared, tc.want)
 			}
@@ -75,7 +76,7 @@ func TestOnlyAWorkspaceOfThisOutputIsReplaced(t *testing.T) {
 	}
 	before := digest(t, thesis)
 	_, err := Run(context.Background(), f.opts(thesis))
-	pe := wantCode(t, err, CodeNotWorkspace)
+	pe := wantCode(t, err, errcode.NotAWorkspace)
 	if !strings.Contains(pe.Message, "output "+thesis+" is not a workspace prepared for this path") ||
 		!strings.Contains(pe.Message, "it holds no local/resources.json.default") || !strings.Contains(pe.Hint, "--force") {
 		t.Errorf("message %q hint %q", pe.Message, pe.Hint)
@@ -90,7 +91,7 @@ func TestOnlyAWorkspaceOfThisOutputIsReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Run(context.Background(), f.opts(moved))
-	if pe := wantCode(t, err, CodeNotWorkspace); !strings.Contains(pe.Message, `names the workspace "`+filepath.Join(f.dir, "orig")+`"`) {
+	if pe := wantCode(t, err, errcode.NotAWorkspace); !strings.Contains(pe.Message, `names the workspace "`+filepath.Join(f.dir, "orig")+`"`) {
 		t.Errorf("message %q", pe.Message)
 	}
 
@@ -153,7 +154,7 @@ func TestSymlinkedPreparedIsAKitProblem(t *testing.T) {
 			}
 			for _, opts := range []Options{{Kit: f.kit}, {Kit: f.kit, Force: true}} {
 				_, err := Run(context.Background(), opts)
-				pe := wantCode(t, err, CodeInvalidKit)
+				pe := wantCode(t, err, errcode.InvalidKit)
 				if !strings.Contains(pe.Problems.Error(), linkPath) {
 					t.Errorf("problems %v do not name %s", pe.Problems, linkPath)
 				}
@@ -201,7 +202,7 @@ func TestKitFileSwappedAfterTheScan(t *testing.T) {
 				case <-time.After(20 * time.Second):
 					t.Fatalf("%s hangs on a %s swapped into the kit", step.name, name)
 				}
-				pe := wantCode(t, err, CodeInvalidKit)
+				pe := wantCode(t, err, errcode.InvalidKit)
 				if !strings.Contains(pe.Message, "the kit changed while prepare ran: "+victim+" is now a "+schema.FileKind(kindOf(t, victim))) {
 					t.Errorf("%s: message %q", step.name, pe.Message)
 				}

@@ -80,17 +80,6 @@ func (r *Result) Fields() [][2]string {
 	return fields
 }
 
-// Error codes of prepare failures.
-const (
-	CodeInvalidConfig = "invalid_config"
-	CodeInvalidKit    = "invalid_kit"
-	CodeInvalidOutput = "invalid_output"
-	CodeJobsPresent   = "jobs_present"
-	CodeNotWorkspace  = "not_a_workspace"
-	CodeFailed        = "prepare_failed"
-	CodeInterrupted   = "interrupted"
-)
-
 // Error is every failure of prepare: a stable code, a message saying what
 // failed and where, a hint saying what to do, and the input problems found.
 type Error struct {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/ojson"
 )
 
@@ -207,7 +208,7 @@ func TestOutputIsRefused(t *testing.T) {
 			before := digest(t, out)
 			kitBefore := digest(t, f.kit)
 			_, err := Run(context.Background(), f.opts(out))
-			wantCode(t, err, CodeInvalidOutput)
+			wantCode(t, err, errcode.InvalidOutput)
 			assertUntouched(t, out, before)
 			if digest(t, f.kit) != kitBefore {
 				t.Error("the kit changed")
@@ -265,7 +266,7 @@ func TestJobArtifactsNeedForce(t *testing.T) {
 	}
 	before := digest(t, out)
 	_, err := Run(context.Background(), f.opts(out))
-	pe := wantCode(t, err, CodeJobsPresent)
+	pe := wantCode(t, err, errcode.JobsPresent)
 	if !strings.Contains(pe.Message, "aaaa, bbbb") || !strings.Contains(pe.Hint, "--force") {
 		t.Errorf("message %q hint %q should list the jobs and name --force", pe.Message, pe.Hint)
 	}
@@ -317,7 +318,7 @@ func TestKitSymlinks(t *testing.T) {
 			defer os.Remove(p)
 			before := digest(t, out)
 			_, err := Run(context.Background(), f.opts(out))
-			pe := wantCode(t, err, CodeInvalidKit)
+			pe := wantCode(t, err, errcode.InvalidKit)
 			if len(pe.Problems) != 1 || pe.Problems[0].File != p {
 				t.Errorf("problems %q, want one naming the link %s", pe.Problems, p)
 			}
@@ -333,7 +334,7 @@ func TestSpecialFileInKitIsRefused(t *testing.T) {
 	}
 	out := filepath.Join(f.dir, "ws")
 	_, err := Run(context.Background(), f.opts(out))
-	wantCode(t, err, CodeInvalidKit)
+	wantCode(t, err, errcode.InvalidKit)
 	assertUntouched(t, out, "absent")
 }
 
@@ -348,7 +349,7 @@ func TestWriteFailureLeavesOutputAsItWas(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := Write(context.Background(), ws)
-	wantCode(t, err, CodeFailed)
+	wantCode(t, err, errcode.PrepareFailed)
 	assertUntouched(t, out, before)
 }
 
@@ -363,7 +364,7 @@ func TestInterruptedPrepareChangesNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := Run(ctx, f.opts(out))
-	wantCode(t, err, CodeInterrupted)
+	wantCode(t, err, errcode.Interrupted)
 	assertUntouched(t, out, before)
 }
 
@@ -482,7 +483,7 @@ func TestInputProblemsAreAllReported(t *testing.T) {
 	}
 	out := filepath.Join(f.dir, "ws")
 	_, err := Run(context.Background(), f.opts(out))
-	pe := wantCode(t, err, CodeInvalidConfig)
+	pe := wantCode(t, err, errcode.InvalidConfig)
 	text := pe.Problems.Error()
 	for _, want := range []string{"job_launcher.sandbox", "job_launcher.bogus", "rootCA.pem"} {
 		if !strings.Contains(text, want) {
@@ -494,7 +495,7 @@ func TestInputProblemsAreAllReported(t *testing.T) {
 	// A server kit with a parent block.
 	f = newFixture(t, "server", bareConfig+"parent: {}\n")
 	_, err = Run(context.Background(), f.opts(out))
-	wantCode(t, err, CodeInvalidConfig)
+	wantCode(t, err, errcode.InvalidConfig)
 	assertUntouched(t, out, "absent")
 }
 

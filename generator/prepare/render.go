@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
+	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
@@ -112,16 +113,16 @@ func (w *Workspace) warnf(code, format string, args ...any) {
 // the new workspace in memory. It writes nothing.
 func Render(opts Options) (*Workspace, error) {
 	if opts.Kit == "" {
-		return nil, errorf(CodeInvalidKit, "run 'flare-slurm prepare KIT --config slurm.yaml'", "no startup kit given")
+		return nil, errorf(errcode.InvalidKit, "run 'flare-slurm prepare KIT --config slurm.yaml'", "no startup kit given")
 	}
 	kit, err := resolvePath(opts.Kit)
 	if err != nil {
-		return nil, errorf(CodeInvalidKit, "check the kit path", "cannot resolve the kit path %s: %v", opts.Kit, err)
+		return nil, errorf(errcode.InvalidKit, "check the kit path", "cannot resolve the kit path %s: %v", opts.Kit, err)
 	}
 	configPath := filepath.Join(kit, "config.yaml")
 	if opts.Config != "" {
 		if configPath, err = resolvePath(opts.Config); err != nil {
-			return nil, errorf(CodeInvalidConfig, "check the --config path", "cannot resolve the config path %s: %v", opts.Config, err)
+			return nil, errorf(errcode.InvalidConfig, "check the --config path", "cannot resolve the config path %s: %v", opts.Config, err)
 		}
 	}
 	// The default output goes through the same resolution and checks as
@@ -133,7 +134,7 @@ func Render(opts Options) (*Workspace, error) {
 	}
 	output, err := resolvePath(outputArg)
 	if err != nil {
-		return nil, errorf(CodeInvalidOutput, "check the --output path", "cannot resolve the output path %s: %v", outputArg, err)
+		return nil, errorf(errcode.InvalidOutput, "check the --output path", "cannot resolve the output path %s: %v", outputArg, err)
 	}
 
 	// Config, then kit; every problem of both is reported at once.
@@ -146,7 +147,7 @@ func Render(opts Options) (*Workspace, error) {
 				given := filepath.Join(opts.Kit, filepath.Base(cfgs[0]))
 				hint = fmt.Sprintf("the kit holds %s: give it with --config %s (or rename it to config.yaml); nothing was written", given, given)
 			}
-			return nil, &Error{Code: CodeInvalidConfig, Problems: kitProblems,
+			return nil, &Error{Code: errcode.InvalidConfig, Problems: kitProblems,
 				Message: fmt.Sprintf("the default config %s does not exist", configPath),
 				Hint:    hint}
 		}
@@ -162,10 +163,10 @@ func Render(opts Options) (*Workspace, error) {
 	if len(cfgProblems) > 0 || len(kitProblems) > 0 {
 		problems := append(append(schema.Problems{}, cfgProblems...), kitProblems...)
 		if len(cfgProblems) > 0 {
-			return nil, &Error{Code: CodeInvalidConfig, Problems: problems,
+			return nil, &Error{Code: errcode.InvalidConfig, Problems: problems,
 				Message: fmt.Sprintf("%s is not a valid Slurm config", configPath), Hint: hintFixProblems}
 		}
-		return nil, &Error{Code: CodeInvalidKit, Problems: problems,
+		return nil, &Error{Code: errcode.InvalidKit, Problems: problems,
 			Message: fmt.Sprintf("%s is not a valid startup kit", kit), Hint: hintFixProblems}
 	}
 	// Values NVFlare's YAML 1.1 reader reads differently: warnings, or
@@ -173,16 +174,16 @@ func Render(opts Options) (*Workspace, error) {
 	readings := append(schema.ReadingWarnings(schema.KindSlurmConfig, configPath),
 		schema.ReadingWarnings(schema.KindStudyRuntime, filepath.Join(kit, "local", schema.StudyRuntimeFile))...)
 	if opts.Strict && len(readings) > 0 {
-		return nil, &Error{Code: CodeInvalidConfig, Problems: readings,
+		return nil, &Error{Code: errcode.InvalidConfig, Problems: readings,
 			Message: fmt.Sprintf("%d value(s) that NVFlare's YAML 1.1 reader reads differently (--strict)", len(readings)),
 			Hint:    "quote each value as its line shows; nothing was written"}
 	}
 	if ps := schema.CheckConfigForKit(cfg, k); len(ps) > 0 {
-		return nil, &Error{Code: CodeInvalidConfig, Problems: ps,
+		return nil, &Error{Code: errcode.InvalidConfig, Problems: ps,
 			Message: fmt.Sprintf("%s cannot be used with the %s kit %s", configPath, k.Role, kit), Hint: hintFixProblems}
 	}
 	if k.Role != "client" && k.Role != "server" {
-		return nil, errorf(CodeInvalidKit, "use a server or client startup kit", "%s is a %s kit; prepare supports server and client kits only", kit, k.Role)
+		return nil, errorf(errcode.InvalidKit, "use a server or client startup kit", "%s is a %s kit; prepare supports server and client kits only", kit, k.Role)
 	}
 	jl := cfg.JobLauncher
 	var imageWarning string
@@ -195,7 +196,7 @@ func Render(opts Options) (*Workspace, error) {
 		if err != nil {
 			problem := schema.Problem{File: cfg.File, Path: "job_launcher.image", Message: err.Error(),
 				Hint: "point image at the container image file on the shared filesystem"}
-			return nil, &Error{Code: CodeInvalidConfig, Problems: schema.Problems{problem},
+			return nil, &Error{Code: errcode.InvalidConfig, Problems: schema.Problems{problem},
 				Message: fmt.Sprintf("%s is not a valid Slurm config", configPath), Hint: hintFixProblems}
 		}
 		jl.Image = real
@@ -234,7 +235,7 @@ func Render(opts Options) (*Workspace, error) {
 	}
 	for _, p := range removedStartScripts {
 		if f := w.File(p); f != nil && f.Dir {
-			return nil, errorf(CodeInvalidKit, "remove that directory from the kit", "%s is a directory in the kit %s; prepare must replace it", p, kit)
+			return nil, errorf(errcode.InvalidKit, "remove that directory from the kit", "%s is a directory in the kit %s; prepare must replace it", p, kit)
 		}
 		w.remove(p)
 	}
@@ -278,7 +279,7 @@ func Render(opts Options) (*Workspace, error) {
 }
 
 func templateError(err error) error {
-	return &Error{Code: CodeFailed, Message: err.Error(), Hint: "this is a bug in flare-slurm: please report it", Err: err}
+	return &Error{Code: errcode.PrepareFailed, Message: err.Error(), Hint: "this is a bug in flare-slurm: please report it", Err: err}
 }
 
 // resolvePath makes p absolute and resolves symlinks in the longest part
@@ -313,7 +314,7 @@ func resolvePath(p string) (string, error) {
 // and is not a directory, or whose path the launcher cannot use.
 func checkOutput(kit, output string) error {
 	if output == kit || within(kit, output) {
-		return errorf(CodeInvalidOutput, "choose a workspace directory outside the kit, or leave --output unset for KIT/prepared/slurm",
+		return errorf(errcode.InvalidOutput, "choose a workspace directory outside the kit, or leave --output unset for KIT/prepared/slurm",
 			"output %s is the kit %s or contains it", output, kit)
 	}
 	// Inside the kit only KIT/prepared/... is prepare's: every other path
@@ -321,16 +322,16 @@ func checkOutput(kit, output string) error {
 	// swapped into place would replace. KIT/prepared itself may hold the
 	// workspaces of other runtimes.
 	if within(output, kit) && !within(output, filepath.Join(kit, "prepared")) {
-		return errorf(CodeInvalidOutput, "choose --output outside the kit, or under KIT/prepared/ (the default is KIT/prepared/slurm)",
+		return errorf(errcode.InvalidOutput, "choose --output outside the kit, or under KIT/prepared/ (the default is KIT/prepared/slurm)",
 			"output %s is inside the kit %s but not under its prepared/ directory; prepare would replace part of the kit", output, kit)
 	}
 	if st, err := os.Stat(output); err == nil && !st.IsDir() {
-		return errorf(CodeInvalidOutput, "choose a directory path for --output", "output %s exists and is not a directory", output)
+		return errorf(errcode.InvalidOutput, "choose a directory path for --output", "output %s exists and is not a directory", output)
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return errorf(CodeInvalidOutput, "check the permissions of the output path", "cannot inspect output %s: %v", output, err)
+		return errorf(errcode.InvalidOutput, "check the permissions of the output path", "cannot inspect output %s: %v", output, err)
 	}
 	if msg := schema.CheckWorkspacePath(output); msg != "" {
-		return errorf(CodeInvalidOutput, `choose a workspace path without ':', ',' or '\'`,
+		return errorf(errcode.InvalidOutput, `choose a workspace path without ':', ',' or '\'`,
 			"workspace path %s %s", output, msg)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/ojson"
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
@@ -110,7 +111,7 @@ func (w *Workspace) loadObject(rel string) (*ojson.Value, bool, error) {
 }
 
 func kitProblem(ps ...schema.Problem) error {
-	return &Error{Code: CodeInvalidKit, Problems: ps, Message: "the startup kit cannot be prepared",
+	return &Error{Code: errcode.InvalidKit, Problems: ps, Message: "the startup kit cannot be prepared",
 		Hint: hintFixProblems}
 }
 

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flare-slurm/flare-slurm/internal/errcode"
 )
 
 // A failed prepare leaves nothing behind, not even the parent directories
@@ -18,14 +20,14 @@ func TestFailedWriteRemovesTheParentsItCreated(t *testing.T) {
 	if err := os.Remove(filepath.Join(f.kit, "startup", "rootCA.pem")); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, Write(context.Background(), ws), CodeFailed)
+	wantCode(t, Write(context.Background(), ws), errcode.PrepareFailed)
 	if _, err := os.Lstat(filepath.Join(f.dir, "new")); !os.IsNotExist(err) {
 		t.Errorf("the failed prepare left the parent directories it created: %v", err)
 	}
 	// An interrupted one too.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	wantCode(t, Write(ctx, ws), CodeInterrupted)
+	wantCode(t, Write(ctx, ws), errcode.Interrupted)
 	if _, err := os.Lstat(filepath.Join(f.dir, "new")); !os.IsNotExist(err) {
 		t.Errorf("the interrupted prepare left the parent directories it created: %v", err)
 	}
@@ -103,7 +105,7 @@ func TestServerJobStoreNeedsForce(t *testing.T) {
 	}
 	before := digest(t, out)
 	_, err := Run(context.Background(), f.opts(out))
-	pe := wantCode(t, err, CodeJobsPresent)
+	pe := wantCode(t, err, errcode.JobsPresent)
 	for _, want := range []string{"jobs-storage/6a1c-job", "snapshot-storage/6a1c-job"} {
 		if !strings.Contains(pe.Message, want) {
 			t.Errorf("message %q does not list %s", pe.Message, want)

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
+	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
@@ -30,7 +31,7 @@ import (
 func (w *Workspace) scanKit() error {
 	st, err := os.Stat(w.Kit)
 	if err != nil {
-		return errorf(CodeInvalidKit, "check the kit path", "cannot read the kit %s: %v", w.Kit, err)
+		return errorf(errcode.InvalidKit, "check the kit path", "cannot read the kit %s: %v", w.Kit, err)
 	}
 	w.addDir(".", st.Mode())
 	excluded := map[string]bool{w.Output: true}
@@ -40,7 +41,7 @@ func (w *Workspace) scanKit() error {
 	var problems schema.Problems
 	w.scanDir(w.Kit, ".", excluded, &problems)
 	if len(problems) > 0 {
-		return &Error{Code: CodeInvalidKit, Problems: problems,
+		return &Error{Code: errcode.InvalidKit, Problems: problems,
 			Message: fmt.Sprintf("the startup kit %s holds %d path(s) prepare cannot copy", w.Kit, len(problems)),
 			Hint:    hintFixProblems}
 	}

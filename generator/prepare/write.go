@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
+	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
@@ -75,7 +76,7 @@ func Write(ctx context.Context, w *Workspace) (err error) {
 		return stagingFailure(err)
 	}
 	if ctx.Err() != nil {
-		return &Error{Code: CodeInterrupted, Message: fmt.Sprintf("prepare of %s interrupted; the output was not changed", w.Output), Hint: "re-run prepare", Err: ctx.Err()}
+		return &Error{Code: errcode.Interrupted, Message: fmt.Sprintf("prepare of %s interrupted; the output was not changed", w.Output), Hint: "re-run prepare", Err: ctx.Err()}
 	}
 	if err := stage.Install(); err != nil {
 		return stagingFailure(err)
@@ -89,7 +90,7 @@ func Write(ctx context.Context, w *Workspace) (err error) {
 func (w *Workspace) checkDiscards(target *workspace.StagingTarget) error {
 	jobs, err := target.List(jobsDir)
 	if err != nil {
-		return &Error{Code: CodeFailed, Message: fmt.Sprintf("cannot read the job artifacts of %s: %v", w.Output, err),
+		return &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot read the job artifacts of %s: %v", w.Output, err),
 			Hint: "check the permissions of the existing workspace", Err: err}
 	}
 	sort.Strings(jobs)
@@ -97,7 +98,7 @@ func (w *Workspace) checkDiscards(target *workspace.StagingTarget) error {
 	for _, store := range serverStores {
 		names, err := target.List(store)
 		if err != nil {
-			return &Error{Code: CodeFailed, Message: fmt.Sprintf("cannot read the server storage of %s: %v", w.Output, err),
+			return &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot read the server storage of %s: %v", w.Output, err),
 				Hint: "check the permissions of the existing workspace", Err: err}
 		}
 		sort.Strings(names)
@@ -114,7 +115,7 @@ func (w *Workspace) checkDiscards(target *workspace.StagingTarget) error {
 			held = append(held, fmt.Sprintf("server job store and snapshot data: %s", strings.Join(stored, ", ")))
 		}
 		return &Error{
-			Code:    CodeJobsPresent,
+			Code:    errcode.JobsPresent,
 			Message: fmt.Sprintf("workspace %s holds %s", w.Output, strings.Join(held, "; and ")),
 			Hint:    "stop the parent, make sure no Slurm allocation still uses them (and move away any stored jobs and snapshots you need), then re-run with --force to discard them",
 		}
@@ -147,17 +148,17 @@ func (w *Workspace) fillFailure(ctx context.Context, err error) error {
 	var changed *dirfd.ChangedError
 	switch {
 	case ctx.Err() != nil:
-		return &Error{Code: CodeInterrupted, Message: fmt.Sprintf("prepare of %s interrupted; the output was not changed", w.Output),
+		return &Error{Code: errcode.Interrupted, Message: fmt.Sprintf("prepare of %s interrupted; the output was not changed", w.Output),
 			Hint: "re-run prepare", Err: err}
 	case errors.As(err, &notRegular):
-		return &Error{Code: CodeInvalidKit, Err: err,
+		return &Error{Code: errcode.InvalidKit, Err: err,
 			Message: fmt.Sprintf("the kit changed while prepare ran: %s is now a %s; prepare copies regular files only", notRegular.Path, schema.FileKind(notRegular.Mode)),
 			Hint:    "remove it from the kit and re-run prepare; the output was not changed"}
 	case errors.As(err, &changed):
-		return &Error{Code: CodeInvalidKit, Err: err, Message: "the kit changed while prepare ran: " + changed.Error(),
+		return &Error{Code: errcode.InvalidKit, Err: err, Message: "the kit changed while prepare ran: " + changed.Error(),
 			Hint: "re-run prepare once nothing changes the kit; the output was not changed"}
 	}
-	return &Error{Code: CodeFailed, Message: fmt.Sprintf("cannot stage the workspace for %s: %v", w.Output, err),
+	return &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot stage the workspace for %s: %v", w.Output, err),
 		Hint: "the output was not changed; fix the cause and re-run prepare", Err: err}
 }
 
@@ -166,14 +167,14 @@ func (w *Workspace) fillFailure(ctx context.Context, err error) error {
 func stagingFailure(err error) error {
 	var se *workspace.StagingError
 	if !errors.As(err, &se) {
-		return &Error{Code: CodeFailed, Message: err.Error(), Err: err}
+		return &Error{Code: errcode.PrepareFailed, Message: err.Error(), Err: err}
 	}
-	code := CodeFailed
+	code := errcode.PrepareFailed
 	switch se.Kind {
 	case workspace.StagingUnsafeOutput:
-		code = CodeInvalidOutput
+		code = errcode.InvalidOutput
 	case workspace.StagingNotWorkspace:
-		code = CodeNotWorkspace
+		code = errcode.NotAWorkspace
 	}
 	return &Error{Code: code, Message: se.Message, Hint: se.Hint, Err: err}
 }

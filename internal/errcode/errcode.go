@@ -1,0 +1,47 @@
+// Package errcode holds every error code of flare-slurm's JSON envelope
+// ({"status":"error","error":{"code":…}}): the one place a code is
+// defined. docs/conventions.md lists them all; TestDocumented checks that
+// list against All.
+package errcode
+
+// Codes, grouped by the command that reports them.
+const (
+	Usage    = "usage"    // a flag, argument or subcommand is wrong (exit 2)
+	Internal = "internal" // a bug in flare-slurm
+
+	InvalidInput = "invalid_input" // validate: a file has problems
+
+	InvalidConfig  = "invalid_config"  // prepare: the Slurm config has problems
+	InvalidKit     = "invalid_kit"     // prepare: the startup kit cannot be read or used
+	InvalidOutput  = "invalid_output"  // prepare, render: the output path cannot be used
+	JobsPresent    = "jobs_present"    // prepare: the output holds job artifacts (needs --force)
+	NotAWorkspace  = "not_a_workspace" // prepare: the output is not a workspace prepared for it
+	PrepareFailed  = "prepare_failed"  // prepare: a file system operation failed
+	Interrupted    = "interrupted"     // prepare: stopped by a signal; nothing changed
+	Drift          = "drift"           // prepare --check: the workspace differs (exit 3)
+	JUnitFailed    = "junit_failed"    // --junit: the report cannot be written
+	DocsFailed     = "docs_failed"     // docs: the pages cannot be written
+	WriteFailed    = "write_failed"    // render: the review files cannot be written
+	InvalidRequest = "invalid_request" // render, launch: the launch request has problems
+
+	InvalidWorkspace = "invalid_workspace" // runtime commands: the workspace cannot be used
+	LaunchRefused    = "launch_refused"    // render: the request breaks a rule of the workspace
+	LaunchFailed     = "launch_failed"     // launch: nothing was submitted
+	JobFailed        = "job_failed"        // wait, launch: the job ended with a non-zero return code
+	NoSuchJob        = "no_such_job"       // status, wait, cancel: the job id is unknown
+	StatusFailed     = "status_failed"     // status: the state could not be read
+	WaitFailed       = "wait_failed"       // wait: watching the job failed
+	CancelFailed     = "cancel_failed"     // cancel: Slurm did not cancel the job
+	CancelPending    = "cancel_pending"    // cancel: recorded; scancel follows once squeue proves the job is ours
+	GCFailed         = "gc_failed"         // gc: nothing was removed
+	BootstrapFailed  = "bootstrap_failed"  // bootstrap-check: the workspace or Slurm setup is unusable
+)
+
+// All lists every code, in the order docs/conventions.md lists them.
+var All = []string{
+	Usage, Internal, InvalidInput,
+	InvalidConfig, InvalidKit, InvalidOutput, JobsPresent, NotAWorkspace, PrepareFailed, Interrupted, Drift,
+	JUnitFailed, DocsFailed, WriteFailed, InvalidRequest,
+	InvalidWorkspace, LaunchRefused, LaunchFailed, JobFailed, NoSuchJob, StatusFailed, WaitFailed,
+	CancelFailed, CancelPending, GCFailed, BootstrapFailed,
+}
