@@ -35,7 +35,8 @@ type app struct {
 var commands []func(*app) *cobra.Command
 
 // Main runs the CLI and returns the process exit code: 0 success, 1 a
-// failure or invalid input, 2 a usage error.
+// failure or invalid input, 2 a usage error, 3 drift (prepare --check);
+// wait and launch exit with the job's return code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRootCommand(a)
@@ -49,7 +50,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// cobra's own errors (unknown command, bad arguments) are usage errors.
 		ce = &cliError{exit: exitUsage, Code: errcode.Usage, Message: err.Error()}
 	}
-	if ce.Code == "usage" && ce.Hint == "" {
+	if ce.Code == errcode.Usage && ce.Hint == "" {
 		ce.Hint = usageHint(cmd)
 	}
 	a.reportError(cmd, ce)

@@ -15,11 +15,13 @@ import (
 // cliError is every error a subcommand returns: it carries the exit code and
 // the fields of the --json error envelope.
 type cliError struct {
-	exit     int
-	Code     string          `json:"code"`
-	Message  string          `json:"message"`
-	Hint     string          `json:"hint,omitempty"`
-	Problems schema.Problems `json:"problems,omitempty"`
+	exit    int
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Hint and Problems are always in the envelope ("" and [] when there
+	// are none), so a pipeline reads them without checking for presence.
+	Hint     string          `json:"hint"`
+	Problems schema.Problems `json:"problems"`
 	// Warnings did not fail the command (YAML 1.1 reading differences
 	// without --strict); they are reported with the error.
 	Warnings schema.Problems `json:"warnings,omitempty"`
