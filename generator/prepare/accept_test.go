@@ -144,7 +144,7 @@ func TestKitTreeProblemsAreAllReported(t *testing.T) {
 func TestProblemHintsDoNotSayAbove(t *testing.T) {
 	f := newFixture(t, "site-1", "runtime: slurm\njob_launcher:\n  bogus: 1\n")
 	_, err := Run(context.Background(), f.opts(filepath.Join(f.dir, "ws")))
-	pe := wantCode(t, err, errcode.InvalidConfig)
+	pe := wantCode(t, err, errcode.InvalidInput)
 	if len(pe.Problems) == 0 || strings.Contains(pe.Hint, "above") || !strings.Contains(pe.Hint, "nothing was written") {
 		t.Errorf("hint %q with %d problems", pe.Hint, len(pe.Problems))
 	}
@@ -163,7 +163,7 @@ func TestProblemHintsDoNotSayAbove(t *testing.T) {
 func TestMissingDefaultConfig(t *testing.T) {
 	f := newFixture(t, "site-1", bareConfig)
 	_, err := Run(context.Background(), Options{Kit: f.kit})
-	pe := wantCode(t, err, errcode.InvalidConfig)
+	pe := wantCode(t, err, errcode.InvalidInput)
 	want := "the default config " + filepath.Join(f.kit, "config.yaml") + " does not exist"
 	if pe.Message != want {
 		t.Errorf("message %q, want %q", pe.Message, want)
@@ -177,7 +177,7 @@ func TestMissingDefaultConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Run(context.Background(), Options{Kit: f.kit})
-	pe = wantCode(t, err, errcode.InvalidConfig)
+	pe = wantCode(t, err, errcode.InvalidInput)
 	if !strings.Contains(pe.Problems.Error(), "rootCA.pem") {
 		t.Errorf("kit problems not reported: %q", pe.Problems.Error())
 	}

@@ -483,7 +483,7 @@ func TestInputProblemsAreAllReported(t *testing.T) {
 	}
 	out := filepath.Join(f.dir, "ws")
 	_, err := Run(context.Background(), f.opts(out))
-	pe := wantCode(t, err, errcode.InvalidConfig)
+	pe := wantCode(t, err, errcode.InvalidInput)
 	text := pe.Problems.Error()
 	for _, want := range []string{"job_launcher.sandbox", "job_launcher.bogus", "rootCA.pem"} {
 		if !strings.Contains(text, want) {
@@ -495,7 +495,7 @@ func TestInputProblemsAreAllReported(t *testing.T) {
 	// A server kit with a parent block.
 	f = newFixture(t, "server", bareConfig+"parent: {}\n")
 	_, err = Run(context.Background(), f.opts(out))
-	wantCode(t, err, errcode.InvalidConfig)
+	wantCode(t, err, errcode.InvalidInput)
 	assertUntouched(t, out, "absent")
 }
 

@@ -122,7 +122,7 @@ func Render(opts Options) (*Workspace, error) {
 	configPath := filepath.Join(kit, "config.yaml")
 	if opts.Config != "" {
 		if configPath, err = resolvePath(opts.Config); err != nil {
-			return nil, errorf(errcode.InvalidConfig, "check the --config path", "cannot resolve the config path %s: %v", opts.Config, err)
+			return nil, errorf(errcode.InvalidInput, "check the --config path", "cannot resolve the config path %s: %v", opts.Config, err)
 		}
 	}
 	// The default output goes through the same resolution and checks as
@@ -147,7 +147,7 @@ func Render(opts Options) (*Workspace, error) {
 				given := filepath.Join(opts.Kit, filepath.Base(cfgs[0]))
 				hint = fmt.Sprintf("the kit holds %s: give it with --config %s (or rename it to config.yaml); nothing was written", given, given)
 			}
-			return nil, &Error{Code: errcode.InvalidConfig, Problems: kitProblems,
+			return nil, &Error{Code: errcode.InvalidInput, Problems: kitProblems,
 				Message: fmt.Sprintf("the default config %s does not exist", configPath),
 				Hint:    hint}
 		}
@@ -163,7 +163,7 @@ func Render(opts Options) (*Workspace, error) {
 	if len(cfgProblems) > 0 || len(kitProblems) > 0 {
 		problems := append(append(schema.Problems{}, cfgProblems...), kitProblems...)
 		if len(cfgProblems) > 0 {
-			return nil, &Error{Code: errcode.InvalidConfig, Problems: problems,
+			return nil, &Error{Code: errcode.InvalidInput, Problems: problems,
 				Message: fmt.Sprintf("%s is not a valid Slurm config", configPath), Hint: hintFixProblems}
 		}
 		return nil, &Error{Code: errcode.InvalidKit, Problems: problems,
@@ -174,12 +174,12 @@ func Render(opts Options) (*Workspace, error) {
 	readings := append(schema.ReadingWarnings(schema.KindSlurmConfig, configPath),
 		schema.ReadingWarnings(schema.KindStudyRuntime, filepath.Join(kit, "local", schema.StudyRuntimeFile))...)
 	if opts.Strict && len(readings) > 0 {
-		return nil, &Error{Code: errcode.InvalidConfig, Problems: readings,
+		return nil, &Error{Code: errcode.InvalidInput, Problems: readings,
 			Message: fmt.Sprintf("%d value(s) that NVFlare's YAML 1.1 reader reads differently (--strict)", len(readings)),
 			Hint:    "quote each value as its line shows; nothing was written"}
 	}
 	if ps := schema.CheckConfigForKit(cfg, k); len(ps) > 0 {
-		return nil, &Error{Code: errcode.InvalidConfig, Problems: ps,
+		return nil, &Error{Code: errcode.InvalidInput, Problems: ps,
 			Message: fmt.Sprintf("%s cannot be used with the %s kit %s", configPath, k.Role, kit), Hint: hintFixProblems}
 	}
 	if k.Role != "client" && k.Role != "server" {
@@ -196,7 +196,7 @@ func Render(opts Options) (*Workspace, error) {
 		if err != nil {
 			problem := schema.Problem{File: cfg.File, Path: "job_launcher.image", Message: err.Error(),
 				Hint: "point image at the container image file on the shared filesystem"}
-			return nil, &Error{Code: errcode.InvalidConfig, Problems: schema.Problems{problem},
+			return nil, &Error{Code: errcode.InvalidInput, Problems: schema.Problems{problem},
 				Message: fmt.Sprintf("%s is not a valid Slurm config", configPath), Hint: hintFixProblems}
 		}
 		jl.Image = real

@@ -9,9 +9,8 @@ const (
 	Usage    = "usage"    // a flag, argument or subcommand is wrong (exit 2)
 	Internal = "internal" // a bug in flare-slurm
 
-	InvalidInput = "invalid_input" // validate: a file has problems
+	InvalidInput = "invalid_input" // validate, prepare: an input file (Slurm config, study runtime, job meta) has problems
 
-	InvalidConfig  = "invalid_config"  // prepare: the Slurm config has problems
 	InvalidKit     = "invalid_kit"     // prepare: the startup kit cannot be read or used
 	InvalidOutput  = "invalid_output"  // prepare, render: the output path cannot be used
 	JobsPresent    = "jobs_present"    // prepare: the output holds job artifacts (needs --force)
@@ -40,7 +39,7 @@ const (
 // All lists every code, in the order docs/conventions.md lists them.
 var All = []string{
 	Usage, Internal, InvalidInput,
-	InvalidConfig, InvalidKit, InvalidOutput, JobsPresent, NotAWorkspace, PrepareFailed, Interrupted, Drift,
+	InvalidKit, InvalidOutput, JobsPresent, NotAWorkspace, PrepareFailed, Interrupted, Drift,
 	JUnitFailed, DocsFailed, WriteFailed, InvalidRequest,
 	InvalidWorkspace, LaunchRefused, LaunchFailed, JobFailed, NoSuchJob, StatusFailed, WaitFailed,
 	CancelFailed, CancelPending, GCFailed, BootstrapFailed,
