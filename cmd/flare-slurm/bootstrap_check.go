@@ -81,12 +81,13 @@ func openSite(ctx context.Context, a *app, workspace string, check bool) (*site.
 		CheckScheduler: check,
 	})
 	if err != nil {
+		given := newGivenPaths(workspace)
 		var ps schema.Problems
 		if errors.As(err, &ps) {
-			return nil, failure(errcode.InvalidWorkspace, fmt.Sprintf("workspace %s is not a usable prepared workspace", workspace),
-				"pass the --output directory of 'flare-slurm prepare' and fix the problems listed", ps)
+			return nil, given.err(failure(errcode.InvalidWorkspace, fmt.Sprintf("workspace %s is not a usable prepared workspace", workspace),
+				"pass the --output directory of 'flare-slurm prepare' and fix the problems listed", ps))
 		}
-		return nil, runtimeFailure(errcode.BootstrapFailed, err, "fix the workspace or the Slurm setup, then run 'flare-slurm bootstrap-check'")
+		return nil, given.err(runtimeFailure(errcode.BootstrapFailed, err, "fix the workspace or the Slurm setup, then run 'flare-slurm bootstrap-check'"))
 	}
 	return rt, nil
 }

@@ -59,7 +59,9 @@ A value of slurm.yaml or the kit's local/study_runtime.yaml that NVFlare's
 YAML 1.1 reader reads differently (an unquoted 12:00:00, yes, 0o17) is a
 warning; --strict makes it an error.`,
 			Args: cobra.MaximumNArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
+			RunE: func(cmd *cobra.Command, args []string) (err error) {
+				// problem lines name the kit, config and workspace as given
+				defer func() { err = newGivenPaths(opts.Kit, opts.Config, opts.Output).err(err) }()
 				switch {
 				case len(args) == 1 && kitFlag != "":
 					return usageErrorf("give the startup kit once: as an argument or with --kit")
@@ -108,7 +110,7 @@ warning; --strict makes it an error.`,
 					return prepareFailure(err)
 				}
 				for _, w := range res.Warnings {
-					fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", visible.Lines(w))
+					fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", visible.Lines(newGivenPaths(opts.Kit, opts.Config, opts.Output).text(w)))
 				}
 				switch outFormat {
 				case "json":
@@ -149,7 +151,7 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 		return prepareFailure(err)
 	}
 	for _, w := range ws.Result.Warnings {
-		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", visible.Lines(w))
+		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", visible.Lines(newGivenPaths(opts.Kit, opts.Config, opts.Output).text(w)))
 	}
 	var drift *prepare.Drift
 	if against != "" {

@@ -67,7 +67,12 @@ func init() {
 	})
 }
 
+// render reports paths as given (givenPaths).
 func (a *app) render(workspace, request, output string, asJSON, reveal, force bool) error {
+	return newGivenPaths(workspace, request, output).err(a.renderReview(workspace, request, output, asJSON, reveal, force))
+}
+
+func (a *app) renderReview(workspace, request, output string, asJSON, reveal, force bool) error {
 	var data []byte
 	var err error
 	if request == "-" {
