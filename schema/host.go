@@ -23,6 +23,14 @@ func CheckParentHost(host string) string {
 		}
 	}
 	if !strings.Contains(host, ":") && !strings.ContainsAny(host, "[]") {
+		// A host name or IPv4 address: letters, digits, '-', '.', '_'
+		// only. Anything else (';', '|', '%', '$', control characters)
+		// makes a URL the workers cannot connect to.
+		for _, r := range host {
+			if !(unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("-._", r)) {
+				return fmt.Sprintf("%q is not a host name or IP address: it contains %q (allowed: letters, digits, '-', '.', '_', or an IPv6 address)", host, r)
+			}
+		}
 		return ""
 	}
 	addr := host

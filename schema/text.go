@@ -17,8 +17,8 @@ const MultiLineKeyword = "x-multiline"
 // CheckText is the one rule for the characters of a string value that an
 // input describes: no NUL anywhere (no C string, argv entry or environment
 // value can carry it), and no carriage return or line feed in a one-line
-// value (a path, a name, a directive, a command). It returns what is wrong,
-// or "".
+// value (a path, a name, a directive, a command), nor any other control
+// character but tab (ESC, DEL, ...) there. It returns what is wrong, or "".
 func CheckText(s string, multiLine bool) string {
 	if i := strings.IndexByte(s, 0); i >= 0 {
 		return fmt.Sprintf("must not contain NUL (byte %d of the value)", i+1)
@@ -28,6 +28,14 @@ func CheckText(s string, multiLine bool) string {
 	}
 	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
 		return fmt.Sprintf("must be one line: no carriage return or line feed (byte %d of the value)", i+1)
+	}
+	// Other control characters (ESC, DEL, ...; a tab is kept, paths may
+	// hold one) have no place in a path, a name or a directive, and would
+	// reach Slurm's argv and messages (a terminal escape in a partition).
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return fmt.Sprintf("must not contain the control character %q (byte %d of the value)", rune(c), i+1)
+		}
 	}
 	return ""
 }

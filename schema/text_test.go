@@ -115,6 +115,13 @@ func TestCheckText(t *testing.T) {
 		{"\x00\n", false, "must not contain NUL (byte 1 of the value)"},
 		{"a\nb", false, "must be one line: no carriage return or line feed (byte 2 of the value)"},
 		{"ab\r", false, "must be one line: no carriage return or line feed (byte 3 of the value)"},
+		// Other control characters in a one-line value (issue 9 review: an
+		// ESC in a partition reached the sbatch argv).
+		{"cpu\x1b[2J", false, `must not contain the control character '\x1b' (byte 4 of the value)`},
+		{"a\tb", false, ""}, // a path may hold a tab; the shell-safety tests use one
+		{"a\x7f", false, `must not contain the control character '\x7f' (byte 2 of the value)`},
+		{"a\tb\x1b", true, ""},
+		{"gpu:1 é", false, ""},
 	} {
 		if got := CheckText(tc.s, tc.multi); got != tc.want {
 			t.Errorf("CheckText(%q, %v) = %q, want %q", tc.s, tc.multi, got, tc.want)
