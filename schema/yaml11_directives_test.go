@@ -2,7 +2,6 @@ package schema
 
 import (
 	"encoding/json"
-	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,19 +75,7 @@ func TestDirectiveReadingsMatchNVFlare(t *testing.T) {
 	pieces := []string{"0", "1", "7", "9", "12", "59", "00", "08", "0x", "0b", "0o", "_", ".", ":", "+", "-",
 		"e", "E", "e+", "inf", "nan", "x", "F", "a", "yes", "no", "On", "true", "null", "~", "1:30.5", "1.5",
 		"99999999999999999999", "gpu", "2001-12-14"}
-	r := rand.New(rand.NewSource(7))
-	seen := map[string]bool{}
-	var texts []string
-	for len(texts) < 4000 {
-		var b strings.Builder
-		for n := 1 + r.Intn(4); n > 0; n-- {
-			b.WriteString(pieces[r.Intn(len(pieces))])
-		}
-		if s := b.String(); !seen[s] {
-			seen[s] = true
-			texts = append(texts, s)
-		}
-	}
+	texts := generatedScalars(7, 4000, 4, pieces)
 	in, _ := json.Marshal(texts)
 	cmd := exec.Command(py, "-c", directiveOracle, src)
 	cmd.Stdin = strings.NewReader(string(in))

@@ -98,12 +98,18 @@ func TestRead11MatchesPyYAMLGenerated(t *testing.T) {
 	pieces := []string{"0", "1", "7", "9", "12", "59", "60", "00", "08", "0x", "0b", "0o", "_", ".", ":", "+", "-",
 		"e", "E", "e+", "e-", "inf", "Inf", "nan", "NaN", "x", "F", "a", "yes", "Yes", "no", "On", "off", "true",
 		"TRUE", "null", "Null", "~", "T", "Z", "2001-12-14", "1:30.5", "1.5", "99999999999999999999"}
-	r := rand.New(rand.NewSource(15))
+	compareWithPyYAML(t, generatedScalars(15, 8000, 5, pieces))
+}
+
+// generatedScalars makes n distinct plain scalars of 1..maxPieces pieces,
+// reproducibly from seed (the oracle tests' corpus).
+func generatedScalars(seed int64, n, maxPieces int, pieces []string) []string {
+	r := rand.New(rand.NewSource(seed))
 	seen := map[string]bool{}
 	var texts []string
-	for len(texts) < 8000 {
+	for len(texts) < n {
 		var b strings.Builder
-		for n := 1 + r.Intn(5); n > 0; n-- {
+		for k := 1 + r.Intn(maxPieces); k > 0; k-- {
 			b.WriteString(pieces[r.Intn(len(pieces))])
 		}
 		if s := b.String(); !seen[s] {
@@ -111,7 +117,7 @@ func TestRead11MatchesPyYAMLGenerated(t *testing.T) {
 			texts = append(texts, s)
 		}
 	}
-	compareWithPyYAML(t, texts)
+	return texts
 }
 
 // compareWithPyYAML runs PyYAML's SafeLoader on each plain scalar (as the
