@@ -7,7 +7,7 @@ JSONSCHEMA_DIR ?= internal/third_party/jsonschema
 # Packages that hold goldie golden files (they accept -update).
 GOLDEN_PKGS ?= ./generator/...
 
-.PHONY: build test test-unit test-third-party test-slurm golden golden-scripts bench bench-process demo lint fuzz clean docs dist
+.PHONY: editor-deps build test test-unit test-third-party test-slurm golden golden-scripts bench bench-process demo lint fuzz clean docs dist
 
 # The project's own single-machine Slurm cluster (runtime/slurmtest/README.md).
 SLURM_CLUSTER ?= runtime/slurmtest/cluster.sh
@@ -22,8 +22,23 @@ lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 
-test-unit: test-third-party
+test-unit: test-third-party editor-deps
 	$(GO) test -count=1 ./...
+
+# editor-deps installs yaml-language-server, pinned by
+# internal/editortest/testdata/package-lock.json, for internal/editortest
+# (completion, hover and diagnostics on the schemas in a real editor engine).
+# It runs npm ci only when the lock file is newer than the install. Without
+# npm it says so, and the editor tests are skipped (they fail under CI=true).
+EDITOR_DEPS := internal/editortest/testdata
+editor-deps:
+	@if command -v npm >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory $(EDITOR_DEPS)/node_modules/.package-lock.json; \
+	else echo "make: npm is not installed; internal/editortest's editor tests are skipped"; fi
+
+$(EDITOR_DEPS)/node_modules/.package-lock.json: $(EDITOR_DEPS)/package-lock.json $(EDITOR_DEPS)/package.json
+	cd $(EDITOR_DEPS) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 test-third-party:
 	cd $(JSONSCHEMA_DIR) && $(GO) test -count=1 ./...
@@ -51,7 +66,7 @@ test: lint
 # package's line); the full verbose log is SLURM_LOG, whose failing tests
 # are printed at the end.
 SLURM_LOG ?= bin/test-slurm.log
-test-slurm: test-third-party
+test-slurm: test-third-party editor-deps
 	bash $(SLURM_CLUSTER) up
 	@mkdir -p $(dir $(SLURM_LOG)); rc=0; \
 	{ FLARE_SLURM_IT=1 $(GO) test -count=1 -timeout 30m -v ./... 2>&1; echo "go test exit $$?"; } | tee $(SLURM_LOG) | \

@@ -63,7 +63,7 @@ type embedded struct {
 
 	decodeOnce sync.Once
 	id         string         // $id
-	doc        map[string]any // the decoded document (for errorMessage and properties)
+	doc        map[string]any // the decoded document (for custom messages and properties)
 	decodeErr  error
 
 	compileOnce sync.Once
@@ -359,15 +359,25 @@ func (r *schemaReporter) message(e *jsonschema.ValidationError, path string, n *
 	}
 	custom := ""
 	if kw := e.ErrorKind.KeywordPath(); len(kw) > 0 {
-		if msgs, ok := r.schemaNode(e.SchemaURL)["errorMessage"].(map[string]any); ok {
-			custom, _ = msgs[kw[0]].(string)
-		}
+		custom = customMessage(r.schemaNode(e.SchemaURL), kw[0])
 	}
 	switch k := e.ErrorKind.(type) {
 	case *kind.Type:
 		got := typeName(k.Got)
 		if n != nil {
 			got = nodeKindName(n)
+		}
+		// An enum's type is there for editors; name the values, as for a
+		// wrong value of the right type.
+		if want, ok := r.schemaNode(e.SchemaURL)["enum"].([]any); ok {
+			if n != nil && n.Kind == yaml.ScalarNode {
+				got = n.Value
+			}
+			names := make([]string, len(want))
+			for i, w := range want {
+				names[i] = plainValue(w)
+			}
+			return fmt.Sprintf("must be one of %s (got %s)", strings.Join(names, ", "), got)
 		}
 		return fmt.Sprintf("must be %s (got %s)", typeList(k.Want), got)
 	case *kind.Enum:
@@ -500,4 +510,26 @@ func ratText(r *big.Rat) string {
 	}
 	f, _ := r.Float64()
 	return fmt.Sprint(f)
+}
+
+// Custom messages in the schemas. A pattern's message is the string
+// PatternMessageKeyword, the keyword editors (yaml-language-server, VS Code's
+// JSON service) show for a pattern mismatch; the messages of other keywords
+// are an object under MessagesKeyword, keyword → message, which editors
+// ignore. (An ajv-errors "errorMessage" object would be shown raw by editors:
+// they read errorMessage as one string replacing every message.)
+const (
+	PatternMessageKeyword = "patternErrorMessage"
+	MessagesKeyword       = "x-errorMessages"
+)
+
+// customMessage is the schema node's own message for a failed keyword, or "".
+func customMessage(node map[string]any, keyword string) string {
+	if keyword == "pattern" {
+		msg, _ := node[PatternMessageKeyword].(string)
+		return msg
+	}
+	msgs, _ := node[MessagesKeyword].(map[string]any)
+	msg, _ := msgs[keyword].(string)
+	return msg
 }

@@ -66,8 +66,15 @@ func TestSchemasValidAgainstMetaschema(t *testing.T) {
 	}
 }
 
-// TestSchemasDocumented: every property has a description, and every
-// optional one its default, so editors complete and document them.
+// TestSchemasDocumented: every property has a description; a default, when
+// a property has one, is a value the property accepts (an editor inserts it:
+// yaml-language-server wrote `image: "null"` for a `"default": null` on a
+// string); an optional property without a default is simply unset. Custom
+// messages use the keywords editors understand (customMessage): no
+// ajv-errors "errorMessage" object, which editors show raw; a
+// patternErrorMessage only next to a pattern; x-errorMessages only for
+// keywords of the same node. An enum carries its type, or editors skip it
+// when they insert an object's required keys.
 func TestSchemasDocumented(t *testing.T) {
 	for _, name := range Names() {
 		src, ok := Source(name)
@@ -81,33 +88,66 @@ func TestSchemasDocumented(t *testing.T) {
 		if doc["$schema"] != "https://json-schema.org/draft/2020-12/schema" {
 			t.Errorf("%s: $schema = %v", name, doc["$schema"])
 		}
-		if id, _ := doc["$id"].(string); id == "" {
+		id, _ := doc["$id"].(string)
+		if id == "" {
 			t.Errorf("%s: no $id", name)
 		}
-		count := 0
-		var walk func(path string, node any)
-		walk = func(path string, node any) {
+		c := jsonschema.NewCompiler()
+		c.DefaultDraft(jsonschema.Draft2020)
+		c.UseLoader(noLoader{})
+		if err := c.AddResource(id, doc); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		count, defaults := 0, 0
+		var walk func(pointer string, node any)
+		walk = func(pointer string, node any) {
 			m, ok := node.(map[string]any)
 			if !ok {
 				return
 			}
-			required := map[string]bool{}
-			if req, ok := m["required"].([]any); ok {
-				for _, r := range req {
-					required[r.(string)] = true
+			if _, has := m["errorMessage"]; has {
+				t.Errorf("%s: %s has an errorMessage; use %s (pattern) or %s", name, pointer, PatternMessageKeyword, MessagesKeyword)
+			}
+			if _, has := m[PatternMessageKeyword]; has {
+				if _, pat := m["pattern"]; !pat {
+					t.Errorf("%s: %s has a %s but no pattern", name, pointer, PatternMessageKeyword)
+				}
+			}
+			if msgs, has := m[MessagesKeyword]; has {
+				mm, ok := msgs.(map[string]any)
+				if !ok || len(mm) == 0 {
+					t.Errorf("%s: %s: %s must be a non-empty object", name, pointer, MessagesKeyword)
+				}
+				for kw := range mm {
+					if _, has := m[kw]; !has || kw == "pattern" {
+						t.Errorf("%s: %s: %s names %q, not a keyword of this node (a pattern's message is %s)", name, pointer, MessagesKeyword, kw, PatternMessageKeyword)
+					}
+				}
+			}
+			if _, has := m["enum"]; has {
+				if _, typed := m["type"]; !typed {
+					t.Errorf("%s: %s: an enum without a type", name, pointer)
 				}
 			}
 			if props, ok := m["properties"].(map[string]any); ok {
 				for key, p := range props {
 					count++
 					pm := p.(map[string]any)
+					ptr := pointer + "/properties/" + key
 					if d, _ := pm["description"].(string); d == "" {
-						t.Errorf("%s: %s.%s has no description", name, path, key)
+						t.Errorf("%s: %s has no description", name, ptr)
 					}
-					if _, has := pm["default"]; !has && !required[key] {
-						t.Errorf("%s: optional %s.%s has no default", name, path, key)
+					if def, has := pm["default"]; has {
+						defaults++
+						sch, err := c.Compile(id + "#" + ptr)
+						if err != nil {
+							t.Fatalf("%s: compile %s: %v", name, ptr, err)
+						}
+						if err := sch.Validate(def); err != nil {
+							t.Errorf("%s: the default of %s (%v) is not a value it accepts: %v", name, ptr, def, err)
+						}
 					}
-					walk(path+"."+key, p)
+					walk(ptr, p)
 				}
 			}
 			for _, k := range []string{"$defs", "additionalProperties", "items"} {
@@ -115,17 +155,18 @@ func TestSchemasDocumented(t *testing.T) {
 				case map[string]any:
 					if k == "$defs" {
 						for dk, dv := range v {
-							walk(path+".$defs."+dk, dv)
+							walk(pointer+"/$defs/"+dk, dv)
 						}
 					} else {
-						walk(path+"."+k, v)
+						walk(pointer+"/"+k, v)
 					}
 				}
 			}
 		}
-		walk(name, doc)
+		walk("", doc)
 		if count < 5 {
 			t.Errorf("%s: only %d properties seen", name, count)
 		}
+		t.Logf("%s: %d properties, %d defaults checked", name, count, defaults)
 	}
 }
