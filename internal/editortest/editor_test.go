@@ -230,10 +230,10 @@ func TestYAMLLanguageServer(t *testing.T) {
 		uri := c.open(filepath.Join(dir, "diag", "slurm.yaml"),
 			"runtime: slurm\njob_launcher:\n  sandbox: docker\n  python_path: bin/python\n  multi_node_port_range: 1-2-3\n  bogus: 1\n")
 		want := map[int]string{
-			2: "apptainer",                 // the allowed values are named
-			3: "must be an absolute path",  // patternErrorMessage
+			2: "apptainer",                  // the allowed values are named
+			3: "must be an absolute path",   // patternErrorMessage
 			4: "must be \"START-END\" with", // patternErrorMessage
-			5: "bogus",                     // the unknown key
+			5: "bogus",                      // the unknown key
 		}
 		got := map[int]string{}
 		for _, d := range c.diagnostics(uri) {
