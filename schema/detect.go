@@ -125,6 +125,8 @@ func ValidateWith(kind, path string, o ValidateOptions) (probs, skipped Problems
 	case KindKit:
 		kit, kp := loadKit(path)
 		probs = append(probs, kp...)
+		// A workspace prepared with --launcher flare-slurm names the binary its parent runs.
+		probs = append(probs, kitBridgeProblems(path)...)
 		// KIT/config.yaml is prepare's default config: check it whatever
 		// the rest of the kit holds, and its fit with the kit when the
 		// kit's role is known.

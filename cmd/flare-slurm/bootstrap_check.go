@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flare-slurm/flare-slurm/bridge"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/runtime/site"
@@ -30,6 +31,13 @@ func init() {
 				if err != nil {
 					return err
 				}
+				// The bridge's parent runs the binary the workspace records.
+				if b := rt.Workspace.Binary; b != "" {
+					if msg := bridge.CheckBinary(b); msg != "" {
+						return failure(errcode.BootstrapFailed, fmt.Sprintf("workspace %s: the parent's launcher cannot run flare-slurm", rt.Workspace.Root),
+							bridge.BinaryHint, schema.Problems{{File: rt.Workspace.ResourcesFile, Path: "slurm_launcher.args." + bridge.BinaryArg, Message: msg}})
+					}
+				}
 				p := rt.Client.Paths
 				data := map[string]any{
 					"workspace":     rt.Workspace.Root,
@@ -40,6 +48,9 @@ func init() {
 					"accounting":    "ok",
 					"jobs_dir":      rt.Manager.JobsDir(),
 				}
+				if rt.Workspace.Binary != "" {
+					data["flare_slurm"] = rt.Workspace.Binary
+				}
 				if asJSON {
 					return a.printOK(data)
 				}
@@ -47,6 +58,9 @@ func init() {
 				fmt.Fprintf(a.stdout, "slurm %s; accounting answers\n", rt.Version)
 				for _, n := range []struct{ k, v string }{{"sbatch", p.Sbatch}, {"squeue", p.Squeue}, {"sacct", p.Sacct}, {"scancel", p.Scancel}} {
 					fmt.Fprintf(a.stdout, "%-8s %s\n", n.k, n.v)
+				}
+				if rt.Workspace.Binary != "" {
+					fmt.Fprintf(a.stdout, "the parent's launcher runs %s\n", rt.Workspace.Binary)
 				}
 				return nil
 			},

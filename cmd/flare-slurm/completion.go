@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/flare-slurm/flare-slurm/bridge"
 	"github.com/flare-slurm/flare-slurm/generator/compile"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/schema"
@@ -98,6 +99,7 @@ var flagCompletions = map[string]cobra.CompletionFunc{
 	"format":         completeFormats,
 	"junit":          completeFilesWithExt("xml"),
 	"ignore-warning": completeWarningCodes,
+	"launcher":       cobra.FixedCompletions(bridge.Launchers, cobra.ShellCompDirectiveNoFileComp),
 }
 
 // argCompletions completes the positional arguments of the command of

@@ -7,11 +7,14 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/flare-slurm/flare-slurm/bridge"
 	"github.com/flare-slurm/flare-slurm/generator/prepare"
 	"github.com/flare-slurm/flare-slurm/internal/cireport"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
@@ -57,7 +60,12 @@ log of them; --check --junit FILE writes a JUnit XML report with one test
 case (the workspace is up to date, or the list of drifted paths).
 A value of slurm.yaml or the kit's local/study_runtime.yaml that NVFlare's
 YAML 1.1 reader reads differently (an unquoted 12:00:00, yes, 0o17) is a
-warning; --strict makes it an error.`,
+warning; --strict makes it an error.
+--launcher flare-slurm names the flare-slurm launcher bridge instead of
+NVFlare's Slurm launcher: prepare writes local/custom/flare_slurm_bridge.py
+and records the absolute path of this binary, which the parent then calls
+for every job (docs/nvflare-bridge.md). Without it the workspace is the one
+'nvflare deploy prepare' writes; give the same --launcher to --check.`,
 			Args: cobra.MaximumNArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) (err error) {
 				// problem lines name the kit, config and workspace as given
@@ -90,6 +98,9 @@ warning; --strict makes it an error.`,
 				}
 				if against != "" && opts.Output == "" {
 					return usageErrorf("--against needs --output: the path the workspace is deployed at, which its files name")
+				}
+				if !slices.Contains(bridge.Launchers, opts.Launcher) {
+					return usageErrorf("--launcher %q is not a launcher (allowed: %s)%s", opts.Launcher, strings.Join(bridge.Launchers, ", "), suggestion(opts.Launcher, bridge.Launchers))
 				}
 				if err := checkWarningCodes(opts.IgnoreWarnings); err != nil {
 					return err
@@ -134,6 +145,7 @@ warning; --strict makes it an error.`,
 		f.BoolVar(&opts.Force, "force", false, "replace OUT even if it holds job artifacts or is not a workspace prepared for it")
 		f.BoolVar(&opts.Strict, "strict", false, "treat values that NVFlare's YAML 1.1 reader reads differently as errors, not warnings")
 		bindIgnoreWarning(cmd, &opts.IgnoreWarnings)
+		f.StringVar(&opts.Launcher, "launcher", bridge.LauncherNVFlare, "the job launcher the workspace names: nvflare (NVFlare's own Slurm launcher) or flare-slurm (the parent hands its jobs to this binary)")
 		f.BoolVar(&check, "check", false, "write nothing; print a diff and exit 3 if the workspace differs")
 		f.StringVar(&against, "against", "", "with --check, compare with the copy of the workspace in `DIR` (rendered for --output, the deployed path)")
 		return cmd

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flare-slurm/flare-slurm/bridge"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -33,6 +34,11 @@ type Workspace struct {
 	// Attach is comm_config.json's client_api_attach section when its
 	// scheme is shared-file (Client API Attach); nil otherwise.
 	Attach *SharedFileAttach
+
+	// Binary is the flare-slurm binary the workspace's launcher bridge
+	// calls (its flare_slurm argument); "" when the workspace names
+	// NVFlare's own launcher.
+	Binary string
 
 	ResourcesFile string
 	CommFile      string
@@ -189,10 +195,12 @@ func (ws *Workspace) loadLauncher() schema.Problems {
 		ws.Role = "client"
 	case serverLauncherPath:
 		ws.Role = "server"
+	case bridge.ClientComponent, bridge.ServerComponent:
+		ws.Role = bridge.RoleOf(comp.Path)
 	default:
 		ps = append(ps, schema.Problem{File: file, Path: "slurm_launcher.path",
 			Message: fmt.Sprintf("%q is not a Slurm launcher", comp.Path),
-			Hint:    "allowed: " + clientLauncherPath + ", " + serverLauncherPath})
+			Hint:    "allowed: " + strings.Join([]string{clientLauncherPath, serverLauncherPath, bridge.ClientComponent, bridge.ServerComponent}, ", ")})
 	}
 	var a struct {
 		WorkspacePath      *string                    `json:"workspace_path"`
@@ -211,12 +219,21 @@ func (ws *Workspace) loadLauncher() schema.Problems {
 		PollInterval       *float64                   `json:"poll_interval"`
 		PendingTimeout     *float64                   `json:"pending_timeout"`
 		MultiNodePortRange json.RawMessage            `json:"multi_node_port_range"`
+		Binary             *string                    `json:"flare_slurm"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(comp.Args))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err != nil {
 		add("", "malformed launcher settings: "+jsonMessage(err), "prepare the workspace again")
 		return ps
+	}
+	switch isBridge := bridge.RoleOf(comp.Path) != ""; {
+	case isBridge && (a.Binary == nil || !filepath.IsAbs(*a.Binary)):
+		add(bridge.BinaryArg, "must be the absolute path of the flare-slurm binary the bridge calls", "prepare the workspace again with --launcher flare-slurm")
+	case isBridge:
+		ws.Binary = *a.Binary
+	case a.Binary != nil:
+		add(bridge.BinaryArg, "is an argument of the flare-slurm launcher bridge, not of "+comp.Path, "prepare the workspace again")
 	}
 	jl := &ws.Launcher
 	if a.WorkspacePath == nil || !filepath.IsAbs(*a.WorkspacePath) {

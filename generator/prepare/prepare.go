@@ -39,6 +39,15 @@ type Options struct {
 	// refusing it: for a drift check of a deployed workspace from another
 	// host (prepare --check --against). Render only; Run ignores it.
 	ImageAsWritten bool
+	// Launcher is the job launcher the workspace names (bridge.Launchers):
+	// "" or bridge.LauncherNVFlare for NVFlare's own Slurm launcher (the
+	// workspace is byte-equal to NVFlare's prepare), bridge.LauncherFlareSlurm
+	// for the bridge that hands the parent's jobs to flare-slurm.
+	Launcher string
+	// Binary is the absolute path of the flare-slurm binary the bridge
+	// calls; "" means this binary (bridge.Executable). Only with
+	// Launcher bridge.LauncherFlareSlurm.
+	Binary string
 }
 
 // Result describes a prepared workspace. The JSON field names and the order

@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/flare-slurm/flare-slurm/bridge"
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
+	"github.com/flare-slurm/flare-slurm/internal/ojson"
 	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
@@ -112,6 +115,11 @@ func (w *Workspace) warnf(code, format string, args ...any) {
 // Render validates the config, then the kit, then the output, and computes
 // the new workspace in memory. It writes nothing.
 func Render(opts Options) (*Workspace, error) {
+	switch opts.Launcher {
+	case "", bridge.LauncherNVFlare, bridge.LauncherFlareSlurm:
+	default:
+		return nil, errorf(errcode.Usage, "allowed: "+strings.Join(bridge.Launchers, ", "), "unknown launcher %q", opts.Launcher)
+	}
 	if opts.Kit == "" {
 		return nil, errorf(errcode.InvalidKit, "run 'flare-slurm prepare KIT --config slurm.yaml'", "no startup kit given")
 	}
@@ -220,7 +228,13 @@ func Render(opts Options) (*Workspace, error) {
 	if k.Role == "server" {
 		launcherPath = serverLauncher
 	}
-	if err := w.patchResources(launcherPath, LauncherArgs(jl, output), k.Role == "server"); err != nil {
+	args := LauncherArgs(jl, output)
+	if opts.Launcher == bridge.LauncherFlareSlurm {
+		if launcherPath, err = w.addBridge(k.Role, opts.Binary, args); err != nil {
+			return nil, err
+		}
+	}
+	if err := w.patchResources(launcherPath, args, k.Role == "server"); err != nil {
 		return nil, err
 	}
 	if err := w.patchCommConfig(jl); err != nil {
@@ -276,6 +290,34 @@ func Render(opts Options) (*Workspace, error) {
 		})
 	}
 	return w, nil
+}
+
+// addBridge writes the bridge module into local/custom/ and records the
+// binary it calls in the launcher args; it returns the component path
+// that replaces NVFlare's launcher.
+func (w *Workspace) addBridge(role, binary string, args *ojson.Value) (string, error) {
+	if binary == "" {
+		var err error
+		if binary, err = bridge.Executable(); err != nil {
+			return "", errorf(errcode.PrepareFailed, "run prepare from an installed flare-slurm binary", "%v", err)
+		}
+	}
+	if !filepath.IsAbs(binary) {
+		return "", errorf(errcode.PrepareFailed, "give an absolute path", "the flare-slurm binary %q is not an absolute path", binary)
+	}
+	dir := path.Dir(bridge.File)
+	switch f := w.File(dir); {
+	case f == nil:
+		w.addDir(dir, 0o755)
+	case !f.Dir:
+		return "", errorf(errcode.InvalidKit, "remove that file from the kit", "%s is a file in the kit %s; the flare-slurm launcher goes into that directory", dir, w.Kit)
+	}
+	if f := w.File(bridge.File); f != nil && f.Dir {
+		return "", errorf(errcode.InvalidKit, "remove that directory from the kit", "%s is a directory in the kit %s; prepare must replace it", bridge.File, w.Kit)
+	}
+	w.put(bridge.File, bridge.Source, newFileMode)
+	args.Set(bridge.BinaryArg, ojson.StringValue(binary))
+	return bridge.Component(role), nil
 }
 
 func templateError(err error) error {

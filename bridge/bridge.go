@@ -1,0 +1,126 @@
+// Package bridge is the NVFlare side of the flare-slurm runtime: a small
+// Python launcher component (flare_slurm_bridge.py, embedded here) that
+// prepare --launcher flare-slurm writes into the workspace's local/custom/
+// and names in local/resources.json.default in place of NVFlare's Slurm
+// launcher. The component claims the site's jobs and calls this binary
+// (launch, status, wait, cancel with --json) for every decision.
+//
+// This package owns the names both sides use: the module and its classes,
+// the component argument that records the binary, the file's place in the
+// workspace, and the check that the recorded binary can be run.
+package bridge
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// Source is the Python module prepare writes to File.
+//
+//go:embed flare_slurm_bridge.py
+var Source []byte
+
+const (
+	// Module is the Python module name of the bridge.
+	Module = "flare_slurm_bridge"
+	// File is where prepare writes it, relative to the workspace: the
+	// directory the parent adds to its import path (NVFlare's site custom dir).
+	File = "local/custom/" + Module + ".py"
+	// ClientComponent and ServerComponent are the component paths of
+	// local/resources.json.default.
+	ClientComponent = Module + ".ClientFlareSlurmJobLauncher"
+	ServerComponent = Module + ".ServerFlareSlurmJobLauncher"
+	// BinaryArg is the component argument holding the absolute path of
+	// the flare-slurm binary that prepared the workspace, the one the
+	// bridge calls.
+	BinaryArg = "flare_slurm"
+)
+
+// Launchers a workspace can name (prepare --launcher).
+const (
+	// LauncherNVFlare is NVFlare's own Slurm launcher: the workspace is
+	// byte-equal to 'nvflare deploy prepare'.
+	LauncherNVFlare = "nvflare"
+	// LauncherFlareSlurm is the bridge: the parent hands its jobs to flare-slurm.
+	LauncherFlareSlurm = "flare-slurm"
+)
+
+// Launchers are the values of prepare --launcher, the default first.
+var Launchers = []string{LauncherNVFlare, LauncherFlareSlurm}
+
+// Component is the component path of the bridge for role ("client" or "server").
+func Component(role string) string {
+	if role == "server" {
+		return ServerComponent
+	}
+	return ClientComponent
+}
+
+// RoleOf is the role of a bridge component path, "" when path is not one.
+func RoleOf(path string) string {
+	switch path {
+	case ClientComponent:
+		return "client"
+	case ServerComponent:
+		return "server"
+	}
+	return ""
+}
+
+// Executable returns the absolute, symlink-free path of the running binary:
+// what prepare records.
+func Executable() (string, error) {
+	p, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("cannot find the path of this flare-slurm binary: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", fmt.Errorf("cannot resolve the path of this flare-slurm binary %s: %w", p, err)
+	}
+	return filepath.Abs(real)
+}
+
+// CheckBinary says what is wrong with the recorded binary path for the
+// account running this process ("" when nothing): it must be absolute and
+// name a regular file this account may execute.
+func CheckBinary(path string) string {
+	if !filepath.IsAbs(path) {
+		return fmt.Sprintf("%q is not an absolute path", path)
+	}
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("the flare-slurm binary %s does not exist", path)
+	case err != nil:
+		return fmt.Sprintf("the flare-slurm binary %s cannot be inspected: %v", path, unwrap(err))
+	case !st.Mode().IsRegular():
+		return fmt.Sprintf("the flare-slurm binary %s is not a regular file", path)
+	}
+	if err := unix.Access(path, unix.X_OK); err != nil {
+		return fmt.Sprintf("the flare-slurm binary %s is not executable by uid %d: %v", path, os.Getuid(), err)
+	}
+	// access(2) grants root X_OK when any execute bit is set; none set
+	// means nobody can run it.
+	if st.Mode().Perm()&0o111 == 0 {
+		return fmt.Sprintf("the flare-slurm binary %s has no execute permission (mode %04o)", path, st.Mode().Perm())
+	}
+	return ""
+}
+
+// BinaryHint is what to do about a binary CheckBinary refused.
+const BinaryHint = "install flare-slurm at that path, or prepare the workspace again with --launcher flare-slurm using the binary the parent's account should run"
+
+func unwrap(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

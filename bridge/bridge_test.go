@@ -1,0 +1,141 @@
+package bridge_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flare-slurm/flare-slurm/bridge"
+	"github.com/flare-slurm/flare-slurm/generator/compile"
+)
+
+// TestBridgePython runs the bridge's Python unit tests
+// (testdata/test_flare_slurm_bridge.py) against NVFlare's own launcher
+// interface from the pinned source (NVFLARE_SRC, else shared/nvflare above
+// the checkout). The interpreter is NVFLARE_PYTHON, else the first of
+// python3 on PATH and /usr/bin/python3 that imports that interface (it
+// needs msgpack: Debian's python3-msgpack). Without one the test skips,
+// except under CI=true, where it fails.
+func TestBridgePython(t *testing.T) {
+	src := nvflareSource()
+	py, why := interpreter(t, src)
+	if py == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the bridge's Python tests cannot run: %s", why)
+		}
+		t.Skipf("the bridge's Python tests cannot run: %s (set NVFLARE_PYTHON, NVFLARE_SRC)", why)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "-v", "testdata/test_flare_slurm_bridge.py")
+	cmd.Env = append(os.Environ(), "PYTHONPATH=.", "NVFLARE_SRC="+src, "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s\n%s", py, out)
+	if err != nil {
+		t.Fatalf("python unit tests failed: %v", err)
+	}
+	if !regexp.MustCompile(`(?m)^Ran [1-9][0-9]* tests`).Match(out) || !bytes.Contains(out, []byte("\nOK")) {
+		t.Fatal("the unit tests did not report OK")
+	}
+}
+
+// nvflareProbe imports what the bridge imports, bypassing nvflare/__init__.py
+// like the unit tests do.
+const nvflareProbe = `
+import os, sys, types
+m = types.ModuleType("nvflare"); m.__path__ = [os.path.join(sys.argv[1], "nvflare")]; sys.modules["nvflare"] = m
+import nvflare.apis.job_launcher_spec, nvflare.apis.event_type, nvflare.apis.fl_context
+`
+
+func interpreter(t *testing.T, src string) (string, string) {
+	if _, err := os.Stat(filepath.Join(src, "nvflare", "apis", "job_launcher_spec.py")); err != nil {
+		return "", "no NVFlare source at " + src
+	}
+	var candidates []string
+	if p := os.Getenv("NVFLARE_PYTHON"); p != "" {
+		candidates = []string{p}
+	} else {
+		if p, err := exec.LookPath("python3"); err == nil {
+			candidates = append(candidates, p)
+		}
+		candidates = append(candidates, "/usr/bin/python3")
+	}
+	var why []string
+	for _, c := range candidates {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err := exec.CommandContext(ctx, c, "-c", nvflareProbe, src).CombinedOutput()
+		cancel()
+		if err == nil {
+			return c, ""
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		why = append(why, c+": "+lines[len(lines)-1])
+	}
+	return "", "no python3 imports NVFlare's launcher interface (" + strings.Join(why, "; ") + ")"
+}
+
+// nvflareSource is NVFLARE_SRC, else the first shared/nvflare found walking
+// up from the package directory.
+func nvflareSource() string {
+	if src := os.Getenv("NVFLARE_SRC"); src != "" {
+		return src
+	}
+	dir, _ := filepath.Abs(".")
+	for ; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		if st, err := os.Stat(filepath.Join(dir, "shared", "nvflare")); err == nil && st.IsDir() {
+			return filepath.Join(dir, "shared", "nvflare")
+		}
+	}
+	return filepath.Join("..", "..", "shared", "nvflare")
+}
+
+// TestPythonNamesMatchGo: the names the module uses are the ones the Go
+// side owns (its classes, its argument, the worker marker of the batch
+// script).
+func TestPythonNamesMatchGo(t *testing.T) {
+	src := string(bridge.Source)
+	for _, want := range []string{
+		"class " + strings.TrimPrefix(bridge.ClientComponent, bridge.Module+".") + "(",
+		"class " + strings.TrimPrefix(bridge.ServerComponent, bridge.Module+".") + "(",
+		"*, workspace_path: str, " + bridge.BinaryArg + ": str,",
+		`CHILD_PROCESS_ENV = "` + compile.ChildProcessEnv + `"`,
+	} {
+		if !strings.Contains(src, want) {
+			t.Errorf("flare_slurm_bridge.py lacks %q", want)
+		}
+	}
+	if filepath.Base(bridge.File) != bridge.Module+".py" {
+		t.Errorf("File %s is not the module %s", bridge.File, bridge.Module)
+	}
+}
+
+// TestCheckBinary: absolute, existing, regular, executable.
+func TestCheckBinary(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "flare-slurm")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plain, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{exe, ""},
+		{"flare-slurm", "is not an absolute path"},
+		{filepath.Join(dir, "gone"), "does not exist"},
+		{dir, "is not a regular file"},
+		{plain, "not executable by uid|has no execute permission"},
+	} {
+		got := bridge.CheckBinary(c.path)
+		if (c.want == "") != (got == "") || (c.want != "" && !regexp.MustCompile(c.want).MatchString(got)) {
+			t.Errorf("CheckBinary(%s) = %q, want %q", c.path, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,201 @@
+# Written by `flare-slurm prepare --launcher flare-slurm`; prepare writes it again, do not edit.
+"""NVFlare job launcher that hands every job of this site to the flare-slurm binary.
+
+It holds no launcher logic: validation, compilation, submission, watching,
+cancellation and return codes are decided by the binary recorded in
+local/resources.json.default (argument ``flare_slurm``), called with
+``--json``. Job credentials reach it on standard input (the launch request),
+never on its command line; the binary inherits the parent's environment, which
+holds the sources of the study secrets.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import threading
+from typing import Any, Optional
+
+from nvflare.apis.event_type import EventType
+from nvflare.apis.fl_constant import FLContextKey, JobConstants
+from nvflare.apis.fl_context import FLContext
+from nvflare.apis.job_launcher_spec import (
+    JobHandleSpec,
+    JobLauncherSpec,
+    JobProcessArgs,
+    JobReturnCode,
+    add_launcher,
+)
+
+# Set in every batch script flare-slurm writes (NVFlare's name for it): a
+# worker loads this site's components too, and never launches jobs.
+CHILD_PROCESS_ENV = "NVFLARE_SLURM_CHILD_PROCESS"
+
+# How long one launch, status or cancel call may take before it counts as
+# failed; wait has no limit (it lasts as long as the job).
+CALL_TIMEOUT = 600.0
+
+# Seconds between two attempts when a wait call itself fails.
+RETRY_INTERVAL = 10.0
+
+
+class FlareSlurmError(RuntimeError):
+    """A flare-slurm call failed; the message is the binary's own."""
+
+
+class _Binary:
+    """Runs one flare-slurm command with --json and reads its envelope."""
+
+    def __init__(self, path: str, workspace: str, logger: logging.Logger):
+        self.path = path
+        self.workspace = workspace
+        self.logger = logger
+
+    def call(self, command: str, args: list[str], stdin: Optional[bytes] = None,
+             timeout: Optional[float] = CALL_TIMEOUT) -> dict[str, Any]:
+        argv = [self.path, command, "--workspace", self.workspace, *args, "--json"]
+        try:
+            done = subprocess.run(argv, input=stdin if stdin is not None else b"", capture_output=True,
+                                  timeout=timeout, check=False)
+        except (OSError, subprocess.SubprocessError) as e:
+            raise FlareSlurmError(f"flare-slurm {command}: cannot run {self.path}: {e}") from e
+        stderr = done.stderr.decode("utf-8", "replace").strip()
+        if stderr:
+            self.logger.info("flare-slurm %s: %s", command, stderr)
+        try:
+            answer = json.loads(done.stdout)
+        except ValueError as e:
+            raise FlareSlurmError(
+                f"flare-slurm {command} exited {done.returncode} without a JSON answer: "
+                f"{stderr or done.stdout.decode('utf-8', 'replace') or '(no output)'}"
+            ) from e
+        if not isinstance(answer, dict):
+            raise FlareSlurmError(f"flare-slurm {command} answered {answer!r}, not a JSON object")
+        if answer.get("status") == "ok" and isinstance(answer.get("data"), dict):
+            return answer["data"]
+        error = answer.get("error") if isinstance(answer.get("error"), dict) else {}
+        message = f"flare-slurm {command}: {error.get('message') or repr(answer)}"
+        problems = error.get("problems") or []
+        for p in problems if isinstance(problems, list) else []:
+            if isinstance(p, dict):
+                message += f"\n  {p.get('file', '')}: {p.get('path', '')}: {p.get('message', '')}"
+        if error.get("hint"):
+            message += f" ({error['hint']})"
+        raise FlareSlurmError(message)
+
+
+def _return_code(data: dict[str, Any]) -> Optional[int]:
+    """The return code of a terminal status answer, None while not terminal."""
+    code = data.get("return_code")
+    if data.get("terminal") is True and isinstance(code, int) and not isinstance(code, bool):
+        return code
+    return None
+
+
+class FlareSlurmJobHandle(JobHandleSpec):
+    """One job as flare-slurm knows it: every answer comes from the binary."""
+
+    def __init__(self, binary: _Binary, job_id: str, slurm_job_id: str):
+        self.binary = binary
+        self.job_id = job_id
+        self.slurm_job_id = slurm_job_id
+        self._result: Optional[int] = None
+        self._lock = threading.Lock()
+
+    def _record(self, data: dict[str, Any]) -> Optional[int]:
+        code = _return_code(data)
+        if code is not None:
+            with self._lock:
+                if self._result is None:
+                    self._result = code
+        return code
+
+    def poll(self) -> int:
+        if self._result is not None:
+            return self._result
+        try:
+            data = self.binary.call("status", ["--job-id", self.job_id])
+        except FlareSlurmError as e:
+            self.binary.logger.error("job %s stays unfinished: %s", self.job_id, e)
+            return JobReturnCode.UNKNOWN
+        code = self._record(data)
+        return JobReturnCode.UNKNOWN if code is None else code
+
+    def wait(self) -> None:
+        stop = threading.Event()
+        while self._result is None:
+            try:
+                # wait exits with the job's return code; the envelope says
+                # whether it is a result or a failure of the command.
+                self._record(self.binary.call("wait", ["--job-id", self.job_id], timeout=None))
+            except FlareSlurmError as e:
+                self.binary.logger.error("waiting for job %s failed, trying again: %s", self.job_id, e)
+                stop.wait(RETRY_INTERVAL)
+
+    def terminate(self) -> None:
+        if self._result is not None:
+            return
+        try:
+            self._record(self.binary.call("cancel", ["--job-id", self.job_id]))
+        except FlareSlurmError as e:
+            self.binary.logger.error("cancelling job %s: %s", self.job_id, e)
+
+
+class FlareSlurmJobLauncher(JobLauncherSpec):
+    """Claims every job of the site at BEFORE_JOB_LAUNCH, as NVFlare's Slurm launcher does."""
+
+    ROLE = ""
+
+    def __init__(self, *, workspace_path: str, flare_slurm: str, **settings: Any):
+        # settings are the Slurm launcher settings prepare wrote beside
+        # these two: the binary reads them from the same file.
+        super().__init__()
+        if not self.ROLE:
+            raise TypeError("use ClientFlareSlurmJobLauncher or ServerFlareSlurmJobLauncher")
+        self.workspace_path = workspace_path
+        self.flare_slurm = flare_slurm
+        self.child_process = os.environ.get(CHILD_PROCESS_ENV) == "1"
+        self.binary = _Binary(flare_slurm, workspace_path, self.logger)
+
+    def handle_event(self, event_type: str, fl_ctx: FLContext) -> None:
+        if self.child_process:
+            return
+        if event_type == EventType.SYSTEM_BOOTSTRAP:
+            self.binary.call("bootstrap-check", [])
+        elif event_type == EventType.BEFORE_JOB_LAUNCH:
+            add_launcher(self, fl_ctx)
+
+    def launch_job(self, job_meta: dict, fl_ctx: FLContext) -> JobHandleSpec:
+        if self.child_process:
+            raise FlareSlurmError(f"nested job launch refused: {CHILD_PROCESS_ENV}=1 (this is a flare-slurm worker)")
+        request = self.launch_request(job_meta, fl_ctx)
+        data = self.binary.call("launch", ["--request", "-"], stdin=json.dumps(request, default=str).encode("utf-8"))
+        return FlareSlurmJobHandle(self.binary, request["job_id"], str(data.get("slurm_job_id", "")))
+
+    def launch_request(self, job_meta: dict, fl_ctx: FLContext) -> dict[str, Any]:
+        """The launch request of flare-slurm (contract §12), as the parent gave it."""
+        job_args = fl_ctx.get_prop(FLContextKey.JOB_PROCESS_ARGS) or {}
+        pairs = {}
+        for name, entry in job_args.items():
+            # flare-slurm runs the role's worker module itself, as NVFlare's launcher does.
+            if name == JobProcessArgs.EXE_MODULE or not entry or entry[1] is None:
+                continue
+            flag, value = entry
+            pairs[name] = [str(flag), str(value)]
+        return {
+            "job_id": job_meta.get(JobConstants.JOB_ID),
+            "site": fl_ctx.get_identity_name(),
+            "role": self.ROLE,
+            "meta": job_meta,
+            "job_args": pairs,
+        }
+
+
+class ClientFlareSlurmJobLauncher(FlareSlurmJobLauncher):
+    ROLE = "client"
+
+
+class ServerFlareSlurmJobLauncher(FlareSlurmJobLauncher):
+    ROLE = "server"

@@ -1,0 +1,241 @@
+"""Unit tests of flare_slurm_bridge against NVFlare's own launcher interface.
+
+Run by bridge/python_test.go: PYTHONPATH holds the bridge module, NVFLARE_SRC
+the pinned NVFlare tree. The flare-slurm binary is a fake here (it answers
+what each test scripts and records every call): these tests pin how the
+bridge builds its calls and reads the answers, not the runtime.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import tempfile
+import types
+import unittest
+
+# nvflare/__init__.py imports the job API, which needs cryptography >= 45;
+# the launcher interface does not. Import the package's modules directly.
+_pkg = types.ModuleType("nvflare")
+_pkg.__path__ = [os.path.join(os.environ["NVFLARE_SRC"], "nvflare")]
+sys.modules["nvflare"] = _pkg
+
+from nvflare.apis.event_type import EventType  # noqa: E402
+from nvflare.apis.fl_component import FLComponent  # noqa: E402
+from nvflare.apis.fl_constant import FLContextKey  # noqa: E402
+from nvflare.apis.fl_context import FLContextManager  # noqa: E402
+from nvflare.apis.job_launcher_spec import JobHandleSpec, JobLauncherSpec, JobProcessArgs, JobReturnCode  # noqa: E402
+
+import flare_slurm_bridge as B  # noqa: E402
+
+FAKE = """#!{python}
+import json, os, sys
+here = os.path.dirname(os.path.abspath(__file__))
+stdin = sys.stdin.read()
+with open(os.path.join(here, "calls.jsonl"), "a") as f:
+    f.write(json.dumps({{"argv": sys.argv[1:], "stdin": stdin,
+                         "secret_source": os.environ.get("STUDY_SECRET_SOURCE")}}) + "\\n")
+script = os.path.join(here, "script.json")
+with open(script) as f:
+    answers = json.load(f)
+queue = answers.get(sys.argv[1]) or [{{"stdout": "", "exit": 97}}]
+answer = queue.pop(0) if len(queue) > 1 else queue[0]
+with open(script, "w") as f:
+    json.dump(answers, f)
+sys.stdout.write(answer["stdout"])
+sys.stderr.write(answer.get("stderr", ""))
+sys.exit(answer["exit"])
+"""
+
+
+def ok(data: dict, exit_code: int = 0) -> dict:
+    return {"stdout": json.dumps({"status": "ok", "data": data}), "exit": exit_code}
+
+
+def error(code: str, message: str, hint: str = "", problems=None) -> dict:
+    return {"stdout": json.dumps({"status": "error", "error": {"code": code, "message": message, "hint": hint,
+                                                                "problems": problems or []}}), "exit": 1}
+
+
+def status(state: str, terminal: bool, rc: int) -> dict:
+    return {"job_id": "job-1", "slurm_job_id": "4242", "state": state, "terminal": terminal, "return_code": rc}
+
+
+class BridgeTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.binary = os.path.join(self.dir, "flare-slurm")
+        with open(self.binary, "w") as f:
+            f.write(FAKE.format(python=sys.executable))
+        os.chmod(self.binary, stat.S_IRWXU)
+        self.workspace = "/lustre/ws/site-1"
+        os.environ.pop(B.CHILD_PROCESS_ENV, None)
+        self.launcher = B.ClientFlareSlurmJobLauncher(
+            workspace_path=self.workspace, flare_slurm=self.binary, sandbox="none", python_path="/usr/bin/python3",
+            executables={}, internal_port=8102, poll_interval=10.0)
+        self.ctx = FLContextManager(identity_name="site-1").new_context()
+
+    def script(self, **answers):
+        with open(os.path.join(self.dir, "script.json"), "w") as f:
+            json.dump(answers, f)
+
+    def calls(self) -> list:
+        path = os.path.join(self.dir, "calls.jsonl")
+        if not os.path.exists(path):
+            return []
+        with open(path) as f:
+            return [json.loads(line) for line in f]
+
+    def job_args(self) -> dict:
+        return {
+            JobProcessArgs.EXE_MODULE: ("-m", "nvflare.private.fed.app.client.worker_process"),
+            JobProcessArgs.JOB_ID: ("-n", "job-1"),
+            JobProcessArgs.CLIENT_NAME: ("-c", "site-1"),
+            JobProcessArgs.AUTH_TOKEN: ("-t", "tok-SECRET"),
+            JobProcessArgs.TOKEN_SIGNATURE: ("-ts", "sig-SECRET"),
+            JobProcessArgs.SSID: ("-d", "ssid-SECRET"),
+            JobProcessArgs.WORKSPACE: ("-m", self.workspace),
+            JobProcessArgs.PARENT_URL: ("-p", "tcp://localhost:8102"),
+            JobProcessArgs.TARGET: ("-g", "server:8002"),
+            JobProcessArgs.STARTUP_CONFIG_FILE: ("-s", "fed_client.json"),
+            JobProcessArgs.OPTIONS: ("--set", " print_conf=True"),
+            JobProcessArgs.PARENT_CONN_SEC: ("--parent_conn_sec", None),
+        }
+
+    def launch(self, meta=None):
+        self.ctx.set_prop(FLContextKey.JOB_PROCESS_ARGS, self.job_args(), private=True, sticky=False)
+        return self.launcher.launch_job(meta or {"job_id": "job-1", "name": "hello"}, self.ctx)
+
+    def test_is_nvflares_interface(self):
+        self.assertIsInstance(self.launcher, JobLauncherSpec)
+        self.assertIsInstance(self.launcher, FLComponent)
+        self.assertIsInstance(B.ServerFlareSlurmJobLauncher(workspace_path="/w", flare_slurm="/b"), JobLauncherSpec)
+        with self.assertRaises(TypeError):
+            B.FlareSlurmJobLauncher(workspace_path="/w", flare_slurm="/b")
+        self.assertTrue(issubclass(B.FlareSlurmJobHandle, JobHandleSpec))
+
+    def test_claims_every_job_before_launch(self):
+        self.launcher.handle_event(EventType.BEFORE_JOB_LAUNCH, self.ctx)
+        self.assertEqual(self.ctx.get_prop(FLContextKey.JOB_LAUNCHER), [self.launcher])
+        self.launcher.handle_event(EventType.START_RUN, self.ctx)
+        self.assertEqual(self.ctx.get_prop(FLContextKey.JOB_LAUNCHER), [self.launcher])
+        self.assertEqual(self.calls(), [])
+
+    def test_inert_in_a_worker(self):
+        os.environ[B.CHILD_PROCESS_ENV] = "1"
+        try:
+            worker = B.ClientFlareSlurmJobLauncher(workspace_path=self.workspace, flare_slurm=self.binary)
+        finally:
+            del os.environ[B.CHILD_PROCESS_ENV]
+        worker.handle_event(EventType.SYSTEM_BOOTSTRAP, self.ctx)
+        worker.handle_event(EventType.BEFORE_JOB_LAUNCH, self.ctx)
+        self.assertIsNone(self.ctx.get_prop(FLContextKey.JOB_LAUNCHER))
+        self.ctx.set_prop(FLContextKey.JOB_PROCESS_ARGS, self.job_args(), private=True, sticky=False)
+        with self.assertRaisesRegex(B.FlareSlurmError, "nested job launch refused"):
+            worker.launch_job({"job_id": "job-1"}, self.ctx)
+        self.assertEqual(self.calls(), [])
+
+    def test_bootstrap_runs_bootstrap_check(self):
+        self.script(**{"bootstrap-check": [ok({"role": "client"})]})
+        self.launcher.handle_event(EventType.SYSTEM_BOOTSTRAP, self.ctx)
+        self.assertEqual(self.calls()[0]["argv"], ["bootstrap-check", "--workspace", self.workspace, "--json"])
+        self.script(**{"bootstrap-check": [error("bootstrap_failed", "sacct does not answer", "start slurmdbd")]})
+        with self.assertRaisesRegex(B.FlareSlurmError, r"flare-slurm bootstrap-check: sacct does not answer \(start slurmdbd\)"):
+            self.launcher.handle_event(EventType.SYSTEM_BOOTSTRAP, self.ctx)
+
+    def test_launch_sends_the_request_on_stdin(self):
+        self.script(launch=[ok({"slurm_job_id": "4242", "job_name": "nvfl-site-1-0a1b", "job_dir": "/j", "notes": []})])
+        os.environ["STUDY_SECRET_SOURCE"] = "from-the-parent"
+        try:
+            meta = {"job_id": "job-1", "name": "hello", "launcher_spec": {"site-1": {"slurm": {"time": "00:10:00"}}}}
+            handle = self.launch(meta)
+        finally:
+            del os.environ["STUDY_SECRET_SOURCE"]
+        self.assertIsInstance(handle, JobHandleSpec)
+        self.assertEqual(handle.slurm_job_id, "4242")
+        call = self.calls()[0]
+        self.assertEqual(call["argv"], ["launch", "--workspace", self.workspace, "--request", "-", "--json"])
+        self.assertNotIn("SECRET", " ".join(call["argv"]))
+        self.assertEqual(call["secret_source"], "from-the-parent")  # the environment reaches the binary
+        request = json.loads(call["stdin"])
+        self.assertEqual(request, {
+            "job_id": "job-1", "site": "site-1", "role": "client", "meta": meta,
+            "job_args": {
+                "job_id": ["-n", "job-1"], "client_name": ["-c", "site-1"], "auth_token": ["-t", "tok-SECRET"],
+                "auth_signature": ["-ts", "sig-SECRET"], "ssid": ["-d", "ssid-SECRET"],
+                "workspace": ["-m", self.workspace], "parent_url": ["-p", "tcp://localhost:8102"],
+                "target": ["-g", "server:8002"], "startup_config_file": ["-s", "fed_client.json"],
+                "options": ["--set", " print_conf=True"],
+            },
+        })
+
+    def test_server_role(self):
+        server = B.ServerFlareSlurmJobLauncher(workspace_path=self.workspace, flare_slurm=self.binary)
+        self.ctx.set_prop(FLContextKey.JOB_PROCESS_ARGS, {JobProcessArgs.JOB_ID: ("-n", "job-1")}, private=True, sticky=False)
+        self.script(launch=[ok({"slurm_job_id": "7"})])
+        server.launch_job({"job_id": "job-1"}, self.ctx)
+        self.assertEqual(json.loads(self.calls()[0]["stdin"])["role"], "server")
+
+    def test_launch_failure_carries_the_binarys_words(self):
+        self.script(launch=[error("invalid_request", "launch request - cannot be compiled", "fix the problems listed",
+                                  [{"file": "-", "path": "meta.launcher_spec.site-1.slurm.nodes", "message": "must be >= 1"}])])
+        with self.assertRaises(B.FlareSlurmError) as e:
+            self.launch()
+        self.assertIn("flare-slurm launch: launch request - cannot be compiled", str(e.exception))
+        self.assertIn("meta.launcher_spec.site-1.slurm.nodes: must be >= 1", str(e.exception))
+        self.assertIn("(fix the problems listed)", str(e.exception))
+        self.script(launch=[{"stdout": "panic: boom", "exit": 2, "stderr": "goroutine 1"}])
+        with self.assertRaisesRegex(B.FlareSlurmError, "exited 2 without a JSON answer: goroutine 1"):
+            self.launch()
+        launcher = B.ClientFlareSlurmJobLauncher(workspace_path=self.workspace, flare_slurm=self.dir + "/missing")
+        self.ctx.set_prop(FLContextKey.JOB_PROCESS_ARGS, self.job_args(), private=True, sticky=False)
+        with self.assertRaisesRegex(B.FlareSlurmError, "cannot run .*/missing"):
+            launcher.launch_job({"job_id": "job-1"}, self.ctx)
+
+    def test_poll(self):
+        self.script(launch=[ok({"slurm_job_id": "4242"})],
+                    status=[ok(status("RUNNING", False, 127)), ok(status("COMPLETED", True, 0)), error("x", "y")])
+        handle = self.launch()
+        self.assertEqual(handle.poll(), JobReturnCode.UNKNOWN)
+        self.assertEqual(handle.poll(), 0)
+        self.assertEqual(handle.poll(), 0)  # terminal: answered without asking again
+        statuses = [c["argv"] for c in self.calls() if c["argv"][0] == "status"]
+        self.assertEqual(statuses, [["status", "--workspace", self.workspace, "--job-id", "job-1", "--json"]] * 2)
+
+    def test_poll_failure_is_unknown(self):
+        self.script(launch=[ok({"slurm_job_id": "4242"})], status=[error("status_failed", "squeue unavailable")])
+        self.assertEqual(self.launch().poll(), JobReturnCode.UNKNOWN)
+
+    def test_wait_until_terminal(self):
+        self.script(launch=[ok({"slurm_job_id": "4242"})], wait=[ok(status("FAILED", True, 103), 103)])
+        handle = self.launch()
+        self.assertIsNone(handle.wait())
+        self.assertEqual(handle.poll(), 103)
+        self.assertEqual([c["argv"][0] for c in self.calls()], ["launch", "wait"])
+        self.assertEqual(self.calls()[1]["argv"], ["wait", "--workspace", self.workspace, "--job-id", "job-1", "--json"])
+
+    def test_wait_tries_again_after_a_failed_call(self):
+        B.RETRY_INTERVAL = 0.01
+        self.script(launch=[ok({"slurm_job_id": "4242"})],
+                    wait=[error("wait_failed", "lock"), {"stdout": "", "exit": 1}, ok(status("CANCELLED", True, 9), 9)])
+        handle = self.launch()
+        handle.wait()
+        self.assertEqual(handle.poll(), 9)
+        self.assertEqual([c["argv"][0] for c in self.calls()], ["launch", "wait", "wait", "wait"])
+
+    def test_terminate(self):
+        self.script(launch=[ok({"slurm_job_id": "4242"})],
+                    cancel=[error("cancel_pending", "squeue did not answer"), ok(status("CANCELLED", True, 9))])
+        handle = self.launch()
+        handle.terminate()  # the abort stays recorded by the binary: no exception
+        handle.terminate()
+        self.assertEqual(handle.poll(), 9)
+        handle.terminate()  # ended: nothing to cancel
+        cancels = [c["argv"] for c in self.calls() if c["argv"][0] == "cancel"]
+        self.assertEqual(cancels, [["cancel", "--workspace", self.workspace, "--job-id", "job-1", "--json"]] * 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
