@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 // DetectKind guesses which kind of input path is: a directory is a kit;
@@ -23,7 +25,7 @@ import (
 func DetectKind(path string) (string, Problems) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return "", Problems{{File: path, Message: "cannot read file: " + errText(err)}}
+		return "", Problems{{Kind: problem.Read, File: path, Message: "cannot read file: " + errText(err)}}
 	}
 	if st.IsDir() {
 		return KindKit, nil
@@ -144,7 +146,7 @@ func ValidateWith(kind, path string, o ValidateOptions) (probs, skipped Problems
 		}
 		probs.Sort()
 	default:
-		return Problems{{File: path, Message: "unknown kind " + kind}}, nil
+		return Problems{{Kind: problem.Rule, File: path, Message: "unknown kind " + kind}}, nil
 	}
 	return probs, skipped
 }
@@ -161,10 +163,10 @@ func ValidateData(kind, name string, data []byte, o ValidateOptions) (probs, ski
 	case KindJobMeta:
 		_, probs = ParseJobMeta(name, data, o.Site)
 	case KindKit:
-		return Problems{{File: name, Message: "a startup kit is a directory: it cannot be read from standard input",
+		return Problems{{Kind: problem.Layout, File: name, Message: "a startup kit is a directory: it cannot be read from standard input",
 			Hint: "give the kit's path"}}, nil
 	default:
-		return Problems{{File: name, Message: "unknown kind " + kind}}, nil
+		return Problems{{Kind: problem.Rule, File: name, Message: "unknown kind " + kind}}, nil
 	}
 	return probs, skipped
 }
@@ -182,10 +184,10 @@ func ReadingWarningsData(kind, name string, data []byte) Problems {
 func ReadStdin(name string, r io.Reader) ([]byte, Problems) {
 	data, err := io.ReadAll(io.LimitReader(r, maxInputBytes+1))
 	if err != nil {
-		return nil, Problems{{File: name, Message: "cannot read standard input: " + errText(err)}}
+		return nil, Problems{{Kind: problem.Read, File: name, Message: "cannot read standard input: " + errText(err)}}
 	}
 	if len(data) > maxInputBytes {
-		return nil, Problems{{File: name, Message: fmt.Sprintf("input is too large (more than %d bytes)", maxInputBytes),
+		return nil, Problems{{Kind: problem.Layout, File: name, Message: fmt.Sprintf("input is too large (more than %d bytes)", maxInputBytes),
 			Hint: "inputs are small hand-written files: is this the right input?"}}
 	}
 	return data, nil
@@ -234,7 +236,7 @@ func KitNotes(kitDir string) Problems {
 	var out Problems
 	for _, p := range KitConfigs(kitDir) {
 		if filepath.Base(p) != "config.yaml" {
-			out = append(out, Problem{File: p, Code: WarnKitConfigName,
+			out = append(out, Problem{Kind: problem.Layout, File: p, Code: WarnKitConfigName,
 				Message: "is checked with the kit, but prepare reads KIT/config.yaml by default, not " + filepath.Base(p),
 				Hint:    "run 'flare-slurm prepare KIT --config " + p + "', or rename it to config.yaml"})
 		}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 // JobSlurmKeys are the job-owned Slurm keys of launcher_spec.<site>.slurm.
@@ -148,7 +150,7 @@ func (t *tree) checkSiteNames() {
 				continue
 			}
 			if msg := CheckSiteName(p.name); msg != "" {
-				t.add(p.key, key+"."+p.name, msg, "allowed: "+SiteNameAllowed)
+				t.add(problem.Schema, p.key, key+"."+p.name, msg, "allowed: "+SiteNameAllowed)
 			}
 		}
 	}
@@ -292,7 +294,7 @@ func (t *tree) checkJobSite(site string) {
 			sl, ok := portable[k]
 			twin, hasTwin := merged[nativeTwin[k]]
 			if ok && hasTwin && nativeTwin[k] != "" {
-				t.add(sl.val, sl.path, fmt.Sprintf("portable resource %s conflicts with %s, its Slurm twin, for site %s (NVFlare refuses the job)", k, twin.path, site),
+				t.add(problem.Rule, sl.val, sl.path, fmt.Sprintf("portable resource %s conflicts with %s, its Slurm twin, for site %s (NVFlare refuses the job)", k, twin.path, site),
 					"keep one of the two")
 			}
 		}
@@ -305,7 +307,7 @@ func (t *tree) checkJobSite(site string) {
 				continue
 			}
 			if pv, nv := get(def, k), get(ld, nativeTwin[k]); pv != nil && nv != nil {
-				t.add(pv, "resource_spec."+PortableDefaultKey+"."+k, fmt.Sprintf("portable resource %s conflicts with launcher_spec.default.slurm.%s in the default blocks (NVFlare refuses the job)", k, nativeTwin[k]),
+				t.add(problem.Rule, pv, "resource_spec."+PortableDefaultKey+"."+k, fmt.Sprintf("portable resource %s conflicts with launcher_spec.default.slurm.%s in the default blocks (NVFlare refuses the job)", k, nativeTwin[k]),
 					"keep one of the two")
 			}
 		}
@@ -340,10 +342,10 @@ func (t *tree) checkJobSite(site string) {
 	}
 	switch {
 	case gpnSet && num != nodes*gpn:
-		t.add(numSlot.val, numSlot.path, fmt.Sprintf("must equal nodes * gpus_per_node = %d * %d = %d when both are given (got %d)", nodes, gpn, nodes*gpn, num),
+		t.add(problem.Rule, numSlot.val, numSlot.path, fmt.Sprintf("must equal nodes * gpus_per_node = %d * %d = %d when both are given (got %d)", nodes, gpn, nodes*gpn, num),
 			"fix num_of_gpus or "+merged["gpus_per_node"].path)
 	case !gpnSet && nodes > 1 && num > 0:
-		t.add(numSlot.val, numSlot.path, fmt.Sprintf("a multi-node job (nodes %d) with num_of_gpus needs gpus_per_node", nodes),
+		t.add(problem.Rule, numSlot.val, numSlot.path, fmt.Sprintf("a multi-node job (nodes %d) with num_of_gpus needs gpus_per_node", nodes),
 			"set launcher_spec."+site+".slurm.gpus_per_node")
 	}
 }
@@ -359,15 +361,15 @@ func (t *tree) checkPortableValues(portable map[string]slot) {
 		switch k {
 		case "num_of_gpus":
 			if v, ok := intValue(sl.val); !ok || v < 0 || sl.val.ShortTag() != "!!int" {
-				t.add(sl.val, sl.path, "must be an integer of at least 0", "")
+				t.add(problem.Schema, sl.val, sl.path, "must be an integer of at least 0", "")
 			}
 		case "num_of_cpus":
 			if v, ok := intValue(sl.val); !ok || v < 1 || sl.val.ShortTag() != "!!int" {
-				t.add(sl.val, sl.path, "must be an integer of at least 1", "")
+				t.add(problem.Schema, sl.val, sl.path, "must be an integer of at least 1", "")
 			}
 		case "memory":
 			if _, ok := MemoryMiB(sl.val.Value); !ok || !isString(sl.val) {
-				t.add(sl.val, sl.path, "must be a whole number followed by Mi, Gi or Ti, e.g. 16Gi", "")
+				t.add(problem.Schema, sl.val, sl.path, "must be a whole number followed by Mi, Gi or Ti, e.g. 16Gi", "")
 			}
 		}
 	}
@@ -398,7 +400,7 @@ func (t *tree) checkLegacyProcessGPUs(site string, merged map[string]slot) {
 		return
 	}
 	if nodes*g != r {
-		t.add(reserved, "resource_spec."+site+".process.num_of_gpus",
+		t.add(problem.Rule, reserved, "resource_spec."+site+".process.num_of_gpus",
 			fmt.Sprintf("legacy process num_of_gpus (%d) must match the Slurm GPU total nodes * gpus_per_node = %d (NVFlare refuses the job)", r, nodes*g),
 			"make them agree, or move to resource_spec."+site+".num_of_gpus")
 	}
@@ -422,12 +424,12 @@ func (t *tree) checkNodeCommand(site string, merged map[string]slot) {
 	words, err := shell.Split(s.val.Value)
 	switch {
 	case err != nil:
-		t.addOnce(s.val, s.path, "cannot be split into words: "+err.Error(), "quote it like a POSIX shell command line; it is split once and run without a shell")
+		t.addOnce(nodeSplit, problem.Schema, s.val, s.path, "cannot be split into words: "+err.Error(), "quote it like a POSIX shell command line; it is split once and run without a shell")
 	case len(words) == 0:
-		t.addOnce(s.val, s.path, "must contain at least one word", "name the command the other nodes run, or remove the key")
+		t.addOnce(nodeEmpty, problem.Schema, s.val, s.path, "must contain at least one word", "name the command the other nodes run, or remove the key")
 	}
 	if secretRef.MatchString(s.val.Value) {
-		t.addOnce(s.val, s.path, "must not reference a secret (${secret:…})", "the other nodes of a node group run without secrets; only the worker on the first node gets them")
+		t.addOnce(nodeSecret, problem.Schema, s.val, s.path, "must not reference a secret (${secret:…})", "the other nodes of a node group run without secrets; only the worker on the first node gets them")
 	}
 	nodes, ok := intValue(merged["nodes"].val)
 	if merged["nodes"].val == nil {
@@ -438,7 +440,7 @@ func (t *tree) checkNodeCommand(site string, merged map[string]slot) {
 		if site == "default" || site == "" {
 			reading = "the default reading (sites without a launcher_spec section of their own)"
 		}
-		t.addOnce(s.val, s.path, fmt.Sprintf("needs nodes > 1, but %s has nodes %d", reading, nodes),
+		t.addOnce(nodeNodes, problem.Rule, s.val, s.path, fmt.Sprintf("needs nodes > 1, but %s has nodes %d", reading, nodes),
 			"set nodes to the size of the group, or remove the command: a one-node job runs the worker only")
 	}
 }
@@ -503,14 +505,34 @@ func (m *JobMeta) EffectiveMemMiB() *int {
 	return m.Slurm.MemPerNodeMiB
 }
 
-// addOnce is add unless the same problem was already reported at n's
-// position (several sites' readings can share one value).
-func (t *tree) addOnce(n *yaml.Node, path, message, hint string) {
-	for _, p := range t.probs {
-		if p.Path == path && p.Line == n.Line && p.Column == n.Column &&
-			(p.Message == message || strings.HasPrefix(p.Message, "needs nodes") && strings.HasPrefix(message, "needs nodes")) {
-			return
-		}
+// nodeRule names one rule of checkNodeCommand, so that addOnce tells one
+// rule's problem from another's without reading its message.
+type nodeRule int
+
+const (
+	nodeSplit nodeRule = iota
+	nodeEmpty
+	nodeSecret
+	nodeNodes
+)
+
+// onceKey is one rule's problem at one position.
+type onceKey struct {
+	rule         nodeRule
+	path         string
+	line, column int
+}
+
+// addOnce is add unless rule already reported a problem at n's position
+// (several sites' readings can share one value).
+func (t *tree) addOnce(rule nodeRule, k problem.Kind, n *yaml.Node, path, message, hint string) {
+	key := onceKey{rule, path, n.Line, n.Column}
+	if t.once[key] {
+		return
 	}
-	t.add(n, path, message, hint)
+	if t.once == nil {
+		t.once = map[onceKey]bool{}
+	}
+	t.once[key] = true
+	t.add(k, n, path, message, hint)
 }

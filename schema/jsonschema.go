@@ -14,6 +14,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 //go:embed *.schema.json
@@ -170,7 +172,7 @@ func (t *tree) validateSchema(name string, onKey keyHook, onValue valueHook) {
 	}
 	e, sch, err := schemaByName(name)
 	if err != nil {
-		t.add(nil, "", "internal error: "+err.Error(), "")
+		t.add(problem.Schema, nil, "", "internal error: "+err.Error(), "")
 		return
 	}
 	t.checkText(e.doc)
@@ -180,7 +182,7 @@ func (t *tree) validateSchema(name string, onKey keyHook, onValue valueHook) {
 	}
 	verr, ok := err.(*jsonschema.ValidationError)
 	if !ok {
-		t.add(nil, "", err.Error(), "")
+		t.add(problem.Schema, nil, "", err.Error(), "")
 		return
 	}
 	v := schemaReporter{t: t, e: e, onKey: onKey, onValue: onValue}
@@ -235,7 +237,9 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 					hint = didYouMean(key, allowed)
 				}
 			}
-			r.t.add(n, joinPath(l.path, key), msg, hint)
+			p := r.t.at(Problem{Kind: problem.Schema, File: r.t.file, Path: joinPath(l.path, key), Message: msg, Hint: hint}, n)
+			p.AtKey = true // the key is what is wrong
+			r.t.probs = append(r.t.probs, p)
 		}
 	case *kind.Required:
 		n := l.key
@@ -243,7 +247,7 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 			n = l.val
 		}
 		for _, key := range sortedCopy(k.Missing) {
-			r.t.add(n, joinPath(l.path, key), "is required", r.requiredHint(e.SchemaURL, key))
+			r.t.add(problem.Schema, n, joinPath(l.path, key), "is required", r.requiredHint(e.SchemaURL, key))
 		}
 	case *kind.Enum:
 		hint := ""
@@ -256,7 +260,7 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 			}
 			hint = didYouMeanValue(got, want)
 		}
-		r.t.add(l.val, l.path, r.message(e, l.path, l.val), hint)
+		r.t.add(problem.Schema, l.val, l.path, r.message(e, l.path, l.val), hint)
 	case *kind.Const:
 		hint := ""
 		got, ok1 := k.Got.(string)
@@ -264,9 +268,9 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 		if ok1 && ok2 {
 			hint = didYouMeanValue(got, []string{want})
 		}
-		r.t.add(l.val, l.path, r.message(e, l.path, l.val), hint)
+		r.t.add(problem.Schema, l.val, l.path, r.message(e, l.path, l.val), hint)
 	default:
-		r.t.add(l.val, l.path, r.message(e, l.path, l.val), "")
+		r.t.add(problem.Schema, l.val, l.path, r.message(e, l.path, l.val), "")
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 // Role files of a startup kit's startup/ directory.
@@ -44,19 +46,19 @@ func LoadKit(dir string) (*Kit, Problems) {
 func loadKit(dir string) (*Kit, Problems) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, Problems{{File: dir, Message: "cannot resolve path: " + err.Error()}}
+		return nil, Problems{{Kind: problem.Read, File: dir, Message: "cannot resolve path: " + err.Error()}}
 	}
 	abs = filepath.Clean(abs)
 	var probs Problems
-	bad := func(file, path, msg, hint string) {
-		probs = append(probs, Problem{File: file, Path: path, Message: msg, Hint: hint})
+	bad := func(k problem.Kind, file, path, msg, hint string) {
+		probs = append(probs, Problem{Kind: k, File: file, Path: path, Message: msg, Hint: hint})
 	}
 	st, err := os.Stat(abs)
 	if err != nil {
-		return nil, Problems{{File: dir, Message: "cannot read startup kit: " + errText(err)}}
+		return nil, Problems{{Kind: problem.Read, File: dir, Message: "cannot read startup kit: " + errText(err)}}
 	}
 	if !st.IsDir() {
-		return nil, Problems{{File: dir, Message: "is not a directory; a startup kit is a folder with startup/ and local/"}}
+		return nil, Problems{{Kind: problem.Layout, File: dir, Message: "is not a directory; a startup kit is a folder with startup/ and local/"}}
 	}
 	kit := &Kit{Dir: abs, Name: filepath.Base(abs)}
 	probs = append(probs, walkKit(dir, abs)...)
@@ -67,7 +69,7 @@ func loadKit(dir string) (*Kit, Problems) {
 	isDir := func(d string) bool {
 		st, err := os.Stat(d)
 		if err != nil || !st.IsDir() {
-			bad(d, "", "must be a directory of the startup kit", "is this the top folder of a provisioned kit?")
+			bad(problem.Layout, d, "", "must be a directory of the startup kit", "is this the top folder of a provisioned kit?")
 			return false
 		}
 		return true
@@ -87,7 +89,7 @@ func loadKit(dir string) (*Kit, Problems) {
 // checkStartup checks startup/: exactly one role file (it sets kit.Role and
 // kit.Name), rootCA.pem, and the leaf certificate, key and organisation of
 // the role.
-func checkStartup(kit *Kit, startup string, bad func(file, path, msg, hint string), report func(Problem)) {
+func checkStartup(kit *Kit, startup string, bad func(k problem.Kind, file, path, msg, hint string), report func(Problem)) {
 	var roles []string
 	for _, f := range []string{ServerRoleFile, ClientRoleFile, AdminRoleFile} {
 		if isFile(filepath.Join(startup, f)) {
@@ -96,11 +98,11 @@ func checkStartup(kit *Kit, startup string, bad func(file, path, msg, hint strin
 	}
 	switch {
 	case len(roles) == 0:
-		bad(startup, "", "holds no role file (fed_server.json, fed_client.json or fed_admin.json)", "is this a provisioned startup kit?")
+		bad(problem.Layout, startup, "", "holds no role file (fed_server.json, fed_client.json or fed_admin.json)", "is this a provisioned startup kit?")
 	case len(roles) > 1:
-		bad(startup, "", "holds more than one role file ("+strings.Join(roles, ", ")+")", "keep exactly one")
+		bad(problem.Layout, startup, "", "holds more than one role file ("+strings.Join(roles, ", ")+")", "keep exactly one")
 	case roles[0] == AdminRoleFile:
-		bad(filepath.Join(startup, AdminRoleFile), "", "this is an admin kit: prepare does not take admin kits", "use the kit of a server or client site")
+		bad(problem.Layout, filepath.Join(startup, AdminRoleFile), "", "this is an admin kit: prepare does not take admin kits", "use the kit of a server or client site")
 	case roles[0] == ServerRoleFile:
 		kit.Role = "server"
 	default:
@@ -114,7 +116,7 @@ func checkStartup(kit *Kit, startup string, bad func(file, path, msg, hint strin
 			leaf := leafName(kit.Role)
 			what = "a " + kit.Role + " kit needs startup/rootCA.pem, " + leaf + ".crt and " + leaf + ".key"
 		}
-		bad(p, "", "is missing: "+what, "")
+		bad(problem.Layout, p, "", "is missing: "+what, "")
 	}
 	if kit.Role == "" {
 		return // the site name and the leaf material depend on the role
@@ -126,17 +128,17 @@ func checkStartup(kit *Kit, startup string, bad func(file, path, msg, hint strin
 	var nameNode *yaml.Node
 	var namePath string
 	if data, err := os.ReadFile(roleFile); err != nil {
-		bad(roleFile, "", "cannot read file: "+errText(err), "")
+		bad(problem.Read, roleFile, "", "cannot read file: "+errText(err), "")
 	} else if err := json.Unmarshal(data, &roleDoc); err != nil || roleDoc == nil {
-		bad(roleFile, "", "is not a JSON object", "")
+		bad(problem.Structure, roleFile, "", "is not a JSON object", "")
 	} else if nameNode, namePath = siteNameNode(kit.Role, parseTree(roleFile, data).root); nameNode != nil {
 		kit.Name = nameNode.Value
 	}
 	if msg := CheckSiteName(kit.Name); msg != "" {
-		p := Problem{File: filepath.Dir(startup), Message: "the kit folder's name is the site name, and " + msg,
+		p := Problem{Kind: problem.Layout, File: filepath.Dir(startup), Message: "the kit folder's name is the site name, and " + msg,
 			Hint: "allowed: " + SiteNameAllowed + "; rename the kit folder or name the site in " + roles[0]}
 		if nameNode != nil {
-			p = Problem{File: roleFile, Line: nameNode.Line, Column: nameNode.Column, Path: namePath,
+			p = Problem{Kind: problem.Schema, File: roleFile, Line: nameNode.Line, Column: nameNode.Column, Path: namePath,
 				Message: msg, Hint: "allowed: " + SiteNameAllowed + "; provision the site under such a name"}
 		}
 		report(p)
@@ -146,14 +148,14 @@ func checkStartup(kit *Kit, startup string, bad func(file, path, msg, hint strin
 	leaf := leafName(kit.Role)
 	for _, f := range []string{leaf + ".crt", leaf + ".key"} {
 		if p := filepath.Join(startup, f); !isFile(p) {
-			bad(p, "", "is missing: a "+kit.Role+" kit needs startup/rootCA.pem, "+leaf+".crt and "+leaf+".key", "")
+			bad(problem.Layout, p, "", "is missing: a "+kit.Role+" kit needs startup/rootCA.pem, "+leaf+".crt and "+leaf+".key", "")
 		}
 	}
 	certPath := filepath.Join(startup, leaf+".crt")
 	if isFile(certPath) {
 		org, msg := certOrganization(certPath)
 		if msg != "" {
-			bad(certPath, "", msg, "provision the kit with an organisation for this site")
+			bad(problem.Rule, certPath, "", msg, "provision the kit with an organisation for this site")
 		}
 		kit.Organization = org
 	}
@@ -176,17 +178,17 @@ func checkLocal(kit *Kit, local string) Problems {
 	if !isFile(res) {
 		// Not read unless regular: opening a named pipe would block.
 		if _, err := os.Stat(res); err != nil {
-			probs = append(probs, Problem{File: res, Message: "cannot read file: " + errText(err),
+			probs = append(probs, Problem{Kind: problem.Read, File: res, Message: "cannot read file: " + errText(err),
 				Hint: "every provisioned kit has local/resources.json.default"})
 		} // a special file is reported by the walk of the kit
 	} else if data, err := os.ReadFile(res); err != nil {
-		probs = append(probs, Problem{File: res, Message: "cannot read file: " + errText(err),
+		probs = append(probs, Problem{Kind: problem.Read, File: res, Message: "cannot read file: " + errText(err),
 			Hint: "every provisioned kit has local/resources.json.default"})
 	} else {
 		var obj map[string]any
 		dec := json.NewDecoder(bytes.NewReader(data))
 		if err := dec.Decode(&obj); err != nil || obj == nil || dec.More() {
-			probs = append(probs, Problem{File: res, Message: "must be a JSON object"})
+			probs = append(probs, Problem{Kind: problem.Structure, File: res, Message: "must be a JSON object"})
 		}
 	}
 
@@ -201,7 +203,7 @@ func checkLocal(kit *Kit, local string) Problems {
 		// A special file or a bad symlink: the walk of the kit reports it,
 		// and reading a named pipe would block.
 		if kit.HasLegacyStudyData {
-			probs = append(probs, Problem{File: legacyPath,
+			probs = append(probs, Problem{Kind: problem.Layout, File: legacyPath,
 				Message: "legacy study_data.yaml cannot be combined with study_runtime.yaml",
 				Hint:    "move its studies into study_runtime.yaml (format_version: 2) and delete study_data.yaml"})
 		}
@@ -210,7 +212,7 @@ func checkLocal(kit *Kit, local string) Problems {
 		_, sp := LoadStudyRuntime(runtimePath)
 		probs = append(probs, sp...)
 	case kit.HasLegacyStudyData:
-		probs = append(probs, Problem{File: legacyPath,
+		probs = append(probs, Problem{Kind: problem.Layout, File: legacyPath,
 			Message: "legacy study_data.yaml (format 1) is not supported under Slurm",
 			Hint:    "migrate it to local/study_runtime.yaml (format_version: 2) and delete study_data.yaml"})
 	}
@@ -256,12 +258,12 @@ func walkKit(dir, abs string) Problems {
 		return nil // LoadKit has checked that the kit is a directory
 	}
 	var probs Problems
-	bad := func(p, msg, hint string) {
+	bad := func(k problem.Kind, p, msg, hint string) {
 		name := dir
 		if rel, err := filepath.Rel(root, p); err == nil && rel != "." {
 			name = filepath.Join(dir, rel)
 		}
-		probs = append(probs, Problem{File: name, Message: msg, Hint: hint})
+		probs = append(probs, Problem{Kind: k, File: name, Message: msg, Hint: hint})
 	}
 	prepared := filepath.Join(root, PreparedDir)
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -269,7 +271,7 @@ func walkKit(dir, abs string) Problems {
 			if p == root {
 				return err
 			}
-			bad(p, "cannot read this kit directory: "+errText(err), "check the permissions of the kit")
+			bad(problem.Read, p, "cannot read this kit directory: "+errText(err), "check the permissions of the kit")
 			return nil
 		}
 		if p == prepared {
@@ -278,7 +280,7 @@ func walkKit(dir, abs string) Problems {
 			for _, q := range []string{p, filepath.Join(root, filepath.FromSlash(DefaultOutput))} {
 				if st, err := os.Lstat(q); err == nil && st.Mode()&fs.ModeSymlink != 0 {
 					dest, _ := os.Readlink(q)
-					bad(q, fmt.Sprintf("symlink (to %s); prepare's default output %s must lie inside the kit", dest, DefaultOutput),
+					bad(problem.Layout, q, fmt.Sprintf("symlink (to %s); prepare's default output %s must lie inside the kit", dest, DefaultOutput),
 						"replace the symlink with a real directory (or remove it), and give prepare --output to put the workspace elsewhere")
 				}
 			}
@@ -288,7 +290,7 @@ func walkKit(dir, abs string) Problems {
 			return nil
 		}
 		if _, msg, hint := KitEntry(p, d.Type()); msg != "" {
-			bad(p, msg, hint)
+			bad(problem.Layout, p, msg, hint)
 		}
 		return nil
 	})

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 func TestCheckSiteName(t *testing.T) {
@@ -43,15 +45,15 @@ func TestKitSiteNameRefused(t *testing.T) {
 		want                       Problem
 	}{
 		{"pipe in fqsn", "client", ClientRoleFile, "{\n  \"client\": {\"fqsn\": \"site|1\"}\n}",
-			Problem{Line: 2, Column: 22, Path: "client.fqsn", Message: `site name "site|1" holds '|' at character 5`, Hint: hint}},
+			Problem{Kind: problem.Schema, Line: 2, Column: 22, Path: "client.fqsn", Message: `site name "site|1" holds '|' at character 5`, Hint: hint}},
 		{"space in fqsn", "client", ClientRoleFile, `{"client": {"fqsn": "site 1"}}`,
-			Problem{Line: 1, Column: 21, Path: "client.fqsn", Message: `site name "site 1" holds whitespace ' ' at character 5`, Hint: hint}},
+			Problem{Kind: problem.Schema, Line: 1, Column: 21, Path: "client.fqsn", Message: `site name "site 1" holds whitespace ' ' at character 5`, Hint: hint}},
 		{"escape in fqsn", "client", ClientRoleFile, `{"client": {"fqsn": "s\u001b]0;x\u0007"}}`,
-			Problem{Line: 1, Column: 21, Path: "client.fqsn", Message: `site name "s\x1b]0;x\a" holds the control character '\x1b' at character 2`, Hint: hint}},
+			Problem{Kind: problem.Schema, Line: 1, Column: 21, Path: "client.fqsn", Message: `site name "s\x1b]0;x\a" holds the control character '\x1b' at character 2`, Hint: hint}},
 		{"pipe in a server identity", "server", ServerRoleFile, `{"servers": [{"identity": "srv|a", "admin_server": "x"}]}`,
-			Problem{Line: 1, Column: 27, Path: "servers[0].identity", Message: `site name "srv|a" holds '|' at character 4`, Hint: hint}},
+			Problem{Kind: problem.Schema, Line: 1, Column: 27, Path: "servers[0].identity", Message: `site name "srv|a" holds '|' at character 4`, Hint: hint}},
 		{"tab in an admin_server", "server", ServerRoleFile, `{"servers": [{"admin_server": "a\tb"}]}`,
-			Problem{Line: 1, Column: 31, Path: "servers[0].admin_server", Message: `site name "a\tb" holds whitespace '\t' at character 2`, Hint: hint}},
+			Problem{Kind: problem.Schema, Line: 1, Column: 31, Path: "servers[0].admin_server", Message: `site name "a\tb" holds whitespace '\t' at character 2`, Hint: hint}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kit := makeKit(t, tc.role, "kit", map[string][]byte{"startup/" + tc.roleFile: []byte(tc.json)})

@@ -13,6 +13,8 @@ import (
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 // Defaults of job_launcher (contract §3).
@@ -72,22 +74,22 @@ func readInput(path string) ([]byte, Problems) {
 	// A named pipe, socket or device is refused before it is opened:
 	// opening a pipe would block until something writes to it.
 	if st, err := os.Stat(path); err == nil && !st.IsDir() && !st.Mode().IsRegular() {
-		return nil, Problems{{File: path, Message: "is a " + FileKind(st.Mode()) + ", not a regular file"}}
+		return nil, Problems{{Kind: problem.Layout, File: path, Message: "is a " + FileKind(st.Mode()) + ", not a regular file"}}
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, Problems{{File: path, Message: "cannot read file: " + errText(err)}}
+		return nil, Problems{{Kind: problem.Read, File: path, Message: "cannot read file: " + errText(err)}}
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return nil, Problems{{File: path, Message: "is a directory, not a file"}}
+		return nil, Problems{{Kind: problem.Layout, File: path, Message: "is a directory, not a file"}}
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxInputBytes+1))
 	if err != nil {
-		return nil, Problems{{File: path, Message: "cannot read file: " + errText(err)}}
+		return nil, Problems{{Kind: problem.Read, File: path, Message: "cannot read file: " + errText(err)}}
 	}
 	if len(data) > maxInputBytes {
-		return nil, Problems{{File: path, Message: fmt.Sprintf("file is too large (more than %d bytes)", maxInputBytes),
+		return nil, Problems{{Kind: problem.Layout, File: path, Message: fmt.Sprintf("file is too large (more than %d bytes)", maxInputBytes),
 			Hint: "inputs are small hand-written files: is this the right path?"}}
 	}
 	return data, nil
@@ -195,18 +197,18 @@ func (t *tree) checkJobLauncher(jl *yaml.Node) {
 		switch sandbox.Value {
 		case "apptainer", "pyxis":
 			if isNull(image) {
-				t.add(getKeyOr(jl, "sandbox"), "job_launcher.image", "is required when sandbox is "+sandbox.Value,
+				t.add(problem.Rule, getKeyOr(jl, "sandbox"), "job_launcher.image", "is required when sandbox is "+sandbox.Value,
 					"set image to the absolute path of the container image file")
 			} else if isString(image) && strings.HasPrefix(image.Value, "/") && t.offline {
 				t.skip(image, "job_launcher.image", CheckImageFile)
 			} else if isString(image) && strings.HasPrefix(image.Value, "/") {
 				if msg := checkImageFile(image.Value); msg != "" {
-					t.add(image, "job_launcher.image", msg, "prepare needs the image file itself; fix the path or copy the image there")
+					t.add(problem.Rule, image, "job_launcher.image", msg, "prepare needs the image file itself; fix the path or copy the image there")
 				}
 			}
 		case "none":
 			if !isNull(image) {
-				t.add(image, "job_launcher.image", "must not be set when sandbox is none",
+				t.add(problem.Rule, image, "job_launcher.image", "must not be set when sandbox is none",
 					"remove image, or set sandbox to apptainer or pyxis")
 			}
 		}
@@ -220,10 +222,10 @@ func (t *tree) checkJobLauncher(jl *yaml.Node) {
 				continue // the schema reports it
 			}
 			if IsLauncherOwnedEnvName(item.Value) {
-				t.add(item, path, fmt.Sprintf("%s is launcher-owned and cannot be forwarded", item.Value), launcherOwnedHint)
+				t.add(problem.Schema, item, path, fmt.Sprintf("%s is launcher-owned and cannot be forwarded", item.Value), launcherOwnedHint)
 			}
 			if first, dup := seen[item.Value]; dup {
-				t.add(item, path, fmt.Sprintf("%s is listed twice (first at forward_env[%d])", item.Value, first), "")
+				t.add(problem.Schema, item, path, fmt.Sprintf("%s is listed twice (first at forward_env[%d])", item.Value, first), "")
 			} else {
 				seen[item.Value] = i
 			}
@@ -231,7 +233,7 @@ func (t *tree) checkJobLauncher(jl *yaml.Node) {
 	}
 	if ph := get(jl, "parent_host"); isString(ph) && ph.Value != "" && !strings.ContainsRune(ph.Value, 0) {
 		if msg := CheckParentHost(ph.Value); msg != "" {
-			t.add(ph, "job_launcher.parent_host", msg, "set the host name or address compute nodes use to reach the parent")
+			t.add(problem.Schema, ph, "job_launcher.parent_host", msg, "set the host name or address compute nodes use to reach the parent")
 		}
 	}
 	port := DefaultInternalPort
@@ -251,7 +253,7 @@ const CheckImageFile = "the image file exists on this host"
 
 // skip records a host check that offline validation did not run.
 func (t *tree) skip(n *yaml.Node, path, check string) {
-	p := Problem{File: t.file, Path: path, Message: "not checked (offline): " + check,
+	p := Problem{Kind: problem.Rule, File: t.file, Path: path, Message: "not checked (offline): " + check,
 		Hint: "run validate without --offline on the host that runs the jobs"}
 	if n != nil {
 		p.Line, p.Column = n.Line, n.Column
@@ -313,7 +315,7 @@ func (t *tree) checkNoSpace(n *yaml.Node, path string) {
 		return // the schema reports it
 	}
 	if strings.IndexFunc(n.Value, unicode.IsSpace) >= 0 {
-		t.add(n, path, fmt.Sprintf("must not contain whitespace (got %q)", n.Value), "")
+		t.add(problem.Schema, n, path, fmt.Sprintf("must not contain whitespace (got %q)", n.Value), "")
 	}
 }
 
@@ -327,12 +329,12 @@ func (t *tree) checkPortRange(n *yaml.Node, internalPort int) {
 	switch {
 	case r.Start < minMultiNodePort || r.Start > maxPort || r.End < minMultiNodePort || r.End > maxPort:
 		if n.Kind == yaml.ScalarNode { // list items are range-checked by the schema
-			t.add(n, path, fmt.Sprintf("ports must be within %d..%d (got %d-%d)", minMultiNodePort, maxPort, r.Start, r.End), "")
+			t.add(problem.Schema, n, path, fmt.Sprintf("ports must be within %d..%d (got %d-%d)", minMultiNodePort, maxPort, r.Start, r.End), "")
 		}
 	case r.Start > r.End:
-		t.add(n, path, fmt.Sprintf("START must not be above END (got %d-%d)", r.Start, r.End), "")
+		t.add(problem.Schema, n, path, fmt.Sprintf("START must not be above END (got %d-%d)", r.Start, r.End), "")
 	case internalPort >= r.Start && internalPort <= r.End:
-		t.add(n, path, fmt.Sprintf("must not contain internal_port %d (got %d-%d)", internalPort, r.Start, r.End),
+		t.add(problem.Rule, n, path, fmt.Sprintf("must not contain internal_port %d (got %d-%d)", internalPort, r.Start, r.End),
 			"choose a range that leaves out internal_port")
 	}
 }
@@ -452,7 +454,7 @@ func CheckConfigForKit(cfg *SlurmConfig, kit *Kit) Problems {
 	}
 	var probs Problems
 	if kit.Role == "server" && cfg.Parent != nil {
-		probs = append(probs, Problem{
+		probs = append(probs, Problem{Kind: problem.Rule,
 			File: cfg.File, Line: cfg.parentLine, Column: cfg.parentColumn, Path: "parent",
 			Message: fmt.Sprintf("is not allowed for server kit %s: the parent block is for client kits only", kit.Name),
 			Hint:    "remove the parent block, or use a client kit",

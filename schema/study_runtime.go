@@ -12,6 +12,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 // File names of a kit's study runtime (v2) and of its legacy v1 format.
@@ -33,6 +35,7 @@ func loadStudyRuntime(path string, parse func(string, []byte) (*StudyRuntime, Pr
 		legacyPath := filepath.Join(filepath.Dir(path), LegacyStudyFile)
 		if _, err := os.Lstat(legacyPath); err == nil {
 			legacy = Problems{{
+				Kind:    problem.Layout,
 				File:    legacyPath,
 				Message: "legacy study_data.yaml cannot be combined with study_runtime.yaml",
 				Hint:    "move its studies into study_runtime.yaml (format_version: 2) and delete study_data.yaml",
@@ -128,7 +131,7 @@ func (t *tree) checkName(n *yaml.Node, path, name string) bool {
 	if studyNameRE().MatchString(name) {
 		return true
 	}
-	t.add(n, path, fmt.Sprintf("%s (got %q)", nameMessage, name), "")
+	t.add(problem.Schema, n, path, fmt.Sprintf("%s (got %q)", nameMessage, name), "")
 	return false
 }
 
@@ -152,10 +155,10 @@ func (t *tree) checkStudy(name string, s *yaml.Node) {
 		path := joinPath(base+".secret_env", p.name)
 		t.checkEnvName(p.key, path, p.name)
 		if envNames[p.name] {
-			t.add(p.key, path, fmt.Sprintf("%s is defined in both env and secret_env", p.name), "keep it in one of them")
+			t.add(problem.Rule, p.key, path, fmt.Sprintf("%s is defined in both env and secret_env", p.name), "keep it in one of them")
 		}
 		if src := get(p.val, "source"); isString(src) && IsValidEnvName(src.Value) && IsLauncherOwnedEnvName(src.Value) {
-			t.add(src, path+".source", fmt.Sprintf("%s is launcher-owned and cannot be a secret source", src.Value), launcherOwnedHint)
+			t.add(problem.Schema, src, path+".source", fmt.Sprintf("%s is launcher-owned and cannot be a secret source", src.Value), launcherOwnedHint)
 		}
 	}
 	sl := get(s, "slurm")
@@ -165,7 +168,7 @@ func (t *tree) checkStudy(name string, s *yaml.Node) {
 	if sb := get(sl, "sandbox"); isString(sb) && sb.Value == "none" {
 		for _, key := range []string{"container", "datasets", "secret_mounts"} {
 			if k := getKey(s, key); k != nil {
-				t.add(k, base+"."+key, "is not allowed when the study's slurm.sandbox is none",
+				t.add(problem.Rule, k, base+"."+key, "is not allowed when the study's slurm.sandbox is none",
 					"remove "+key+", or use sandbox apptainer or pyxis")
 			}
 		}
@@ -187,13 +190,13 @@ func (t *tree) checkStudy(name string, s *yaml.Node) {
 		}
 		mpPath := joinPath(base+".secret_mounts", p.name) + ".mount_path"
 		if msg := CheckMountDestination(mp.Value); msg != "" {
-			t.add(mp, mpPath, msg, "")
+			t.add(problem.Schema, mp, mpPath, msg, "")
 			continue
 		}
 		clean := path.Clean(mp.Value)
 		for _, d := range dests {
 			if PathsOverlap(clean, d.path) {
-				t.add(mp, mpPath, fmt.Sprintf("%s overlaps the mount of %s at %s", mp.Value, d.what, d.path), "choose a destination outside it")
+				t.add(problem.Rule, mp, mpPath, fmt.Sprintf("%s overlaps the mount of %s at %s", mp.Value, d.what, d.path), "choose a destination outside it")
 				break
 			}
 		}
@@ -204,11 +207,11 @@ func (t *tree) checkStudy(name string, s *yaml.Node) {
 // checkEnvName reports a malformed or launcher-owned study variable name.
 func (t *tree) checkEnvName(n *yaml.Node, path, name string) {
 	if !IsValidEnvName(name) {
-		t.add(n, path, fmt.Sprintf("is not a valid environment name: must match [A-Za-z_][A-Za-z0-9_]* (got %q)", name), "")
+		t.add(problem.Schema, n, path, fmt.Sprintf("is not a valid environment name: must match [A-Za-z_][A-Za-z0-9_]* (got %q)", name), "")
 		return
 	}
 	if IsLauncherOwnedEnvName(name) {
-		t.add(n, path, fmt.Sprintf("%s is launcher-owned and cannot be set by a study", name), launcherOwnedHint)
+		t.add(problem.Schema, n, path, fmt.Sprintf("%s is launcher-owned and cannot be set by a study", name), launcherOwnedHint)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 // MultiLineKeyword marks, in an embedded schema, a string whose value may
@@ -124,7 +126,7 @@ func (w textWalker) report(ptr string, key bool, msg string) {
 	if key && l.key != nil {
 		n = l.key
 	}
-	w.t.add(n, l.path, msg, "")
+	w.t.add(problem.Schema, n, l.path, msg, "")
 	w.t.suppressed[ptr] = true
 }
 
@@ -153,7 +155,7 @@ func (t *tree) checkTag(n *yaml.Node, path string) bool {
 		}
 	}
 	if !fits {
-		t.add(n, path, fmt.Sprintf(msgTag+"%s is not supported on a %s", quoteTag(n.Tag), nodeKindName(n)),
+		t.add(problem.Structure, n, path, fmt.Sprintf(msgTag+"%s is not supported on a %s", quoteTag(n.Tag), nodeKindName(n)),
 			"remove the tag; the allowed explicit tags are "+strings.Join(allowed, ", "))
 		return false
 	}
@@ -177,7 +179,7 @@ func (t *tree) checkTag(n *yaml.Node, path string) bool {
 		}
 	}
 	if !fit {
-		t.add(n, path, fmt.Sprintf(msgTag+"%s does not fit the value %q", tag, n.Value), "remove the tag or fix the value")
+		t.add(problem.Structure, n, path, fmt.Sprintf(msgTag+"%s does not fit the value %q", tag, n.Value), "remove the tag or fix the value")
 		return false
 	}
 	return true

@@ -14,6 +14,8 @@ import (
 	"sync"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 // maxInputBytes caps what a loader reads: every input is a small hand-written
@@ -21,7 +23,7 @@ import (
 const maxInputBytes = 4 << 20
 
 // Messages of the problems of a file's YAML structure rather than of its
-// keys and values (see IsSchemaProblem).
+// keys and values (problem.Structure; problem.Syntax for msgNotYAML).
 const (
 	msgNotYAML      = "not valid YAML: "
 	msgAlias        = "YAML aliases are not supported"
@@ -50,6 +52,8 @@ type tree struct {
 	// skipped lists each one skipped.
 	offline bool
 	skipped Problems
+	// once holds the problems addOnce reported.
+	once map[onceKey]bool
 }
 
 // loc is one value in the tree: its key node (nil for the root and list
@@ -73,7 +77,7 @@ var (
 func parseTree(file string, data []byte) *tree {
 	t := &tree{file: file, locs: map[string]loc{}, suppressed: map[string]bool{}}
 	if len(data) > maxInputBytes {
-		t.add(nil, "", fmt.Sprintf("file is too large (%d bytes, at most %d)", len(data), maxInputBytes),
+		t.add(problem.Layout, nil, "", fmt.Sprintf("file is too large (%d bytes, at most %d)", len(data), maxInputBytes),
 			"inputs are small hand-written files: is this the right path?")
 		return t
 	}
@@ -85,7 +89,7 @@ func parseTree(file string, data []byte) *tree {
 		doc, err = decodeOne(bytes.ReplaceAll(data, []byte("\t"), []byte(" ")))
 	}
 	if err != nil {
-		p := Problem{File: file, Message: msgNotYAML + strings.TrimPrefix(err.Error(), "yaml: ")}
+		p := Problem{Kind: problem.Syntax, File: file, Message: msgNotYAML + strings.TrimPrefix(err.Error(), "yaml: ")}
 		if m := yamlLineRE().FindStringSubmatch(err.Error()); m != nil {
 			p.Line, _ = strconv.Atoi(m[1])
 			p.Column = 1
@@ -102,12 +106,12 @@ func parseTree(file string, data []byte) *tree {
 		return t
 	}
 	if doc == nil || len(doc.Content) == 0 || (doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].ShortTag() == "!!null") {
-		t.add(nil, "", "file is empty", "expected a YAML mapping")
+		t.add(problem.Structure, nil, "", "file is empty", "expected a YAML mapping")
 		return t
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		t.add(root, "", fmt.Sprintf("top level must be a mapping (got %s)", nodeKindName(root)), "")
+		t.add(problem.Structure, root, "", fmt.Sprintf("top level must be a mapping (got %s)", nodeKindName(root)), "")
 		return t
 	}
 	t.root = root
@@ -154,13 +158,17 @@ func decodeOne(data []byte) (*yaml.Node, error) {
 	return &doc, nil
 }
 
-// add records a problem at node n (nil: no position).
-func (t *tree) add(n *yaml.Node, path, message, hint string) {
-	p := Problem{File: t.file, Path: path, Message: message, Hint: hint}
+// add records a problem of kind k at node n (nil: no position).
+func (t *tree) add(k problem.Kind, n *yaml.Node, path, message, hint string) {
+	t.probs = append(t.probs, t.at(Problem{Kind: k, File: t.file, Path: path, Message: message, Hint: hint}, n))
+}
+
+// at places p at node n (nil: no position).
+func (t *tree) at(p Problem, n *yaml.Node) Problem {
 	if n != nil {
 		p.Line, p.Column = n.Line, n.Column
 	}
-	t.probs = append(t.probs, p)
+	return p
 }
 
 // convert turns node n (at JSON pointer ptr and dotted path) into a plain
@@ -175,7 +183,7 @@ func (t *tree) convert(n *yaml.Node, key *yaml.Node, ptr, path string) any {
 	}
 	switch n.Kind {
 	case yaml.AliasNode:
-		t.add(n, path, msgAlias, "write the value out in full")
+		t.add(problem.Structure, n, path, msgAlias, "write the value out in full")
 		t.suppressed[ptr] = true
 		return nil
 	case yaml.MappingNode:
@@ -184,11 +192,11 @@ func (t *tree) convert(n *yaml.Node, key *yaml.Node, ptr, path string) any {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Kind != yaml.ScalarNode {
-				t.add(k, path, msgKeyNotString, "")
+				t.add(problem.Structure, k, path, msgKeyNotString, "")
 				continue
 			}
 			if k.ShortTag() == "!!merge" {
-				t.add(k, path, msgMergeKey, "write the keys out in full")
+				t.add(problem.Structure, k, path, msgMergeKey, "write the keys out in full")
 				continue
 			}
 			name := k.Value
@@ -197,7 +205,7 @@ func (t *tree) convert(n *yaml.Node, key *yaml.Node, ptr, path string) any {
 				continue
 			}
 			if prev, dup := first[name]; dup {
-				t.add(k, childPath, fmt.Sprintf(msgDuplicate+" (first defined at line %d)", prev.Line), "remove one of them")
+				t.add(problem.Structure, k, childPath, fmt.Sprintf(msgDuplicate+" (first defined at line %d)", prev.Line), "remove one of them")
 				continue
 			}
 			first[name] = k
@@ -213,7 +221,7 @@ func (t *tree) convert(n *yaml.Node, key *yaml.Node, ptr, path string) any {
 	case yaml.ScalarNode:
 		v, ok := scalarValue(n)
 		if !ok {
-			t.add(n, path, fmt.Sprintf("must be a finite number (got %s)", n.Value), "")
+			t.add(problem.Schema, n, path, fmt.Sprintf("must be a finite number (got %s)", n.Value), "")
 			t.suppressed[ptr] = true
 			return json.Number("0")
 		}

@@ -27,6 +27,8 @@ import (
 	"sync"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 // MsgYAML11Prefix starts the message of every reading difference.
@@ -343,7 +345,7 @@ func ReadingDifferences(file string, data []byte, textPaths func(path string) bo
 		default:
 			hint += numberHint(n)
 		}
-		out = append(out, Problem{File: file, Line: n.Line, Column: n.Column, Path: path, Message: msg, Hint: hint, Code: WarnYAML11Reading})
+		out = append(out, Problem{Kind: problem.Schema, File: file, Line: n.Line, Column: n.Column, Path: path, Message: msg, Hint: hint, Code: WarnYAML11Reading})
 	}
 	walk = func(n *yaml.Node, path string) {
 		switch n.Kind {

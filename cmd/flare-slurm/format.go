@@ -10,6 +10,8 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/cireport"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/schema"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 // The problem classes of the SARIF rules table: a problem's class is its
@@ -40,34 +42,38 @@ var sarifRules = []cireport.Rule{
 		Help:  "Quote the value as the hint shows, so that NVFlare and flare-slurm read the same text; --strict makes this an error."},
 }
 
-// problemRule is the class of a problem reported with error code code.
-func problemRule(code string, p schema.Problem) string {
+// problemRule is the class of a problem, told by its Kind, never by its
+// message. A schema or rule problem at a key is of the schema class (the
+// schema command shows what the key may hold); one about a whole file, the
+// YAML structure or a kit's layout is a check. A problem made without a
+// kind counts as a rule.
+func problemRule(p problem.Problem) string {
 	switch {
-	case code == errcode.Drift:
+	case p.Kind == problem.Drift:
 		return ruleDrift
-	case schema.IsReadProblem(p):
+	case p.Kind == problem.Read:
 		return ruleRead
-	case schema.IsSyntaxProblem(p):
+	case p.Kind == problem.Syntax:
 		return ruleSyntax
-	case schema.IsSchemaProblem(p):
+	case p.Path != "" && (p.Kind == problem.Schema || p.Kind == problem.Rule || p.Kind == ""):
 		return ruleSchema
 	}
 	return ruleCheck
 }
 
 // findings turns problems into cireport findings.
-func findings(code string, ps schema.Problems) []cireport.Finding {
+func findings(ps schema.Problems) []cireport.Finding {
 	out := make([]cireport.Finding, len(ps))
 	for i, p := range ps {
 		out[i] = cireport.Finding{File: p.File, Line: p.Line, Column: p.Column, Path: p.Path,
-			Message: p.Message, Hint: p.Hint, Rule: problemRule(code, p)}
+			Message: p.Message, Hint: p.Hint, Rule: problemRule(p)}
 	}
 	return out
 }
 
 // warningFindings turns YAML 1.1 reading differences into warning findings.
 func warningFindings(ws schema.Problems) []cireport.Finding {
-	out := findings("", ws)
+	out := findings(ws)
 	for i := range out {
 		out[i].Rule, out[i].Level = ruleYAML11, cireport.LevelWarning
 	}
@@ -157,8 +163,8 @@ func sarifTool() cireport.Tool {
 
 // writeSARIF prints a SARIF log of problems (none: a clean run) and
 // warnings to stdout.
-func (a *app) writeSARIF(code string, ps, warnings schema.Problems) error {
-	return cireport.SARIF(a.stdout, sarifTool(), sarifRules, append(findings(code, ps), warningFindings(warnings)...))
+func (a *app) writeSARIF(ps, warnings schema.Problems) error {
+	return cireport.SARIF(a.stdout, sarifTool(), sarifRules, append(findings(ps), warningFindings(warnings)...))
 }
 
 // writeJUnit writes cases as a JUnit XML file at path, atomically (a

@@ -115,13 +115,13 @@ func (a *app) writeJSON(v any) error {
 func (a *app) reportError(cmd *cobra.Command, e *cliError) {
 	switch outputFormat(cmd) {
 	case "github":
-		_ = cireport.GitHub(a.stdout, "flare-slurm", append(findings(e.Code, e.Problems), warningFindings(e.Warnings)...))
+		_ = cireport.GitHub(a.stdout, "flare-slurm", append(findings(e.Problems), warningFindings(e.Warnings)...))
 	case "sarif":
 		// Only problems make a SARIF log: a failure without any (a
 		// usage error, an unreadable workspace) prints none, so that a
 		// code scanning upload fails instead of closing every alert.
 		if len(e.Problems) > 0 {
-			_ = a.writeSARIF(e.Code, e.Problems, e.Warnings)
+			_ = a.writeSARIF(e.Problems, e.Warnings)
 		}
 	}
 	if jsonRequested(cmd) {

@@ -127,7 +127,7 @@ for every job (docs/nvflare-bridge.md). Without it the workspace is the one
 				case "json":
 					return a.printOK(res)
 				case "sarif":
-					return a.writeSARIF("", nil, nil)
+					return a.writeSARIF(nil, nil)
 				}
 				for _, f := range res.Fields() {
 					fmt.Fprintf(a.stdout, "%s: %s\n", f[0], f[1])
@@ -197,7 +197,7 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 			}
 			return a.printOK(data)
 		case "sarif":
-			return a.writeSARIF("", nil, nil)
+			return a.writeSARIF(nil, nil)
 		}
 		fmt.Fprintf(a.stdout, "%s is up to date%s\n", compared, forPath)
 		return nil

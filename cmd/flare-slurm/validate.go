@@ -13,6 +13,8 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/cireport"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/schema"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 // validatedFile is one entry of `validate --json` output.
@@ -126,11 +128,11 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 							detected, probs = schema.DetectKind(p)
 						}
 						if probs == nil && detected == "" {
-							probs = schema.Problems{{File: name, Message: "cannot tell what kind of file this is",
+							probs = schema.Problems{{Kind: problem.Rule, File: name, Message: "cannot tell what kind of file this is",
 								Hint: "pass --kind: one of " + strings.Join(schema.Kinds(), ", ")}}
 						}
 						if probs == nil && kitDir != "" && detected != schema.KindSlurmConfig {
-							probs = schema.Problems{{File: name, Message: "is a " + detected + ", not a Slurm config: --kit checks Slurm configs against the kit",
+							probs = schema.Problems{{Kind: problem.Rule, File: name, Message: "is a " + detected + ", not a Slurm config: --kit checks Slurm configs against the kit",
 								Hint: "validate it without --kit"}}
 						}
 						if probs != nil {
@@ -175,7 +177,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 					cases = append(cases, c)
 					for _, pr := range probs {
 						bad[pr.File] = true
-						if name := schema.SchemaOf(k, pr.File); name != "" && schema.IsSchemaProblem(pr) {
+						if name := schema.SchemaOf(k, pr.File); name != "" && problemRule(pr) == ruleSchema {
 							schemas[name] = true
 						}
 					}
@@ -224,7 +226,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 					}
 					return a.printOK(data)
 				case "sarif":
-					return a.writeSARIF("", nil, warnings)
+					return a.writeSARIF(nil, warnings)
 				}
 				a.printWarnings(outFormat, warnings)
 				for _, s := range skipped {
@@ -259,6 +261,11 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
+// isKind says whether a problem is of kind k.
+func isKind(k problem.Kind) func(problem.Problem) bool {
+	return func(p problem.Problem) bool { return p.Kind == k }
+}
+
 // validateHint is the hint of a failed validate: the schema command when a
 // problem is about a key or value a schema describes, else a hint that fits
 // the problems (each problem line carries its own hint too), or none.
@@ -275,9 +282,9 @@ func validateHint(all schema.Problems, schemas map[string]bool) string {
 		return "run " + strings.Join(cmds, " or ") + " to see every key these files may hold"
 	}
 	switch {
-	case slices.ContainsFunc(all, schema.IsReadProblem):
+	case slices.ContainsFunc(all, isKind(problem.Read)):
 		return "check that the path exists and is readable"
-	case slices.ContainsFunc(all, schema.IsSyntaxProblem):
+	case slices.ContainsFunc(all, isKind(problem.Syntax)):
 		return "fix the syntax at the position shown"
 	}
 	return ""

@@ -12,6 +12,8 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/slurmenv"
 	"github.com/flare-slurm/flare-slurm/schema"
 	"github.com/flare-slurm/flare-slurm/templates"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 // Artifacts are the rendered, not yet written, files and commands of one
@@ -138,7 +140,7 @@ func (p *Plan) secretValues(env Environ) ([]secretLine, error) {
 	for _, s := range p.studySecrets {
 		value, ok := env(s.Source)
 		if !ok {
-			ps = append(ps, p.studyRT.At(schema.Problem{File: p.secretEnvFile, Path: "studies." + p.view.Study + ".secret_env." + s.Name + ".source",
+			ps = append(ps, p.studyRT.At(schema.Problem{Kind: problem.Rule, File: p.secretEnvFile, Path: "studies." + p.view.Study + ".secret_env." + s.Name + ".source",
 				Message: fmt.Sprintf("parent environment variable %s is not set", s.Source), Hint: "export it in the parent's environment before it starts"}))
 			continue
 		}

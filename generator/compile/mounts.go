@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/flare-slurm/flare-slurm/schema"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 // mounts builds the container bind mounts (contract §8): launcher-owned
@@ -53,7 +55,7 @@ func (r *resolver) mounts(p *Plan, listenerDir string) {
 		// and local/ are resolved now: a symlink there must not smuggle a
 		// ':' or ',' (a second mount) into the bind specifications.
 		if strings.ContainsAny(m.Source+m.Destination, ":,\n\r\x00") {
-			r.ps = append(r.ps, schema.Problem{File: ws, Message: fmt.Sprintf("launcher-owned mount %s -> %s contains ':', ',' or a line break", m.Source, m.Destination),
+			r.ps = append(r.ps, schema.Problem{Kind: problem.Rule, File: ws, Message: fmt.Sprintf("launcher-owned mount %s -> %s contains ':', ',' or a line break", m.Source, m.Destination),
 				Hint: "startup/ and local/ must be real directories of the workspace; prepare it again"})
 			return
 		}
@@ -111,7 +113,7 @@ func (r *resolver) attachMount(listenerDir string, ownedDest []string) (m *Mount
 		return nil, true
 	}
 	bad := func(path, msg, hint string) (*Mount, bool) {
-		r.ps = append(r.ps, schema.Problem{File: r.ws.CommFile, Path: path, Message: msg, Hint: hint})
+		r.ps = append(r.ps, schema.Problem{Kind: problem.Rule, File: r.ws.CommFile, Path: path, Message: msg, Hint: hint})
 		return nil, false
 	}
 	if a.Problem != "" {

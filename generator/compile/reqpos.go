@@ -39,13 +39,13 @@ func (s *requestSource) positions() *positions {
 
 // at fills p's Line and Column from the request text: the value of path,
 // else (for an unknown key) its key, else the nearest enclosing field.
-func (s *requestSource) at(p schema.Problem, key bool) schema.Problem {
+func (s *requestSource) at(p schema.Problem) schema.Problem {
 	ps := s.positions()
 	if ps == nil {
 		return p
 	}
 	path := p.Path
-	if key {
+	if p.AtKey {
 		if off, ok := ps.key[path]; ok {
 			p.Line, p.Column = lineColumn(s.data, off)
 			return p

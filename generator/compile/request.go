@@ -22,6 +22,8 @@ import (
 	"sync"
 
 	"github.com/flare-slurm/flare-slurm/schema"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 // Request is one launch request (contract §12).
@@ -164,13 +166,13 @@ func parseRequest(file string, data []byte, argRole string) (*Request, schema.Pr
 	req := &Request{File: file, JobArgs: map[string][]string{}, src: src}
 	var ps schema.Problems
 	add := func(path, msg, hint string) {
-		ps = append(ps, src.at(schema.Problem{File: file, Path: path, Message: msg, Hint: hint}, false))
+		ps = append(ps, src.at(schema.Problem{Kind: problem.Schema, File: file, Path: path, Message: msg, Hint: hint}))
 	}
 	addKey := func(path, msg, hint string) {
-		ps = append(ps, src.at(schema.Problem{File: file, Path: path, Message: msg, Hint: hint}, true))
+		ps = append(ps, src.at(schema.Problem{Kind: problem.Schema, AtKey: true, File: file, Path: path, Message: msg, Hint: hint}))
 	}
-	structural := func(err error) schema.Problems {
-		p := schema.Problem{File: file, Message: "not a valid launch request: " + jsonMessage(err),
+	structural := func(k problem.Kind, err error) schema.Problems {
+		p := schema.Problem{Kind: k, File: file, Message: "not a valid launch request: " + jsonMessage(err),
 			Hint: "a launch request is one JSON object with job_id, site, role, meta and job_args (contract §12)"}
 		var se *json.SyntaxError
 		switch {
@@ -184,11 +186,11 @@ func parseRequest(file string, data []byte, argRole string) (*Request, schema.Pr
 
 	var whole json.RawMessage
 	if err := decodeStrict(data, &whole); err != nil {
-		return nil, structural(err)
+		return nil, structural(problem.Syntax, err)
 	}
 	var top map[string]json.RawMessage
 	if jsonKind(whole) != "object" || json.Unmarshal(whole, &top) != nil {
-		return nil, structural(errors.New("got a JSON " + jsonKind(data) + " where an object is required"))
+		return nil, structural(problem.Structure, errors.New("got a JSON "+jsonKind(data)+" where an object is required"))
 	}
 	for _, dup := range src.positions().dups {
 		if !strings.ContainsAny(dup.path, ".[") {
@@ -315,8 +317,8 @@ func parseRequest(file string, data []byte, argRole string) (*Request, schema.Pr
 		req.JobArgs[name] = pair
 	}
 	if id, ok := req.JobArgs["job_id"]; ok && req.JobID != "" && id[1] != req.JobID {
-		ps = append(ps, src.at(schema.Problem{File: file, Path: "job_args.job_id[1]",
-			Message: fmt.Sprintf("value %q differs from job_id %q", id[1], req.JobID)}, false))
+		ps = append(ps, src.at(schema.Problem{Kind: problem.Rule, File: file, Path: "job_args.job_id[1]",
+			Message: fmt.Sprintf("value %q differs from job_id %q", id[1], req.JobID)}))
 		ps[len(ps)-1].Path = "job_args.job_id"
 	}
 	req.invalid = ps != nil
@@ -329,7 +331,7 @@ func (r *Request) Invalid() bool { return r.invalid }
 
 func dupProblem(file string, data []byte, dup dupKey, hint string) schema.Problem {
 	line, col := lineColumn(data, dup.off)
-	return schema.Problem{File: file, Line: line, Column: col, Path: dup.path, Message: "appears more than once", Hint: hint}
+	return schema.Problem{Kind: problem.Structure, File: file, Line: line, Column: col, Path: dup.path, Message: "appears more than once", Hint: hint}
 }
 
 // markBad records a job argument that was given but is unusable, so that
@@ -345,10 +347,10 @@ func (r *Request) markBad(name string) {
 // whole job_args) in a form that was already reported.
 func (r *Request) argGivenBad(name string) bool { return r.badArgs || r.badArg[name] }
 
-// problem is a problem about the request field path, with its position
-// when the request was parsed from text.
-func (r *Request) problem(path, msg, hint string) schema.Problem {
-	return r.src.at(schema.Problem{File: r.File, Path: path, Message: msg, Hint: hint}, false)
+// problem is a problem of kind k about the request field path, with its
+// position when the request was parsed from text.
+func (r *Request) problem(k problem.Kind, path, msg, hint string) schema.Problem {
+	return r.src.at(schema.Problem{Kind: k, File: r.File, Path: path, Message: msg, Hint: hint})
 }
 
 // jsonKind names the JSON type of a value ("string", "number", …).

@@ -16,6 +16,8 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"github.com/flare-slurm/flare-slurm/schema"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 // Environ looks a name up in the parent's environment (os.LookupEnv in
@@ -84,15 +86,15 @@ type resolver struct {
 }
 
 func (r *resolver) reqProblem(path, msg, hint string) {
-	r.ps = append(r.ps, r.req.problem(path, msg, hint))
+	r.ps = append(r.ps, r.req.problem(problem.Rule, path, msg, hint))
 }
 
 func (r *resolver) wsProblem(path, msg, hint string) {
-	r.ps = append(r.ps, schema.Problem{File: r.ws.ResourcesFile, Path: "slurm_launcher.args." + path, Message: msg, Hint: hint})
+	r.ps = append(r.ps, schema.Problem{Kind: problem.Rule, File: r.ws.ResourcesFile, Path: "slurm_launcher.args." + path, Message: msg, Hint: hint})
 }
 
 func (r *resolver) studyProblem(path, msg, hint string) {
-	r.ps = append(r.ps, r.stRT.At(schema.Problem{File: r.stFile, Path: "studies." + r.study.Name + "." + path, Message: msg, Hint: hint}))
+	r.ps = append(r.ps, r.stRT.At(schema.Problem{Kind: problem.Rule, File: r.stFile, Path: "studies." + r.study.Name + "." + path, Message: msg, Hint: hint}))
 }
 
 // Resolve checks one launch request against the workspace and the rules of
@@ -146,7 +148,7 @@ func resolve(ws *Workspace, req *Request, env Environ, review bool) (*Plan, erro
 				}
 				mp.Hint = metaHintPath().ReplaceAllString(mp.Hint, "${1}meta.$2")
 				mp.Line, mp.Column = 0, 0
-				mp = r.req.src.at(mp, strings.Contains(mp.Message, "unknown") || strings.Contains(mp.Message, "unsupported"))
+				mp = r.req.src.at(mp)
 			}
 			r.ps = append(r.ps, mp)
 		}
@@ -273,7 +275,7 @@ func (r *resolver) loadStudyRuntime() *schema.StudyRuntime {
 	_, err := os.Lstat(r.stFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, lerr := os.Lstat(legacy); lerr == nil {
-			r.ps = append(r.ps, schema.Problem{File: legacy, Message: "legacy study data file is not supported by the Slurm launcher",
+			r.ps = append(r.ps, schema.Problem{Kind: problem.Layout, File: legacy, Message: "legacy study data file is not supported by the Slurm launcher",
 				Hint: "migrate it to local/study_runtime.yaml (format_version: 2)"})
 		}
 		return nil

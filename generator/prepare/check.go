@@ -24,6 +24,8 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/visible"
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 // ChangeKind says how one path of the workspace would change.
@@ -58,7 +60,7 @@ type Drift struct {
 func (d *Drift) Problems() schema.Problems {
 	ps := make(schema.Problems, 0, len(d.Changes))
 	for _, c := range d.Changes {
-		ps = append(ps, schema.Problem{File: filepath.Join(d.Output, filepath.FromSlash(c.Path)), Message: c.Detail})
+		ps = append(ps, schema.Problem{Kind: problem.Drift, File: filepath.Join(d.Output, filepath.FromSlash(c.Path)), Message: c.Detail})
 	}
 	return ps
 }

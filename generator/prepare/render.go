@@ -20,6 +20,8 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 	"github.com/flare-slurm/flare-slurm/templates"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 // Names of the files prepare reads, writes or removes.
@@ -202,9 +204,9 @@ func Render(opts Options) (*Workspace, error) {
 			imageWarning = fmt.Sprintf("the image %s does not exist on this host: not checked, rendered as written (on the deployed host prepare records its real path)", jl.Image)
 		}
 		if err != nil {
-			problem := schema.Problem{File: cfg.File, Path: "job_launcher.image", Message: err.Error(),
+			p := schema.Problem{Kind: problem.Rule, File: cfg.File, Path: "job_launcher.image", Message: err.Error(),
 				Hint: "point image at the container image file on the shared filesystem"}
-			return nil, &Error{Code: errcode.InvalidInput, Problems: schema.Problems{problem},
+			return nil, &Error{Code: errcode.InvalidInput, Problems: schema.Problems{p},
 				Message: fmt.Sprintf("%s is not a valid Slurm config", configPath), Hint: hintFixProblems}
 		}
 		jl.Image = real

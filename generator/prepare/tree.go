@@ -14,6 +14,8 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 // scanKit lists the kit into w.Files. Regular files and directories are
@@ -55,8 +57,8 @@ func (w *Workspace) addDir(rel string, mode fs.FileMode) {
 }
 
 // kitPathProblem is one kit path prepare cannot copy.
-func kitPathProblem(abs, message, hint string) schema.Problem {
-	return schema.Problem{File: abs, Message: message, Hint: hint}
+func kitPathProblem(k problem.Kind, abs, message, hint string) schema.Problem {
+	return schema.Problem{Kind: k, File: abs, Message: message, Hint: hint}
 }
 
 // scanDir adds the entries of dir (rel in the workspace) and appends a
@@ -64,7 +66,7 @@ func kitPathProblem(abs, message, hint string) schema.Problem {
 func (w *Workspace) scanDir(dir, rel string, excluded map[string]bool, problems *schema.Problems) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		*problems = append(*problems, kitPathProblem(dir, fmt.Sprintf("cannot read this kit directory: %v", unwrapPathError(err)),
+		*problems = append(*problems, kitPathProblem(problem.Read, dir, fmt.Sprintf("cannot read this kit directory: %v", unwrapPathError(err)),
 			"check the permissions of the kit"))
 		// ReadDir returns the entries it could read before the error.
 	}
@@ -78,12 +80,12 @@ func (w *Workspace) scanDir(dir, rel string, excluded map[string]bool, problems 
 		childRel := path.Join(rel, e.Name())
 		info, err := e.Info()
 		if err != nil {
-			*problems = append(*problems, kitPathProblem(abs, fmt.Sprintf("cannot inspect it: %v", unwrapPathError(err)), "check the kit"))
+			*problems = append(*problems, kitPathProblem(problem.Read, abs, fmt.Sprintf("cannot inspect it: %v", unwrapPathError(err)), "check the kit"))
 			continue
 		}
 		target, msg, hint := schema.KitEntry(abs, info.Mode())
 		if msg != "" {
-			*problems = append(*problems, kitPathProblem(abs, msg, hint))
+			*problems = append(*problems, kitPathProblem(problem.Layout, abs, msg, hint))
 			continue
 		}
 		source := abs
@@ -94,7 +96,7 @@ func (w *Workspace) scanDir(dir, rel string, excluded map[string]bool, problems 
 			// seen now.
 			real, err := filepath.EvalSymlinks(abs)
 			if err != nil {
-				*problems = append(*problems, kitPathProblem(abs, fmt.Sprintf("cannot resolve this symlink: %v", unwrapPathError(err)), "check the kit"))
+				*problems = append(*problems, kitPathProblem(problem.Layout, abs, fmt.Sprintf("cannot resolve this symlink: %v", unwrapPathError(err)), "check the kit"))
 				continue
 			}
 			info, source = target, real

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/flare-slurm/flare-slurm/generator/prepare"
+	"github.com/flare-slurm/flare-slurm/internal/problem"
+	"github.com/flare-slurm/flare-slurm/schema"
+)
+
+// TestProblemRuleOfRealProblems pins the SARIF rule id of one problem of
+// every kind, made by the code that reports it, to the id it had when the
+// class was told from the message (code scanning tracks alerts by rule id).
+func TestProblemRuleOfRealProblems(t *testing.T) {
+	dir := t.TempDir()
+	one := func(ps schema.Problems) problem.Problem {
+		t.Helper()
+		if len(ps) == 0 {
+			t.Fatal("no problem")
+		}
+		return ps[0]
+	}
+	at := func(ps schema.Problems, path string) problem.Problem {
+		t.Helper()
+		for _, p := range ps {
+			if p.Path == path {
+				return p
+			}
+		}
+		t.Fatalf("no problem at %q in %v", path, ps)
+		return problem.Problem{}
+	}
+	slurm := func(text string) schema.Problems {
+		_, ps := schema.ParseSlurmConfig("c.yaml", []byte(text))
+		return ps
+	}
+	_, missing := schema.LoadSlurmConfig(filepath.Join(dir, "missing.yaml"))
+	_, isDir := schema.LoadSlurmConfig(dir)
+	kit := filepath.Join(dir, "kit")
+	if err := os.Mkdir(kit, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, layout := schema.LoadKit(kit)
+	drift := (&prepare.Drift{Output: dir, Changes: []prepare.Change{{Path: "local/x", Detail: "cannot read file: differs"}}}).Problems()
+	for _, tc := range []struct {
+		name string
+		p    problem.Problem
+		kind problem.Kind
+		rule string
+	}{
+		{"missing file", one(missing), problem.Read, ruleRead},
+		{"a directory as a file", one(isDir), problem.Layout, ruleCheck},
+		{"syntax", one(slurm("a: [\n")), problem.Syntax, ruleSyntax},
+		{"alias", at(slurm("runtime: &a slurm\nparent: *a\n"), "parent"), problem.Structure, ruleCheck},
+		{"top level", one(slurm("- a\n")), problem.Structure, ruleCheck},
+		{"unknown key", at(slurm("runtime: slurm\njob_launcher: {sandbox: none, python_path: /p}\nbogus: 1\n"), "bogus"), problem.Schema, ruleSchema},
+		{"rule at a key", at(slurm("runtime: slurm\njob_launcher: {sandbox: none, python_path: /p, image: /x.sif}\n"), "job_launcher.image"), problem.Rule, ruleSchema},
+		{"kit layout", one(layout), problem.Layout, ruleCheck},
+		{"drift", one(drift), problem.Drift, ruleDrift},
+	} {
+		if tc.p.Kind != tc.kind || problemRule(tc.p) != tc.rule {
+			t.Errorf("%s: %v: kind %q rule %q, want kind %q rule %q", tc.name, tc.p, tc.p.Kind, problemRule(tc.p), tc.kind, tc.rule)
+		}
+	}
+}
+
+// TestProblemRuleByKindNotMessage: the class of a problem and the hint of a
+// failed validate come from its Kind; a message that reads like another
+// kind's changes nothing.
+func TestProblemRuleByKindNotMessage(t *testing.T) {
+	for _, tc := range []struct {
+		p    problem.Problem
+		rule string
+	}{
+		{problem.Problem{Kind: problem.Schema, File: "f", Path: "a", Message: "cannot read file: no such file or directory"}, ruleSchema},
+		{problem.Problem{Kind: problem.Rule, File: "f", Message: "not valid YAML: found a tab"}, ruleCheck},
+		{problem.Problem{Kind: problem.Read, File: "f", Path: "a", Message: "unknown key (allowed: b)"}, ruleRead},
+		{problem.Problem{Kind: problem.Syntax, File: "f", Path: "a", Message: "duplicate key (first defined at line 1)"}, ruleSyntax},
+		{problem.Problem{Kind: problem.Structure, File: "f", Path: "a", Message: "must be an integer"}, ruleCheck},
+		{problem.Problem{Kind: problem.Layout, File: "f", Path: "a", Message: "is required"}, ruleCheck},
+		{problem.Problem{Kind: problem.Schema, File: "f", Message: "is required"}, ruleCheck}, // about the whole file
+		{problem.Problem{Kind: problem.Drift, File: "f", Path: "a", Message: "unknown key"}, ruleDrift},
+		{problem.Problem{File: "f", Path: "a", Message: "cannot read file: x"}, ruleSchema}, // no kind: a rule
+	} {
+		if got := problemRule(tc.p); got != tc.rule {
+			t.Errorf("%v (kind %q): rule %q, want %q", tc.p, tc.p.Kind, got, tc.rule)
+		}
+	}
+	hint := func(ps ...problem.Problem) string { return validateHint(ps, nil) }
+	if got := hint(problem.Problem{Kind: problem.Rule, File: "f", Message: "cannot read file: x"}); got != "" {
+		t.Errorf("a rule problem that reads like a read failure got the read hint %q", got)
+	}
+	if got := hint(problem.Problem{Kind: problem.Read, File: "f", Message: "x"}); got != "check that the path exists and is readable" {
+		t.Errorf("read hint: %q", got)
+	}
+	if got := hint(problem.Problem{Kind: problem.Schema, File: "f", Message: "not valid YAML: x"}); got != "" {
+		t.Errorf("a schema problem that reads like a syntax error got the syntax hint %q", got)
+	}
+	if got := hint(problem.Problem{Kind: problem.Syntax, File: "f", Message: "x"}); got != "fix the syntax at the position shown" {
+		t.Errorf("syntax hint: %q", got)
+	}
+}
