@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/flare-slurm/flare-slurm/bridge"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 // kitBridgeProblems checks, for a kit (or a prepared workspace) whose
@@ -41,11 +43,11 @@ func kitBridgeProblems(dir string) Problems {
 		at := fmt.Sprintf("components[%d].args.%s", i, bridge.BinaryArg)
 		path, ok := c.Args[bridge.BinaryArg].(string)
 		if !ok {
-			probs = append(probs, Problem{File: res, Path: at, Message: "the flare-slurm launcher bridge needs the absolute path of the flare-slurm binary it calls", Hint: bridge.BinaryHint})
+			probs = append(probs, Problem{Kind: problem.Schema, File: res, Path: at, Message: "the flare-slurm launcher bridge needs the absolute path of the flare-slurm binary it calls", Hint: bridge.BinaryHint})
 			continue
 		}
 		if msg := bridge.CheckBinary(path); msg != "" {
-			probs = append(probs, Problem{File: res, Path: at, Message: msg, Hint: bridge.BinaryHint})
+			probs = append(probs, Problem{Kind: problem.Rule, File: res, Path: at, Message: msg, Hint: bridge.BinaryHint})
 		}
 	}
 	return probs

@@ -14,6 +14,8 @@ import (
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/runtime/site"
 	"github.com/flare-slurm/flare-slurm/schema"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 func init() {
@@ -35,7 +37,7 @@ func init() {
 				if b := rt.Workspace.Binary; b != "" {
 					if msg := bridge.CheckBinary(b); msg != "" {
 						return failure(errcode.BootstrapFailed, fmt.Sprintf("workspace %s: the parent's launcher cannot run flare-slurm", rt.Workspace.Root),
-							bridge.BinaryHint, schema.Problems{{File: rt.Workspace.ResourcesFile, Path: "slurm_launcher.args." + bridge.BinaryArg, Message: msg}})
+							bridge.BinaryHint, schema.Problems{{Kind: problem.Rule, File: rt.Workspace.ResourcesFile, Path: "slurm_launcher.args." + bridge.BinaryArg, Message: msg}})
 					}
 				}
 				p := rt.Client.Paths
