@@ -171,8 +171,15 @@ class FlareSlurmJobLauncher(JobLauncherSpec):
         if self.child_process:
             raise FlareSlurmError(f"nested job launch refused: {CHILD_PROCESS_ENV}=1 (this is a flare-slurm worker)")
         request = self.launch_request(job_meta, fl_ctx)
-        data = self.binary.call("launch", ["--request", "-"], stdin=json.dumps(request, default=str).encode("utf-8"))
-        return FlareSlurmJobHandle(self.binary, request["job_id"], str(data.get("slurm_job_id", "")))
+        # --attach: a job this workspace already runs (launched before a
+        # restart of this parent) is reported, not submitted again.
+        data = self.binary.call("launch", ["--request", "-", "--attach"],
+                                stdin=json.dumps(request, default=str).encode("utf-8"))
+        handle = FlareSlurmJobHandle(self.binary, request["job_id"], str(data.get("slurm_job_id", "")))
+        if data.get("attached") is True:
+            self.logger.info("job %s: re-attached to Slurm job %s, launched before this parent started",
+                             handle.job_id, handle.slurm_job_id)
+        return handle
 
     def launch_request(self, job_meta: dict, fl_ctx: FLContext) -> dict[str, Any]:
         """The launch request of flare-slurm (contract §12), as the parent gave it."""

@@ -156,7 +156,7 @@ class BridgeTest(unittest.TestCase):
         self.assertIsInstance(handle, JobHandleSpec)
         self.assertEqual(handle.slurm_job_id, "4242")
         call = self.calls()[0]
-        self.assertEqual(call["argv"], ["launch", "--workspace", self.workspace, "--request", "-", "--json"])
+        self.assertEqual(call["argv"], ["launch", "--workspace", self.workspace, "--request", "-", "--attach", "--json"])
         self.assertNotIn("SECRET", " ".join(call["argv"]))
         self.assertEqual(call["secret_source"], "from-the-parent")  # the environment reaches the binary
         request = json.loads(call["stdin"])
@@ -170,6 +170,14 @@ class BridgeTest(unittest.TestCase):
                 "options": ["--set", " print_conf=True"],
             },
         })
+
+    def test_attached_job_is_watched_like_a_launched_one(self):
+        self.script(launch=[ok({"slurm_job_id": "4242", "attached": True})], status=[ok(status("RUNNING", False, 127))])
+        with self.assertLogs(self.launcher.logger, "INFO") as logs:
+            handle = self.launch()
+        self.assertEqual(handle.slurm_job_id, "4242")
+        self.assertIn("re-attached to Slurm job 4242", "\n".join(logs.output))
+        self.assertEqual(handle.poll(), JobReturnCode.UNKNOWN)
 
     def test_server_role(self):
         server = B.ServerFlareSlurmJobLauncher(workspace_path=self.workspace, flare_slurm=self.binary)

@@ -9,18 +9,22 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
+	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
 		var workspace, request string
-		var asJSON bool
+		var asJSON, attach bool
 		cmd := &cobra.Command{
 			Use:   "launch --workspace W --request FILE|-",
 			Short: "Compile a launch request and submit it as one Slurm batch job",
 			Long: "launch runs the parent's bootstrap checks, compiles the launch request (a file, or - for\n" +
-				"standard input so that credentials never touch disk) and submits it once with sbatch.",
+				"standard input so that credentials never touch disk) and submits it once with sbatch.\n" +
+				"--attach: when the job is already running from this workspace (its handle is recorded, e.g.\n" +
+				"by a parent before its restart), report that job (\"attached\": true) instead of refusing;\n" +
+				"nothing is submitted. The launcher bridge of an NVFlare parent always passes it.",
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				if request == "" {
@@ -42,6 +46,13 @@ func init() {
 				}
 				h, notes, err := rt.LaunchWithNotes(cmd.Context(), request, data)
 				a.printNotes(notes)
+				var running *manager.RunningError
+				attached := false
+				if attach && errors.As(err, &running) {
+					if h, err = rt.Manager.Open(running.Info.JobID); err == nil {
+						attached = true
+					}
+				}
 				if err != nil {
 					var ps schema.Problems
 					if errors.As(err, &ps) {
@@ -59,7 +70,13 @@ func init() {
 						"job_name":     info.JobName,
 						"job_dir":      rt.Manager.JobDir(info.JobID),
 						"notes":        notes,
+						"attached":     attached,
 					})
+				}
+				if attached {
+					fmt.Fprintf(a.stdout, "job %s is already running as Slurm job %s (job name %s, artifacts %s): attached, nothing submitted\n",
+						info.JobID, info.SlurmJobID, info.JobName, rt.Manager.JobDir(info.JobID))
+					return nil
 				}
 				fmt.Fprintf(a.stdout, "job %s submitted as Slurm job %s (job name %s, artifacts %s)\n",
 					info.JobID, info.SlurmJobID, info.JobName, rt.Manager.JobDir(info.JobID))
@@ -69,6 +86,7 @@ func init() {
 		cmd.Flags().StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
 		cmd.Flags().StringVar(&request, "request", "", "launch request file, or - for standard input (required)")
 		cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+		cmd.Flags().BoolVar(&attach, "attach", false, "report the job instead of refusing when it is already running from this workspace")
 		return cmd
 	})
 }

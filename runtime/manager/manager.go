@@ -123,6 +123,16 @@ type Job struct {
 	Write func() error
 }
 
+// RunningError is Launch's refusal of a job whose handle is recorded in
+// its job dir: the job was launched, by this or another process (a parent
+// before its restart), and has not ended. Info is that handle.
+type RunningError struct{ Info HandleInfo }
+
+func (e *RunningError) Error() string {
+	return fmt.Sprintf("job %s is already running as Slurm job %s (submitted %s); relaunch only after it ended",
+		e.Info.JobID, e.Info.SlurmJobID, e.Info.SubmitTime.Format(time.RFC3339))
+}
+
 // ErrShutdown is returned by Launch after Shutdown.
 var ErrShutdown = errors.New("the launcher is shutting down and accepts no new launches")
 
@@ -159,8 +169,7 @@ func (m *Manager) Launch(ctx context.Context, job Job) (*Handle, error) {
 
 func (m *Manager) launch(ctx context.Context, job Job) (*Handle, error) {
 	if prev, err := readHandle(job.Dir); err == nil {
-		return nil, withHint(fmt.Errorf("job %s is already running as Slurm job %s (submitted %s); relaunch only after it ended",
-			job.JobID, prev.SlurmJobID, prev.SubmitTime.Format(time.RFC3339)),
+		return nil, withHint(&RunningError{Info: prev},
 			fmt.Sprintf("wait for it ('flare-slurm wait --workspace %s --job-id %s') or stop it ('flare-slurm cancel --workspace %s --job-id %s')",
 				m.cfg.Workspace, job.JobID, m.cfg.Workspace, job.JobID))
 	}
