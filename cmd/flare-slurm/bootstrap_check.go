@@ -76,6 +76,11 @@ func init() {
 // openSite opens the workspace for a runtime command; check runs the
 // once-per-parent scheduler checks (version, accounting).
 func openSite(ctx context.Context, a *app, workspace string, check bool) (*site.Runtime, error) {
+	return openSiteEnv(ctx, a, workspace, check, os.Environ())
+}
+
+// openSiteEnv is openSite with the environment the workspace runs with.
+func openSiteEnv(ctx context.Context, a *app, workspace string, check bool, environ []string) (*site.Runtime, error) {
 	if workspace == "" {
 		return nil, usageErrorf("--workspace is required")
 	}
@@ -83,7 +88,7 @@ func openSite(ctx context.Context, a *app, workspace string, check bool) (*site.
 		ctx = context.Background()
 	}
 	rt, err := site.Open(ctx, workspace, site.Options{
-		Environ: os.Environ(),
+		Environ: environ,
 		Logger: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{
 			Level: slog.LevelWarn,
 			// One line per event, without a timestamp: the caller's log adds its own.

@@ -35,7 +35,8 @@ type app struct {
 var commands []func(*app) *cobra.Command
 
 // Main runs the CLI and returns the process exit code: 0 success, 1 a
-// failure or invalid input, 2 a usage error, 3 drift (prepare --check);
+// failure or invalid input, 2 a usage error, 3 drift (prepare --check), 4 a
+// check probe failed;
 // wait and launch exit with the job's return code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}

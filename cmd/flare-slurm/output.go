@@ -42,6 +42,8 @@ const (
 	exitFailure = 1 // failure or invalid input
 	exitUsage   = 2 // usage error
 	exitDrift   = 3 // prepare --check: the workspace differs
+	// exitCheckFailed: check ran and a probe failed (or was interrupted).
+	exitCheckFailed = 4
 )
 
 // usageErrorf reports a usage error (exit 2). Main names the help of the

@@ -34,6 +34,7 @@ const (
 	CancelPending    = "cancel_pending"    // cancel: recorded; scancel follows once squeue proves the job is ours
 	GCFailed         = "gc_failed"         // gc: nothing was removed
 	BootstrapFailed  = "bootstrap_failed"  // bootstrap-check: the workspace or Slurm setup is unusable
+	CheckFailed      = "check_failed"      // check: a probe failed (exit 4)
 )
 
 // All lists every code, in the order docs/conventions.md lists them.
@@ -42,5 +43,5 @@ var All = []string{
 	InvalidKit, InvalidOutput, JobsPresent, NotAWorkspace, PrepareFailed, Interrupted, Drift,
 	JUnitFailed, DocsFailed, WriteFailed, InvalidRequest,
 	InvalidWorkspace, LaunchRefused, LaunchFailed, JobFailed, NoSuchJob, StatusFailed, WaitFailed,
-	CancelFailed, CancelPending, GCFailed, BootstrapFailed,
+	CancelFailed, CancelPending, GCFailed, BootstrapFailed, CheckFailed,
 }

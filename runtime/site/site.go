@@ -104,6 +104,12 @@ func Open(ctx context.Context, root string, o Options) (*Runtime, error) {
 	return rt, nil
 }
 
+// Lookup finds a name in the environment the workspace was opened with
+// (Options.Environ).
+func (rt *Runtime) Lookup(name string) (string, bool) {
+	return compile.EnvironFrom(rt.environ)(name)
+}
+
 // ErrNestedLaunch refuses a launch from inside a worker, as NVFlare's
 // launcher does in a Slurm child process: a worker never submits Slurm jobs.
 var ErrNestedLaunch = fmt.Errorf("nested Slurm job launch refused: %s=1 says this process runs inside a flare-slurm worker, which never submits Slurm jobs", compile.ChildProcessEnv)
@@ -118,27 +124,58 @@ func (rt *Runtime) Launch(ctx context.Context, file string, data []byte) (*manag
 // LaunchWithNotes is Launch that also returns the plan's notes
 // (compile.Plan.Notes), also when the submission then fails.
 func (rt *Runtime) LaunchWithNotes(ctx context.Context, file string, data []byte) (*manager.Handle, []string, error) {
+	h, _, notes, err := rt.launch(ctx, file, data, nil)
+	return h, notes, err
+}
+
+// Probe is what LaunchProbe submitted: the plan, the artifacts as written
+// (batch.sh, the sbatch argv) and the environment sbatch ran with.
+type Probe struct {
+	Plan         *compile.Plan
+	Artifacts    *compile.Artifacts
+	SchedulerEnv []string
+}
+
+// LaunchProbe is Launch for flare-slurm check: the same compile and
+// runtime path, with the worker replaced by the probe program script
+// (compile.Plan.WithProbeWorker) and extra probe directives.
+func (rt *Runtime) LaunchProbe(ctx context.Context, file string, data []byte, script string, extra ...compile.Directive) (*manager.Handle, *Probe, error) {
+	h, pr, _, err := rt.launch(ctx, file, data, func(p *compile.Plan) (*compile.Plan, error) {
+		return p.WithProbeWorker(script, extra...)
+	})
+	return h, pr, err
+}
+
+// launch compiles and submits one job; edit, when set, changes the
+// resolved plan before it is compiled (LaunchProbe).
+func (rt *Runtime) launch(ctx context.Context, file string, data []byte, edit func(*compile.Plan) (*compile.Plan, error)) (*manager.Handle, *Probe, []string, error) {
 	if lookup(rt.environ, compile.ChildProcessEnv) == "1" {
-		return nil, nil, ErrNestedLaunch
+		return nil, nil, nil, ErrNestedLaunch
 	}
 	env := compile.EnvironFrom(rt.environ)
 	plan, _, err := compile.ParseAndResolve(rt.Workspace, file, data, env)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	notes := plan.Notes()
+	if edit != nil {
+		if plan, err = edit(plan); err != nil {
+			return nil, nil, notes, err
+		}
+	}
 	a, err := plan.Compile(env)
 	if err != nil {
-		return nil, notes, err
+		return nil, nil, notes, err
 	}
+	// Without the secrets of every study, not only of this job's.
+	schedEnv := plan.SchedulerEnv(rt.environ)
 	h, err := rt.Manager.Launch(ctx, manager.Job{
-		JobID:  a.JobID,
-		Dir:    a.JobDir,
-		Name:   a.JobName,
-		Marker: a.Comment,
-		Argv:   a.Argv,
-		// Without the secrets of every study, not only of this job's.
-		Env:            plan.SchedulerEnv(rt.environ),
+		JobID:          a.JobID,
+		Dir:            a.JobDir,
+		Name:           a.JobName,
+		Marker:         a.Comment,
+		Argv:           a.Argv,
+		Env:            schedEnv,
 		PendingTimeout: scheduler.Seconds(plan.PendingTimeout()),
 		Write: func() error {
 			err := compile.WriteJobDir(a, true)
@@ -148,7 +185,7 @@ func (rt *Runtime) LaunchWithNotes(ctx context.Context, file string, data []byte
 			return err
 		},
 	})
-	return h, notes, err
+	return h, &Probe{Plan: plan, Artifacts: a, SchedulerEnv: schedEnv}, notes, err
 }
 
 // credentialEnv are the bootstrap credential names of contract §12: a

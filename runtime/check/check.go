@@ -1,0 +1,203 @@
+// Package check runs the production acceptance list of the Slurm launcher
+// guide on a prepared workspace (flare-slurm check). Every probe is one
+// job that goes through the same compiler and runtime path as an NVFlare
+// job — compile, batch.sh, sbatch, watch, result — with one difference: the
+// worker is a short probe program (probe.py, embedded here) that batch.sh
+// runs with the workspace's python_path in the probe's run dir. It records
+// what it observed in observed.json there and exits with the code the
+// probe asks for; the probe judges the job's result and that observation.
+package check
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flare-slurm/flare-slurm/runtime/site"
+)
+
+// Results of a probe row.
+const (
+	Pass = "pass"
+	Fail = "fail"
+	Warn = "warn"
+	Skip = "skip"
+)
+
+// JobPrefix starts the NVFlare job id (and so the run dir name) of every
+// probe job, so that operators recognise them: check-<probe>-<8 hex>.
+const JobPrefix = "check-"
+
+// SubmitSideEnv is set, to a random value, only in the environment check
+// submits from: the environment probe proves that --export=NIL keeps it
+// from the worker.
+const SubmitSideEnv = "FLARE_SLURM_CHECK_SUBMIT_SIDE"
+
+// Files of a probe's run dir.
+const (
+	ProgramFile  = "flare_slurm_probe.py"
+	SpecFile     = "probe.json"
+	ObservedFile = "observed.json"
+)
+
+//go:embed probe.py
+var program []byte
+
+// Program is the probe program check writes into each probe's run dir.
+func Program() []byte { return slices.Clone(program) }
+
+// DefaultTimeout bounds a whole check run.
+const DefaultTimeout = 15 * time.Minute
+
+// Row is one probe's line of the report.
+type Row struct {
+	Name       string  `json:"name"`
+	Result     string  `json:"result"` // pass, fail, warn or skip
+	Seconds    float64 `json:"seconds"`
+	SlurmJobID string  `json:"slurm_job_id"`
+	JobID      string  `json:"job_id"`
+	Evidence   string  `json:"evidence"`
+}
+
+// Options tune Run.
+type Options struct {
+	// Only and Skip select probes by name (Select checks them).
+	Only, Skip []string
+	// Timeout bounds the run (DefaultTimeout when zero): every probe job
+	// still live then is cancelled.
+	Timeout time.Duration
+	// Keep leaves the probes' run dirs (observed.json, the job's output)
+	// and jobs still live at the end alone.
+	Keep bool
+	// Progress gets one line per started and finished probe (nil: none).
+	Progress io.Writer
+}
+
+// Names are the probes in report order.
+func Names() []string {
+	out := make([]string, len(probes))
+	for i, p := range probes {
+		out[i] = p.name
+	}
+	return out
+}
+
+// About is the one-line description of each probe, by name.
+func About() map[string]string {
+	out := make(map[string]string, len(probes))
+	for _, p := range probes {
+		out[p.name] = p.about
+	}
+	return out
+}
+
+// Select returns the probes to run, in report order: all, or only those of
+// only, less those of skip. An unknown name is an error naming the known ones.
+func Select(only, skip []string) ([]string, error) {
+	known := Names()
+	for _, n := range append(slices.Clone(only), skip...) {
+		if !slices.Contains(known, n) {
+			return nil, fmt.Errorf("unknown probe %q (probes: %s)", n, strings.Join(known, ", "))
+		}
+	}
+	var out []string
+	for _, n := range known {
+		if (len(only) == 0 || slices.Contains(only, n)) && !slices.Contains(skip, n) {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no probe is left to run: --skip removes every probe --only names")
+	}
+	return out, nil
+}
+
+// Environ is base with SubmitSideEnv set to a fresh random value: the
+// environment to open the workspace with (site.Options.Environ).
+func Environ(base []string) []string {
+	return append(slices.Clone(base), SubmitSideEnv+"=submit-side-"+randomHex(8))
+}
+
+// Summary counts the rows by result.
+type Summary struct {
+	Pass int `json:"pass"`
+	Fail int `json:"fail"`
+	Warn int `json:"warn"`
+	Skip int `json:"skip"`
+}
+
+// Summarize counts rows by result.
+func Summarize(rows []Row) Summary {
+	var s Summary
+	for _, r := range rows {
+		switch r.Result {
+		case Pass:
+			s.Pass++
+		case Fail:
+			s.Fail++
+		case Warn:
+			s.Warn++
+		case Skip:
+			s.Skip++
+		}
+	}
+	return s
+}
+
+// Run runs the selected probes concurrently on the opened workspace and
+// returns one row per probe, in report order. Every probe job still live
+// when Run returns (the timeout, ctx cancelled by Ctrl-C) is cancelled once
+// squeue proves it is ours, and every run dir check created is removed,
+// unless Keep. An error means the run could not start (nothing was submitted).
+func Run(ctx context.Context, rt *site.Runtime, o Options) ([]Row, error) {
+	names, err := Select(o.Only, o.Skip)
+	if err != nil {
+		return nil, err
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	r := &runner{rt: rt, o: o, progress: o.Progress}
+	if r.progress == nil {
+		r.progress = io.Discard
+	}
+	rows := make([]Row, len(names))
+	var wg sync.WaitGroup
+	for i, n := range names {
+		p := probeNamed(n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rows[i] = r.run(ctx, p)
+		}()
+	}
+	wg.Wait()
+	return rows, nil
+}
+
+func probeNamed(name string) *probe {
+	for i := range probes {
+		if probes[i].name == name {
+			return &probes[i]
+		}
+	}
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n/2)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	return hex.EncodeToString(b)
+}

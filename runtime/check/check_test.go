@@ -1,0 +1,311 @@
+package check
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/flare-slurm/flare-slurm/generator/compile"
+	"github.com/flare-slurm/flare-slurm/runtime/manager"
+	"github.com/flare-slurm/flare-slurm/runtime/site"
+)
+
+func TestSelect(t *testing.T) {
+	all := Names()
+	if len(all) < 10 || all[0] != "success" {
+		t.Fatalf("Names() = %v", all)
+	}
+	got, err := Select(nil, nil)
+	if err != nil || !slices.Equal(got, all) {
+		t.Errorf("Select() = %v, %v", got, err)
+	}
+	got, err = Select([]string{"secrets", "success"}, nil)
+	if err != nil || !slices.Equal(got, []string{"success", "secrets"}) {
+		t.Errorf("--only keeps report order: %v, %v", got, err)
+	}
+	got, err = Select(nil, []string{"timeout"})
+	if err != nil || slices.Contains(got, "timeout") || len(got) != len(all)-1 {
+		t.Errorf("--skip timeout: %v, %v", got, err)
+	}
+	if _, err := Select([]string{"sucess"}, nil); err == nil || !strings.Contains(err.Error(), `unknown probe "sucess"`) || !strings.Contains(err.Error(), "success") {
+		t.Errorf("unknown name: %v", err)
+	}
+	if _, err := Select([]string{"success"}, []string{"success"}); err == nil {
+		t.Error("--only X --skip X must leave nothing and say so")
+	}
+	for n, about := range About() {
+		if about == "" || !strings.HasPrefix(JobPrefix+n, "check-") {
+			t.Errorf("probe %s has no description", n)
+		}
+	}
+}
+
+func done(state string, rc int) manager.Status {
+	return manager.Status{SlurmJobID: "42", State: state, Terminal: true, ReturnCode: rc}
+}
+
+func seenOn(job string) *observed {
+	f := false
+	return &observed{Host: "node1", UID: 1500, Python: "3.13", SlurmJobID: job, SecretFilePresent: &f,
+		Env: map[string]string{compile.ChildProcessEnv: "1"}, SecretSHA256: map[string]*string{}}
+}
+
+// TestExpectEnd pins the judge of the result probes: the state and the
+// return code must both match, the worker must have run (or, for a pending
+// job, must not have), and the evidence says what was seen either way.
+func TestExpectEnd(t *testing.T) {
+	judge := expectEnd("TIMEOUT", 104, true)
+	pending := expectEnd("CANCELLED", 9, false)
+	for _, c := range []struct {
+		name   string
+		judge  func(*outcome) (string, string)
+		o      outcome
+		result string
+		want   string
+	}{
+		{"pass", judge, outcome{status: done("TIMEOUT", 104), seen: seenOn("42")}, Pass, "ended TIMEOUT with return code 104; worker ran on node1"},
+		{"wrong state", judge, outcome{status: done("COMPLETED", 0), seen: seenOn("42")}, Fail, "ended COMPLETED with return code 0; want TIMEOUT with return code 104"},
+		{"wrong code", judge, outcome{status: done("TIMEOUT", 1), seen: seenOn("42")}, Fail, "want TIMEOUT with return code 104"},
+		{"not ended", judge, outcome{status: manager.Status{State: "RUNNING"}, waitErr: errors.New("context deadline exceeded")}, Fail, "not ended: last state RUNNING (context deadline exceeded)"},
+		{"worker never ran", judge, outcome{status: done("TIMEOUT", 104), seenErr: errors.New("no observed.json")}, Fail, "no observed.json"},
+		{"another job's observation", judge, outcome{status: done("TIMEOUT", 104), seen: seenOn("41")}, Fail, `names Slurm job "41", not 42`},
+		{"cancel failed", pending, outcome{status: done("CANCELLED", 9), actErr: errors.New("cancel: boom")}, Fail, "cancel: boom"},
+		{"pending pass", pending, outcome{status: done("CANCELLED", 9), stateSeen: "PENDING"}, Pass, "seen PENDING, then ended CANCELLED with return code 9; the worker never started"},
+		{"pending but started", pending, outcome{status: done("CANCELLED", 9), seen: seenOn("42")}, Fail, "but the worker started on node1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, ev := c.judge(&c.o)
+			if r != c.result || !strings.Contains(ev, c.want) {
+				t.Errorf("got %s %q, want %s containing %q", r, ev, c.result, c.want)
+			}
+		})
+	}
+}
+
+func TestJudgeSecrets(t *testing.T) {
+	tok := "check-token-abc"
+	h := sha(tok)
+	good := func() *outcome {
+		s := seenOn("42")
+		s.SecretSHA256["NVFLARE_JOB_AUTH_TOKEN"] = &h
+		return &outcome{status: done("COMPLETED", 0), seen: s, token: tok,
+			launched: &site.Probe{Artifacts: &compile.Artifacts{BatchScript: []byte("#!/bin/bash\nsource secret.env\n"), Argv: []string{"sbatch", "x"}}, SchedulerEnv: []string{"A=b"}}}
+	}
+	if r, ev := judgeSecrets(good()); r != Pass || !strings.Contains(ev, "NVFLARE_JOB_AUTH_TOKEN arrived") {
+		t.Errorf("good: %s %s", r, ev)
+	}
+	other := sha("other")
+	present := true
+	for _, c := range []struct {
+		name string
+		mut  func(o *outcome)
+		want string
+	}{
+		{"missing", func(o *outcome) { o.seen.SecretSHA256 = map[string]*string{} }, "NVFLARE_JOB_AUTH_TOKEN did not reach the worker"},
+		{"other value", func(o *outcome) { o.seen.SecretSHA256["NVFLARE_JOB_AUTH_TOKEN"] = &other }, "with another value"},
+		{"file kept", func(o *outcome) { o.seen.SecretFilePresent = &present }, "secret.env still existed"},
+		{"not reported", func(o *outcome) { o.seen.SecretFilePresent = nil }, "did not report whether secret.env"},
+		{"in batch.sh", func(o *outcome) { o.launched.Artifacts.BatchScript = []byte("export T=" + tok) }, "is in batch.sh"},
+		{"in argv", func(o *outcome) { o.launched.Artifacts.Argv = []string{"sbatch", "--comment=" + tok} }, "is in the sbatch argv"},
+		{"in scheduler env", func(o *outcome) { o.launched.SchedulerEnv = []string{"X=" + tok} }, "the scheduler's environment"},
+		{"in output", func(o *outcome) { o.output = "+ export NVFLARE_JOB_AUTH_TOKEN=" + tok }, "is in the job's output file"},
+		{"job failed", func(o *outcome) { o.status = done("FAILED", 1) }, "ended FAILED"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := good()
+			c.mut(o)
+			if r, ev := judgeSecrets(o); r != Fail || !strings.Contains(ev, c.want) {
+				t.Errorf("got %s %q, want fail with %q", r, ev, c.want)
+			}
+		})
+	}
+}
+
+func TestJudgeEnvironment(t *testing.T) {
+	o := &outcome{status: done("COMPLETED", 0), seen: seenOn("42")}
+	o.seen.EnvNames = []string{"HOME", compile.ChildProcessEnv}
+	if r, ev := judgeEnvironment(o); r != Pass {
+		t.Errorf("good: %s %s", r, ev)
+	}
+	o.seen.EnvNames = append(o.seen.EnvNames, SubmitSideEnv)
+	if r, ev := judgeEnvironment(o); r != Fail || !strings.Contains(ev, "--export=NIL does not hold") {
+		t.Errorf("submit-side variable: %s %s", r, ev)
+	}
+	o = &outcome{status: done("COMPLETED", 0), seen: seenOn("42")}
+	o.seen.Env = map[string]string{}
+	if r, ev := judgeEnvironment(o); r != Fail || !strings.Contains(ev, compile.ChildProcessEnv+` is ""`) {
+		t.Errorf("no child marker: %s %s", r, ev)
+	}
+}
+
+func TestJudgeConnectivity(t *testing.T) {
+	o := &outcome{status: done("COMPLETED", 0), seen: seenOn("42")}
+	if r, _ := judgeConnectivity(o); r != Fail {
+		t.Error("no connect attempt must fail")
+	}
+	o.seen.Connect = &connectSeen{URL: "tcp://h:1", Host: "h", Port: 1, Error: "ConnectionRefusedError: refused"}
+	if r, ev := judgeConnectivity(o); r != Fail || !strings.Contains(ev, "could not reach the parent at h:1") || !strings.Contains(ev, "refused") {
+		t.Errorf("refused: %s %s", r, ev)
+	}
+	o.seen.Connect = &connectSeen{Host: "h", Port: 1, OK: true}
+	if r, ev := judgeConnectivity(o); r != Pass || !strings.Contains(ev, "held by another program") {
+		t.Errorf("port held by the parent: %s %s", r, ev)
+	}
+	l, err := listen(0)
+	if err != nil || l == nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	o.listen = l
+	if r, ev := judgeConnectivity(o); r != Fail || !strings.Contains(ev, "did not answer") {
+		t.Errorf("connected elsewhere: %s %s", r, ev)
+	}
+}
+
+// TestProbeProgram runs the embedded probe program with python3 as batch.sh
+// would (python -u script <worker args>) against check's listener: it
+// writes observed.json (secrets only as SHA-256), reaches the listener
+// named by -p and exits with the code probe.json asks for.
+func TestProbeProgram(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is needed to run the probe program: %v", err)
+	}
+	dir := t.TempDir()
+	l, err := listen(0)
+	if err != nil || l == nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	port := l.ln.Addr().String()[strings.LastIndexByte(l.ln.Addr().String(), ':')+1:]
+	sp := spec{Probe: "x", Exit: 103, ReportEnv: []string{"SHOWN"}, SecretNames: []string{"SECRET", "UNSET"},
+		SecretFile: filepath.Join(dir, "secret.env"), Connect: true, ConnectTimeout: 5, Nonce: l.nonce}
+	data, _ := json.Marshal(sp)
+	for name, b := range map[string][]byte{ProgramFile: program, SpecFile: data} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(py, "-u", filepath.Join(dir, ProgramFile), "-m", "/ws", "-p", "tcp://127.0.0.1:"+port, "-n", "job")
+	cmd.Dir = dir
+	cmd.Env = []string{"SHOWN=v1", "SECRET=s3cret", "SLURM_JOB_ID=7", "PATH=/usr/bin:/bin"}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 103 {
+		t.Fatalf("exit %v, want 103; stderr %s", err, errb.String())
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, ObservedFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(raw, []byte("s3cret")) {
+		t.Error("observed.json holds a secret value")
+	}
+	var o observed
+	if err := json.Unmarshal(raw, &o); err != nil {
+		t.Fatal(err)
+	}
+	if o.SlurmJobID != "7" || o.Env["SHOWN"] != "v1" || o.SecretFilePresent == nil || *o.SecretFilePresent ||
+		o.SecretSHA256["SECRET"] == nil || *o.SecretSHA256["SECRET"] != sha("s3cret") || o.SecretSHA256["UNSET"] != nil {
+		t.Errorf("observed %+v", o)
+	}
+	if o.Connect == nil || !o.Connect.OK || o.Connect.Answer != "ok" || l.reached() == "" {
+		t.Errorf("connect %+v, listener reached by %q", o.Connect, l.reached())
+	}
+}
+
+func TestRequest(t *testing.T) {
+	ws := &compile.Workspace{Root: "/ws", Role: "client", Site: "site-1", ConnectionSecurity: "mtls"}
+	ws.Launcher.InternalPort = 8102
+	data, err := request(ws, "check-x-1", map[string]any{"time": "00:01:00"}, "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := compile.ParseRequest("check", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.JobID != "check-x-1" || req.Role != "client" || req.JobArgs["parent_url"][1] != "stcp://localhost:8102" ||
+		req.JobArgs["auth_token"][1] != "tok" || req.JobArgs["client_name"][1] != "site-1" {
+		t.Errorf("request %+v", req)
+	}
+	if !strings.Contains(string(req.Meta), `"site-1":{"slurm":{"time":"00:01:00"}}`) {
+		t.Errorf("meta %s", req.Meta)
+	}
+	ws.Role, ws.ConnectionSecurity = "server", "clear"
+	data, _ = request(ws, "check-x-1", nil, "tok")
+	req, err = compile.ParseRequest("check", data)
+	if err != nil || req.JobArgs["parent_url"][1] != "tcp://localhost:8102" || req.JobArgs["app_root"][1] != "/ws/check-x-1/app_server" {
+		t.Errorf("server request %+v %v", req, err)
+	}
+}
+
+// TestRunDir: check creates the run dir exclusively, and removes only what
+// it knows; a file it did not create keeps the dir.
+func TestRunDir(t *testing.T) {
+	root := t.TempDir()
+	run, err := makeRunDir(root, "check-a-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Close()
+	if _, err := makeRunDir(root, "check-a-1"); err == nil {
+		t.Error("an existing run dir must be refused")
+	}
+	for _, n := range []string{SpecFile, ObservedFile, "slurm-12.out"} {
+		os.WriteFile(filepath.Join(root, "check-a-1", n), nil, 0o600)
+	}
+	if err := removeRunDir(root, "check-a-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "check-a-1")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("run dir left: %v", err)
+	}
+	run, _ = makeRunDir(root, "check-b-1")
+	run.Close()
+	os.WriteFile(filepath.Join(root, "check-b-1", "foreign"), nil, 0o600)
+	if err := removeRunDir(root, "check-b-1"); err == nil || !strings.Contains(err.Error(), "holds foreign, which check did not create") {
+		t.Errorf("foreign file: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "check-b-1", "foreign")); err != nil {
+		t.Errorf("the foreign file was removed: %v", err)
+	}
+	if err := removeRunDir(root, "check-none"); err != nil {
+		t.Errorf("a missing run dir: %v", err)
+	}
+}
+
+func TestReport(t *testing.T) {
+	rows := []Row{
+		{Name: "success", Result: Pass, Seconds: 1.25, SlurmJobID: "7", Evidence: "Slurm job 7: ok"},
+		{Name: "failure", Result: Fail, Seconds: 2, SlurmJobID: "8", Evidence: "Slurm job 8: ended COMPLETED"},
+		{Name: "connectivity", Result: Skip, Evidence: "shared-file"},
+		{Name: "resources", Result: Warn, Evidence: "memory not enforced"},
+	}
+	var b bytes.Buffer
+	if err := WriteTable(&b, rows, 3.5); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 6 || !strings.HasPrefix(lines[0], "PROBE") || !strings.Contains(lines[2], "failure") || !strings.Contains(lines[3], " - ") {
+		t.Errorf("table:\n%s", b.String())
+	}
+	if lines[5] != "check FAILED: 1 pass, 1 fail, 1 warn, 1 skip in 3.5 s" {
+		t.Errorf("summary line %q", lines[5])
+	}
+	if got := SummaryLine(rows[:1], 1); got != "check passed: 1 pass, 0 fail, 0 warn, 0 skip in 1.0 s" {
+		t.Errorf("summary %q", got)
+	}
+	cases := JUnitCases(rows)
+	if cases[0].Failure != "" || cases[1].Failure == "" || cases[2].Skipped != "shared-file" || cases[3].Failure != "" {
+		t.Errorf("junit cases %+v", cases)
+	}
+}

@@ -1,0 +1,275 @@
+package check
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/flare-slurm/flare-slurm/generator/compile"
+	"github.com/flare-slurm/flare-slurm/runtime/manager"
+	"github.com/flare-slurm/flare-slurm/runtime/site"
+)
+
+// What a probe does between launch and the final wait.
+const (
+	actWait          = iota // wait for the job to end by itself
+	actCancelRunning        // cancel once the probe program runs
+	actCancelPending        // cancel while the job is pending
+)
+
+// probe is one row of the acceptance list.
+type probe struct {
+	name, about string
+	spec        spec           // probe.json (Probe is set from name)
+	meta        map[string]any // the job's launcher_spec.<site>.slurm
+	hold        bool           // --begin=now+1hour: the job stays pending
+	connect     bool           // open check's listener on the internal port
+	action      int
+	// skipIf says why the probe does not apply to the workspace ("" when it does).
+	skipIf func(rt *site.Runtime) string
+	judge  func(o *outcome) (result, evidence string)
+}
+
+func (p *probe) skip(rt *site.Runtime) string {
+	if p.skipIf == nil {
+		return ""
+	}
+	return p.skipIf(rt)
+}
+
+// longSleep is how long a probe program that must be stopped (timeout,
+// running-abort) sleeps; check's own timeout cancels it sooner.
+const longSleep = 900
+
+// probes are the rows in report order.
+var probes = []probe{
+	{name: "success", about: "a worker that exits 0 ends COMPLETED with return code 0",
+		spec: spec{Exit: 0}, judge: expectEnd("COMPLETED", manager.RCSuccess, true)},
+	{name: "failure", about: "a worker that exits 1 ends FAILED with return code 1",
+		spec: spec{Exit: 1}, judge: expectEnd("FAILED", manager.RCExecutionError, true)},
+	{name: "worker-code", about: "a worker that exits 103 passes its code through (return code 103)",
+		spec: spec{Exit: 103}, judge: expectEnd("FAILED", 103, true)},
+	{name: "timeout", about: "a job over its 1-minute time limit ends TIMEOUT with return code 104",
+		spec: spec{Sleep: longSleep}, meta: map[string]any{"time": "00:01:00"},
+		judge: expectEnd("TIMEOUT", manager.RCInfrastructure, true)},
+	{name: "pending-abort", about: "a job held pending (--begin=now+1hour) and cancelled ends CANCELLED with return code 9",
+		hold: true, action: actCancelPending, judge: expectEnd("CANCELLED", manager.RCAborted, false)},
+	{name: "pending-timeout", about: "a job held pending past a 1-second pending_timeout is cancelled by the runtime (return code 104)",
+		hold: true, meta: map[string]any{"pending_timeout": 1}, judge: expectEnd("CANCELLED", manager.RCInfrastructure, false)},
+	{name: "running-abort", about: "a running worker cancelled ends CANCELLED with return code 9",
+		spec: spec{Sleep: longSleep}, action: actCancelRunning, judge: expectEnd("CANCELLED", manager.RCAborted, true)},
+	{name: "environment", about: "--export=NIL holds (a submit-side variable is absent); the launcher-owned names are set",
+		judge: judgeEnvironment},
+	{name: "secrets", about: "a secret reaches the worker; secret.env is gone before it starts; the value is in no script, argv, scheduler environment or output",
+		judge: judgeSecrets},
+	{name: "connectivity", about: "the compute node reaches the parent's internal port (parent_host:internal_port)",
+		connect: true, skipIf: skipSharedFile, judge: judgeConnectivity},
+}
+
+func skipSharedFile(rt *site.Runtime) string {
+	if rt.Workspace.InternalScheme == "shared-file" {
+		return "the worker link is shared-file (no TCP port to reach)"
+	}
+	return ""
+}
+
+// ended checks the job's end; it says what happened either way.
+func ended(o *outcome, state string, rc int) (bool, string) {
+	st := o.status
+	if o.actErr != nil {
+		return false, o.actErr.Error()
+	}
+	if o.waitErr != nil || !st.Terminal {
+		return false, fmt.Sprintf("not ended: last state %s (%v)", st.State, o.waitErr)
+	}
+	got := fmt.Sprintf("ended %s with return code %d", st.State, st.ReturnCode)
+	if st.Detail != "" {
+		got += " (" + st.Detail + ")"
+	}
+	if st.State != state || st.ReturnCode != rc {
+		return false, fmt.Sprintf("%s; want %s with return code %d", got, state, rc)
+	}
+	return true, got
+}
+
+// ran describes where the probe program ran, or why it did not.
+func ran(o *outcome) (bool, string) {
+	if o.seen == nil {
+		return false, fmt.Sprintf("%v", o.seenErr)
+	}
+	s := o.seen
+	if s.SlurmJobID != o.status.SlurmJobID {
+		return false, fmt.Sprintf("%s names Slurm job %q, not %s", ObservedFile, s.SlurmJobID, o.status.SlurmJobID)
+	}
+	return true, fmt.Sprintf("worker ran on %s as uid %d (python %s)", s.Host, s.UID, s.Python)
+}
+
+// expectEnd judges a probe by the job's end; worker says whether the probe
+// program must have run (true) or must not have (false: a pending job).
+func expectEnd(state string, rc int, worker bool) func(o *outcome) (string, string) {
+	return func(o *outcome) (string, string) {
+		ok, what := ended(o, state, rc)
+		if !ok {
+			return Fail, what
+		}
+		did, where := ran(o)
+		if o.stateSeen != "" {
+			what = "seen " + o.stateSeen + ", then " + what
+		}
+		switch {
+		case worker && !did:
+			return Fail, what + "; " + where
+		case !worker && o.seen != nil:
+			return Fail, what + "; but the worker started on " + o.seen.Host
+		case worker:
+			return Pass, what + "; " + where
+		}
+		return Pass, what + "; the worker never started"
+	}
+}
+
+// worked is the common start of the judges that need a job that ended
+// COMPLETED with the probe program's observation.
+func worked(o *outcome) (bool, string) {
+	ok, what := ended(o, "COMPLETED", manager.RCSuccess)
+	if !ok {
+		return false, what
+	}
+	did, where := ran(o)
+	if !did {
+		return false, what + "; " + where
+	}
+	return true, where
+}
+
+func judgeEnvironment(o *outcome) (string, string) {
+	ok, what := worked(o)
+	if !ok {
+		return Fail, what
+	}
+	s := o.seen
+	var bad []string
+	if slices.Contains(s.EnvNames, SubmitSideEnv) {
+		bad = append(bad, SubmitSideEnv+" (set only on the submit side) reached the worker: --export=NIL does not hold")
+	}
+	if v := s.Env[compile.ChildProcessEnv]; v != "1" {
+		bad = append(bad, fmt.Sprintf("%s is %q, want \"1\"", compile.ChildProcessEnv, v))
+	}
+	if o.launched != nil {
+		v := o.launched.Plan.View()
+		if got, ok := s.Env["PYTHONPATH"]; ok && got != v.PythonEnv || !ok && v.PythonEnv != "" {
+			bad = append(bad, fmt.Sprintf("PYTHONPATH is %q, want %q", got, v.PythonEnv))
+		}
+		for _, e := range v.Env {
+			if got, ok := s.Env[e.Name]; !ok || got != e.Value {
+				bad = append(bad, fmt.Sprintf("study env %s is %q (set: %t), want %q", e.Name, got, ok, e.Value))
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return Fail, strings.Join(bad, "; ")
+	}
+	return Pass, fmt.Sprintf("%s; %s absent, %s=1, PYTHONPATH as planned; %d variables in the worker's environment",
+		what, SubmitSideEnv, compile.ChildProcessEnv, len(s.EnvNames))
+}
+
+func sha(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// secretValues are the secret values of a probe job by name: the request's
+// auth token and the study's secret_env values from the parent environment.
+func secretValues(o *outcome) map[string]string {
+	vals := map[string]string{"NVFLARE_JOB_AUTH_TOKEN": o.token}
+	if o.launched == nil || o.environ == nil {
+		return vals
+	}
+	for _, s := range o.launched.Plan.View().SecretEnv {
+		if src, ok := strings.CutPrefix(s.Source, "env:"); ok {
+			if v, ok := o.environ(src); ok {
+				vals[s.Name] = v
+			}
+		}
+	}
+	return vals
+}
+
+func judgeSecrets(o *outcome) (string, string) {
+	ok, what := worked(o)
+	if !ok {
+		return Fail, what
+	}
+	s := o.seen
+	var bad []string
+	vals := secretValues(o)
+	names := make([]string, 0, len(vals))
+	for n := range vals {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		got := s.SecretSHA256[n]
+		switch {
+		case got == nil:
+			bad = append(bad, n+" did not reach the worker")
+		case *got != sha(vals[n]):
+			bad = append(bad, n+" reached the worker with another value")
+		}
+	}
+	switch {
+	case s.SecretFilePresent == nil:
+		bad = append(bad, "the probe program did not report whether secret.env was gone")
+	case *s.SecretFilePresent:
+		bad = append(bad, "secret.env still existed when the worker started")
+	}
+	if o.launched != nil {
+		a := o.launched.Artifacts
+		places := []struct{ name, text string }{
+			{"batch.sh", string(a.BatchScript)},
+			{"node.sh", string(a.NodeScript)},
+			{"the sbatch argv", strings.Join(a.Argv, "\x00")},
+			{"the scheduler's environment", strings.Join(o.launched.SchedulerEnv, "\x00")},
+			{"the job's output file", o.output},
+		}
+		for _, n := range names {
+			for _, p := range places {
+				if vals[n] != "" && strings.Contains(p.text, vals[n]) {
+					bad = append(bad, fmt.Sprintf("the value of %s is in %s", n, p.name))
+				}
+			}
+		}
+	} else {
+		bad = append(bad, "no artifacts to search")
+	}
+	if len(bad) > 0 {
+		return Fail, strings.Join(bad, "; ")
+	}
+	return Pass, fmt.Sprintf("%s; %s arrived (SHA-256 compared); secret.env was gone before the worker started; no value in batch.sh, sbatch argv, the scheduler's environment or the job's output",
+		what, strings.Join(names, ", "))
+}
+
+func judgeConnectivity(o *outcome) (string, string) {
+	ok, what := worked(o)
+	if !ok {
+		return Fail, what
+	}
+	c := o.seen.Connect
+	if c == nil {
+		return Fail, "the probe program did not try to connect"
+	}
+	target := fmt.Sprintf("%s:%d", c.Host, c.Port)
+	if !c.OK {
+		return Fail, fmt.Sprintf("%s could not reach the parent at %s (%s): %s", o.seen.Host, target, c.URL, c.Error)
+	}
+	if o.listen == nil {
+		return Pass, fmt.Sprintf("%s reached %s in %.3f s; the port is held by another program (the parent, presumably), so only the TCP connection was proven",
+			o.seen.Host, target, c.Seconds)
+	}
+	if c.Answer != "ok" || o.listen.reached() == "" {
+		return Fail, fmt.Sprintf("%s connected to %s but check's listener did not answer (answer %q): another program may hold the address", o.seen.Host, target, c.Answer)
+	}
+	return Pass, fmt.Sprintf("%s reached check's listener at %s in %.3f s (connection from %s)", o.seen.Host, target, c.Seconds, o.listen.reached())
+}

@@ -1,0 +1,427 @@
+package check
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/flare-slurm/flare-slurm/generator/compile"
+	"github.com/flare-slurm/flare-slurm/internal/dirfd"
+	"github.com/flare-slurm/flare-slurm/runtime/manager"
+	"github.com/flare-slurm/flare-slurm/runtime/site"
+)
+
+type runner struct {
+	rt       *site.Runtime
+	o        Options
+	progress io.Writer
+}
+
+// spec is probe.json: what the probe program does and reports.
+type spec struct {
+	Probe string `json:"probe"`
+	Exit  int    `json:"exit"`
+	// Sleep is how long the program sleeps after writing observed.json.
+	Sleep float64 `json:"sleep"`
+	// ReportEnv are the names whose values observed.json shows.
+	ReportEnv []string `json:"report_env"`
+	// SecretNames are the names whose values observed.json shows as SHA-256.
+	SecretNames []string `json:"secret_names"`
+	// SecretFile is the job's secret.env, which must be gone.
+	SecretFile     string  `json:"secret_file"`
+	Connect        bool    `json:"connect"`
+	ConnectTimeout float64 `json:"connect_timeout,omitempty"`
+	Nonce          string  `json:"nonce,omitempty"`
+}
+
+// observed is observed.json.
+type observed struct {
+	Probe             string             `json:"probe"`
+	Host              string             `json:"host"`
+	UID               int                `json:"uid"`
+	Cwd               string             `json:"cwd"`
+	Python            string             `json:"python"`
+	SlurmJobID        string             `json:"slurm_job_id"`
+	Argv              []string           `json:"argv"`
+	EnvNames          []string           `json:"env_names"`
+	Env               map[string]string  `json:"env"`
+	SecretSHA256      map[string]*string `json:"secret_sha256"`
+	SecretFilePresent *bool              `json:"secret_file_present"`
+	CPUs              int                `json:"cpus"`
+	Connect           *connectSeen       `json:"connect"`
+}
+
+type connectSeen struct {
+	URL     string  `json:"url"`
+	Host    string  `json:"host"`
+	Port    int     `json:"port"`
+	OK      bool    `json:"ok"`
+	Answer  string  `json:"answer"`
+	Error   string  `json:"error"`
+	Seconds float64 `json:"seconds"`
+}
+
+// outcome is everything a probe's judge looks at.
+type outcome struct {
+	jobID    string
+	status   manager.Status
+	waitErr  error // the wait did not reach a terminal state
+	actErr   error // the probe's action (cancel) failed
+	seen     *observed
+	seenErr  error
+	output   string // the job's output file (slurm-<id>.out)
+	launched *site.Probe
+	token    string // the request's auth token (a secret)
+	environ  func(string) (string, bool)
+	listen   *listener // connectivity: check's listener, nil when the port was taken
+	// stateSeen says whether a poll saw the state the action waited for.
+	stateSeen string
+}
+
+func (r *runner) logf(format string, args ...any) {
+	fmt.Fprintf(r.progress, "check: "+format+"\n", args...)
+}
+
+// run runs one probe and returns its row; it never panics on a failed
+// step: the step's error is the row's evidence.
+func (r *runner) run(ctx context.Context, p *probe) (row Row) {
+	start := time.Now()
+	row = Row{Name: p.name}
+	defer func() {
+		row.Seconds = float64(time.Since(start).Milliseconds()) / 1000
+		r.logf("%-15s %s (%.1f s) %s", p.name, row.Result, row.Seconds, row.Evidence)
+	}()
+	if why := p.skip(r.rt); why != "" {
+		row.Result, row.Evidence = Skip, why
+		return row
+	}
+	r.logf("%-15s started", p.name)
+	ws := r.rt.Workspace
+	jobID := JobPrefix + p.name + "-" + randomHex(8)
+	row.JobID = jobID
+	o := &outcome{jobID: jobID, token: "check-token-" + randomHex(32), environ: r.rt.Lookup}
+
+	run, err := makeRunDir(ws.Root, jobID)
+	if err != nil {
+		row.Result, row.Evidence = Fail, err.Error()
+		return row
+	}
+	defer func() {
+		if r.o.Keep {
+			return
+		}
+		if err := removeRunDir(ws.Root, jobID); err != nil {
+			row.Evidence += "; " + err.Error()
+		}
+	}()
+	sp := p.spec
+	sp.Probe = p.name
+	sp.SecretFile = filepath.Join(compile.JobDirFor(ws.Root, jobID), "secret.env")
+	if p.connect {
+		sp.Connect, sp.ConnectTimeout = true, 10
+		l, err := listen(ws.Launcher.InternalPort)
+		if err != nil {
+			row.Result, row.Evidence = Fail, err.Error()
+			run.Close()
+			return row
+		}
+		if l != nil {
+			defer l.close()
+			sp.Nonce = l.nonce
+		}
+		o.listen = l
+	}
+	if err := writeSpec(run, sp, p, r.rt); err != nil {
+		run.Close()
+		row.Result, row.Evidence = Fail, err.Error()
+		return row
+	}
+	run.Close()
+
+	req, err := request(ws, jobID, p.meta, o.token)
+	if err != nil {
+		row.Result, row.Evidence = Fail, err.Error()
+		return row
+	}
+	var extra []compile.Directive
+	if p.hold {
+		extra = append(extra, compile.Directive{Key: "begin", Value: "now+1hour"})
+	}
+	h, pr, err := r.rt.LaunchProbe(ctx, "check:"+p.name, req, filepath.Join(ws.Root, jobID, ProgramFile), extra...)
+	if err != nil {
+		row.Result, row.Evidence = Fail, "launch: "+oneLine(err.Error())
+		return row
+	}
+	o.launched = pr
+	row.SlurmJobID = h.Info().SlurmJobID
+	defer r.stop(h, &row)
+
+	switch p.action {
+	case actCancelRunning, actCancelPending:
+		want := "RUNNING"
+		if p.action == actCancelPending {
+			want = "PENDING"
+		}
+		if err := r.until(ctx, h, jobID, want); err != nil {
+			o.actErr = err
+			break
+		}
+		o.stateSeen = want
+		if _, err := h.Terminate(ctx); err != nil && !errors.Is(err, manager.ErrCancelPending) {
+			o.actErr = fmt.Errorf("cancel: %w", err)
+		}
+	}
+	o.status, o.waitErr = h.Wait(ctx)
+	if o.waitErr == nil && !o.status.Terminal {
+		o.waitErr = errors.New("the wait ended before the job did")
+	}
+	o.seen, o.seenErr = readObserved(ws.Root, jobID)
+	if data, err := readRunFile(ws.Root, jobID, "slurm-"+row.SlurmJobID+".out", 1<<20); err == nil {
+		o.output = string(data)
+	}
+	row.Result, row.Evidence = p.judge(o)
+	row.Evidence = fmt.Sprintf("Slurm job %s: %s", row.SlurmJobID, oneLine(row.Evidence))
+	return row
+}
+
+// until polls the job's shared observation until it shows state (and, for
+// RUNNING, the probe program has written observed.json), the job ends, or
+// ctx ends.
+func (r *runner) until(ctx context.Context, h *manager.Handle, jobID, state string) error {
+	tick := time.Duration(r.rt.Workspace.Launcher.PollInterval * float64(time.Second) / 2)
+	if tick <= 0 || tick > time.Second {
+		tick = time.Second
+	}
+	last := ""
+	for {
+		st, _ := h.Poll(ctx)
+		last = st.State
+		if st.Terminal {
+			return fmt.Errorf("the job ended %s (return code %d) before it was seen %s", st.State, st.ReturnCode, state)
+		}
+		if st.State == state {
+			if state != "RUNNING" {
+				return nil
+			}
+			if _, err := readRunFile(r.rt.Workspace.Root, jobID, ObservedFile, 1<<20); err == nil {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not seen %s before the check's timeout (last state %s)", state, last)
+		case <-time.After(tick):
+		}
+	}
+}
+
+// stop cancels a probe job that is still live (the timeout, Ctrl-C, a
+// failed step), unless Keep, and waits a little for its end so that the
+// runtime removes its job dir.
+func (r *runner) stop(h *manager.Handle, row *Row) {
+	st, _ := h.Poll(context.Background())
+	if st.Terminal || r.o.Keep {
+		return
+	}
+	l := r.rt.Workspace.Launcher
+	budget := time.Duration((l.QueryTimeout+l.CancelTimeout)*float64(time.Second)) + 3*time.Duration(l.PollInterval*float64(time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	if _, err := h.Terminate(ctx); err != nil && !errors.Is(err, manager.ErrCancelPending) {
+		row.Evidence += "; cancelling the probe job failed: " + oneLine(err.Error())
+		return
+	}
+	if st, err := h.Wait(ctx); err != nil || !st.Terminal {
+		row.Evidence += fmt.Sprintf("; the probe job was cancelled but had not ended after %v", budget)
+	}
+}
+
+// request is the launch request of a probe job: the worker arguments an
+// NVFlare parent of the workspace's role would pass, the job's meta (its
+// launcher_spec for the site) and a random auth token.
+func request(ws *compile.Workspace, jobID string, slurm map[string]any, token string) ([]byte, error) {
+	siteName := ws.Site
+	if siteName == "" {
+		siteName = "check"
+	}
+	sec := ws.ConnectionSecurity
+	scheme := "tcp"
+	if sec == "mtls" {
+		scheme = "stcp"
+	}
+	parentURL := scheme + "://localhost:" + strconv.Itoa(ws.Launcher.InternalPort)
+	if ws.InternalScheme == "shared-file" {
+		parentURL = "shared-file://0" + filepath.Join(ws.SharedFileRoot, jobID, "listener")
+	}
+	meta := map[string]any{"name": jobID}
+	if len(slurm) > 0 {
+		meta["launcher_spec"] = map[string]any{siteName: map[string]any{"slurm": slurm}}
+	}
+	args := map[string]any{
+		"workspace":       []string{"-m", ws.Root},
+		"job_id":          []string{"-n", jobID},
+		"parent_url":      []string{"-p", parentURL},
+		"parent_conn_sec": []string{"--parent_conn_sec", sec},
+		"auth_token":      []string{"-t", token},
+	}
+	if ws.Role == "server" {
+		args["startup_config_file"] = []string{"-s", "fed_server.json"}
+		args["app_root"] = []string{"--app_root", filepath.Join(ws.Root, jobID, "app_server")}
+	} else {
+		args["startup_dir"] = []string{"-w", filepath.Join(ws.Root, "startup")}
+		args["client_name"] = []string{"-c", siteName}
+	}
+	return json.Marshal(map[string]any{"job_id": jobID, "site": siteName, "role": ws.Role, "meta": meta, "job_args": args})
+}
+
+// makeRunDir creates the probe's run dir <workspace>/<job id> (0700) and
+// writes the probe program into it.
+func makeRunDir(root, jobID string) (*dirfd.Dir, error) {
+	wsd, err := dirfd.Open(root)
+	if err != nil {
+		return nil, fmt.Errorf("open workspace %s: %w", root, err)
+	}
+	defer wsd.Close()
+	run, err := wsd.Mkdir(jobID, 0o700, true)
+	if err != nil {
+		return nil, fmt.Errorf("create the probe's run dir: %w", err)
+	}
+	if err := writeFile(run, ProgramFile, program); err != nil {
+		run.Close()
+		return nil, err
+	}
+	return run, nil
+}
+
+func writeFile(d *dirfd.Dir, name string, data []byte) error {
+	f, err := d.Create(name, 0o600, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", f.Name(), err)
+	}
+	return f.Close()
+}
+
+// writeSpec writes probe.json: the probe's spec with the names the
+// workspace's plan makes interesting (study env, secret names) added.
+func writeSpec(run *dirfd.Dir, sp spec, p *probe, rt *site.Runtime) error {
+	sp.ReportEnv = append(sp.ReportEnv, compile.ChildProcessEnv, "PYTHONPATH", SubmitSideEnv)
+	sp.SecretNames = append(sp.SecretNames, "NVFLARE_JOB_AUTH_TOKEN")
+	slices.Sort(sp.ReportEnv)
+	sp.ReportEnv = slices.Compact(sp.ReportEnv)
+	data, err := json.MarshalIndent(sp, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFile(run, SpecFile, append(data, '\n'))
+}
+
+// knownRunFiles are the entries check removes from a probe's run dir: what
+// it wrote, what the probe program writes and the job's output file.
+func knownRunFile(name string) bool {
+	switch name {
+	case ProgramFile, SpecFile, ObservedFile, ObservedFile + ".tmp":
+		return true
+	}
+	return strings.HasPrefix(name, "slurm-") && strings.HasSuffix(name, ".out")
+}
+
+// removeRunDir removes the run dir check created: the files it knows, then
+// the dir; anything else found there is left, and the dir with it.
+func removeRunDir(root, jobID string) error {
+	wsd, err := dirfd.Open(root)
+	if err != nil {
+		return err
+	}
+	defer wsd.Close()
+	run, err := wsd.OpenDir(jobID)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("run dir %s kept: %w", filepath.Join(root, jobID), err)
+	}
+	names, err := run.Names()
+	var left []string
+	for _, n := range names {
+		if !knownRunFile(n) {
+			left = append(left, n)
+			continue
+		}
+		if err := unix.Unlinkat(run.Fd(), n, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+			left = append(left, n)
+		}
+	}
+	run.Close()
+	if err != nil {
+		return fmt.Errorf("run dir %s kept: %w", filepath.Join(root, jobID), err)
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("run dir %s kept: it holds %s, which check did not create", filepath.Join(root, jobID), strings.Join(left, ", "))
+	}
+	if err := unix.Unlinkat(wsd.Fd(), jobID, unix.AT_REMOVEDIR); err != nil {
+		return fmt.Errorf("run dir %s kept: %w", filepath.Join(root, jobID), err)
+	}
+	return nil
+}
+
+// readRunFile reads a regular file of the probe's run dir without following
+// a symlink, at most limit bytes.
+func readRunFile(root, jobID, name string, limit int64) ([]byte, error) {
+	wsd, err := dirfd.Open(root)
+	if err != nil {
+		return nil, err
+	}
+	defer wsd.Close()
+	run, err := wsd.OpenDir(jobID)
+	if err != nil {
+		return nil, err
+	}
+	defer run.Close()
+	fd, err := unix.Openat(run.Fd(), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: filepath.Join(root, jobID, name), Err: err}
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(root, jobID, name))
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", f.Name())
+	}
+	return io.ReadAll(io.LimitReader(f, limit))
+}
+
+func readObserved(root, jobID string) (*observed, error) {
+	data, err := readRunFile(root, jobID, ObservedFile, 4<<20)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil, errors.New("the probe program left no " + ObservedFile + ": it did not start")
+		}
+		return nil, err
+	}
+	var o observed
+	if err := json.Unmarshal(data, &o); err != nil {
+		return nil, fmt.Errorf("%s: %v", ObservedFile, err)
+	}
+	return &o, nil
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,241 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flare-slurm/flare-slurm/runtime/check"
+	"github.com/flare-slurm/flare-slurm/runtime/slurmtest"
+)
+
+// checkSlurmYAML is the example slurm.yaml reduced to the test cluster:
+// sandbox none, the root's python3, the default partition, a 1-second
+// poll and the internal port free on this host.
+const checkSlurmYAML = `runtime: slurm
+job_launcher:
+  sandbox: none
+  python_path: /usr/bin/python3
+  parent_host: localhost
+  sbatch_directives:
+    partition: %s
+  internal_port: %d
+  internal_connection_security: clear
+  poll_interval: 1
+  pending_timeout: 600
+  submit_timeout: 30
+`
+
+// preparedExample copies examples/site-1 into the root, prepares it with a
+// sandbox-none slurm.yaml as the test account and returns the workspace.
+func preparedExample(t *testing.T, c *slurmtest.Cluster, bin, base string, port int, setup string) string {
+	t.Helper()
+	kit := path.Join(base, "site-1")
+	src := filepath.Join("..", "..", "examples", "site-1")
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		dst := path.Join(kit, filepath.ToSlash(rel))
+		if d.IsDir() {
+			c.Mkdir(t, dst, 0o700)
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		c.WriteFile(t, dst, data, 0o600)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := path.Join(base, "slurm.yaml")
+	yaml := fmt.Sprintf(checkSlurmYAML, c.Partition, port)
+	if setup != "" {
+		yaml += "  setup: " + setup + "\n"
+	}
+	c.WriteFile(t, cfg, []byte(yaml), 0o600)
+	ws := path.Join(base, "ws")
+	out, err := c.Command(context.Background(), bin, "prepare", kit, "--config", cfg, "--output", ws).CombinedOutput()
+	if err != nil {
+		t.Fatalf("prepare: %v\n%s", err, out)
+	}
+	return ws
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+type checkDoc struct {
+	Status string
+	Data   struct {
+		Probes  []check.Row
+		Summary check.Summary
+		Seconds float64
+	}
+}
+
+// TestCheckAllProbes runs flare-slurm check on a workspace prepared from
+// the examples (sandbox none) and pins each probe's result, that its
+// evidence names the Slurm job sacct knows in the state the probe expects,
+// the JUnit report, and that no probe job, job dir or run dir is left.
+func TestCheckAllProbes(t *testing.T) {
+	c := slurmtest.Require(t)
+	base := c.TempDir(t)
+	bin := path.Join(base, "flare-slurm")
+	c.CopyIn(t, buildCLI(t), bin)
+	ws := preparedExample(t, c, bin, base, freePort(t), "")
+	junit := path.Join(base, "check.xml")
+
+	s := &site{t: t, c: c, base: base, ws: ws, bin: bin}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	out, errs, code := s.run(ctx, "check", "--workspace", ws, "--json", "--junit", junit, "--timeout", "4m")
+	t.Logf("check took %v; progress:\n%s", time.Since(start).Round(time.Millisecond), errs)
+	if code != 0 {
+		t.Errorf("check exited %d, want 0\n%s", code, out)
+	}
+	var doc checkDoc
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("check --json: %v\n%s", err, out)
+	}
+	// The state sacct must hold for each probe's job.
+	want := map[string]string{
+		"success": "COMPLETED", "failure": "FAILED", "worker-code": "FAILED", "timeout": "TIMEOUT",
+		"pending-abort": "CANCELLED", "pending-timeout": "CANCELLED", "running-abort": "CANCELLED",
+		"environment": "COMPLETED", "secrets": "COMPLETED", "connectivity": "COMPLETED",
+	}
+	if len(doc.Data.Probes) != len(check.Names()) {
+		t.Fatalf("%d rows, want one per probe (%v)", len(doc.Data.Probes), check.Names())
+	}
+	for i, r := range doc.Data.Probes {
+		if r.Name != check.Names()[i] {
+			t.Errorf("row %d is %s, want %s (report order)", i, r.Name, check.Names()[i])
+		}
+		if r.Result != check.Pass {
+			t.Errorf("%s: %s: %s", r.Name, r.Result, r.Evidence)
+			continue
+		}
+		if r.SlurmJobID == "" || !strings.HasPrefix(r.Evidence, "Slurm job "+r.SlurmJobID+":") || !strings.HasPrefix(r.JobID, check.JobPrefix+r.Name+"-") {
+			t.Errorf("%s: row %+v does not name its jobs", r.Name, r)
+			continue
+		}
+		acct := strings.Split(strings.TrimSpace(c.Run(t, "sacct", "-n", "-X", "-P", "--jobs="+r.SlurmJobID, "-o", "JobID,JobName,State")), "\n")
+		if len(acct) != 1 || !strings.HasPrefix(acct[0], r.SlurmJobID+"|nvfl-") || !strings.HasPrefix(strings.Split(acct[0], "|")[2], want[r.Name]) {
+			t.Errorf("%s: sacct knows Slurm job %s as %q, want state %s", r.Name, r.SlurmJobID, acct, want[r.Name])
+		}
+	}
+	if s := doc.Data.Summary; s.Pass != len(want) || s.Fail != 0 {
+		t.Errorf("summary %+v", s)
+	}
+
+	var suites struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Suite    struct {
+			Cases []struct {
+				Name string `xml:"name,attr"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal([]byte(s.read(junit)), &suites); err != nil || suites.Tests != len(want) || suites.Failures != 0 || len(suites.Suite.Cases) != len(want) {
+		t.Errorf("JUnit report: %+v (%v)", suites, err)
+	}
+
+	// Nothing is left: no run dir, no job dir, no queued probe job.
+	ents, err := os.ReadDir(c.HostPath(ws))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), check.JobPrefix) {
+			t.Errorf("run dir %s left in the workspace", e.Name())
+		}
+	}
+	jobs, _ := os.ReadDir(c.HostPath(path.Join(ws, ".nvflare_slurm", "jobs")))
+	for _, e := range jobs {
+		t.Errorf("job dir %s left", e.Name())
+	}
+	for _, r := range doc.Data.Probes {
+		if q := strings.TrimSpace(c.Run(t, "squeue", "-h", "-j", r.SlurmJobID, "-o", "%T")); q != "" && q != "COMPLETED" && q != "CANCELLED" && q != "FAILED" && q != "TIMEOUT" {
+			t.Errorf("%s: Slurm job %s still %s", r.Name, r.SlurmJobID, q)
+		}
+	}
+}
+
+// TestCheckTableAndFailure: the text table (header, one row per probe, the
+// summary line) of a passing run, and a failing probe: a setup that
+// exports the submit-side marker into the worker fails environment, exits
+// 4 with the row's evidence, and leaves no probe job behind.
+func TestCheckTableAndFailure(t *testing.T) {
+	c := slurmtest.Require(t)
+	base := c.TempDir(t)
+	bin := path.Join(base, "flare-slurm")
+	c.CopyIn(t, buildCLI(t), bin)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	ws := preparedExample(t, c, bin, base, freePort(t), "")
+	s := &site{t: t, c: c, base: base, ws: ws, bin: bin}
+	out, errs, code := s.run(ctx, "check", "--workspace", ws, "--only", "success,pending-abort", "--timeout", "90s")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 4 || !strings.HasPrefix(lines[0], "PROBE ") || !strings.HasPrefix(lines[1], "success ") ||
+		!strings.HasPrefix(lines[2], "pending-abort ") || !strings.HasPrefix(lines[3], "check passed: 2 pass, 0 fail, 0 warn, 0 skip in ") {
+		t.Errorf("exit %d, table:\n%s\n%s", code, out, errs)
+	}
+	t.Logf("table:\n%s", out)
+
+	base2 := path.Join(base, "leaky")
+	c.Mkdir(t, base2, 0o700)
+	ws2 := preparedExample(t, c, bin, base2, freePort(t), "export "+check.SubmitSideEnv+"=from-setup")
+	s2 := &site{t: t, c: c, base: base2, ws: ws2, bin: bin}
+	out, errs, code = s2.run(ctx, "check", "--workspace", ws2, "--only", "environment", "--json", "--timeout", "90s")
+	var doc checkDoc
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("check --json: %v\n%s", err, out)
+	}
+	if code != 4 || len(doc.Data.Probes) != 1 || doc.Data.Probes[0].Result != check.Fail ||
+		!strings.Contains(doc.Data.Probes[0].Evidence, check.SubmitSideEnv+" (set only on the submit side) reached the worker") ||
+		doc.Data.Summary.Fail != 1 || !strings.Contains(errs, "check FAILED: 0 pass, 1 fail") {
+		t.Errorf("exit %d (want 4), rows %+v\nstderr %s", code, doc.Data.Probes, errs)
+	}
+
+	// --timeout ends the run: the probe job still running is cancelled and
+	// its run dir removed; the row fails saying the job had not ended.
+	out, errs, code = s.run(ctx, "check", "--workspace", ws, "--only", "timeout", "--json", "--timeout", "6s")
+	doc = checkDoc{}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("check --json: %v\n%s", err, out)
+	}
+	if code != 4 || len(doc.Data.Probes) != 1 || doc.Data.Probes[0].Result != check.Fail || !strings.Contains(doc.Data.Probes[0].Evidence, "not ended") {
+		t.Fatalf("exit %d (want 4), rows %+v\nstderr %s", code, doc.Data.Probes, errs)
+	}
+	id := doc.Data.Probes[0].SlurmJobID
+	acct := strings.TrimSpace(c.Run(t, "sacct", "-n", "-X", "-P", "--jobs="+id, "-o", "State"))
+	if !strings.HasPrefix(acct, "CANCELLED") {
+		t.Errorf("the timed-out probe's Slurm job %s is %q in sacct, want CANCELLED", id, acct)
+	}
+	if s.exists(path.Join(ws, doc.Data.Probes[0].JobID)) {
+		t.Errorf("run dir %s left", doc.Data.Probes[0].JobID)
+	}
+}
