@@ -11,6 +11,7 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/bridge"
 	"github.com/flare-slurm/flare-slurm/generator/compile"
+	"github.com/flare-slurm/flare-slurm/runtime/check"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
@@ -100,6 +101,22 @@ var flagCompletions = map[string]cobra.CompletionFunc{
 	"junit":          completeFilesWithExt("xml"),
 	"ignore-warning": completeWarningCodes,
 	"launcher":       cobra.FixedCompletions(bridge.Launchers, cobra.ShellCompDirectiveNoFileComp),
+	"only":           completeProbes,
+	"skip":           completeProbes,
+	"timeout":        cobra.NoFileCompletions, // a duration: free text
+}
+
+// completeProbes offers check's probe names for the last element of a
+// comma-separated --only/--skip list.
+func completeProbes(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	i := strings.LastIndexByte(toComplete, ',') + 1
+	var out []cobra.Completion
+	for _, n := range check.Names() {
+		if strings.HasPrefix(n, toComplete[i:]) {
+			out = append(out, toComplete[:i]+n)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
 // argCompletions completes the positional arguments of the command of
