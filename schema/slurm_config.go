@@ -38,6 +38,16 @@ const (
 // the compiled sbatch argv lists them.
 var DirectiveKeys = []string{"partition", "account", "qos", "time", "constraint", "reservation"}
 
+// IsDirectiveKey says whether key is one of DirectiveKeys.
+func IsDirectiveKey(key string) bool {
+	for _, k := range DirectiveKeys {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
 // DefaultMultiNodePortRange is the range used when the config sets none:
 // 29400-30399, or 30400-31399 when internalPort falls inside the former.
 func DefaultMultiNodePortRange(internalPort int) PortRange {
@@ -195,7 +205,7 @@ func (t *tree) checkJobLauncher(jl *yaml.Node) {
 	image := get(jl, "image")
 	if isString(sandbox) {
 		switch sandbox.Value {
-		case "apptainer", "pyxis":
+		case SandboxApptainer, SandboxPyxis:
 			if isNull(image) {
 				t.add(problem.Rule, getKeyOr(jl, "sandbox"), "job_launcher.image", "is required when sandbox is "+sandbox.Value,
 					"set image to the absolute path of the container image file")
@@ -206,7 +216,7 @@ func (t *tree) checkJobLauncher(jl *yaml.Node) {
 					t.add(problem.Rule, image, "job_launcher.image", msg, "prepare needs the image file itself; fix the path or copy the image there")
 				}
 			}
-		case "none":
+		case SandboxNone:
 			if !isNull(image) {
 				t.add(problem.Rule, image, "job_launcher.image", "must not be set when sandbox is none",
 					"remove image, or set sandbox to apptainer or pyxis")
@@ -397,13 +407,8 @@ func decodeJobLauncher(jl *yaml.Node) JobLauncher {
 		}
 	}
 	if ex := get(jl, "executables"); ex != nil {
-		j.Executables = Executables{
-			Sbatch:    optString(get(ex, "sbatch")),
-			Squeue:    optString(get(ex, "squeue")),
-			Sacct:     optString(get(ex, "sacct")),
-			Scancel:   optString(get(ex, "scancel")),
-			Apptainer: optString(get(ex, "apptainer")),
-			Srun:      optString(get(ex, "srun")),
+		for _, name := range ExecutableKeys {
+			*j.Executables.Field(name) = optString(get(ex, name))
 		}
 	}
 	if r := get(jl, "multi_node_port_range"); r != nil {

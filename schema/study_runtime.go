@@ -165,7 +165,7 @@ func (t *tree) checkStudy(name string, s *yaml.Node) {
 	for _, key := range []string{"partition", "account", "qos"} {
 		t.checkNoSpace(get(sl, key), base+".slurm."+key)
 	}
-	if sb := get(sl, "sandbox"); isString(sb) && sb.Value == "none" {
+	if sb := get(sl, "sandbox"); isString(sb) && sb.Value == SandboxNone {
 		for _, key := range []string{"container", "datasets", "secret_mounts"} {
 			if k := getKey(s, key); k != nil {
 				t.add(problem.Rule, k, base+"."+key, "is not allowed when the study's slurm.sandbox is none",

@@ -24,10 +24,54 @@ type Executables struct {
 	Srun      string
 }
 
+// ExecutableKeys are the keys of job_launcher.executables, in the order
+// the JSON Schema and a prepared workspace list them.
+var ExecutableKeys = []string{"sbatch", "squeue", "sacct", "scancel", "apptainer", "srun"}
+
+// Field is the field of e that holds the executable named by one of
+// ExecutableKeys, or nil for another name.
+func (e *Executables) Field(name string) *string {
+	switch name {
+	case "sbatch":
+		return &e.Sbatch
+	case "squeue":
+		return &e.Squeue
+	case "sacct":
+		return &e.Sacct
+	case "scancel":
+		return &e.Scancel
+	case "apptainer":
+		return &e.Apptainer
+	case "srun":
+		return &e.Srun
+	}
+	return nil
+}
+
 // PortRange is an inclusive TCP port range.
 type PortRange struct {
 	Start int
 	End   int
+}
+
+// Sandboxes: the execution environments of a worker (job_launcher.sandbox).
+const (
+	SandboxApptainer = "apptainer" // a SIF image run with apptainer exec
+	SandboxPyxis     = "pyxis"     // srun --container-image
+	SandboxNone      = "none"      // directly on the compute node
+)
+
+// Sandboxes lists them in the order the JSON Schema's enum does.
+var Sandboxes = []string{SandboxApptainer, SandboxPyxis, SandboxNone}
+
+// IsSandbox says whether s names a sandbox.
+func IsSandbox(s string) bool {
+	for _, x := range Sandboxes {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 // JobLauncher is slurm.yaml's job_launcher block with defaults applied

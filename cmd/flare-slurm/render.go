@@ -11,6 +11,7 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/generator/compile"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -72,7 +73,7 @@ func (a *app) render(workspace, request, output string, asJSON, reveal, force bo
 	return newGivenPaths(workspace, request, output).err(a.renderReview(workspace, request, output, asJSON, reveal, force))
 }
 
-func (a *app) renderReview(workspace, request, output string, asJSON, reveal, force bool) error {
+func (a *app) renderReview(wsPath, request, output string, asJSON, reveal, force bool) error {
 	var data []byte
 	var err error
 	if request == "-" {
@@ -83,9 +84,9 @@ func (a *app) renderReview(workspace, request, output string, asJSON, reveal, fo
 	if err != nil {
 		return failure(errcode.InvalidRequest, fmt.Sprintf("cannot read the launch request %s: %v", request, err), "pass a JSON file, or - for standard input", nil)
 	}
-	ws, err := compile.LoadWorkspace(workspace)
+	ws, err := workspace.Load(wsPath)
 	if err != nil {
-		return compileFailure(errcode.InvalidWorkspace, "the workspace "+workspace+" cannot be used", "prepare it with 'flare-slurm prepare' and pass its --output", err)
+		return compileFailure(errcode.InvalidWorkspace, "the workspace "+wsPath+" cannot be used", "prepare it with 'flare-slurm prepare' and pass its --output", err)
 	}
 	if err := compile.CheckReviewOutput(ws, output); err != nil {
 		return failure(errcode.InvalidOutput, err.Error(), "choose an --output directory outside the workspace", nil)

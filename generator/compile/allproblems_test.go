@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestParseAndResolveReportsEverything(t *testing.T) {
 	f := newFixture(t, "none", "client")
 	f.Write()
-	ws, err := LoadWorkspace(f.Root)
+	ws, err := workspace.Load(f.Root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package compile
 import (
 	"os"
 	"testing"
+
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 )
 
 // BenchmarkCompileJob measures one launch's compile: parse the request,
@@ -20,7 +22,7 @@ func BenchmarkCompileJob(b *testing.B) {
 				v.adjust(f)
 			}
 			data := f.Write()
-			ws, err := LoadWorkspace(f.Root)
+			ws, err := workspace.Load(f.Root)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -67,7 +69,7 @@ func BenchmarkResolveAndRender(b *testing.B) {
 				v.adjust(f)
 			}
 			data := f.Write()
-			ws, err := LoadWorkspace(f.Root)
+			ws, err := workspace.Load(f.Root)
 			if err != nil {
 				b.Fatal(err)
 			}

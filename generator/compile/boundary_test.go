@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 )
 
 // Issue 9 item 19: the Slurm job name keeps the first 32 characters of the
@@ -22,7 +24,7 @@ func TestJobNameKeepsFirst32Characters(t *testing.T) {
 		f.Site = tc.site
 		f.Request = f.defaultRequest()
 		p, a := f.MustCompile()
-		want := "nvfl-" + tc.kept + "-" + JobKey(f.JobID)[:8]
+		want := "nvfl-" + tc.kept + "-" + workspace.JobKey(f.JobID)[:8]
 		if p.JobName() != want || !utf8.ValidString(p.JobName()) {
 			t.Errorf("site %q: job name %q, want %q", tc.site, p.JobName(), want)
 		}

@@ -231,7 +231,7 @@ func (p *Plan) compile(secrets []secretLine) (*Artifacts, error) {
 		BatchScript:  script,
 		SecretEnv:    secretEnv,
 		NodeScript:   nodeScript,
-		SandboxRoot:  v.Sandbox != "none",
+		SandboxRoot:  v.Sandbox != schema.SandboxNone,
 		Argv:         p.SbatchArgv(),
 		SchedulerEnv: p.SchedulerEnv(os.Environ()),
 	}, nil

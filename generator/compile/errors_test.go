@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -210,7 +211,7 @@ func TestLoadWorkspaceRejects(t *testing.T) {
 			f := newFixture(t, "none", "client")
 			c.adjust(f)
 			f.Write()
-			_, err := LoadWorkspace(f.Root)
+			_, err := workspace.Load(f.Root)
 			if err == nil {
 				t.Fatalf("LoadWorkspace succeeded, want an error mentioning %q", c.want)
 			}

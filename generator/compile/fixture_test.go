@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 )
 
 // fixture is a prepared workspace built in a temp dir: the files a real
@@ -209,7 +211,7 @@ func (f *fixture) environ() Environ {
 func (f *fixture) Resolve() (*Plan, error) {
 	f.t.Helper()
 	data := f.Write()
-	ws, err := LoadWorkspace(f.Root)
+	ws, err := workspace.Load(f.Root)
 	if err != nil {
 		return nil, err
 	}

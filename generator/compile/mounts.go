@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 
 	"github.com/flare-slurm/flare-slurm/internal/problem"
@@ -26,10 +27,10 @@ func (r *resolver) mounts(p *Plan, listenerDir string) {
 		{Source: r.realUnderWorkspace("local"), Destination: filepath.Join(ws, "local"), Mode: "ro"},
 	}
 	ownedDest := []string{ws, resolvConf}
-	if v.Sandbox == "apptainer" {
+	if v.Sandbox == schema.SandboxApptainer {
 		owned = append(owned, Mount{Source: resolvConf, Destination: resolvConf, Mode: "ro"})
 	}
-	if v.Sandbox == "pyxis" && v.NodeGroup != nil {
+	if v.Sandbox == schema.SandboxPyxis && v.NodeGroup != nil {
 		// srun starts node.sh inside each task's container (as NVFlare).
 		owned = append(owned, Mount{Source: v.JobDir, Destination: v.JobDir, Mode: "ro"})
 	}
@@ -119,7 +120,7 @@ func (r *resolver) attachMount(listenerDir string, ownedDest []string) (m *Mount
 	if a.Problem != "" {
 		return bad(a.ProblemPath, a.Problem, "")
 	}
-	field := attachSection + ".resources.root_dir"
+	field := workspace.AttachSection + ".resources.root_dir"
 	root := a.RootDir
 	for _, part := range strings.Split(root, "/") {
 		if part == ".." {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/flare-slurm/flare-slurm/internal/problem"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestMetaProblemPlacedByAtKey(t *testing.T) {
 	f := newFixture(t, "none", "client")
 	f.Write()
-	ws, err := LoadWorkspace(f.Root)
+	ws, err := workspace.Load(f.Root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 
 	"github.com/flare-slurm/flare-slurm/internal/problem"
@@ -120,7 +121,7 @@ func ParseRequest(file string, data []byte) (*Request, error) {
 // problems too. Job argument names are checked against the workspace's
 // role, so a wrong role is one problem, not one per argument. The request
 // comes back when it parsed as a JSON object (for its job id).
-func ParseAndResolve(ws *Workspace, file string, data []byte, env Environ) (*Plan, *Request, error) {
+func ParseAndResolve(ws *workspace.Prepared, file string, data []byte, env Environ) (*Plan, *Request, error) {
 	return parseAndResolve(ws, file, data, env, false)
 }
 
@@ -129,11 +130,11 @@ func ParseAndResolve(ws *Workspace, file string, data []byte, env Environ) (*Pla
 // sources that are not set in this environment are not refused;
 // Plan.Notes says they were not checked. Compile of such a plan fails;
 // CompileRedacted redacts them.
-func ParseAndResolveReview(ws *Workspace, file string, data []byte, env Environ) (*Plan, *Request, error) {
+func ParseAndResolveReview(ws *workspace.Prepared, file string, data []byte, env Environ) (*Plan, *Request, error) {
 	return parseAndResolve(ws, file, data, env, true)
 }
 
-func parseAndResolve(ws *Workspace, file string, data []byte, env Environ, review bool) (*Plan, *Request, error) {
+func parseAndResolve(ws *workspace.Prepared, file string, data []byte, env Environ, review bool) (*Plan, *Request, error) {
 	if ws == nil {
 		return nil, nil, errors.New("compile: ParseAndResolve needs a workspace")
 	}
@@ -203,7 +204,7 @@ func parseRequest(file string, data []byte, argRole string) (*Request, schema.Pr
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if !contains(requestKeys, k) {
+		if !slices.Contains(requestKeys, k) {
 			addKey(k, "is not a launch request key", "allowed: "+strings.Join(requestKeys, ", ")+didYouMeanKey(k))
 		}
 	}
@@ -408,9 +409,9 @@ func isJobArg(role, name string) bool {
 		return true
 	}
 	if role == "" {
-		return contains(clientArgOrder, name) || contains(serverArgOrder, name)
+		return slices.Contains(clientArgOrder, name) || slices.Contains(serverArgOrder, name)
 	}
-	return contains(argOrder(role), name)
+	return slices.Contains(argOrder(role), name)
 }
 
 // jsonMessage makes encoding/json's errors readable without Go type names.

@@ -1,8 +1,6 @@
 package compile
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/flare-slurm/flare-slurm/internal/shell"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 
 	"github.com/flare-slurm/flare-slurm/internal/problem"
@@ -41,34 +40,22 @@ func EnvironFrom(list []string) Environ {
 
 // Fixed names and paths (contract §6, §8).
 const (
-	controlDir       = schema.ControlDir
-	batchFile        = "batch.sh"
-	secretFile       = "secret.env"
-	nodeFile         = "node.sh"
-	sandboxRootDir   = "sandbox_root"
-	childProcessEnv  = ChildProcessEnv
-	resolvConf       = "/etc/resolv.conf"
-	jobNameSiteChars = 32
+	controlDir      = schema.ControlDir
+	batchFile       = "batch.sh"
+	secretFile      = "secret.env"
+	nodeFile        = "node.sh"
+	sandboxRootDir  = "sandbox_root"
+	childProcessEnv = ChildProcessEnv
+	resolvConf      = "/etc/resolv.conf"
 )
 
 // ChildProcessEnv is set to 1 in every worker's environment (contract §8):
 // a process that sees it runs inside a Slurm job and must not submit more.
 const ChildProcessEnv = "NVFLARE_SLURM_CHILD_PROCESS"
 
-// JobKey is the hex SHA-256 of a job ID: the name of its job directory.
-func JobKey(jobID string) string {
-	sum := sha256.Sum256([]byte(jobID))
-	return hex.EncodeToString(sum[:])
-}
-
-// JobDirFor is the artifact directory of a job in a workspace.
-func JobDirFor(workspace, jobID string) string {
-	return filepath.Join(workspace, controlDir, "jobs", JobKey(jobID))
-}
-
 // resolver collects every problem of one Resolve call.
 type resolver struct {
-	ws     *Workspace
+	ws     *workspace.Prepared
 	req    *Request
 	env    Environ
 	ps     schema.Problems
@@ -100,11 +87,11 @@ func (r *resolver) studyProblem(path, msg, hint string) {
 // Resolve checks one launch request against the workspace and the rules of
 // contract §5–§8 and §12 and returns the plan of effective values. All
 // problems found come back at once as schema.Problems; nothing is written.
-func Resolve(ws *Workspace, req *Request, env Environ) (*Plan, error) {
+func Resolve(ws *workspace.Prepared, req *Request, env Environ) (*Plan, error) {
 	return resolve(ws, req, env, false)
 }
 
-func resolve(ws *Workspace, req *Request, env Environ, review bool) (*Plan, error) {
+func resolve(ws *workspace.Prepared, req *Request, env Environ, review bool) (*Plan, error) {
 	if ws == nil || req == nil {
 		return nil, errors.New("compile: Resolve needs a workspace and a request")
 	}
@@ -116,11 +103,11 @@ func resolve(ws *Workspace, req *Request, env Environ, review bool) (*Plan, erro
 	defer func() { p.reviewNotes = r.notes }()
 	v := &p.view
 	v.JobID, v.Site, v.Role = req.JobID, req.Site, req.Role
-	v.JobKey = JobKey(req.JobID)
+	v.JobKey = workspace.JobKey(req.JobID)
 	v.Workspace = ws.Root
-	v.JobDir = JobDirFor(ws.Root, req.JobID)
-	v.JobName = "nvfl-" + firstRunes(req.Site, jobNameSiteChars) + "-" + v.JobKey[:8]
-	v.Comment = "nvfl:" + req.JobID
+	v.JobDir = workspace.JobDir(ws.Root, req.JobID)
+	v.JobName = workspace.JobName(req.Site, req.JobID)
+	v.Comment = workspace.CommentMarker(req.JobID)
 
 	if msg := jobIDProblem(req.JobID); msg != "" {
 		r.reqProblem("job_id", msg, jobIDHint)
@@ -190,17 +177,6 @@ func orDefault(s, def string) string {
 	return s
 }
 
-func firstRunes(s string, n int) string {
-	i := 0
-	for pos := range s {
-		if i == n {
-			return s[:pos]
-		}
-		i++
-	}
-	return s
-}
-
 // metaHintPath finds meta field paths in a job meta problem's hint that
 // lack the request's "meta." prefix.
 var metaHintPath = sync.OnceValue(func() *regexp.Regexp {
@@ -248,11 +224,6 @@ func (r *resolver) runDir() string {
 	return dir
 }
 
-// studyRuntimes re-reads study runtime files for every launch; it skips
-// the parse only when a file's bytes are unchanged (see
-// schema.StudyRuntimeReader), which gives exactly LoadStudyRuntime's result.
-var studyRuntimes schema.StudyRuntimeReader
-
 // secretEnvNames lists every study's secret_env name and source: the
 // environment names that hold secrets anywhere in this workspace.
 func secretEnvNames(rt *schema.StudyRuntime) []string {
@@ -270,7 +241,7 @@ func secretEnvNames(rt *schema.StudyRuntime) []string {
 
 // loadStudyRuntime re-reads local/study_runtime.yaml (contract §5).
 func (r *resolver) loadStudyRuntime() *schema.StudyRuntime {
-	r.stFile = filepath.Join(r.ws.Root, "local", "study_runtime.yaml")
+	r.stFile = filepath.Join(r.ws.Root, filepath.FromSlash(workspace.StudyRuntimeFile))
 	legacy := filepath.Join(r.ws.Root, "local", "study_data.yaml")
 	_, err := os.Lstat(r.stFile)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -280,7 +251,7 @@ func (r *resolver) loadStudyRuntime() *schema.StudyRuntime {
 		}
 		return nil
 	}
-	rt, ps := studyRuntimes.Load(r.stFile)
+	rt, ps := r.ws.StudyRuntime(r.stFile)
 	if ps != nil {
 		r.ps = append(r.ps, ps...)
 		return nil
@@ -324,7 +295,7 @@ func (r *resolver) effective(p *Plan, meta *schema.JobMeta) {
 	if meta.Slurm.Image != "" {
 		image, imagePath = meta.Slurm.Image, func(msg, hint string) { r.reqProblem(jobPath("image"), msg, hint) }
 	}
-	if v.Sandbox == "none" {
+	if v.Sandbox == schema.SandboxNone {
 		if meta.Slurm.Image != "" {
 			r.reqProblem(jobPath("image"), "a job image needs a container sandbox but the effective sandbox is none", "remove the image or run the job under a study with sandbox apptainer or pyxis")
 		}
@@ -375,7 +346,7 @@ func (r *resolver) effective(p *Plan, meta *schema.JobMeta) {
 		eff["time"] = meta.Slurm.Time
 	}
 	v.Directives = []Directive{}
-	for _, key := range directiveOrder {
+	for _, key := range schema.DirectiveKeys {
 		if val, ok := eff[key]; ok {
 			v.Directives = append(v.Directives, Directive{Key: key, Value: val})
 		}
@@ -432,7 +403,7 @@ func (r *resolver) resources(p *Plan, meta *schema.JobMeta, jobPath func(string)
 		// A node group (§11) fans out on the bare allocation and starts its
 		// containers per node; without one the application fans out, which
 		// only a bare worker can do.
-		if v.Sandbox != "none" && js.AdditionalNodeCommand == nil {
+		if v.Sandbox != schema.SandboxNone && js.AdditionalNodeCommand == nil {
 			r.reqProblem(jobPath("nodes"), fmt.Sprintf("a multi-node job needs the effective sandbox none, not %s, or an %s", v.Sandbox, schema.AdditionalNodeCommandKey),
 				"the application owns multi-node fan-out unless the job names the command of the other nodes; run it under a study or site with sandbox none, or set "+schema.AdditionalNodeCommandKey)
 		}
@@ -508,7 +479,7 @@ func (r *resolver) environment(p *Plan) {
 				r.studyProblem("env."+e.Name, "is not an allowed environment name", "names match [A-Za-z_][A-Za-z0-9_]* and are not launcher-owned")
 				continue
 			}
-			if contains(fwd, e.Name) {
+			if slices.Contains(fwd, e.Name) {
 				r.studyProblem("env."+e.Name, "is also listed in the site's forward_env", "keep one: a fixed value in study env, or the post-setup value through forward_env")
 			}
 			v.Env = append(v.Env, EnvVar{Name: e.Name, Value: e.Value})
@@ -520,7 +491,7 @@ func (r *resolver) environment(p *Plan) {
 				r.studyProblem(path, "is not an allowed environment name", "")
 				continue
 			}
-			if contains(fwd, s.Name) {
+			if slices.Contains(fwd, s.Name) {
 				r.studyProblem(path, "is also listed in the site's forward_env", "")
 			}
 			for _, e := range st.Env {
@@ -556,7 +527,7 @@ func (r *resolver) parentAndArgv(p *Plan) {
 		args[k] = pair
 	}
 	listenerDir := r.parentURL(args, v)
-	if v.Sandbox != "none" && v.Sandbox != "" {
+	if v.Sandbox != schema.SandboxNone && v.Sandbox != "" {
 		r.mounts(p, listenerDir)
 	}
 	module := clientModule
@@ -588,7 +559,7 @@ func (r *resolver) parentAndArgv(p *Plan) {
 func pythonPath(dirs ...string) string {
 	var keep []string
 	for _, d := range dirs {
-		if info, err := os.Stat(d); err == nil && info.IsDir() && !contains(keep, d) {
+		if info, err := os.Stat(d); err == nil && info.IsDir() && !slices.Contains(keep, d) {
 			keep = append(keep, d)
 		}
 	}

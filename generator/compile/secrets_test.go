@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 )
 
 // TestSecretsNeverLeak scans every artifact but secret.env, the sbatch argv,
@@ -114,7 +116,7 @@ func TestWriteJobDir(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(a.JobDir, "batch.sh")); !bytes.Equal(got, a.BatchScript) {
 		t.Error("batch.sh content differs from the artifact")
 	}
-	if filepath.Base(a.JobDir) != JobKey(f.JobID) || len(JobKey(f.JobID)) != 64 {
+	if filepath.Base(a.JobDir) != workspace.JobKey(f.JobID) || len(workspace.JobKey(f.JobID)) != 64 {
 		t.Errorf("job dir %s is not named by the sha256 of the job id", a.JobDir)
 	}
 	// A second write of the same job refuses: stale artifacts.

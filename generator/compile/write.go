@@ -7,8 +7,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/flare-slurm/flare-slurm/internal/fsx"
 	"golang.org/x/sys/unix"
+
+	"github.com/flare-slurm/flare-slurm/internal/fsx"
 )
 
 // writeExclusive is createExclusive; tests replace it to inject a failure

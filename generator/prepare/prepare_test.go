@@ -14,6 +14,7 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/ojson"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 )
 
 const bareConfig = "runtime: slurm\njob_launcher:\n  sandbox: none\n  python_path: /usr/bin/python3\n"
@@ -430,7 +431,7 @@ func TestServerStorageRelocation(t *testing.T) {
 		if c.Get("id").Str == "job_manager" {
 			found = c.Get("args").Get("uri_root").Str == out+"/jobs-storage"
 		}
-		if c.Get("id").Str == launcherID && c.Get("path").Str != serverLauncher {
+		if c.Get("id").Str == launcherID && c.Get("path").Str != workspace.ServerLauncherPath {
 			t.Errorf("server kit got launcher %s", c.Get("path").Str)
 		}
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/bridge"
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
-	"github.com/flare-slurm/flare-slurm/internal/ojson"
 	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
@@ -26,10 +25,10 @@ import (
 
 // Names of the files prepare reads, writes or removes.
 const (
-	resourcesDefault = workspace.MarkerFile // names the workspace: how prepare recognises one
-	resourcesActive  = "local/resources.json"
-	commConfig       = "local/comm_config.json"
-	studyRuntime     = "local/study_runtime.yaml"
+	resourcesDefault = workspace.ResourcesDefaultFile // names the workspace: how prepare recognises one
+	resourcesActive  = workspace.ResourcesActiveFile
+	commConfig       = workspace.CommConfigFile
+	studyRuntime     = workspace.StudyRuntimeFile
 	studyDataLegacy  = "local/study_data.yaml"
 	startScript      = "startup/start_slurm.sh"
 	parentScript     = "startup/parent.slurm"
@@ -197,7 +196,7 @@ func Render(opts Options) (*Workspace, error) {
 	}
 	jl := cfg.JobLauncher
 	var imageWarning string
-	if jl.Sandbox != "none" {
+	if jl.Sandbox != schema.SandboxNone {
 		real, err := schema.ImageRealPath(jl.Image)
 		if _, statErr := os.Lstat(jl.Image); err != nil && opts.ImageAsWritten && errors.Is(statErr, fs.ErrNotExist) {
 			real, err = jl.Image, nil
@@ -226,17 +225,15 @@ func Render(opts Options) (*Workspace, error) {
 	if err := w.scanKit(); err != nil {
 		return nil, err
 	}
-	launcherPath := clientLauncher
-	if k.Role == "server" {
-		launcherPath = serverLauncher
-	}
-	args := LauncherArgs(jl, output)
+	server := k.Role == workspace.RoleServer
+	args := workspace.LauncherArgs{Launcher: jl, WorkspacePath: output}
+	launcherPath := workspace.LauncherPath(server)
 	if opts.Launcher == bridge.LauncherFlareSlurm {
-		if launcherPath, err = w.addBridge(k.Role, opts.Binary, args); err != nil {
+		if launcherPath, err = w.addBridge(k.Role, opts.Binary, &args); err != nil {
 			return nil, err
 		}
 	}
-	if err := w.patchResources(launcherPath, args, k.Role == "server"); err != nil {
+	if err := w.patchResources(launcherPath, args.Encode(), server); err != nil {
 		return nil, err
 	}
 	if err := w.patchCommConfig(jl); err != nil {
@@ -297,7 +294,7 @@ func Render(opts Options) (*Workspace, error) {
 // addBridge writes the bridge module into local/custom/ and records the
 // binary it calls in the launcher args; it returns the component path
 // that replaces NVFlare's launcher.
-func (w *Workspace) addBridge(role, binary string, args *ojson.Value) (string, error) {
+func (w *Workspace) addBridge(role, binary string, args *workspace.LauncherArgs) (string, error) {
 	if binary == "" {
 		var err error
 		if binary, err = bridge.Executable(); err != nil {
@@ -318,7 +315,7 @@ func (w *Workspace) addBridge(role, binary string, args *ojson.Value) (string, e
 		return "", errorf(errcode.InvalidKit, "remove that directory from the kit", "%s is a directory in the kit %s; prepare must replace it", bridge.File, w.Kit)
 	}
 	w.put(bridge.File, bridge.Source, newFileMode)
-	args.Set(bridge.BinaryArg, ojson.StringValue(binary))
+	args.Binary = binary
 	return bridge.Component(role), nil
 }
 

@@ -14,8 +14,6 @@ import (
 
 // Component paths prepare writes or recognises as built in.
 const (
-	clientLauncher      = "nvflare.app_opt.job_launcher.slurm.ClientSlurmJobLauncher"
-	serverLauncher      = "nvflare.app_opt.job_launcher.slurm.ServerSlurmJobLauncher"
 	passthroughManager  = "nvflare.app_common.resource_managers.passthrough_resource_manager.PassthroughResourceManager"
 	gpuResourceManager  = "nvflare.app_common.resource_managers.gpu_resource_manager.GPUResourceManager"
 	gpuResourceConsumer = "nvflare.app_common.resource_consumers.gpu_resource_consumer.GPUResourceConsumer"
@@ -26,66 +24,14 @@ const (
 var launcherIDs = map[string]bool{"process_launcher": true, "docker_launcher": true, "k8s_launcher": true, "slurm_launcher": true}
 
 var builtinLaunchers = map[string]bool{
-	"nvflare.app_opt.job_launcher.docker_launcher.ClientDockerJobLauncher": true,
-	"nvflare.app_opt.job_launcher.docker_launcher.ServerDockerJobLauncher": true,
-	"nvflare.app_opt.job_launcher.k8s_launcher.ClientK8sJobLauncher":       true,
-	"nvflare.app_opt.job_launcher.k8s_launcher.ServerK8sJobLauncher":       true,
-	clientLauncher: true,
-	serverLauncher: true,
+	"nvflare.app_opt.job_launcher.docker_launcher.ClientDockerJobLauncher":             true,
+	"nvflare.app_opt.job_launcher.docker_launcher.ServerDockerJobLauncher":             true,
+	"nvflare.app_opt.job_launcher.k8s_launcher.ClientK8sJobLauncher":                   true,
+	"nvflare.app_opt.job_launcher.k8s_launcher.ServerK8sJobLauncher":                   true,
+	workspace.ClientLauncherPath:                                                       true,
+	workspace.ServerLauncherPath:                                                       true,
 	"nvflare.app_common.job_launcher.client_process_launcher.ClientProcessJobLauncher": true,
 	"nvflare.app_common.job_launcher.server_process_launcher.ServerProcessJobLauncher": true,
-}
-
-// LauncherArgs returns the "args" object of the slurm_launcher component
-// that prepare writes into local/resources.json.default for jl and the
-// workspace path. The keys, in this order:
-//
-//	sandbox, python_path, executables {sbatch, squeue, sacct, scancel,
-//	apptainer, srun}, image, internal_port, sbatch_directives {in YAML
-//	order}, setup, forward_env, parent_host, submit_timeout, query_timeout,
-//	cancel_timeout, poll_interval, pending_timeout,
-//	multi_node_port_range [start, end] (only when the config set it),
-//	workspace_path
-//
-// Unset strings (image in bare mode, parent_host, executables) are null;
-// internal_port and the port range are integers; the timeouts and
-// intervals are floats written as Python writes them (30.0);
-// internal_connection_security is not an argument (it lives in
-// local/comm_config.json). The caller records the image's real path in
-// jl.Image. schema.JobLauncher is what these args decode back to.
-func LauncherArgs(jl schema.JobLauncher, workspacePath string) *ojson.Value {
-	exe := ojson.NewObject().
-		Set("sbatch", ojson.StringOrNull(jl.Executables.Sbatch)).
-		Set("squeue", ojson.StringOrNull(jl.Executables.Squeue)).
-		Set("sacct", ojson.StringOrNull(jl.Executables.Sacct)).
-		Set("scancel", ojson.StringOrNull(jl.Executables.Scancel)).
-		Set("apptainer", ojson.StringOrNull(jl.Executables.Apptainer)).
-		Set("srun", ojson.StringOrNull(jl.Executables.Srun))
-	directives := ojson.NewObject()
-	for _, d := range jl.Directives {
-		directives.Set(d.Key, ojson.StringValue(d.Value))
-	}
-	args := ojson.NewObject().
-		Set("sandbox", ojson.StringValue(jl.Sandbox)).
-		Set("python_path", ojson.StringValue(jl.PythonPath)).
-		Set("executables", exe).
-		Set("image", ojson.StringOrNull(jl.Image)).
-		Set("internal_port", ojson.IntValue(int64(jl.InternalPort))).
-		Set("sbatch_directives", directives).
-		Set("setup", ojson.StringValue(jl.Setup)).
-		Set("forward_env", ojson.StringArray(jl.ForwardEnv)).
-		Set("parent_host", ojson.StringOrNull(jl.ParentHost)).
-		Set("submit_timeout", ojson.FloatValue(jl.SubmitTimeout)).
-		Set("query_timeout", ojson.FloatValue(jl.QueryTimeout)).
-		Set("cancel_timeout", ojson.FloatValue(jl.CancelTimeout)).
-		Set("poll_interval", ojson.FloatValue(jl.PollInterval)).
-		Set("pending_timeout", ojson.FloatValue(jl.PendingTimeout))
-	if jl.MultiNodePortRangeSet {
-		r := ojson.NewArray()
-		r.Items = append(r.Items, ojson.IntValue(int64(jl.MultiNodePortRange.Start)), ojson.IntValue(int64(jl.MultiNodePortRange.End)))
-		args.Set("multi_node_port_range", r)
-	}
-	return args.Set(workspace.MarkerArg, ojson.StringValue(workspacePath))
 }
 
 // loadObject reads a kit JSON file that must hold an object.

@@ -57,12 +57,19 @@ type Value struct {
 	Str     string
 	Items   []*Value
 	Members []Member
+	// Offset is the byte offset of the value's first byte in the document
+	// Parse read (0 for values built in code); Position turns it into a
+	// line and column.
+	Offset int
 }
 
 // Member is one key of an object, in document order.
 type Member struct {
 	Key   string
 	Value *Value
+	// KeyOffset is the byte offset of the key's opening quote in the
+	// document Parse read (0 for members set in code).
+	KeyOffset int
 }
 
 // NullValue returns a JSON null.

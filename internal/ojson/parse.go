@@ -59,15 +59,23 @@ type parser struct {
 }
 
 func (p *parser) errorf(format string, args ...any) error {
-	line, col := 1, 1
-	for _, c := range p.data[:min(p.pos, len(p.data))] {
-		if c == '\n' {
-			line, col = line+1, 1
-		} else {
-			col++
+	line, col := Position(p.data, p.pos)
+	return &SyntaxError{Line: line, Column: col, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Position is the 1-based line and column of byte offset in data, the
+// column counted in characters (UTF-8 sequences), as editors count them.
+func Position(data []byte, offset int) (line, column int) {
+	line, column = 1, 1
+	for _, c := range data[:min(max(offset, 0), len(data))] {
+		switch {
+		case c == '\n':
+			line, column = line+1, 1
+		case c&0xC0 != 0x80: // not a UTF-8 continuation byte
+			column++
 		}
 	}
-	return &SyntaxError{Line: line, Column: col, Msg: fmt.Sprintf(format, args...)}
+	return line, column
 }
 
 func (p *parser) skipSpace() {
@@ -90,6 +98,15 @@ func (p *parser) literal(word string) bool {
 }
 
 func (p *parser) value(depth int) (*Value, error) {
+	start := p.pos
+	v, err := p.bareValue(depth)
+	if v != nil {
+		v.Offset = start
+	}
+	return v, err
+}
+
+func (p *parser) bareValue(depth int) (*Value, error) {
 	if depth > maxDepth {
 		return nil, p.errorf("nesting deeper than %d levels", maxDepth)
 	}
@@ -137,6 +154,7 @@ func (p *parser) object(depth int) (*Value, error) {
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
 			return nil, p.errorf("expecting a property name enclosed in double quotes")
 		}
+		keyOffset := p.pos
 		key, err := p.str()
 		if err != nil {
 			return nil, err
@@ -153,7 +171,11 @@ func (p *parser) object(depth int) (*Value, error) {
 		}
 		// A repeated key keeps its first position and its last value,
 		// as a Python dict built from the pairs does.
-		obj.Set(key, val)
+		if obj.Has(key) {
+			obj.Set(key, val)
+		} else {
+			obj.Members = append(obj.Members, Member{Key: key, Value: val, KeyOffset: keyOffset})
+		}
 		p.skipSpace()
 		if p.pos >= len(p.data) {
 			return nil, p.errorf("expecting ',' delimiter")

@@ -7,8 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
+
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 )
 
 // Verdicts of gc on one leftover job dir.
@@ -86,7 +87,7 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 		}
 		h, err := readHandle(dir)
 		switch {
-		case err == nil && e.Name() == JobKey(h.JobID):
+		case err == nil && e.Name() == workspace.JobKey(h.JobID):
 			ge.JobID, ge.SlurmJobID = h.JobID, h.SlurmJobID
 			t, _ := readTimers(dir)
 			withHandle = append(withHandle, &liveJob{info: h, dir: dir, onDisk: true, timers: t})
@@ -222,8 +223,8 @@ func (m *Manager) queuedKeys(ctx context.Context) (map[string]bool, error) {
 	}
 	keys := map[string]bool{}
 	for _, r := range q.Rows {
-		if id, ok := strings.CutPrefix(r.Comment, "nvfl:"); ok && r.UID == m.cfg.Client.UID {
-			keys[JobKey(id)] = true
+		if id, ok := workspace.JobIDOfComment(r.Comment); ok && r.UID == m.cfg.Client.UID {
+			keys[workspace.JobKey(id)] = true
 		}
 	}
 	return keys, nil

@@ -1,8 +1,6 @@
 package manager
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,12 +16,13 @@ import (
 	"github.com/flare-slurm/flare-slurm/schema"
 
 	"github.com/flare-slurm/flare-slurm/internal/fsx"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 )
 
 // Files of the control area (contract §8 plus this runtime's own).
 const (
 	ControlDir   = schema.ControlDir
-	JobsDir      = "jobs"
+	JobsDir      = workspace.JobsDir
 	HandleFile   = "handle.json"
 	TimersFile   = "timers.json"
 	lockFile     = "observe.lock"
@@ -33,13 +32,6 @@ const (
 
 // noFollow makes opening a control file through a symlink fail.
 const noFollow = syscall.O_NOFOLLOW
-
-// JobKey is the job dir name of an NVFlare job id: the hex SHA-256 of the
-// id (contract §8).
-func JobKey(jobID string) string {
-	sum := sha256.Sum256([]byte(jobID))
-	return hex.EncodeToString(sum[:])
-}
 
 // HandleInfo is the persisted handle of one submitted job (handle.json,
 // mode 0600): what a restarted parent or another CLI process needs to find

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 )
 
 // Bounds of ListHandles: a completion that reads more job dirs, or larger
@@ -31,8 +32,8 @@ const (
 // directory named like a job key holding a regular, valid handle.json for
 // that key. It opens at most 4096 job dirs and reads handles of at most
 // 64 KiB. An error means the jobs dir itself cannot be opened or listed.
-func ListHandles(workspace string) ([]HandleInfo, error) {
-	real, err := filepath.EvalSymlinks(workspace)
+func ListHandles(root string) ([]HandleInfo, error) {
+	real, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +64,7 @@ func ListHandles(workspace string) ([]HandleInfo, error) {
 			break
 		}
 		h, err := readHandleBeneath(jobs, name)
-		if err != nil || JobKey(h.JobID) != name {
+		if err != nil || workspace.JobKey(h.JobID) != name {
 			continue
 		}
 		handles = append(handles, h)

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 )
 
@@ -96,7 +97,9 @@ func (m *Manager) now() time.Time { return m.cfg.Now() }
 func (m *Manager) JobsDir() string { return m.jobsDir }
 
 // JobDir is the artifact directory of an NVFlare job id.
-func (m *Manager) JobDir(jobID string) string { return filepath.Join(m.jobsDir, JobKey(jobID)) }
+func (m *Manager) JobDir(jobID string) string {
+	return filepath.Join(m.jobsDir, workspace.JobKey(jobID))
+}
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

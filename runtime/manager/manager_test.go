@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 )
 
@@ -70,7 +71,7 @@ func TestLaunchToSuccess(t *testing.T) {
 	var info HandleInfo
 	data, _ := os.ReadFile(filepath.Join(dir, HandleFile))
 	if err := json.Unmarshal(data, &info); err != nil || info.SlurmJobID != "101" || info.Marker != "nvfl:job-1" ||
-		!info.SubmitTime.Equal(e.clock.Now()) || info.JobName != "nvfl-site-1-"+JobKey("job-1")[:8] {
+		!info.SubmitTime.Equal(e.clock.Now()) || info.JobName != "nvfl-site-1-"+workspace.JobKey("job-1")[:8] {
 		t.Fatalf("handle %+v %v", info, err)
 	}
 	if s := e.poll(h); s.State != "PENDING" || s.Terminal || s.ReturnCode != 127 {
@@ -515,7 +516,7 @@ func TestGC(t *testing.T) {
 			t.Fatalf("dry run removed %s", en.Dir)
 		}
 	}
-	want := map[string]string{JobKey("done"): GCFinished, JobKey("live"): GCLive, JobKey("gone"): GCUnknown, JobKey("orphan"): GCFinished}
+	want := map[string]string{workspace.JobKey("done"): GCFinished, workspace.JobKey("live"): GCLive, workspace.JobKey("gone"): GCUnknown, workspace.JobKey("orphan"): GCFinished}
 	for k, v := range want {
 		if verdicts[k] != v {
 			t.Errorf("%s verdict %q, want %q", k, verdicts[k], v)

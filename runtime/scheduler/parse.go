@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 )
 
 // Formats of the query commands (contract §9). SacctFormat adds Submit to
@@ -63,7 +65,7 @@ type QueueRow struct {
 
 // MarkerPrefix starts the Slurm comment of every job flare-slurm submits
 // (nvfl:<NVFlare job id>; job ids hold no '|').
-const MarkerPrefix = "nvfl:"
+const MarkerPrefix = workspace.CommentMarkerPrefix
 
 // Queue is one successful squeue answer.
 type Queue struct {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/flare-slurm/flare-slurm/generator/compile"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 )
 
 // A launch from inside a worker (NVFLARE_SLURM_CHILD_PROCESS=1, which every
@@ -20,7 +21,7 @@ func TestNestedLaunchRefused(t *testing.T) {
 		refused bool
 	}{{"1", true}, {"0", false}, {"", false}, {"true", false}} {
 		t.Run("value="+tc.value, func(t *testing.T) {
-			ws := workspace(t)
+			ws := clientWorkspace(t)
 			rec := &recorder{}
 			environ := []string{"PATH=/usr/bin", compile.ChildProcessEnv + "=" + tc.value}
 			rt, err := Open(context.Background(), ws, Options{Environ: environ, Runner: rec})
@@ -40,7 +41,7 @@ func TestNestedLaunchRefused(t *testing.T) {
 			if len(rec.calls) != 0 {
 				t.Errorf("a refused nested launch ran %d scheduler commands", len(rec.calls))
 			}
-			if _, err := os.Lstat(filepath.Join(ws, ".nvflare_slurm", "jobs", compile.JobKey("job-1"))); err == nil {
+			if _, err := os.Lstat(filepath.Join(ws, ".nvflare_slurm", "jobs", workspace.JobKey("job-1"))); err == nil {
 				t.Error("a refused nested launch wrote a job dir")
 			}
 		})

@@ -31,7 +31,7 @@ func TestOpenNamesWorkspaceOwner(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root to run a process as another uid")
 	}
-	ws := workspace(t)
+	ws := clientWorkspace(t)
 	// Let the other account reach the workspace (not read it) and run the
 	// test binary.
 	for d := filepath.Dir(ws); d != "/"; d = filepath.Dir(d) {
@@ -66,7 +66,7 @@ func TestOpenNamesWorkspaceOwner(t *testing.T) {
 }
 
 func TestCheckWorkspaceAccess(t *testing.T) {
-	ws := workspace(t)
+	ws := clientWorkspace(t)
 	if err := manager.CheckWorkspaceAccess(ws, os.Getuid()); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/generator/compile"
 	"github.com/flare-slurm/flare-slurm/internal/account"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 	"github.com/flare-slurm/flare-slurm/schema"
@@ -40,7 +41,7 @@ type Options struct {
 
 // Runtime is an opened workspace.
 type Runtime struct {
-	Workspace *compile.Workspace
+	Workspace *workspace.Prepared
 	Client    *scheduler.Client
 	Manager   *manager.Manager
 	Version   scheduler.Version // zero unless CheckScheduler ran
@@ -55,7 +56,7 @@ func Open(ctx context.Context, root string, o Options) (*Runtime, error) {
 	if err := manager.CheckWorkspaceAccess(root, uid); err != nil {
 		return nil, err
 	}
-	ws, err := compile.LoadWorkspace(root)
+	ws, err := workspace.Load(root)
 	if err != nil {
 		return nil, err
 	}

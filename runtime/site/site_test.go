@@ -9,8 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/flare-slurm/flare-slurm/generator/compile"
-	"github.com/flare-slurm/flare-slurm/runtime/manager"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 )
 
@@ -42,9 +41,9 @@ func writeJSON(t testing.TB, p string, v any) {
 	}
 }
 
-// workspace lays out a minimal prepared client workspace whose executables
+// clientWorkspace lays out a minimal prepared client workspace whose executables
 // are four stub files in bin/.
-func workspace(t testing.TB) string {
+func clientWorkspace(t testing.TB) string {
 	return workspaceWith(t, 10, "#!/bin/sh\n")
 }
 
@@ -91,7 +90,7 @@ func requestFor(ws, jobID string) []byte {
 }
 
 func TestLaunchThroughCompiler(t *testing.T) {
-	ws := workspace(t)
+	ws := clientWorkspace(t)
 	rec := &recorder{}
 	environ := []string{"PATH=/usr/bin", "SBATCH_PARTITION=evil", "NVFLARE_JOB_AUTH_TOKEN=leak"}
 	rt, err := Open(context.Background(), ws, Options{Environ: environ, CheckScheduler: true, Runner: rec})
@@ -109,7 +108,7 @@ func TestLaunchThroughCompiler(t *testing.T) {
 	if info.SlurmJobID != "4242" || info.PendingTimeout != 42 || info.Marker != "nvfl:job-1" {
 		t.Fatalf("handle %+v", info)
 	}
-	if rt.Manager.JobDir("job-1") != compile.JobDirFor(ws, "job-1") || manager.JobKey("job-1") != compile.JobKey("job-1") {
+	if rt.Manager.JobDir("job-1") != workspace.JobDir(ws, "job-1") {
 		t.Fatal("the runtime and the compiler disagree on the job dir")
 	}
 	for _, f := range []string{"batch.sh", "secret.env", "handle.json"} {
@@ -144,7 +143,7 @@ func TestLaunchThroughCompiler(t *testing.T) {
 }
 
 func TestOpenRefusesBadWorkspace(t *testing.T) {
-	ws := workspace(t)
+	ws := clientWorkspace(t)
 	os.Chmod(ws, 0o755)
 	if _, err := Open(context.Background(), ws, Options{Runner: &recorder{}}); err == nil || !strings.Contains(err.Error(), "chmod 700") {
 		t.Fatalf("err = %v", err)
@@ -159,7 +158,7 @@ func TestOpenRefusesBadWorkspace(t *testing.T) {
 // sacct and scancel (the parent's environment holds the study secrets and
 // possibly bootstrap credentials).
 func TestSecretsNeverInQueryEnvironment(t *testing.T) {
-	ws := workspace(t)
+	ws := clientWorkspace(t)
 	os.WriteFile(filepath.Join(ws, "local", "study_runtime.yaml"), []byte(
 		"format_version: 2\nstudies:\n  s1:\n    secret_env:\n      DB_PASSWORD:\n        source: PARENT_DB_PW\n"), 0o600)
 	rec := &recorder{}

@@ -1,0 +1,66 @@
+package workspace
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"path/filepath"
+	"strings"
+
+	"github.com/flare-slurm/flare-slurm/schema"
+)
+
+// Job identity (contract §8): where a job's files live in the workspace
+// and how its Slurm job is named and marked. The compiler writes these,
+// the runtime finds jobs by them.
+
+// JobsDir is the directory of job directories inside schema.ControlDir.
+const JobsDir = "jobs"
+
+// CommentMarkerPrefix starts the Slurm comment of every job flare-slurm
+// submits; the NVFlare job id follows it.
+const CommentMarkerPrefix = "nvfl:"
+
+// jobNamePrefix starts every Slurm job name; jobNameSiteChars is how many
+// characters of the site name it keeps.
+const (
+	jobNamePrefix    = "nvfl-"
+	jobNameSiteChars = 32
+)
+
+// JobKey is the job directory name of an NVFlare job id: the hex SHA-256
+// of the id.
+func JobKey(jobID string) string {
+	sum := sha256.Sum256([]byte(jobID))
+	return hex.EncodeToString(sum[:])
+}
+
+// JobDir is the directory of a job's files in the workspace at root.
+func JobDir(root, jobID string) string {
+	return filepath.Join(root, schema.ControlDir, JobsDir, JobKey(jobID))
+}
+
+// JobName is the Slurm job name of a job of site: "nvfl-", the first 32
+// characters of the site name, "-", the first 8 characters of the job key.
+func JobName(site, jobID string) string {
+	return jobNamePrefix + firstRunes(site, jobNameSiteChars) + "-" + JobKey(jobID)[:8]
+}
+
+// CommentMarker is the Slurm comment of the job jobID.
+func CommentMarker(jobID string) string { return CommentMarkerPrefix + jobID }
+
+// JobIDOfComment is the job id a Slurm comment marks, if it is a marker.
+func JobIDOfComment(comment string) (string, bool) {
+	return strings.CutPrefix(comment, CommentMarkerPrefix)
+}
+
+// firstRunes is the first n characters of s.
+func firstRunes(s string, n int) string {
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos]
+		}
+		i++
+	}
+	return s
+}

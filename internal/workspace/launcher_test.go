@@ -1,0 +1,275 @@
+package workspace
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/sebdah/goldie/v2"
+
+	"github.com/flare-slurm/flare-slurm/bridge"
+	"github.com/flare-slurm/flare-slurm/internal/ojson"
+	"github.com/flare-slurm/flare-slurm/schema"
+)
+
+// launcherConfigs are job_launcher blocks whose args must survive the
+// round trip; each stresses a different part of the format.
+var launcherConfigs = map[string]string{
+	"bare": `  sandbox: none
+  python_path: /usr/bin/python3
+`,
+	"apptainer, directives in YAML order, integer directive": `  sandbox: apptainer
+  image: /images/flare.sif
+  python_path: /opt/venv/bin/python
+  sbatch_directives:
+    time: "02:00:00"
+    partition: gpu
+    qos: 7
+    reservation: maint
+`,
+	"every setting": `  sandbox: pyxis
+  image: /images/flare.sqsh
+  python_path: /opt/venv/bin/python
+  parent_host: login01.cluster.example
+  setup: |
+    module load cuda/12
+    export X='a b'
+  forward_env: [HTTPS_PROXY, MY_VAR]
+  executables:
+    sbatch: /opt/slurm/bin/sbatch
+    srun: srun
+  internal_port: 9000
+  internal_connection_security: clear
+  submit_timeout: 45
+  query_timeout: 2.5
+  cancel_timeout: 0.001
+  poll_interval: 31536000
+  pending_timeout: 3600
+  multi_node_port_range: "40000-40100"
+`,
+	// The range the config states is the default one: it is still "set"
+	// (prepare writes it) and must come back as 29400-30399, not 0-0.
+	"default port range stated": `  sandbox: none
+  python_path: /usr/bin/python3
+  multi_node_port_range: 29400-30399
+`,
+	"port range as a list": `  sandbox: none
+  python_path: /usr/bin/python3
+  multi_node_port_range: [2000, 2001]
+`,
+	// internal_port inside the default range moves the default range.
+	"internal port inside the default range": `  sandbox: none
+  python_path: /usr/bin/python3
+  internal_port: 29500
+`,
+}
+
+// launcherArgsOf parses a job_launcher block the way prepare does and
+// returns the args prepare would write for it.
+func launcherArgsOf(t testing.TB, block string) LauncherArgs {
+	t.Helper()
+	// The config check needs the image file: make it, then record the
+	// path the block names (prepare records the real path it found).
+	images := t.TempDir()
+	named := ""
+	if _, rest, ok := strings.Cut(block, "image: /images/"); ok {
+		named, _, _ = strings.Cut(rest, "\n")
+		if err := os.WriteFile(filepath.Join(images, named), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, ps := schema.ParseSlurmConfig("slurm.yaml", []byte("runtime: slurm\njob_launcher:\n"+strings.ReplaceAll(block, "/images/", images+"/")))
+	if ps != nil {
+		t.Fatalf("config: %v", ps)
+	}
+	jl := cfg.JobLauncher
+	if named != "" {
+		jl.Image = "/images/" + named
+	}
+	jl.InternalConnectionSecurity = "" // comm_config.json holds it, not the args
+	return LauncherArgs{Launcher: jl, WorkspacePath: "/project/flare/site-1"}
+}
+
+// decode runs the compiler's reading of encoded args bytes.
+func decode(t testing.TB, data []byte) (LauncherArgs, schema.Problems) {
+	t.Helper()
+	v, err := ojson.Parse(data)
+	if err != nil {
+		t.Fatalf("parse %s: %v", data, err)
+	}
+	return DecodeLauncherArgs("resources.json.default", data, v)
+}
+
+// TestLauncherArgsRoundTrip: what prepare writes, the compiler reads back
+// unchanged — directive order, the port range and its default included.
+func TestLauncherArgsRoundTrip(t *testing.T) {
+	for name, block := range launcherConfigs {
+		t.Run(name, func(t *testing.T) {
+			a := launcherArgsOf(t, block)
+			if strings.HasPrefix(name, "every") {
+				a.Binary = "/usr/local/bin/flare-slurm" // the launcher bridge's flare_slurm
+			}
+			data := ojson.Marshal(a.Encode())
+			got, ps := decode(t, data)
+			if ps != nil {
+				t.Fatalf("decoding what Encode wrote: %v\n%s", ps, data)
+			}
+			if !reflect.DeepEqual(got, a) {
+				t.Errorf("Decode(Encode(a)) != a\n got %+v\nwant %+v\n%s", got, a, data)
+			}
+		})
+	}
+}
+
+// TestLauncherArgsDefaultsAndRange pins the two facts the old decoder got
+// wrong: directives keep the order prepare wrote, and a config without a
+// port range reads back as the default range, not 0-0.
+func TestLauncherArgsDefaultsAndRange(t *testing.T) {
+	a := launcherArgsOf(t, launcherConfigs["apptainer, directives in YAML order, integer directive"])
+	got, _ := decode(t, ojson.Marshal(a.Encode()))
+	var keys []string
+	for _, d := range got.Launcher.Directives {
+		keys = append(keys, d.Key+"="+d.Value)
+	}
+	if strings.Join(keys, " ") != "time=02:00:00 partition=gpu qos=7 reservation=maint" {
+		t.Errorf("directives = %v, want the YAML order", keys)
+	}
+	if r := got.Launcher.MultiNodePortRange; got.Launcher.MultiNodePortRangeSet || r != (schema.PortRange{Start: 29400, End: 30399}) {
+		t.Errorf("no range in the config: got %+v (set %v), want the default 29400-30399, not set", r, got.Launcher.MultiNodePortRangeSet)
+	}
+	inside := launcherArgsOf(t, launcherConfigs["internal port inside the default range"])
+	got, _ = decode(t, ojson.Marshal(inside.Encode()))
+	if r := got.Launcher.MultiNodePortRange; r != (schema.PortRange{Start: 30400, End: 31399}) {
+		t.Errorf("internal_port 29500: range %+v, want 30400-31399", r)
+	}
+	if got.Launcher.SubmitTimeout != schema.DefaultSubmitTimeout || got.Launcher.InternalPort != 29500 {
+		t.Errorf("defaults: %+v", got.Launcher)
+	}
+}
+
+// TestLauncherArgsGolden pins the bytes prepare writes for every setting
+// (NVFlare's prepare writes the same; generator/prepare's goldens compare
+// whole workspaces with NVFlare's).
+func TestLauncherArgsGolden(t *testing.T) {
+	g := goldie.New(t, goldie.WithFixtureDir("../../golden/workspace"), goldie.WithNameSuffix(".golden"))
+	for _, name := range []string{"bare", "every setting"} {
+		file := strings.ReplaceAll(name, " ", "_")
+		g.Assert(t, "launcher_args_"+file, ojson.Marshal(launcherArgsOf(t, launcherConfigs[name]).Encode()))
+	}
+}
+
+// TestLauncherArgsProblems: every problem of a damaged args object at
+// once, each with its line and column and the key path.
+func TestLauncherArgsProblems(t *testing.T) {
+	data := []byte(`{
+  "sandbox": "docker",
+  "python_path": "bin/python",
+  "executables": {"sbatch": "", "qsub": "/x"},
+  "internal_port": 70000,
+  "sbatch_directives": {"nodes": 2, "time": "1 h"},
+  "forward_env": ["SLURM_JOB_ID", "A", "A", 3],
+  "parent_host": "a b",
+  "poll_interval": 0,
+  "multi_node_port_range": "9-1",
+  "extra": true,
+  "workspace_path": "relative"
+}`)
+	_, ps := decode(t, data)
+	want := []string{
+		`resources.json.default:2:14: slurm_launcher.args.sandbox: "docker" is not a sandbox (allowed: apptainer, pyxis, none)`,
+		`resources.json.default:3:18: slurm_launcher.args.python_path: must be an absolute path`,
+		`resources.json.default:4:29: slurm_launcher.args.executables.sbatch: must be a non-empty string`,
+		`resources.json.default:4:41: slurm_launcher.args.executables.qsub: is not a known executable`,
+		`resources.json.default:5:20: slurm_launcher.args.internal_port: must be an integer from 1 to 65535`,
+		`resources.json.default:6:34: slurm_launcher.args.sbatch_directives.nodes: is not a supported directive`,
+		`resources.json.default:6:45: slurm_launcher.args.sbatch_directives.time: must be a non-empty string or integer without whitespace`,
+		`resources.json.default:7:19: slurm_launcher.args.forward_env[0]: "SLURM_JOB_ID" is not an allowed environment name`,
+		`resources.json.default:7:40: slurm_launcher.args.forward_env[2]: "A" is listed twice`,
+		`resources.json.default:7:45: slurm_launcher.args.forward_env[3]: a number is not an allowed environment name`,
+		`resources.json.default:8:18: slurm_launcher.args.parent_host: `,
+		`resources.json.default:9:20: slurm_launcher.args.poll_interval: must be a number of seconds greater than 0`,
+		`resources.json.default:10:28: slurm_launcher.args.multi_node_port_range: must be "START-END" or [START, END]`,
+		`resources.json.default:11:3: slurm_launcher.args.extra: is not a launcher setting`,
+		`resources.json.default:12:21: slurm_launcher.args.workspace_path: must be an absolute path`,
+	}
+	var got []string
+	for _, p := range ps {
+		got = append(got, p.String())
+	}
+	all := strings.Join(got, "\n")
+	for _, w := range want {
+		if !strings.Contains(all, w) {
+			t.Errorf("missing problem %q\ngot:\n%s", w, all)
+		}
+	}
+	if len(ps) != len(want) {
+		t.Errorf("%d problems, want %d:\n%s", len(ps), len(want), all)
+	}
+}
+
+// TestReadLauncherComponent: the role comes from the component path, and
+// a resources file without exactly one launcher component is refused.
+func TestReadLauncherComponent(t *testing.T) {
+	a := launcherArgsOf(t, launcherConfigs["bare"])
+	args := string(ojson.Marshal(a.Encode()))
+	a.Binary = "/opt/flare-slurm/bin/flare-slurm"
+	bridgeArgs := string(ojson.Marshal(a.Encode()))
+	for _, tc := range []struct {
+		name, doc, role, problem string
+	}{
+		{"client", `{"components": [{"id": "slurm_launcher", "path": "` + ClientLauncherPath + `", "args": ` + args + `}]}`, RoleClient, ""},
+		{"server", `{"components": [{"id": "x"}, {"id": "slurm_launcher", "path": "` + ServerLauncherPath + `", "args": ` + args + `}]}`, RoleServer, ""},
+		{"bridge", `{"components": [{"id": "slurm_launcher", "path": "` + bridge.ServerComponent + `", "args": ` + bridgeArgs + `}]}`, RoleServer, ""},
+		{"bridge without its binary", `{"components": [{"id": "slurm_launcher", "path": "` + bridge.ClientComponent + `", "args": ` + args + `}]}`, "", "slurm_launcher.args.flare_slurm: must be the absolute path of the flare-slurm binary"},
+		{"binary on NVFlare's launcher", `{"components": [{"id": "slurm_launcher", "path": "` + ClientLauncherPath + `", "args": ` + bridgeArgs + `}]}`, "", "flare_slurm: is an argument of the flare-slurm launcher bridge, not of " + ClientLauncherPath},
+		{"none", `{"components": []}`, "", "components: has 0 slurm_launcher components, want exactly one"},
+		{"two", `{"components": [{"id": "slurm_launcher"}, {"id": "slurm_launcher"}]}`, "", "has 2 slurm_launcher"},
+		{"other path", `{"components": [{"id": "slurm_launcher", "path": "my.Launcher", "args": ` + args + `}]}`, "", `:1:50: slurm_launcher.path: "my.Launcher" is not a Slurm launcher`},
+		{"syntax", `{"components": [}`, "", "resources.json.default:1:17: not a valid resources file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			role, got, ps := ReadLauncherComponent("resources.json.default", []byte(tc.doc))
+			if tc.problem == "" {
+				if ps != nil || role != tc.role || got.WorkspacePath != "/project/flare/site-1" {
+					t.Errorf("role %q, args %+v, problems %v", role, got, ps)
+				}
+				return
+			}
+			if !strings.Contains(ps.Error(), tc.problem) {
+				t.Errorf("problems %q, want %q", ps.Error(), tc.problem)
+			}
+		})
+	}
+}
+
+// FuzzLauncherArgs: whatever args decode without a problem encode to
+// args that decode to the same value, and encoding is stable.
+func FuzzLauncherArgs(f *testing.F) {
+	for _, block := range launcherConfigs {
+		f.Add(ojson.Marshal(launcherArgsOf(f, block).Encode()))
+	}
+	f.Add([]byte(`{"sandbox": "none", "python_path": "/p", "workspace_path": "/w", "internal_port": 1.0, "sbatch_directives": {"qos": 3}, "multi_node_port_range": " 2000 - 2001"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := ojson.Parse(data)
+		if err != nil {
+			return
+		}
+		a, ps := DecodeLauncherArgs("f", data, v)
+		if ps != nil {
+			return
+		}
+		enc := ojson.Marshal(a.Encode())
+		b, ps := decode(t, enc)
+		if ps != nil {
+			t.Fatalf("decoding the encoding of accepted args: %v\n%s", ps, enc)
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("round trip changed the args\n got %+v\nwant %+v", b, a)
+		}
+		if again := ojson.Marshal(b.Encode()); string(again) != string(enc) {
+			t.Fatalf("encoding is not stable:\n%s\n%s", enc, again)
+		}
+	})
+}

@@ -1,0 +1,332 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/flare-slurm/flare-slurm/internal/ojson"
+	"github.com/flare-slurm/flare-slurm/internal/problem"
+	"github.com/flare-slurm/flare-slurm/schema"
+)
+
+// Files of a prepared workspace that prepare writes and the compiler and
+// the runtime read (slash-separated, relative to the workspace root).
+const (
+	// ResourcesDefaultFile holds the site settings prepare writes (and the
+	// launcher component, MarkerComponent).
+	ResourcesDefaultFile = MarkerFile
+	// ResourcesActiveFile, when a site creates it, wins over
+	// ResourcesDefaultFile (NVFlare's Workspace.get_resources_file_path);
+	// prepare removes it.
+	ResourcesActiveFile = "local/resources.json"
+	// CommConfigFile holds the worker link settings (contract §4.2).
+	CommConfigFile = "local/comm_config.json"
+	// StudyRuntimeFile is the site's study runtime (contract §5), read at
+	// every launch.
+	StudyRuntimeFile = "local/study_runtime.yaml"
+)
+
+// ResourcesFiles are the site settings files in the order the NVFlare
+// parent looks for them: an existing ResourcesActiveFile wins.
+var ResourcesFiles = []string{ResourcesActiveFile, ResourcesDefaultFile}
+
+// AttachSection is NVFlare's ATTACH_COMM_CONFIG key of comm_config.json.
+const AttachSection = "client_api_attach"
+
+// Prepared is what the compiler and the runtime need from a prepared
+// workspace: the site settings of the resources file (the one source of
+// truth at run time) and the worker link settings of comm_config.json.
+type Prepared struct {
+	Root     string // absolute, canonical (equals the recorded workspace_path)
+	Role     string // RoleClient or RoleServer, from the launcher component's path
+	Site     string // from the role file; "" when it does not name one
+	Launcher schema.JobLauncher
+	// InternalScheme is comm_config.json's internal.scheme: "tcp" or "shared-file".
+	InternalScheme string
+	// ConnectionSecurity is internal.resources.connection_security: "clear" or "mtls".
+	ConnectionSecurity string
+	// SharedFileRoot is internal.resources.root_dir for the shared-file scheme.
+	SharedFileRoot string
+	// Attach is comm_config.json's client_api_attach section when its
+	// scheme is shared-file (Client API Attach); nil otherwise.
+	Attach *SharedFileAttach
+
+	// Binary is the flare-slurm binary the workspace's launcher bridge
+	// calls (its flare_slurm argument); "" when the workspace names
+	// NVFlare's own launcher.
+	Binary string
+
+	ResourcesFile string
+	CommFile      string
+
+	recordedRoot string // workspace_path as prepare recorded it
+
+	// studyRuntimes remembers this workspace's last study runtime parse.
+	studyRuntimes schema.StudyRuntimeReader
+}
+
+// SharedFileAttach is a shared-file Client API Attach listener configured
+// in comm_config.json: client_api_attach.resources.root_dir, or why it
+// cannot be used (Problem, a message about the path in ProblemPath). It
+// is checked when a container client job is compiled, as NVFlare's
+// launcher checks it then.
+type SharedFileAttach struct {
+	RootDir     string
+	Problem     string
+	ProblemPath string
+}
+
+// StudyRuntime loads a study runtime file as schema.LoadStudyRuntime does,
+// skipping the parse when the file's bytes are those of this workspace's
+// last successful load (the compiler re-reads it at every launch).
+func (p *Prepared) StudyRuntime(path string) (*schema.StudyRuntime, schema.Problems) {
+	return p.studyRuntimes.Load(path)
+}
+
+// resourcesFile is the site settings file the parent reads: the first of
+// ResourcesFiles that exists (following symlinks, like os.path.exists),
+// else the last.
+func resourcesFile(root string) string {
+	for _, name := range ResourcesFiles {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return filepath.Join(root, filepath.FromSlash(ResourcesFiles[len(ResourcesFiles)-1]))
+}
+
+// Load reads the site settings of the prepared workspace at root. Every
+// problem found is returned at once as schema.Problems.
+func Load(root string) (*Prepared, error) {
+	if !filepath.IsAbs(root) {
+		abs, err := filepath.Abs(root)
+		if err != nil {
+			return nil, fmt.Errorf("workspace %s: %w", root, err)
+		}
+		root = abs
+	}
+	root = filepath.Clean(root)
+	info, err := os.Lstat(root)
+	if err != nil {
+		return nil, schema.Problems{{Kind: problem.Read, File: root, Message: "workspace is not readable: " + errText(err),
+			Hint: "pass the --output directory of 'flare-slurm prepare'"}}
+	}
+	if !info.IsDir() {
+		return nil, schema.Problems{{Kind: problem.Layout, File: root, Message: "workspace is not a directory (symlinks are refused)",
+			Hint: "pass the canonical --output directory of 'flare-slurm prepare'"}}
+	}
+	ws := &Prepared{
+		Root:          root,
+		ResourcesFile: resourcesFile(root),
+		CommFile:      filepath.Join(root, filepath.FromSlash(CommConfigFile)),
+	}
+	var ps schema.Problems
+	ps = append(ps, ws.loadLauncher()...)
+	ps = append(ps, ws.loadComm()...)
+	ps = append(ps, ws.loadSite()...)
+	if ps == nil {
+		real, err := filepath.EvalSymlinks(root)
+		switch {
+		case err != nil:
+			ps = append(ps, schema.Problem{Kind: problem.Read, File: root, Message: "cannot resolve the workspace: " + errText(err)})
+		case real != root || ws.recordedRoot != root:
+			ps = append(ps, schema.Problem{Kind: problem.Rule, File: ws.ResourcesFile, Path: MarkerComponent + ".args." + MarkerArg,
+				Message: fmt.Sprintf("records %s but the workspace is %s (real path %s)", ws.recordedRoot, root, real),
+				Hint:    "run from the canonical workspace path, or prepare again with --output set to this workspace"})
+		case schema.CheckWorkspacePath(root) != "":
+			ps = append(ps, schema.Problem{Kind: problem.Rule, File: root, Message: "workspace path " + schema.CheckWorkspacePath(root),
+				Hint: "prepare into another directory"})
+		}
+	}
+	if ps != nil {
+		return nil, ps
+	}
+	return ws, nil
+}
+
+func errText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// loadLauncher decodes the launcher component of the resources file.
+func (ws *Prepared) loadLauncher() schema.Problems {
+	file := ws.ResourcesFile
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return schema.Problems{{Kind: problem.Read, File: file, Message: "cannot read the site settings: " + errText(err),
+			Hint: "is this a workspace written by 'flare-slurm prepare'?"}}
+	}
+	role, args, ps := ReadLauncherComponent(file, data)
+	ws.Role, ws.Launcher, ws.Binary = role, args.Launcher, args.Binary
+	if filepath.IsAbs(args.WorkspacePath) {
+		ws.recordedRoot = filepath.Clean(args.WorkspacePath)
+	}
+	return ps
+}
+
+// jsonFile reads and parses a JSON file of the workspace that must hold an
+// object; what is wrong is one problem.
+func jsonFile(file, what, hint string) (*ojson.Value, []byte, schema.Problems) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, nil, schema.Problems{{Kind: problem.Read, File: file, Message: "cannot read the " + what + ": " + errText(err), Hint: hint}}
+	}
+	v, err := ojson.Parse(data)
+	if err != nil {
+		p := schema.Problem{Kind: problem.Syntax, File: file, Message: "not a valid " + what + ": " + err.Error()}
+		var se *ojson.SyntaxError
+		if errors.As(err, &se) {
+			p.Line, p.Column, p.Message = se.Line, se.Column, "not a valid "+what+": "+se.Msg
+		}
+		return nil, nil, schema.Problems{p}
+	}
+	if !v.IsObject() {
+		line, col := ojson.Position(data, v.Offset)
+		return nil, nil, schema.Problems{{Kind: problem.Structure, File: file, Line: line, Column: col, Message: "not a valid " + what + ": must hold a JSON object, not " + v.Kind.String()}}
+	}
+	return v, data, nil
+}
+
+// loadComm reads the worker link settings of comm_config.json.
+func (ws *Prepared) loadComm() schema.Problems {
+	file := ws.CommFile
+	doc, data, ps := jsonFile(file, "communication settings", "prepare writes this file; prepare the workspace again")
+	if ps != nil {
+		return ps
+	}
+	bad := func(v *ojson.Value, path, msg, hint string) {
+		p := schema.Problem{Kind: problem.Schema, File: file, Path: path, Message: msg, Hint: hint}
+		if v != nil {
+			p.Line, p.Column = ojson.Position(data, v.Offset)
+		}
+		ps = append(ps, p)
+	}
+	ws.Attach = sharedFileAttach(doc.Get(AttachSection))
+	in := doc.Get("internal")
+	if in == nil || in.Kind == ojson.Null {
+		bad(nil, "internal", "is required", "prepare the workspace again")
+		return ps
+	}
+	if !in.IsObject() {
+		bad(in, "internal", "must be an object, not "+in.Kind.String(), "prepare the workspace again")
+		return ps
+	}
+	scheme := in.Get("scheme")
+	res := in.Get("resources")
+	if res != nil && res.Kind != ojson.Null && !res.IsObject() {
+		bad(res, "internal.resources", "must be an object, not "+res.Kind.String(), "prepare the workspace again")
+		return ps
+	}
+	sec := "clear"
+	if v := res.Get("connection_security"); v != nil && v.Kind != ojson.Null {
+		if v.Kind != ojson.String {
+			bad(v, "internal.resources.connection_security", "must be a string, not "+v.Kind.String(), "allowed: clear, mtls")
+			return ps
+		}
+		sec = v.Str
+	}
+	schemeText := ""
+	if scheme != nil && scheme.Kind == ojson.String {
+		schemeText = scheme.Str
+	}
+	ws.InternalScheme = schemeText
+	switch schemeText {
+	case "tcp":
+		if sec != "clear" && sec != "mtls" {
+			bad(res.Get("connection_security"), "internal.resources.connection_security",
+				fmt.Sprintf("%q is not a connection security", sec), "allowed: clear, mtls")
+		}
+	case "shared-file":
+		if sec != "clear" {
+			bad(res.Get("connection_security"), "internal.resources.connection_security", "must be clear for the shared-file scheme", "")
+		}
+		root := res.Get("root_dir")
+		if root == nil || root.Kind != ojson.String || !filepath.IsAbs(root.Str) {
+			bad(root, "internal.resources.root_dir", "must be an absolute path for the shared-file scheme", "")
+		} else {
+			ws.SharedFileRoot = filepath.Clean(root.Str)
+		}
+	default:
+		bad(scheme, "internal.scheme", fmt.Sprintf("%s is not a worker link scheme", describe(orNull(scheme))), "allowed: tcp, shared-file")
+	}
+	ws.ConnectionSecurity = sec
+	ws.Launcher.InternalConnectionSecurity = sec
+	return ps
+}
+
+func orNull(v *ojson.Value) *ojson.Value {
+	if v == nil {
+		return ojson.NullValue()
+	}
+	return v
+}
+
+// sharedFileAttach reads a client_api_attach section as NVFlare's
+// _file_attach_mount does: only a mapping whose scheme is shared-file
+// counts; its resources must be a mapping (or null) holding a non-empty
+// string root_dir.
+func sharedFileAttach(sec *ojson.Value) *SharedFileAttach {
+	if !sec.IsObject() {
+		return nil
+	}
+	if scheme := sec.Get("scheme"); scheme == nil || scheme.Kind != ojson.String || scheme.Str != "shared-file" {
+		return nil
+	}
+	a := &SharedFileAttach{}
+	res := sec.Get("resources")
+	if res != nil && res.Kind != ojson.Null && !res.IsObject() {
+		a.Problem, a.ProblemPath = "must be a mapping", AttachSection+".resources"
+		return a
+	}
+	if root := res.Get("root_dir"); root == nil || root.Kind != ojson.String || root.Str == "" {
+		a.Problem, a.ProblemPath = "must be a non-empty string (the shared-file Client API Attach root)", AttachSection+".resources.root_dir"
+	} else {
+		a.RootDir = root.Str
+	}
+	return a
+}
+
+// loadSite reads the site name from the role file (contract §2); the
+// launcher component says which role file that is.
+func (ws *Prepared) loadSite() schema.Problems {
+	name := schema.ClientRoleFile
+	if ws.Role == RoleServer {
+		name = schema.ServerRoleFile
+	}
+	file := filepath.Join(ws.Root, "startup", name)
+	if _, err := os.Stat(file); err != nil && ws.Role == "" {
+		return nil
+	}
+	doc, _, ps := jsonFile(file, ws.Role+" role file", "the launcher component says this is a "+ws.Role+" workspace")
+	if ps != nil {
+		if ws.Role == "" {
+			return nil
+		}
+		return ps
+	}
+	text := func(v *ojson.Value) string {
+		if v == nil || v.Kind != ojson.String {
+			return ""
+		}
+		return v.Str
+	}
+	switch servers := doc.Get("servers"); {
+	case ws.Role == RoleClient:
+		ws.Site = text(doc.Get("client").Get("fqsn"))
+	case servers != nil && servers.Kind == ojson.Array && len(servers.Items) > 0:
+		first := servers.Items[0]
+		ws.Site = text(first.Get("identity"))
+		if ws.Site == "" {
+			ws.Site = text(first.Get("admin_server"))
+		}
+	}
+	return nil
+}
