@@ -1,0 +1,39 @@
+package ojson
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestParseOffsets: every parsed value and key knows where it starts, and
+// Position counts columns in characters, as editors do.
+func TestParseOffsets(t *testing.T) {
+	data := []byte("{\n  \"é\": \"ü\", \"k\": [1, {\"x\": null}]\n}")
+	v, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(offset int) string {
+		l, c := Position(data, offset)
+		return fmt.Sprintf("%d:%d", l, c)
+	}
+	for _, tc := range []struct {
+		what string
+		got  int
+		want string
+	}{
+		{"document", v.Offset, "1:1"},
+		{"key é", v.Members[0].KeyOffset, "2:3"},
+		{"value ü (after a two-byte key)", v.Get("é").Offset, "2:8"},
+		{"key k", v.Members[1].KeyOffset, "2:13"},
+		{"array", v.Get("k").Offset, "2:18"},
+		{"x's null", v.Get("k").Items[1].Get("x").Offset, "2:28"},
+	} {
+		if got := at(tc.got); got != tc.want {
+			t.Errorf("%s at %s, want %s", tc.what, got, tc.want)
+		}
+	}
+	if _, err := Parse([]byte("{\"ü\": }")); err == nil || err.(*SyntaxError).Column != 7 {
+		t.Errorf("syntax error column: %v, want 7 (characters, not bytes)", err)
+	}
+}
