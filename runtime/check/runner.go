@@ -17,6 +17,7 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/generator/compile"
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/runtime/site"
 )
@@ -126,7 +127,7 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 	}()
 	sp := p.spec
 	sp.Probe = p.name
-	sp.SecretFile = filepath.Join(compile.JobDirFor(ws.Root, jobID), "secret.env")
+	sp.SecretFile = filepath.Join(workspace.JobDir(ws.Root, jobID), "secret.env")
 	if p.connect {
 		sp.Connect, sp.ConnectTimeout = true, 10
 		l, err := listen(ws.Launcher.InternalPort)
@@ -249,7 +250,7 @@ func (r *runner) stop(h *manager.Handle, row *Row) {
 // request is the launch request of a probe job: the worker arguments an
 // NVFlare parent of the workspace's role would pass, the job's meta (its
 // launcher_spec for the site) and a random auth token.
-func request(ws *compile.Workspace, jobID string, slurm map[string]any, token string) ([]byte, error) {
+func request(ws *workspace.Prepared, jobID string, slurm map[string]any, token string) ([]byte, error) {
 	siteName := ws.Site
 	if siteName == "" {
 		siteName = "check"
