@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/flare-slurm/flare-slurm/bridge"
+	"github.com/flare-slurm/flare-slurm/internal/bridge"
 
 	"github.com/flare-slurm/flare-slurm/internal/problem"
 )

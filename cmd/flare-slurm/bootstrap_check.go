@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flare-slurm/flare-slurm/bridge"
+	"github.com/flare-slurm/flare-slurm/internal/bridge"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/runtime/site"

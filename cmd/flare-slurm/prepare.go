@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flare-slurm/flare-slurm/bridge"
 	"github.com/flare-slurm/flare-slurm/generator/prepare"
+	"github.com/flare-slurm/flare-slurm/internal/bridge"
 	"github.com/flare-slurm/flare-slurm/internal/cireport"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/visible"

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flare-slurm/flare-slurm/bridge"
+	"github.com/flare-slurm/flare-slurm/internal/bridge"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/ojson"
 	"github.com/flare-slurm/flare-slurm/internal/workspace"

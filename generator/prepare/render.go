@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flare-slurm/flare-slurm/bridge"
+	"github.com/flare-slurm/flare-slurm/internal/bridge"
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/shell"

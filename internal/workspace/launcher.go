@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/flare-slurm/flare-slurm/bridge"
+	"github.com/flare-slurm/flare-slurm/internal/bridge"
 	"github.com/flare-slurm/flare-slurm/internal/ojson"
 	"github.com/flare-slurm/flare-slurm/internal/problem"
 	"github.com/flare-slurm/flare-slurm/schema"

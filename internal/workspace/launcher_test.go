@@ -9,7 +9,7 @@ import (
 
 	"github.com/sebdah/goldie/v2"
 
-	"github.com/flare-slurm/flare-slurm/bridge"
+	"github.com/flare-slurm/flare-slurm/internal/bridge"
 	"github.com/flare-slurm/flare-slurm/internal/ojson"
 	"github.com/flare-slurm/flare-slurm/schema"
 )

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flare-slurm/flare-slurm/bridge"
+	"github.com/flare-slurm/flare-slurm/internal/bridge"
 	"github.com/flare-slurm/flare-slurm/runtime/slurmtest"
 )
 

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flare-slurm/flare-slurm/bridge"
 	"github.com/flare-slurm/flare-slurm/generator/compile"
+	"github.com/flare-slurm/flare-slurm/internal/bridge"
 )
 
 // TestBridgePython runs the bridge's Python unit tests
