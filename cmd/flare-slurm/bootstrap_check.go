@@ -18,59 +18,58 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
-func init() {
-	commands = append(commands, func(a *app) *cobra.Command {
-		var workspace string
-		var asJSON bool
-		cmd := &cobra.Command{
-			Use:   "bootstrap-check --workspace W",
-			Short: "Check a workspace and the Slurm commands exactly as a parent's bootstrap does",
-			Long: "bootstrap-check resolves sbatch, squeue, sacct and scancel, requires Slurm 23.02.3 or later,\n" +
-				"probes accounting, validates the workspace and creates .nvflare_slurm/jobs.",
-			Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				rt, err := openSite(cmd.Context(), a, workspace, true)
-				if err != nil {
-					return err
+// newBootstrapCheckCommand builds `flare-slurm bootstrap-check`.
+func newBootstrapCheckCommand(a *app) *cobra.Command {
+	var workspace string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "bootstrap-check --workspace W",
+		Short: "Check a workspace and the Slurm commands exactly as a parent's bootstrap does",
+		Long: "bootstrap-check resolves sbatch, squeue, sacct and scancel, requires Slurm 23.02.3 or later,\n" +
+			"probes accounting, validates the workspace and creates .nvflare_slurm/jobs.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rt, err := openSite(cmd.Context(), a, workspace, true)
+			if err != nil {
+				return err
+			}
+			// The bridge's parent runs the binary the workspace records.
+			if b := rt.Workspace.Binary; b != "" {
+				if msg := bridge.CheckBinary(b); msg != "" {
+					return failure(errcode.BootstrapFailed, fmt.Sprintf("workspace %s: the parent's launcher cannot run flare-slurm", rt.Workspace.Root),
+						bridge.BinaryHint, schema.Problems{{Kind: problem.Rule, File: rt.Workspace.ResourcesFile, Path: "slurm_launcher.args." + bridge.BinaryArg, Message: msg}})
 				}
-				// The bridge's parent runs the binary the workspace records.
-				if b := rt.Workspace.Binary; b != "" {
-					if msg := bridge.CheckBinary(b); msg != "" {
-						return failure(errcode.BootstrapFailed, fmt.Sprintf("workspace %s: the parent's launcher cannot run flare-slurm", rt.Workspace.Root),
-							bridge.BinaryHint, schema.Problems{{Kind: problem.Rule, File: rt.Workspace.ResourcesFile, Path: "slurm_launcher.args." + bridge.BinaryArg, Message: msg}})
-					}
-				}
-				p := rt.Client.Paths
-				data := map[string]any{
-					"workspace":     rt.Workspace.Root,
-					"site":          rt.Workspace.Site,
-					"role":          rt.Workspace.Role,
-					"slurm_version": rt.Version.String(),
-					"executables":   map[string]string{"sbatch": p.Sbatch, "squeue": p.Squeue, "sacct": p.Sacct, "scancel": p.Scancel},
-					"accounting":    "ok",
-					"jobs_dir":      rt.Manager.JobsDir(),
-				}
-				if rt.Workspace.Binary != "" {
-					data["flare_slurm"] = rt.Workspace.Binary
-				}
-				if asJSON {
-					return a.printOK(data)
-				}
-				fmt.Fprintf(a.stdout, "workspace %s (%s %s) is ready\n", rt.Workspace.Root, rt.Workspace.Role, rt.Workspace.Site)
-				fmt.Fprintf(a.stdout, "slurm %s; accounting answers\n", rt.Version)
-				for _, n := range []struct{ k, v string }{{"sbatch", p.Sbatch}, {"squeue", p.Squeue}, {"sacct", p.Sacct}, {"scancel", p.Scancel}} {
-					fmt.Fprintf(a.stdout, "%-8s %s\n", n.k, n.v)
-				}
-				if rt.Workspace.Binary != "" {
-					fmt.Fprintf(a.stdout, "the parent's launcher runs %s\n", rt.Workspace.Binary)
-				}
-				return nil
-			},
-		}
-		cmd.Flags().StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
-		cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
-		return cmd
-	})
+			}
+			p := rt.Client.Paths
+			data := map[string]any{
+				"workspace":     rt.Workspace.Root,
+				"site":          rt.Workspace.Site,
+				"role":          rt.Workspace.Role,
+				"slurm_version": rt.Version.String(),
+				"executables":   map[string]string{"sbatch": p.Sbatch, "squeue": p.Squeue, "sacct": p.Sacct, "scancel": p.Scancel},
+				"accounting":    "ok",
+				"jobs_dir":      rt.Manager.JobsDir(),
+			}
+			if rt.Workspace.Binary != "" {
+				data["flare_slurm"] = rt.Workspace.Binary
+			}
+			if asJSON {
+				return a.printOK(data)
+			}
+			fmt.Fprintf(a.stdout, "workspace %s (%s %s) is ready\n", rt.Workspace.Root, rt.Workspace.Role, rt.Workspace.Site)
+			fmt.Fprintf(a.stdout, "slurm %s; accounting answers\n", rt.Version)
+			for _, n := range []struct{ k, v string }{{"sbatch", p.Sbatch}, {"squeue", p.Squeue}, {"sacct", p.Sacct}, {"scancel", p.Scancel}} {
+				fmt.Fprintf(a.stdout, "%-8s %s\n", n.k, n.v)
+			}
+			if rt.Workspace.Binary != "" {
+				fmt.Fprintf(a.stdout, "the parent's launcher runs %s\n", rt.Workspace.Binary)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
 }
 
 // openSite opens the workspace for a runtime command; check runs the

@@ -20,13 +20,13 @@ import (
 // script for, each with cobra's generator.
 var completionShells = []string{"bash", "zsh", "fish", "powershell"}
 
-func init() {
-	commands = append(commands, func(a *app) *cobra.Command {
-		var noDesc bool
-		cmd := &cobra.Command{
-			Use:   "completion bash|zsh|fish|powershell",
-			Short: "Print the shell completion script for bash, zsh, fish or PowerShell",
-			Long: `completion prints a script that makes the shell complete flare-slurm's commands and flags,
+// newCompletionCommand builds `flare-slurm completion`.
+func newCompletionCommand(a *app) *cobra.Command {
+	var noDesc bool
+	cmd := &cobra.Command{
+		Use:   "completion bash|zsh|fish|powershell",
+		Short: "Print the shell completion script for bash, zsh, fish or PowerShell",
+		Long: `completion prints a script that makes the shell complete flare-slurm's commands and flags,
 and their values: the kinds of --kind, the schema names of 'schema', the job ids of
 --job-id (read from the jobs of the --workspace given before it), directories for
 --workspace, --kit and --output, YAML files for --config and JSON files for --request.
@@ -43,36 +43,35 @@ zsh (needs compinit), fish and PowerShell:
     flare-slurm completion powershell | Out-String | Invoke-Expression
 
 The release tarballs carry the bash, zsh and fish scripts under share/ (docs/install.md).`,
-			ValidArgs: completionShells,
-			Args: func(_ *cobra.Command, args []string) error {
-				if len(args) != 1 || !isCompletionShell(args[0]) {
-					return usageErrorf("completion needs one shell: %s", strings.Join(completionShells, ", "))
+		ValidArgs: completionShells,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 || !isCompletionShell(args[0]) {
+				return usageErrorf("completion needs one shell: %s", strings.Join(completionShells, ", "))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			root := cmd.Root()
+			switch args[0] {
+			case "bash":
+				return root.GenBashCompletionV2(a.stdout, !noDesc)
+			case "zsh":
+				if noDesc {
+					return root.GenZshCompletionNoDesc(a.stdout)
 				}
-				return nil
-			},
-			RunE: func(cmd *cobra.Command, args []string) error {
-				root := cmd.Root()
-				switch args[0] {
-				case "bash":
-					return root.GenBashCompletionV2(a.stdout, !noDesc)
-				case "zsh":
-					if noDesc {
-						return root.GenZshCompletionNoDesc(a.stdout)
-					}
-					return root.GenZshCompletion(a.stdout)
-				case "fish":
-					return root.GenFishCompletion(a.stdout, !noDesc)
-				default: // powershell
-					if noDesc {
-						return root.GenPowerShellCompletion(a.stdout)
-					}
-					return root.GenPowerShellCompletionWithDesc(a.stdout)
+				return root.GenZshCompletion(a.stdout)
+			case "fish":
+				return root.GenFishCompletion(a.stdout, !noDesc)
+			default: // powershell
+				if noDesc {
+					return root.GenPowerShellCompletion(a.stdout)
 				}
-			},
-		}
-		cmd.Flags().BoolVar(&noDesc, "no-descriptions", false, "leave the descriptions out of the completions")
-		return cmd
-	})
+				return root.GenPowerShellCompletionWithDesc(a.stdout)
+			}
+		},
+	}
+	cmd.Flags().BoolVar(&noDesc, "no-descriptions", false, "leave the descriptions out of the completions")
+	return cmd
 }
 
 func isCompletionShell(s string) bool {

@@ -15,8 +15,9 @@ import (
 )
 
 // This file is only in the generator build (go build -tags gendocs; make
-// docs and make dist run it): it adds the hidden docs command.
-func init() { docsCommand = newDocsCommand }
+// docs and make dist run it): it adds the hidden docs command (docs.go
+// holds the no-op of the other builds).
+func addDocsCommand(root *cobra.Command, a *app) { root.AddCommand(newDocsCommand(a)) }
 
 // Patterns of the generated pages' names: Sync removes only files that
 // match them.

@@ -9,62 +9,61 @@ import (
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 )
 
-func init() {
-	commands = append(commands, func(a *app) *cobra.Command {
-		var workspace string
-		var yes, asJSON bool
-		cmd := &cobra.Command{
-			Use:   "gc --workspace W [--yes]",
-			Short: "List leftover job dirs and remove those whose allocation the scheduler confirms finished",
-			Long: "gc asks squeue and sacct about every job dir under .nvflare_slurm/jobs. Without --yes it only\n" +
-				"lists them; with --yes it removes the dirs the scheduler confirms finished. An unavailable\n" +
-				"scheduler removes nothing. --json reports per dir what was done (action: removed, kept or\n" +
-				"would_remove) and why (reason), and the counts removed and kept.",
-			Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				rt, err := openSite(cmd.Context(), a, workspace, false)
-				if err != nil {
-					return err
-				}
-				entries, err := rt.Manager.GC(cmd.Context(), yes)
-				if err != nil {
-					return runtimeFailure(errcode.GCFailed, err, "nothing was removed; check the Slurm commands with 'flare-slurm bootstrap-check' and run gc again")
-				}
-				if entries == nil {
-					entries = []manager.GCEntry{}
-				}
-				if asJSON {
-					removed := 0
-					for _, e := range entries {
-						if e.Action == manager.GCRemoved {
-							removed++
-						}
-					}
-					return a.printOK(map[string]any{"dry_run": !yes, "removed": removed, "kept": len(entries) - removed, "job_dirs": entries})
-				}
-				if len(entries) == 0 {
-					fmt.Fprintln(a.stdout, "no job dirs")
-					return nil
-				}
+// newGcCommand builds `flare-slurm gc`.
+func newGcCommand(a *app) *cobra.Command {
+	var workspace string
+	var yes, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "gc --workspace W [--yes]",
+		Short: "List leftover job dirs and remove those whose allocation the scheduler confirms finished",
+		Long: "gc asks squeue and sacct about every job dir under .nvflare_slurm/jobs. Without --yes it only\n" +
+			"lists them; with --yes it removes the dirs the scheduler confirms finished. An unavailable\n" +
+			"scheduler removes nothing. --json reports per dir what was done (action: removed, kept or\n" +
+			"would_remove) and why (reason), and the counts removed and kept.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rt, err := openSite(cmd.Context(), a, workspace, false)
+			if err != nil {
+				return err
+			}
+			entries, err := rt.Manager.GC(cmd.Context(), yes)
+			if err != nil {
+				return runtimeFailure(errcode.GCFailed, err, "nothing was removed; check the Slurm commands with 'flare-slurm bootstrap-check' and run gc again")
+			}
+			if entries == nil {
+				entries = []manager.GCEntry{}
+			}
+			if asJSON {
+				removed := 0
 				for _, e := range entries {
-					action := e.Action
-					if action == manager.GCWouldRemove {
-						action = "would remove (run with --yes)"
+					if e.Action == manager.GCRemoved {
+						removed++
 					}
-					id := e.JobID
-					if id == "" {
-						id = "?"
-					}
-					fmt.Fprintf(a.stdout, "%s job %s slurm %s: %s (%s): %s\n", e.Dir, id, orDash(e.SlurmJobID), e.Verdict, e.Reason, action)
 				}
+				return a.printOK(map[string]any{"dry_run": !yes, "removed": removed, "kept": len(entries) - removed, "job_dirs": entries})
+			}
+			if len(entries) == 0 {
+				fmt.Fprintln(a.stdout, "no job dirs")
 				return nil
-			},
-		}
-		cmd.Flags().StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
-		cmd.Flags().BoolVar(&yes, "yes", false, "remove the job dirs confirmed finished (default: dry run)")
-		cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
-		return cmd
-	})
+			}
+			for _, e := range entries {
+				action := e.Action
+				if action == manager.GCWouldRemove {
+					action = "would remove (run with --yes)"
+				}
+				id := e.JobID
+				if id == "" {
+					id = "?"
+				}
+				fmt.Fprintf(a.stdout, "%s job %s slurm %s: %s (%s): %s\n", e.Dir, id, orDash(e.SlurmJobID), e.Verdict, e.Reason, action)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
+	cmd.Flags().BoolVar(&yes, "yes", false, "remove the job dirs confirmed finished (default: dry run)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
 }
 
 func orDash(s string) string {

@@ -13,80 +13,79 @@ import (
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
-func init() {
-	commands = append(commands, func(a *app) *cobra.Command {
-		var workspace, request string
-		var asJSON, attach bool
-		cmd := &cobra.Command{
-			Use:   "launch --workspace W --request FILE|-",
-			Short: "Compile a launch request and submit it as one Slurm batch job",
-			Long: "launch runs the parent's bootstrap checks, compiles the launch request (a file, or - for\n" +
-				"standard input so that credentials never touch disk) and submits it once with sbatch.\n" +
-				"--attach: when the job is already running from this workspace (its handle is recorded, e.g.\n" +
-				"by a parent before its restart), report that job (\"attached\": true) instead of refusing;\n" +
-				"nothing is submitted. The launcher bridge of an NVFlare parent always passes it.",
-			Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				if request == "" {
-					return usageErrorf("--request is required (a file, or - for standard input)")
+// newLaunchCommand builds `flare-slurm launch`.
+func newLaunchCommand(a *app) *cobra.Command {
+	var workspace, request string
+	var asJSON, attach bool
+	cmd := &cobra.Command{
+		Use:   "launch --workspace W --request FILE|-",
+		Short: "Compile a launch request and submit it as one Slurm batch job",
+		Long: "launch runs the parent's bootstrap checks, compiles the launch request (a file, or - for\n" +
+			"standard input so that credentials never touch disk) and submits it once with sbatch.\n" +
+			"--attach: when the job is already running from this workspace (its handle is recorded, e.g.\n" +
+			"by a parent before its restart), report that job (\"attached\": true) instead of refusing;\n" +
+			"nothing is submitted. The launcher bridge of an NVFlare parent always passes it.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if request == "" {
+				return usageErrorf("--request is required (a file, or - for standard input)")
+			}
+			var data []byte
+			var err error
+			if request == "-" {
+				data, err = io.ReadAll(io.LimitReader(a.stdin, 16<<20))
+			} else {
+				data, err = os.ReadFile(request)
+			}
+			if err != nil {
+				return failure(errcode.InvalidRequest, fmt.Sprintf("cannot read launch request %s: %v", request, err), "pass a JSON file, or - for standard input", nil)
+			}
+			rt, err := openSite(cmd.Context(), a, workspace, true)
+			if err != nil {
+				return err
+			}
+			h, notes, err := rt.LaunchWithNotes(cmd.Context(), request, data)
+			a.printNotes(notes)
+			var running *manager.RunningError
+			attached := false
+			if attach && errors.As(err, &running) {
+				if h, err = rt.Manager.Open(running.Info.JobID); err == nil {
+					attached = true
 				}
-				var data []byte
-				var err error
-				if request == "-" {
-					data, err = io.ReadAll(io.LimitReader(a.stdin, 16<<20))
-				} else {
-					data, err = os.ReadFile(request)
+			}
+			if err != nil {
+				var ps schema.Problems
+				if errors.As(err, &ps) {
+					return failure(errcode.InvalidRequest, fmt.Sprintf("launch request %s cannot be compiled", request), "fix the problems listed", ps)
 				}
-				if err != nil {
-					return failure(errcode.InvalidRequest, fmt.Sprintf("cannot read launch request %s: %v", request, err), "pass a JSON file, or - for standard input", nil)
+				return runtimeFailure(errcode.LaunchFailed, err, "nothing was submitted; fix the cause above and launch again")
+			}
+			info := h.Info()
+			if asJSON {
+				if notes == nil {
+					notes = []string{}
 				}
-				rt, err := openSite(cmd.Context(), a, workspace, true)
-				if err != nil {
-					return err
-				}
-				h, notes, err := rt.LaunchWithNotes(cmd.Context(), request, data)
-				a.printNotes(notes)
-				var running *manager.RunningError
-				attached := false
-				if attach && errors.As(err, &running) {
-					if h, err = rt.Manager.Open(running.Info.JobID); err == nil {
-						attached = true
-					}
-				}
-				if err != nil {
-					var ps schema.Problems
-					if errors.As(err, &ps) {
-						return failure(errcode.InvalidRequest, fmt.Sprintf("launch request %s cannot be compiled", request), "fix the problems listed", ps)
-					}
-					return runtimeFailure(errcode.LaunchFailed, err, "nothing was submitted; fix the cause above and launch again")
-				}
-				info := h.Info()
-				if asJSON {
-					if notes == nil {
-						notes = []string{}
-					}
-					return a.printOK(map[string]any{
-						"slurm_job_id": info.SlurmJobID,
-						"job_name":     info.JobName,
-						"job_dir":      rt.Manager.JobDir(info.JobID),
-						"notes":        notes,
-						"attached":     attached,
-					})
-				}
-				if attached {
-					fmt.Fprintf(a.stdout, "job %s is already running as Slurm job %s (job name %s, artifacts %s): attached, nothing submitted\n",
-						info.JobID, info.SlurmJobID, info.JobName, rt.Manager.JobDir(info.JobID))
-					return nil
-				}
-				fmt.Fprintf(a.stdout, "job %s submitted as Slurm job %s (job name %s, artifacts %s)\n",
+				return a.printOK(map[string]any{
+					"slurm_job_id": info.SlurmJobID,
+					"job_name":     info.JobName,
+					"job_dir":      rt.Manager.JobDir(info.JobID),
+					"notes":        notes,
+					"attached":     attached,
+				})
+			}
+			if attached {
+				fmt.Fprintf(a.stdout, "job %s is already running as Slurm job %s (job name %s, artifacts %s): attached, nothing submitted\n",
 					info.JobID, info.SlurmJobID, info.JobName, rt.Manager.JobDir(info.JobID))
 				return nil
-			},
-		}
-		cmd.Flags().StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
-		cmd.Flags().StringVar(&request, "request", "", "launch request file, or - for standard input (required)")
-		cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
-		cmd.Flags().BoolVar(&attach, "attach", false, "report the job instead of refusing when it is already running from this workspace")
-		return cmd
-	})
+			}
+			fmt.Fprintf(a.stdout, "job %s submitted as Slurm job %s (job name %s, artifacts %s)\n",
+				info.JobID, info.SlurmJobID, info.JobName, rt.Manager.JobDir(info.JobID))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
+	cmd.Flags().StringVar(&request, "request", "", "launch request file, or - for standard input (required)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().BoolVar(&attach, "attach", false, "report the job instead of refusing when it is already running from this workspace")
+	return cmd
 }

@@ -30,9 +30,23 @@ type app struct {
 	stderr io.Writer
 }
 
-// commands holds the constructors of the subcommands; each subcommand's
-// file registers its own in an init function.
-var commands []func(*app) *cobra.Command
+// subcommands are the constructors of every subcommand (help lists them
+// sorted by name).
+var subcommands = []func(*app) *cobra.Command{
+	newBootstrapCheckCommand,
+	newCancelCommand,
+	newCheckCommand,
+	newCompletionCommand,
+	newGcCommand,
+	newLaunchCommand,
+	newPrepareCommand,
+	newRenderCommand,
+	newSchemaCommand,
+	newStatusCommand,
+	newValidateCommand,
+	newVersionCommand,
+	newWaitCommand,
+}
 
 // Main runs the CLI and returns the process exit code: 0 success, 1 a
 // failure or invalid input, 2 a usage error, 3 drift (prepare --check), 4 a
@@ -93,12 +107,10 @@ input, 2 usage error; wait exits with the job's NVFlare return code.`,
 	root.SetErr(a.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%v", err) })
 	root.CompletionOptions.DisableDefaultCmd = true // completion.go has our own
-	for _, newCmd := range commands {
+	for _, newCmd := range subcommands {
 		root.AddCommand(newCmd(a))
 	}
-	if docsCommand != nil {
-		root.AddCommand(docsCommand(a))
-	}
+	addDocsCommand(root, a)
 	addVersionFlag(root, a)
 	addCompletions(root)
 	return root

@@ -21,16 +21,16 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/visible"
 )
 
-func init() {
-	commands = append(commands, func(a *app) *cobra.Command {
-		var opts prepare.Options
-		var kitFlag, junit, against, workspaceFlag string
-		var format formatFlags
-		var check bool
-		cmd := &cobra.Command{
-			Use:   "prepare [KIT]",
-			Short: "Turn a startup kit into a Slurm runtime workspace",
-			Long: `prepare copies a provisioned NVFlare startup kit into a runtime workspace for the
+// newPrepareCommand builds `flare-slurm prepare`.
+func newPrepareCommand(a *app) *cobra.Command {
+	var opts prepare.Options
+	var kitFlag, junit, against, workspaceFlag string
+	var format formatFlags
+	var check bool
+	cmd := &cobra.Command{
+		Use:   "prepare [KIT]",
+		Short: "Turn a startup kit into a Slurm runtime workspace",
+		Long: `prepare copies a provisioned NVFlare startup kit into a runtime workspace for the
 Slurm job launcher (what 'nvflare deploy prepare' produces for runtime: slurm).
 The new workspace is staged beside OUT and swapped into place atomically.
 
@@ -66,90 +66,89 @@ NVFlare's Slurm launcher: prepare writes local/custom/flare_slurm_bridge.py
 and records the absolute path of this binary, which the parent then calls
 for every job (docs/nvflare-bridge.md). Without it the workspace is the one
 'nvflare deploy prepare' writes; give the same --launcher to --check.`,
-			Args: cobra.MaximumNArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) (err error) {
-				// problem lines name the kit, config and workspace as given
-				defer func() { err = newGivenPaths(opts.Kit, opts.Config, opts.Output).err(err) }()
-				switch {
-				case len(args) == 1 && kitFlag != "":
-					return usageErrorf("give the startup kit once: as an argument or with --kit")
-				case len(args) == 1:
-					opts.Kit = args[0]
-				case kitFlag != "":
-					opts.Kit = kitFlag
-				default:
-					return usageErrorf("missing startup kit: run 'flare-slurm prepare KIT --config slurm.yaml'")
-				}
-				outFormat, err := format.resolve()
-				if err != nil {
-					return err
-				}
-				switch {
-				case workspaceFlag != "" && opts.Output != "" && workspaceFlag != opts.Output:
-					return usageErrorf("--workspace and --output name the same directory (--output is NVFlare's spelling): give one")
-				case workspaceFlag != "":
-					opts.Output = workspaceFlag
-				}
-				if junit != "" && !check {
-					return usageErrorf("--junit needs --check: only a drift check produces a pass/fail report")
-				}
-				if against != "" && !check {
-					return usageErrorf("--against needs --check: it names the copy of the workspace a drift check compares with")
-				}
-				if against != "" && opts.Output == "" {
-					return usageErrorf("--against needs --output: the path the workspace is deployed at, which its files name")
-				}
-				if !slices.Contains(bridge.Launchers, opts.Launcher) {
-					return usageErrorf("--launcher %q is not a launcher (allowed: %s)%s", opts.Launcher, strings.Join(bridge.Launchers, ", "), suggestion(opts.Launcher, bridge.Launchers))
-				}
-				if err := checkWarningCodes(opts.IgnoreWarnings); err != nil {
-					return err
-				}
-				// prepare is short-lived and allocates little (about 2 MiB for a
-				// small kit): collecting garbage only costs time and the
-				// memory of the collector's threads. The limit brings the
-				// collector back should a huge kit need it.
-				debug.SetGCPercent(-1)
-				debug.SetMemoryLimit(256 << 20)
-				if check {
-					return a.prepareCheck(opts, against, outFormat, junit)
-				}
-				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-				defer stop()
-				res, err := prepare.Run(ctx, opts)
-				if err != nil {
-					return prepareFailure(err)
-				}
-				for _, w := range res.Warnings {
-					fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", visible.Lines(newGivenPaths(opts.Kit, opts.Config, opts.Output).text(w)))
-				}
-				switch outFormat {
-				case "json":
-					return a.printOK(res)
-				case "sarif":
-					return a.writeSARIF(nil, nil)
-				}
-				for _, f := range res.Fields() {
-					fmt.Fprintf(a.stdout, "%s: %s\n", f[0], f[1])
-				}
-				return nil
-			},
-		}
-		f := cmd.Flags()
-		f.StringVar(&kitFlag, "kit", "", "the startup kit directory (instead of the KIT argument)")
-		f.StringVar(&opts.Config, "config", "", "the Slurm config (default KIT/config.yaml)")
-		f.StringVar(&workspaceFlag, "workspace", "", "the workspace to create or replace (default KIT/prepared/slurm); --output is the same flag")
-		f.StringVar(&opts.Output, "output", "", "the same as --workspace, as 'nvflare deploy prepare' spells it")
-		format.bind(cmd)
-		f.StringVar(&junit, "junit", "", "with --check, also write a JUnit XML report to `FILE`")
-		f.BoolVar(&opts.Force, "force", false, "replace OUT even if it holds job artifacts or is not a workspace prepared for it")
-		f.BoolVar(&opts.Strict, "strict", false, "treat values that NVFlare's YAML 1.1 reader reads differently as errors, not warnings")
-		bindIgnoreWarning(cmd, &opts.IgnoreWarnings)
-		f.StringVar(&opts.Launcher, "launcher", bridge.LauncherNVFlare, "the job launcher the workspace names: nvflare (NVFlare's own Slurm launcher) or flare-slurm (the parent hands its jobs to this binary)")
-		f.BoolVar(&check, "check", false, "write nothing; print a diff and exit 3 if the workspace differs")
-		f.StringVar(&against, "against", "", "with --check, compare with the copy of the workspace in `DIR` (rendered for --output, the deployed path)")
-		return cmd
-	})
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			// problem lines name the kit, config and workspace as given
+			defer func() { err = newGivenPaths(opts.Kit, opts.Config, opts.Output).err(err) }()
+			switch {
+			case len(args) == 1 && kitFlag != "":
+				return usageErrorf("give the startup kit once: as an argument or with --kit")
+			case len(args) == 1:
+				opts.Kit = args[0]
+			case kitFlag != "":
+				opts.Kit = kitFlag
+			default:
+				return usageErrorf("missing startup kit: run 'flare-slurm prepare KIT --config slurm.yaml'")
+			}
+			outFormat, err := format.resolve()
+			if err != nil {
+				return err
+			}
+			switch {
+			case workspaceFlag != "" && opts.Output != "" && workspaceFlag != opts.Output:
+				return usageErrorf("--workspace and --output name the same directory (--output is NVFlare's spelling): give one")
+			case workspaceFlag != "":
+				opts.Output = workspaceFlag
+			}
+			if junit != "" && !check {
+				return usageErrorf("--junit needs --check: only a drift check produces a pass/fail report")
+			}
+			if against != "" && !check {
+				return usageErrorf("--against needs --check: it names the copy of the workspace a drift check compares with")
+			}
+			if against != "" && opts.Output == "" {
+				return usageErrorf("--against needs --output: the path the workspace is deployed at, which its files name")
+			}
+			if !slices.Contains(bridge.Launchers, opts.Launcher) {
+				return usageErrorf("--launcher %q is not a launcher (allowed: %s)%s", opts.Launcher, strings.Join(bridge.Launchers, ", "), suggestion(opts.Launcher, bridge.Launchers))
+			}
+			if err := checkWarningCodes(opts.IgnoreWarnings); err != nil {
+				return err
+			}
+			// prepare is short-lived and allocates little (about 2 MiB for a
+			// small kit): collecting garbage only costs time and the
+			// memory of the collector's threads. The limit brings the
+			// collector back should a huge kit need it.
+			debug.SetGCPercent(-1)
+			debug.SetMemoryLimit(256 << 20)
+			if check {
+				return a.prepareCheck(opts, against, outFormat, junit)
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+			defer stop()
+			res, err := prepare.Run(ctx, opts)
+			if err != nil {
+				return prepareFailure(err)
+			}
+			for _, w := range res.Warnings {
+				fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", visible.Lines(newGivenPaths(opts.Kit, opts.Config, opts.Output).text(w)))
+			}
+			switch outFormat {
+			case "json":
+				return a.printOK(res)
+			case "sarif":
+				return a.writeSARIF(nil, nil)
+			}
+			for _, f := range res.Fields() {
+				fmt.Fprintf(a.stdout, "%s: %s\n", f[0], f[1])
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kitFlag, "kit", "", "the startup kit directory (instead of the KIT argument)")
+	f.StringVar(&opts.Config, "config", "", "the Slurm config (default KIT/config.yaml)")
+	f.StringVar(&workspaceFlag, "workspace", "", "the workspace to create or replace (default KIT/prepared/slurm); --output is the same flag")
+	f.StringVar(&opts.Output, "output", "", "the same as --workspace, as 'nvflare deploy prepare' spells it")
+	format.bind(cmd)
+	f.StringVar(&junit, "junit", "", "with --check, also write a JUnit XML report to `FILE`")
+	f.BoolVar(&opts.Force, "force", false, "replace OUT even if it holds job artifacts or is not a workspace prepared for it")
+	f.BoolVar(&opts.Strict, "strict", false, "treat values that NVFlare's YAML 1.1 reader reads differently as errors, not warnings")
+	bindIgnoreWarning(cmd, &opts.IgnoreWarnings)
+	f.StringVar(&opts.Launcher, "launcher", bridge.LauncherNVFlare, "the job launcher the workspace names: nvflare (NVFlare's own Slurm launcher) or flare-slurm (the parent hands its jobs to this binary)")
+	f.BoolVar(&check, "check", false, "write nothing; print a diff and exit 3 if the workspace differs")
+	f.StringVar(&against, "against", "", "with --check, compare with the copy of the workspace in `DIR` (rendered for --output, the deployed path)")
+	return cmd
 }
 
 // prepareCheck is --check: a diff on stdout and exit 3 when OUT drifted.

@@ -36,36 +36,35 @@ func (a *app) printNotes(notes []string) {
 	}
 }
 
-func init() {
-	commands = append(commands, func(a *app) *cobra.Command {
-		var workspace, request, output string
-		var asJSON, reveal, force bool
-		cmd := &cobra.Command{
-			Use:   "render --workspace W --request FILE|- --output DIR",
-			Short: "Compile one launch request into reviewable files; submit nothing",
-			Long: "render compiles one launch request against a prepared workspace exactly as a launch would\n" +
-				"and writes batch.sh, node.sh (node groups only), secret.env (values redacted unless\n" +
-				"--reveal-secrets), sbatch.argv.json and plan.json into DIR. It submits nothing and writes\n" +
-				"nothing into the workspace. Existing review files are an error; --force replaces them.\n" +
-				"Secret values are read from this process's environment (study secret_env sources) and\n" +
-				"from the request (credentials); read the request from - to keep credentials off disk.",
-			Args: cobra.NoArgs,
-			RunE: func(*cobra.Command, []string) error {
-				return a.render(workspace, request, output, asJSON, reveal, force)
-			},
-		}
-		f := cmd.Flags()
-		f.StringVar(&workspace, "workspace", "", "prepared workspace (the --output of prepare)")
-		f.StringVar(&request, "request", "", "launch request JSON file, or - for standard input")
-		f.StringVar(&output, "output", "", "directory to write the review files into (created if missing)")
-		f.BoolVar(&asJSON, "json", false, "print the result as JSON")
-		f.BoolVar(&reveal, "reveal-secrets", false, "write real secret values into secret.env")
-		f.BoolVar(&force, "force", false, "replace review files that exist in --output (other files there are left alone)")
-		for _, name := range []string{"workspace", "request", "output"} {
-			_ = cmd.MarkFlagRequired(name)
-		}
-		return cmd
-	})
+// newRenderCommand builds `flare-slurm render`.
+func newRenderCommand(a *app) *cobra.Command {
+	var workspace, request, output string
+	var asJSON, reveal, force bool
+	cmd := &cobra.Command{
+		Use:   "render --workspace W --request FILE|- --output DIR",
+		Short: "Compile one launch request into reviewable files; submit nothing",
+		Long: "render compiles one launch request against a prepared workspace exactly as a launch would\n" +
+			"and writes batch.sh, node.sh (node groups only), secret.env (values redacted unless\n" +
+			"--reveal-secrets), sbatch.argv.json and plan.json into DIR. It submits nothing and writes\n" +
+			"nothing into the workspace. Existing review files are an error; --force replaces them.\n" +
+			"Secret values are read from this process's environment (study secret_env sources) and\n" +
+			"from the request (credentials); read the request from - to keep credentials off disk.",
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return a.render(workspace, request, output, asJSON, reveal, force)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&workspace, "workspace", "", "prepared workspace (the --output of prepare)")
+	f.StringVar(&request, "request", "", "launch request JSON file, or - for standard input")
+	f.StringVar(&output, "output", "", "directory to write the review files into (created if missing)")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	f.BoolVar(&reveal, "reveal-secrets", false, "write real secret values into secret.env")
+	f.BoolVar(&force, "force", false, "replace review files that exist in --output (other files there are left alone)")
+	for _, name := range []string{"workspace", "request", "output"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
+	return cmd
 }
 
 // render reports paths as given (givenPaths).

@@ -10,13 +10,13 @@ import (
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
-func init() {
-	commands = append(commands, func(a *app) *cobra.Command {
-		var asJSON bool
-		cmd := &cobra.Command{
-			Use:   "schema [NAME]",
-			Short: "List the JSON Schemas of the inputs, or print one",
-			Long: `Without NAME, list the embedded JSON Schemas (2020-12) with their titles.
+// newSchemaCommand builds `flare-slurm schema`.
+func newSchemaCommand(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "schema [NAME]",
+		Short: "List the JSON Schemas of the inputs, or print one",
+		Long: `Without NAME, list the embedded JSON Schemas (2020-12) with their titles.
 With NAME, print that schema, e.g. for yaml-language-server:
 
   flare-slurm schema slurm-config > slurm-config.schema.json
@@ -25,37 +25,36 @@ With NAME, print that schema, e.g. for yaml-language-server:
 
 --json prints the list as {"status":"ok","data":{"schemas":[{"name":…,"title":…}]}},
 and a schema as the data of that envelope.`,
-			Args: cobra.MaximumNArgs(1),
-			RunE: func(_ *cobra.Command, args []string) error {
-				if len(args) == 0 {
-					if asJSON {
-						type entry struct {
-							Name  string `json:"name"`
-							Title string `json:"title"`
-						}
-						list := []entry{}
-						for _, name := range schema.Names() {
-							list = append(list, entry{name, schema.Title(name)})
-						}
-						return a.printOK(map[string]any{"schemas": list})
-					}
-					for _, name := range schema.Names() {
-						fmt.Fprintf(a.stdout, "%-15s %s\n", name, schema.Title(name))
-					}
-					return nil
-				}
-				src, ok := schema.Source(args[0])
-				if !ok {
-					return usageErrorf("unknown schema %q (one of %s)%s", args[0], strings.Join(schema.Names(), ", "), suggestion(args[0], schema.Names()))
-				}
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
 				if asJSON {
-					return a.printOK(json.RawMessage(src))
+					type entry struct {
+						Name  string `json:"name"`
+						Title string `json:"title"`
+					}
+					list := []entry{}
+					for _, name := range schema.Names() {
+						list = append(list, entry{name, schema.Title(name)})
+					}
+					return a.printOK(map[string]any{"schemas": list})
 				}
-				_, err := a.stdout.Write(src)
-				return err
-			},
-		}
-		cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as a JSON envelope")
-		return cmd
-	})
+				for _, name := range schema.Names() {
+					fmt.Fprintf(a.stdout, "%-15s %s\n", name, schema.Title(name))
+				}
+				return nil
+			}
+			src, ok := schema.Source(args[0])
+			if !ok {
+				return usageErrorf("unknown schema %q (one of %s)%s", args[0], strings.Join(schema.Names(), ", "), suggestion(args[0], schema.Names()))
+			}
+			if asJSON {
+				return a.printOK(json.RawMessage(src))
+			}
+			_, err := a.stdout.Write(src)
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as a JSON envelope")
+	return cmd
 }

@@ -10,27 +10,26 @@ import (
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 )
 
-func init() {
-	commands = append(commands, func(a *app) *cobra.Command {
-		var t jobTarget
-		return t.bind(&cobra.Command{
-			Use:   "status --workspace W --job-id ID",
-			Short: "Print a job's state and, once it ended, its NVFlare return code",
-			Long: "status prints the job's latest observed state (shared by every process on the workspace,\n" +
-				"at most one poll interval old). The return code is 127 until the job is terminal.",
-			Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				h, err := t.open(cmd, a)
-				if err != nil {
-					return err
-				}
-				st, err := h.Poll(cmd.Context())
-				if err != nil {
-					return runtimeFailure(errcode.StatusFailed, err, "the job keeps its last known state; run status again, or 'flare-slurm bootstrap-check' to check the Slurm commands")
-				}
-				return a.printStatus(st, t.asJSON)
-			},
-		})
+// newStatusCommand builds `flare-slurm status`.
+func newStatusCommand(a *app) *cobra.Command {
+	var t jobTarget
+	return t.bind(&cobra.Command{
+		Use:   "status --workspace W --job-id ID",
+		Short: "Print a job's state and, once it ended, its NVFlare return code",
+		Long: "status prints the job's latest observed state (shared by every process on the workspace,\n" +
+			"at most one poll interval old). The return code is 127 until the job is terminal.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := t.open(cmd, a)
+			if err != nil {
+				return err
+			}
+			st, err := h.Poll(cmd.Context())
+			if err != nil {
+				return runtimeFailure(errcode.StatusFailed, err, "the job keeps its last known state; run status again, or 'flare-slurm bootstrap-check' to check the Slurm commands")
+			}
+			return a.printStatus(st, t.asJSON)
+		},
 	})
 }
 

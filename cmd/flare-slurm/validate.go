@@ -24,16 +24,16 @@ type validatedFile struct {
 	Valid bool   `json:"valid"`
 }
 
-func init() {
-	commands = append(commands, func(a *app) *cobra.Command {
-		var kind, site, junit, kitDir string
-		var ignoreWarnings []string
-		var strict, offline bool
-		var format formatFlags
-		cmd := &cobra.Command{
-			Use:   "validate [--kind slurm-config|study-runtime|job-meta|kit] [--kit KIT] [--site NAME] [--format text|json|github|sarif] [--junit FILE] PATH...",
-			Short: "Check config files and startup kits, reporting every problem",
-			Long: `Check slurm.yaml, local/study_runtime.yaml, a job's meta.json or a startup kit
+// newValidateCommand builds `flare-slurm validate`.
+func newValidateCommand(a *app) *cobra.Command {
+	var kind, site, junit, kitDir string
+	var ignoreWarnings []string
+	var strict, offline bool
+	var format formatFlags
+	cmd := &cobra.Command{
+		Use:   "validate [--kind slurm-config|study-runtime|job-meta|kit] [--kit KIT] [--site NAME] [--format text|json|github|sarif] [--junit FILE] PATH...",
+		Short: "Check config files and startup kits, reporting every problem",
+		Long: `Check slurm.yaml, local/study_runtime.yaml, a job's meta.json or a startup kit
 directory and report every problem as file:line:column: field: message (hint).
 
 Without --kind the kind is detected: a directory is a kit; otherwise the file
@@ -69,185 +69,184 @@ file exists) and lists each skipped check ("skipped:" lines on stderr, a
 "skipped" list with --json); everything else still runs. Use it where the
 image is absent (a CI runner, a laptop); prepare always runs the host checks.
 Exit status: 0 valid, 1 invalid, 2 usage error.`,
-			RunE: func(cmd *cobra.Command, paths []string) error {
-				outFormat, err := format.resolve()
-				if err != nil {
-					return err
+		RunE: func(cmd *cobra.Command, paths []string) error {
+			outFormat, err := format.resolve()
+			if err != nil {
+				return err
+			}
+			if len(paths) == 0 && kitDir != "" {
+				// prepare's default config
+				paths = []string{filepath.Join(kitDir, "config.yaml")}
+			}
+			if len(paths) == 0 {
+				return usageErrorf("validate needs at least one PATH")
+			}
+			if kind != "" && !slices.Contains(schema.Kinds(), kind) {
+				return usageErrorf("unknown --kind %q (one of %s)%s", kind, strings.Join(schema.Kinds(), ", "), suggestion(kind, schema.Kinds()))
+			}
+			if err := checkWarningCodes(ignoreWarnings); err != nil {
+				return err
+			}
+			if site != "" {
+				if msg := schema.CheckSiteName(site); msg != "" {
+					return usageErrorf("--site: %s (allowed: %s)", msg, schema.SiteNameAllowed)
 				}
-				if len(paths) == 0 && kitDir != "" {
-					// prepare's default config
-					paths = []string{filepath.Join(kitDir, "config.yaml")}
-				}
-				if len(paths) == 0 {
-					return usageErrorf("validate needs at least one PATH")
-				}
-				if kind != "" && !slices.Contains(schema.Kinds(), kind) {
-					return usageErrorf("unknown --kind %q (one of %s)%s", kind, strings.Join(schema.Kinds(), ", "), suggestion(kind, schema.Kinds()))
-				}
-				if err := checkWarningCodes(ignoreWarnings); err != nil {
-					return err
-				}
-				if site != "" {
-					if msg := schema.CheckSiteName(site); msg != "" {
-						return usageErrorf("--site: %s (allowed: %s)", msg, schema.SiteNameAllowed)
+			}
+			if kitDir != "" && kind != "" && kind != schema.KindSlurmConfig {
+				return usageErrorf("--kit checks Slurm configs against the kit: --kind must be %s (or left out)", schema.KindSlurmConfig)
+			}
+			if len(slices.DeleteFunc(slices.Clone(paths), func(p string) bool { return p != "-" })) > 1 {
+				return usageErrorf("'-' (standard input) can be given once")
+			}
+			var files []validatedFile
+			var all, warnings, skipped schema.Problems
+			var cases []cireport.Case
+			bad := map[string]bool{}
+			schemas := map[string]bool{} // schemas that describe a key or value with a problem
+			opts := schema.ValidateOptions{Site: site, Offline: offline}
+			for _, p := range paths {
+				// A path of "-" is standard input, named <stdin>.
+				var data []byte
+				name := p
+				if p == "-" {
+					name = stdinName
+					var probs schema.Problems
+					if data, probs = schema.ReadStdin(name, a.stdin); probs != nil {
+						all = append(all, probs...)
+						bad[name] = true
+						cases = append(cases, cireport.Case{Name: name, ClassName: "validate", Failure: plural(len(probs), "problem"), Detail: problemsText(probs)})
+						continue
 					}
 				}
-				if kitDir != "" && kind != "" && kind != schema.KindSlurmConfig {
-					return usageErrorf("--kit checks Slurm configs against the kit: --kind must be %s (or left out)", schema.KindSlurmConfig)
-				}
-				if len(slices.DeleteFunc(slices.Clone(paths), func(p string) bool { return p != "-" })) > 1 {
-					return usageErrorf("'-' (standard input) can be given once")
-				}
-				var files []validatedFile
-				var all, warnings, skipped schema.Problems
-				var cases []cireport.Case
-				bad := map[string]bool{}
-				schemas := map[string]bool{} // schemas that describe a key or value with a problem
-				opts := schema.ValidateOptions{Site: site, Offline: offline}
-				for _, p := range paths {
-					// A path of "-" is standard input, named <stdin>.
-					var data []byte
-					name := p
-					if p == "-" {
-						name = stdinName
-						var probs schema.Problems
-						if data, probs = schema.ReadStdin(name, a.stdin); probs != nil {
-							all = append(all, probs...)
-							bad[name] = true
-							cases = append(cases, cireport.Case{Name: name, ClassName: "validate", Failure: plural(len(probs), "problem"), Detail: problemsText(probs)})
-							continue
-						}
-					}
-					k := kind
-					if k == "" {
-						var detected string
-						var probs schema.Problems
-						if data != nil {
-							detected, probs = schema.DetectKindData(name, data)
-						} else {
-							detected, probs = schema.DetectKind(p)
-						}
-						if probs == nil && detected == "" {
-							probs = schema.Problems{{Kind: problem.Rule, File: name, Message: "cannot tell what kind of file this is",
-								Hint: "pass --kind: one of " + strings.Join(schema.Kinds(), ", ")}}
-						}
-						if probs == nil && kitDir != "" && detected != schema.KindSlurmConfig {
-							probs = schema.Problems{{Kind: problem.Rule, File: name, Message: "is a " + detected + ", not a Slurm config: --kit checks Slurm configs against the kit",
-								Hint: "validate it without --kit"}}
-						}
-						if probs != nil {
-							all = append(all, probs...)
-							bad[name] = true
-							cases = append(cases, cireport.Case{Name: name, ClassName: "validate", Failure: plural(len(probs), "problem"), Detail: problemsText(probs)})
-							continue
-						}
-						k = detected
-					}
-					start := time.Now()
-					var probs, sk, ws schema.Problems
-					switch {
-					case kitDir != "":
-						probs, sk = schema.ValidatePair(kitDir, name, data, opts)
-						if data != nil {
-							ws = schema.ReadingWarningsData(k, name, data)
-						} else {
-							ws = schema.ReadingWarnings(k, p)
-						}
-						ws = append(ws, schema.ReadingWarnings(schema.KindStudyRuntime, filepath.Join(kitDir, "local", schema.StudyRuntimeFile))...)
-					case data != nil:
-						probs, sk = schema.ValidateData(k, name, data, opts)
-						ws = schema.ReadingWarningsData(k, name, data)
-					default:
-						probs, sk = schema.ValidateWith(k, p, opts)
-						ws = schema.ReadingWarnings(k, p)
-						if k == schema.KindKit {
-							warnings = append(warnings, schema.KitNotes(p)...)
-						}
-					}
-					skipped = append(skipped, sk...)
-					if strict {
-						probs = append(probs, ws...)
+				k := kind
+				if k == "" {
+					var detected string
+					var probs schema.Problems
+					if data != nil {
+						detected, probs = schema.DetectKindData(name, data)
 					} else {
-						warnings = append(warnings, ws...)
+						detected, probs = schema.DetectKind(p)
 					}
-					c := cireport.Case{Name: name, ClassName: "validate." + k, Seconds: time.Since(start).Seconds()}
+					if probs == nil && detected == "" {
+						probs = schema.Problems{{Kind: problem.Rule, File: name, Message: "cannot tell what kind of file this is",
+							Hint: "pass --kind: one of " + strings.Join(schema.Kinds(), ", ")}}
+					}
+					if probs == nil && kitDir != "" && detected != schema.KindSlurmConfig {
+						probs = schema.Problems{{Kind: problem.Rule, File: name, Message: "is a " + detected + ", not a Slurm config: --kit checks Slurm configs against the kit",
+							Hint: "validate it without --kit"}}
+					}
 					if probs != nil {
-						c.Failure, c.Detail = plural(len(probs), "problem"), problemsText(probs)
+						all = append(all, probs...)
+						bad[name] = true
+						cases = append(cases, cireport.Case{Name: name, ClassName: "validate", Failure: plural(len(probs), "problem"), Detail: problemsText(probs)})
+						continue
 					}
-					cases = append(cases, c)
-					for _, pr := range probs {
-						bad[pr.File] = true
-						if name := schema.SchemaOf(k, pr.File); name != "" && problemRule(pr) == ruleSchema {
-							schemas[name] = true
-						}
-					}
-					all = append(all, probs...)
-					files = append(files, validatedFile{Path: name, Kind: k, Valid: probs == nil})
+					k = detected
 				}
-				if junit != "" {
-					if err := writeJUnit(junit, "flare-slurm validate", cases); err != nil {
-						return err
+				start := time.Now()
+				var probs, sk, ws schema.Problems
+				switch {
+				case kitDir != "":
+					probs, sk = schema.ValidatePair(kitDir, name, data, opts)
+					if data != nil {
+						ws = schema.ReadingWarningsData(k, name, data)
+					} else {
+						ws = schema.ReadingWarnings(k, p)
+					}
+					ws = append(ws, schema.ReadingWarnings(schema.KindStudyRuntime, filepath.Join(kitDir, "local", schema.StudyRuntimeFile))...)
+				case data != nil:
+					probs, sk = schema.ValidateData(k, name, data, opts)
+					ws = schema.ReadingWarningsData(k, name, data)
+				default:
+					probs, sk = schema.ValidateWith(k, p, opts)
+					ws = schema.ReadingWarnings(k, p)
+					if k == schema.KindKit {
+						warnings = append(warnings, schema.KitNotes(p)...)
 					}
 				}
-				warnings = schema.WithoutCodes(warnings, ignoreWarnings)
-				warnings.Sort()
-				skipped.Sort()
-				if len(all) > 0 {
-					// every file is reported: the valid ones too
-					if outFormat != "json" && outFormat != "sarif" {
-						for _, f := range files {
-							if f.Valid {
-								fmt.Fprintf(a.stdout, "%s: ok (%s)\n", f.Path, f.Kind)
-							}
-						}
+				skipped = append(skipped, sk...)
+				if strict {
+					probs = append(probs, ws...)
+				} else {
+					warnings = append(warnings, ws...)
+				}
+				c := cireport.Case{Name: name, ClassName: "validate." + k, Seconds: time.Since(start).Seconds()}
+				if probs != nil {
+					c.Failure, c.Detail = plural(len(probs), "problem"), problemsText(probs)
+				}
+				cases = append(cases, c)
+				for _, pr := range probs {
+					bad[pr.File] = true
+					if name := schema.SchemaOf(k, pr.File); name != "" && problemRule(pr) == ruleSchema {
+						schemas[name] = true
 					}
-					all.Sort()
-					// --kit with several configs meets the kit's own problems
-					// once per config: each is reported once
-					all = slices.Compact(all)
-					err := failure(errcode.InvalidInput,
-						fmt.Sprintf("%s in %s", plural(len(all), "problem"), plural(len(bad), "file")),
-						validateHint(all, schemas), all)
-					err.(*cliError).Warnings = warnings
-					err.(*cliError).Skipped = skipped
+				}
+				all = append(all, probs...)
+				files = append(files, validatedFile{Path: name, Kind: k, Valid: probs == nil})
+			}
+			if junit != "" {
+				if err := writeJUnit(junit, "flare-slurm validate", cases); err != nil {
 					return err
 				}
-				if warnings == nil {
-					warnings = schema.Problems{}
-				}
-				switch outFormat {
-				case "json":
-					data := map[string]any{"files": files, "warnings": warnings}
-					if offline {
-						if skipped == nil {
-							skipped = schema.Problems{}
+			}
+			warnings = schema.WithoutCodes(warnings, ignoreWarnings)
+			warnings.Sort()
+			skipped.Sort()
+			if len(all) > 0 {
+				// every file is reported: the valid ones too
+				if outFormat != "json" && outFormat != "sarif" {
+					for _, f := range files {
+						if f.Valid {
+							fmt.Fprintf(a.stdout, "%s: ok (%s)\n", f.Path, f.Kind)
 						}
-						data["skipped"] = skipped
 					}
-					return a.printOK(data)
-				case "sarif":
-					return a.writeSARIF(nil, warnings)
 				}
-				a.printWarnings(outFormat, warnings)
-				for _, s := range skipped {
-					fmt.Fprintf(a.stderr, "flare-slurm: skipped: %s\n", s.String())
+				all.Sort()
+				// --kit with several configs meets the kit's own problems
+				// once per config: each is reported once
+				all = slices.Compact(all)
+				err := failure(errcode.InvalidInput,
+					fmt.Sprintf("%s in %s", plural(len(all), "problem"), plural(len(bad), "file")),
+					validateHint(all, schemas), all)
+				err.(*cliError).Warnings = warnings
+				err.(*cliError).Skipped = skipped
+				return err
+			}
+			if warnings == nil {
+				warnings = schema.Problems{}
+			}
+			switch outFormat {
+			case "json":
+				data := map[string]any{"files": files, "warnings": warnings}
+				if offline {
+					if skipped == nil {
+						skipped = schema.Problems{}
+					}
+					data["skipped"] = skipped
 				}
-				for _, f := range files {
-					fmt.Fprintf(a.stdout, "%s: ok (%s)\n", f.Path, f.Kind)
-				}
-				return nil
-			},
-		}
-		cmd.Flags().StringVar(&kind, "kind", "", "kind of every PATH: "+strings.Join(schema.Kinds(), ", ")+" (default: detected)")
-		cmd.Flags().StringVar(&site, "site", "", "site whose reading of a job meta is checked (default: every site it names)")
-		format.bind(cmd)
-		cmd.Flags().StringVar(&junit, "junit", "", "also write a JUnit XML report to `FILE` (one test case per PATH)")
-		cmd.Flags().BoolVar(&offline, "offline", false, "skip the checks that need this host (the image file) and list each one skipped")
-		cmd.Flags().StringVar(&kitDir, "kit", "", "check each PATH as the Slurm config of this startup `KIT`, as prepare would (default PATH: KIT/config.yaml)")
-		cmd.Flags().BoolVar(&strict, "strict", false, "treat values that NVFlare's YAML 1.1 reader reads differently as errors, not warnings")
-		bindIgnoreWarning(cmd, &ignoreWarnings)
-		return cmd
-	})
+				return a.printOK(data)
+			case "sarif":
+				return a.writeSARIF(nil, warnings)
+			}
+			a.printWarnings(outFormat, warnings)
+			for _, s := range skipped {
+				fmt.Fprintf(a.stderr, "flare-slurm: skipped: %s\n", s.String())
+			}
+			for _, f := range files {
+				fmt.Fprintf(a.stdout, "%s: ok (%s)\n", f.Path, f.Kind)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&kind, "kind", "", "kind of every PATH: "+strings.Join(schema.Kinds(), ", ")+" (default: detected)")
+	cmd.Flags().StringVar(&site, "site", "", "site whose reading of a job meta is checked (default: every site it names)")
+	format.bind(cmd)
+	cmd.Flags().StringVar(&junit, "junit", "", "also write a JUnit XML report to `FILE` (one test case per PATH)")
+	cmd.Flags().BoolVar(&offline, "offline", false, "skip the checks that need this host (the image file) and list each one skipped")
+	cmd.Flags().StringVar(&kitDir, "kit", "", "check each PATH as the Slurm config of this startup `KIT`, as prepare would (default PATH: KIT/config.yaml)")
+	cmd.Flags().BoolVar(&strict, "strict", false, "treat values that NVFlare's YAML 1.1 reader reads differently as errors, not warnings")
+	bindIgnoreWarning(cmd, &ignoreWarnings)
+	return cmd
 }
 
 // stdinName names standard input (a PATH of "-") in problems and results.

@@ -114,28 +114,27 @@ func (v buildVersion) writeText(w io.Writer) error {
 	return err
 }
 
-func init() {
-	commands = append(commands, func(a *app) *cobra.Command {
-		var asJSON bool
-		cmd := &cobra.Command{
-			Use:   "version [--json]",
-			Short: "Print the flare-slurm version, its commit and the minimum Slurm",
-			Long: `version prints the version of this binary: the module version for 'go install …@vX.Y.Z'
+// newVersionCommand builds `flare-slurm version`.
+func newVersionCommand(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "version [--json]",
+		Short: "Print the flare-slurm version, its commit and the minimum Slurm",
+		Long: `version prints the version of this binary: the module version for 'go install …@vX.Y.Z'
 or a build at a tag, otherwise a pseudo-version of the commit ("+dirty" when the checkout had
 uncommitted changes), then the commit and its time, the Go toolchain and platform, and the
 oldest Slurm release the runtime accepts. 'flare-slurm --version' prints the same.`,
-			Args: cobra.NoArgs,
-			RunE: func(*cobra.Command, []string) error {
-				v := currentBuild()
-				if asJSON {
-					return a.printOK(v)
-				}
-				return v.writeText(a.stdout)
-			},
-		}
-		cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
-		return cmd
-	})
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			v := currentBuild()
+			if asJSON {
+				return a.printOK(v)
+			}
+			return v.writeText(a.stdout)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
 }
 
 // addVersionFlag gives the root command --version, which prints what the

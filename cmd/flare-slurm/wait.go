@@ -15,38 +15,37 @@ import (
 // about one poll's garbage at most.
 const memoryReleaseInterval = 5 * time.Second
 
-func init() {
-	commands = append(commands, func(a *app) *cobra.Command {
-		var t jobTarget
-		return t.bind(&cobra.Command{
-			Use:   "wait --workspace W --job-id ID",
-			Short: "Poll a job until it ends and print its NVFlare return code",
-			Long: "wait polls once per poll interval (±10 %) until the job is terminal, prints the result and\n" +
-				"exits with the job's NVFlare return code: 0 on success, otherwise non-zero (1, 9, 101-104).\n" +
-				"Any number of wait processes on one workspace share one squeue per poll interval.",
-			Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				// A wait lives as long as its job, one process per job:
-				// keep it small (internal/procmem).
-				procmem.OneP()
-				h, err := t.open(cmd, a)
-				if err != nil {
-					return err
-				}
-				procmem.ReleaseEvery(cmd.Context(), memoryReleaseInterval)
-				st, err := h.Wait(cmd.Context())
-				if err != nil {
-					return runtimeFailure(errcode.WaitFailed, err, "the job was not changed; run wait again to keep watching it")
-				}
-				if err := a.printStatus(st, t.asJSON); err != nil {
-					return err
-				}
-				if st.ReturnCode == 0 {
-					return nil
-				}
-				// The result is already on stdout (the ok envelope with --json).
-				return resultExit(st.ReturnCode, fmt.Sprintf("job %s ended %s with return code %d", st.JobID, st.State, st.ReturnCode))
-			},
-		})
+// newWaitCommand builds `flare-slurm wait`.
+func newWaitCommand(a *app) *cobra.Command {
+	var t jobTarget
+	return t.bind(&cobra.Command{
+		Use:   "wait --workspace W --job-id ID",
+		Short: "Poll a job until it ends and print its NVFlare return code",
+		Long: "wait polls once per poll interval (±10 %) until the job is terminal, prints the result and\n" +
+			"exits with the job's NVFlare return code: 0 on success, otherwise non-zero (1, 9, 101-104).\n" +
+			"Any number of wait processes on one workspace share one squeue per poll interval.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// A wait lives as long as its job, one process per job:
+			// keep it small (internal/procmem).
+			procmem.OneP()
+			h, err := t.open(cmd, a)
+			if err != nil {
+				return err
+			}
+			procmem.ReleaseEvery(cmd.Context(), memoryReleaseInterval)
+			st, err := h.Wait(cmd.Context())
+			if err != nil {
+				return runtimeFailure(errcode.WaitFailed, err, "the job was not changed; run wait again to keep watching it")
+			}
+			if err := a.printStatus(st, t.asJSON); err != nil {
+				return err
+			}
+			if st.ReturnCode == 0 {
+				return nil
+			}
+			// The result is already on stdout (the ok envelope with --json).
+			return resultExit(st.ReturnCode, fmt.Sprintf("job %s ended %s with return code %d", st.JobID, st.State, st.ReturnCode))
+		},
 	})
 }
