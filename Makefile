@@ -4,8 +4,9 @@ BIN     ?= bin/flare-slurm
 # The in-tree copy of santhosh-tekuri/jsonschema (its own module, so `./...`
 # does not reach it; internal/third_party/jsonschema/PATCHED.md says why).
 JSONSCHEMA_DIR ?= internal/third_party/jsonschema
-# Packages that hold goldie golden files (they accept -update).
-GOLDEN_PKGS ?= ./generator/...
+# Packages whose golden_test.go files read golden/ (through golden.Dir;
+# they accept -update).
+GOLDEN_PKGS ?= ./generator/... ./internal/workspace
 
 .PHONY: editor-deps build test test-unit test-third-party test-slurm golden golden-scripts bench bench-process demo lint fuzz clean docs dist
 

@@ -21,9 +21,11 @@ func makeVar(t *testing.T, makefile, name string) string {
 	return strings.TrimSpace(m[1])
 }
 
-// TestMakeGolden: make golden runs exactly the golden tests of
-// GOLDEN_PKGS (every test in a golden_test.go file, nothing else), so a
-// template edit cannot make it fail on another test's expectation.
+// TestMakeGolden: make golden runs exactly the golden tests (every test
+// in a golden_test.go file, nothing else), so a template edit cannot make
+// it fail on another test's expectation. Every test file that reads
+// golden/ is a golden_test.go in GOLDEN_PKGS and finds the files through
+// golden.Dir, never a relative path.
 func TestMakeGolden(t *testing.T) {
 	root := repoRoot()
 	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
@@ -36,24 +38,62 @@ func TestMakeGolden(t *testing.T) {
 		t.Fatal("make golden does not run -run '$(GOLDEN_RUN)' -update")
 	}
 	pkgs := makeVar(t, makefile, "GOLDEN_PKGS")
-	dir := filepath.Join(root, strings.TrimSuffix(strings.TrimPrefix(pkgs, "./"), "/..."))
+	// inGoldenPkgs: a directory matches a pattern "./dir/..." (dir and
+	// below) or "./dir" (dir only).
+	inGoldenPkgs := func(dir string) bool {
+		for _, pat := range strings.Fields(pkgs) {
+			pat = strings.TrimPrefix(pat, "./")
+			if base, ok := strings.CutSuffix(pat, "/..."); ok {
+				if dir == base || strings.HasPrefix(dir, base+"/") {
+					return true
+				}
+			} else if dir == pat {
+				return true
+			}
+		}
+		return false
+	}
 	testFunc := regexp.MustCompile(`(?m)^func (Test\w+)\(t \*testing\.T\)`)
-	golden, other := 0, 0
-	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, "_test.go") {
+	relative := regexp.MustCompile(`"(\.\./)+golden`)
+	readsGolden := regexp.MustCompile(`\bgolden\.Dir\(golden\.\w+\)`)
+	golden, other, readers := 0, 0, 0
+	err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
 			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "node_modules" || rel == "internal/third_party") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, "_test.go") || filepath.Dir(rel) == "golden" {
+			return nil
 		}
 		src, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
 		isGolden := filepath.Base(p) == "golden_test.go"
+		reads := readsGolden.Match(src)
+		switch {
+		case relative.Match(src):
+			t.Errorf("%s: reads golden files through a relative path; use golden.Dir", rel)
+		case reads && !isGolden:
+			t.Errorf("%s: reads golden files but is not a golden_test.go, so make golden does not rewrite them", rel)
+		case isGolden && !inGoldenPkgs(filepath.Dir(rel)):
+			t.Errorf("%s: a golden test file outside GOLDEN_PKGS (%s)", rel, pkgs)
+		}
+		if !inGoldenPkgs(filepath.Dir(rel)) {
+			return nil
+		}
+		if reads {
+			readers++
+		}
 		for _, m := range testFunc.FindAllStringSubmatch(string(src), -1) {
 			switch name := m[1]; {
 			case isGolden && !run.MatchString(name):
-				t.Errorf("%s: %s is a golden test that make golden does not run", p, name)
+				t.Errorf("%s: %s is a golden test that make golden does not run", rel, name)
 			case !isGolden && run.MatchString(name):
-				t.Errorf("%s: make golden also runs %s, which is not a golden test", p, name)
+				t.Errorf("%s: make golden also runs %s, which is not a golden test", rel, name)
 			case isGolden:
 				golden++
 			default:
@@ -65,8 +105,8 @@ func TestMakeGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if golden < 2 || other < 10 {
-		t.Errorf("found %d golden and %d other tests under %s: is GOLDEN_PKGS right?", golden, other, pkgs)
+	if golden < 3 || other < 10 || readers < 3 {
+		t.Errorf("found %d golden tests in %d files and %d other tests under %s: is GOLDEN_PKGS right?", golden, readers, other, pkgs)
 	}
 }
 

@@ -6,11 +6,9 @@ import (
 	"testing"
 
 	"github.com/sebdah/goldie/v2"
-)
 
-// goldenRoot is where every variant's review files live; `go test
-// ./generator/compile -update` (make golden) rewrites them.
-const goldenRoot = "../../golden/compile"
+	"github.com/flare-slurm/flare-slurm/golden"
+)
 
 // goldenBase replaces the fixture's temp dir in golden files, so paths are
 // stable and read like a real site's.
@@ -229,7 +227,7 @@ func TestGolden(t *testing.T) {
 				v.adjust(f)
 			}
 			files := renderReview(t, f)
-			g := goldie.New(t, goldie.WithFixtureDir(filepath.Join(goldenRoot, v.name)), goldie.WithNameSuffix(""))
+			g := goldie.New(t, goldie.WithFixtureDir(filepath.Join(golden.Dir(golden.Compile), v.name)), goldie.WithNameSuffix(""))
 			for _, file := range files {
 				g.Assert(t, file.Name, file.Data)
 			}
