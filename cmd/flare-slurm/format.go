@@ -45,8 +45,8 @@ var sarifRules = []cireport.Rule{
 // problemRule is the class of a problem, told by its Kind, never by its
 // message. A schema or rule problem at a key is of the schema class (the
 // schema command shows what the key may hold); one about a whole file, the
-// YAML structure or a kit's layout is a check. A problem made without a
-// kind counts as a rule.
+// YAML structure or a kit's layout is a check (TestEveryProblemNamesItsKind
+// keeps every problem's kind set).
 func problemRule(p problem.Problem) string {
 	switch {
 	case p.Kind == problem.Drift:
@@ -55,7 +55,7 @@ func problemRule(p problem.Problem) string {
 		return ruleRead
 	case p.Kind == problem.Syntax:
 		return ruleSyntax
-	case p.Path != "" && (p.Kind == problem.Schema || p.Kind == problem.Rule || p.Kind == ""):
+	case p.Path != "" && (p.Kind == problem.Schema || p.Kind == problem.Rule):
 		return ruleSchema
 	}
 	return ruleCheck

@@ -82,7 +82,7 @@ func TestProblemRuleByKindNotMessage(t *testing.T) {
 		{problem.Problem{Kind: problem.Layout, File: "f", Path: "a", Message: "is required"}, ruleCheck},
 		{problem.Problem{Kind: problem.Schema, File: "f", Message: "is required"}, ruleCheck}, // about the whole file
 		{problem.Problem{Kind: problem.Drift, File: "f", Path: "a", Message: "unknown key"}, ruleDrift},
-		{problem.Problem{File: "f", Path: "a", Message: "cannot read file: x"}, ruleSchema}, // no kind: a rule
+		{problem.Problem{File: "f", Path: "a", Message: "cannot read file: x"}, ruleCheck}, // no kind
 	} {
 		if got := problemRule(tc.p); got != tc.rule {
 			t.Errorf("%v (kind %q): rule %q, want %q", tc.p, tc.p.Kind, got, tc.rule)

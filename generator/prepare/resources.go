@@ -10,6 +10,8 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/ojson"
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 // Component paths prepare writes or recognises as built in.
@@ -43,7 +45,7 @@ func (w *Workspace) loadObject(rel string) (*ojson.Value, bool, error) {
 	file := filepath.Join(w.Kit, filepath.FromSlash(rel))
 	v, err := ojson.Parse(data)
 	if err != nil {
-		p := schema.Problem{File: file, Message: "not valid JSON: " + err.Error(), Hint: "fix the startup kit JSON"}
+		p := schema.Problem{Kind: problem.Syntax, File: file, Message: "not valid JSON: " + err.Error(), Hint: "fix the startup kit JSON"}
 		var se *ojson.SyntaxError
 		if errors.As(err, &se) {
 			p.Line, p.Column, p.Message = se.Line, se.Column, "not valid JSON: "+se.Msg
@@ -51,7 +53,7 @@ func (w *Workspace) loadObject(rel string) (*ojson.Value, bool, error) {
 		return nil, true, kitProblem(p)
 	}
 	if !v.IsObject() {
-		return nil, true, kitProblem(schema.Problem{File: file, Message: "must contain a JSON object, not " + v.Kind.String(), Hint: "fix the startup kit JSON"})
+		return nil, true, kitProblem(schema.Problem{Kind: problem.Structure, File: file, Message: "must contain a JSON object, not " + v.Kind.String(), Hint: "fix the startup kit JSON"})
 	}
 	return v, true, nil
 }
@@ -71,17 +73,17 @@ func (w *Workspace) patchResources(launcherPath string, args *ojson.Value, serve
 		return err
 	}
 	if !ok {
-		return kitProblem(schema.Problem{File: w.kitFile(resourcesDefault), Message: "missing", Hint: "use a fully provisioned startup kit"})
+		return kitProblem(schema.Problem{Kind: problem.Layout, File: w.kitFile(resourcesDefault), Message: "missing", Hint: "use a fully provisioned startup kit"})
 	}
 	file := w.kitFile(resourcesDefault)
 	components := res.SetDefault("components", ojson.NewArray())
 	if components.Kind != ojson.Array {
-		return kitProblem(schema.Problem{File: file, Path: "components", Message: "must be a list, not " + components.Kind.String(), Hint: "fix the startup kit resources file"})
+		return kitProblem(schema.Problem{Kind: problem.Schema, File: file, Path: "components", Message: "must be a list, not " + components.Kind.String(), Hint: "fix the startup kit resources file"})
 	}
 	kept := components.Items[:0:0]
 	for i, c := range components.Items {
 		if !c.IsObject() {
-			return kitProblem(schema.Problem{File: file, Path: fmt.Sprintf("components[%d]", i), Message: "must be an object, not " + c.Kind.String(), Hint: "fix the startup kit resources file"})
+			return kitProblem(schema.Problem{Kind: problem.Schema, File: file, Path: fmt.Sprintf("components[%d]", i), Message: "must be an object, not " + c.Kind.String(), Hint: "fix the startup kit resources file"})
 		}
 		id := stringOf(c.Get("id"))
 		switch {
@@ -137,7 +139,7 @@ func (w *Workspace) relocateServerStorage(res *ojson.Value, file string) error {
 		}
 		args := c.SetDefault("args", ojson.NewObject())
 		if !args.IsObject() {
-			return kitProblem(schema.Problem{File: file, Path: fmt.Sprintf("components[%d].args", i), Message: "must be an object, not " + args.Kind.String(), Hint: "fix the job_manager component"})
+			return kitProblem(schema.Problem{Kind: problem.Schema, File: file, Path: fmt.Sprintf("components[%d].args", i), Message: "must be an object, not " + args.Kind.String(), Hint: "fix the job_manager component"})
 		}
 		args.Set("uri_root", ojson.StringValue(w.Output+"/"+schema.JobsStorageDir))
 	}
@@ -199,7 +201,7 @@ func (w *Workspace) patchCommConfig(jl schema.JobLauncher) error {
 	file := w.kitFile(commConfig)
 	internal := cc.SetDefault("internal", ojson.NewObject())
 	if !internal.IsObject() {
-		return kitProblem(schema.Problem{File: file, Path: "internal", Message: "must be an object, not " + internal.Kind.String(), Hint: "fix the startup kit comm config"})
+		return kitProblem(schema.Problem{Kind: problem.Schema, File: file, Path: "internal", Message: "must be an object, not " + internal.Kind.String(), Hint: "fix the startup kit comm config"})
 	}
 	sharedFile := stringOf(internal.Get("scheme")) == "shared-file"
 	if !sharedFile {
@@ -207,18 +209,18 @@ func (w *Workspace) patchCommConfig(jl schema.JobLauncher) error {
 	}
 	resources := internal.SetDefault("resources", ojson.NewObject())
 	if !resources.IsObject() {
-		return kitProblem(schema.Problem{File: file, Path: "internal.resources", Message: "must be an object, not " + resources.Kind.String(), Hint: "fix the startup kit comm config"})
+		return kitProblem(schema.Problem{Kind: problem.Schema, File: file, Path: "internal.resources", Message: "must be an object, not " + resources.Kind.String(), Hint: "fix the startup kit comm config"})
 	}
 	if sharedFile {
 		root := resources.Get("root_dir")
 		if root == nil || root.Kind != ojson.String || !strings.HasPrefix(root.Str, "/") {
-			return kitProblem(schema.Problem{File: file, Path: "internal.resources.root_dir",
+			return kitProblem(schema.Problem{Kind: problem.Rule, File: file, Path: "internal.resources.root_dir",
 				Message: "the shared-file transport needs an absolute internal.resources.root_dir",
 				Hint:    "set root_dir to an absolute directory on the shared filesystem"})
 		}
 		sec := resources.SetDefault("connection_security", ojson.StringValue("clear"))
 		if sec.Kind != ojson.String || sec.Str != "clear" {
-			return kitProblem(schema.Problem{File: file, Path: "internal.resources.connection_security",
+			return kitProblem(schema.Problem{Kind: problem.Rule, File: file, Path: "internal.resources.connection_security",
 				Message: "the shared-file transport supports only clear connection security",
 				Hint:    "set connection_security to \"clear\" or remove it"})
 		}
