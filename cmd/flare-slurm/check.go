@@ -16,12 +16,13 @@ import (
 
 // newCheckCommand builds `flare-slurm check`.
 func newCheckCommand(a *app) *cobra.Command {
-	var workspace, junit string
+	var workspace, junit, study string
 	var only, skip []string
 	var asJSON, keep bool
 	var timeout time.Duration
+	var gpus int
 	cmd := &cobra.Command{
-		Use:   "check --workspace W [--only NAME,...] [--skip NAME,...] [--json] [--junit FILE]",
+		Use:   "check --workspace W [--study NAME] [--gpus N] [--only NAME,...] [--skip NAME,...] [--json] [--junit FILE]",
 		Short: "Run the production acceptance probes as Slurm jobs and report pass/fail with evidence",
 		Long: "check runs the Slurm launcher guide's production acceptance list on the cluster, as the\n" +
 			"runtime account on the parent host: each probe is one job submitted through the same compile\n" +
@@ -35,6 +36,9 @@ func newCheckCommand(a *app) *cobra.Command {
 			if _, err := check.Select(only, skip); err != nil {
 				return usageErrorf("%v", err)
 			}
+			if gpus < 0 {
+				return usageErrorf("--gpus must be 0 or more, got %d", gpus)
+			}
 			if timeout < 0 {
 				return usageErrorf("--timeout must be positive, got %v", timeout)
 			}
@@ -44,8 +48,9 @@ func newCheckCommand(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			self, _ := os.Executable() // "" skips the restart probe, with that reason
 			start := time.Now()
-			rows, err := check.Run(ctx, rt, check.Options{Only: only, Skip: skip, Timeout: timeout, Keep: keep, Progress: a.stderr})
+			rows, err := check.Run(ctx, rt, check.Options{Study: study, GPUs: gpus, Self: self, Only: only, Skip: skip, Timeout: timeout, Keep: keep, Progress: a.stderr})
 			if err != nil {
 				return failure(errcode.CheckFailed, err.Error(), "nothing was submitted", nil)
 			}
@@ -58,6 +63,7 @@ func newCheckCommand(a *app) *cobra.Command {
 			if asJSON {
 				err = a.printOK(map[string]any{
 					"workspace": rt.Workspace.Root,
+					"study":     study,
 					"probes":    rows,
 					"summary":   check.Summarize(rows),
 					"seconds":   float64(int64(seconds*1000)) / 1000,
@@ -79,6 +85,8 @@ func newCheckCommand(a *app) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
+	f.StringVar(&study, "study", "", "run the probes as jobs of this study of local/study_runtime.yaml (its image, env, secrets, mounts, Slurm settings)")
+	f.IntVar(&gpus, "gpus", 0, "GPUs per node the gpus probe asks for (0: the probe is skipped)")
 	f.StringSliceVar(&only, "only", nil, "run only these probes (`NAME,...`)")
 	f.StringSliceVar(&skip, "skip", nil, "do not run these probes (`NAME,...`)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")

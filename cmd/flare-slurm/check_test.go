@@ -15,11 +15,12 @@ func TestCheckUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"check", "--workspace", "/nonexistent", "--only", "sucess"}, `unknown probe "sucess" (probes: success, failure,`},
+		{[]string{"check", "--workspace", "/nonexistent", "--only", "sucess"}, `unknown probe "sucess" (probes: bootstrap, success, failure,`},
 		{[]string{"check", "--workspace", "/nonexistent", "--skip", "bogus"}, `unknown probe "bogus"`},
 		{[]string{"check", "--workspace", "/nonexistent", "--only", "timeout", "--skip", "timeout"}, "no probe is left to run"},
 		{[]string{"check", "--workspace", "/nonexistent", "--timeout", "-1s"}, "--timeout must be positive"},
 		{[]string{"check", "--workspace", "/nonexistent", "--timeout", "soon"}, `invalid argument "soon"`},
+		{[]string{"check", "--workspace", "/nonexistent", "--gpus", "-1"}, "--gpus must be 0 or more"},
 		{[]string{"check"}, "--workspace is required"},
 	} {
 		var out, errb bytes.Buffer

@@ -69,6 +69,15 @@ type Row struct {
 
 // Options tune Run.
 type Options struct {
+	// Study runs every probe as a job of that study of
+	// local/study_runtime.yaml (its image, datasets, env, secret env,
+	// mounts and Slurm settings); "" runs them as jobs with no study.
+	Study string
+	// GPUs is the gpus_per_node of the gpus probe; 0 skips it.
+	GPUs int
+	// Self is the flare-slurm executable the restart probe starts a new
+	// process of (os.Executable); "" skips the probe.
+	Self string
 	// Only and Skip select probes by name (Select checks them).
 	Only, Skip []string
 	// Timeout bounds the run (DefaultTimeout when zero): every probe job
@@ -165,6 +174,9 @@ func Run(ctx context.Context, rt *site.Runtime, o Options) ([]Row, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
+	if err := studyKnown(rt, o.Study); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	r := &runner{rt: rt, o: o, progress: o.Progress}
@@ -200,4 +212,25 @@ func randomHex(n int) string {
 		panic(err) // crypto/rand never fails on Linux
 	}
 	return hex.EncodeToString(b)
+}
+
+// studyKnown refuses a --study that local/study_runtime.yaml does not
+// configure (a job of an unknown study would silently run with the site
+// settings: no probe of it would say anything about the study).
+func studyKnown(rt *site.Runtime, study string) error {
+	if study == "" {
+		return nil
+	}
+	req, err := request(rt.Workspace, JobPrefix+"study-"+randomHex(8), study, nil, "review")
+	if err != nil {
+		return err
+	}
+	plan, err := rt.ReviewPlan("check --study", req)
+	if err != nil {
+		return fmt.Errorf("study %s cannot run a job here: %w", study, err)
+	}
+	if !plan.View().StudyConfigured {
+		return fmt.Errorf("study %q has no entry in %s/local/study_runtime.yaml; check runs probes only as a configured study", study, rt.Workspace.Root)
+	}
+	return nil
 }

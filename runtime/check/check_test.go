@@ -14,12 +14,13 @@ import (
 	"github.com/flare-slurm/flare-slurm/generator/compile"
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
+	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 	"github.com/flare-slurm/flare-slurm/runtime/site"
 )
 
 func TestSelect(t *testing.T) {
 	all := Names()
-	if len(all) < 10 || all[0] != "success" {
+	if len(all) < 10 || all[0] != "bootstrap" {
 		t.Fatalf("Names() = %v", all)
 	}
 	got, err := Select(nil, nil)
@@ -185,7 +186,8 @@ func TestProbeProgram(t *testing.T) {
 	}
 	defer l.close()
 	port := l.ln.Addr().String()[strings.LastIndexByte(l.ln.Addr().String(), ':')+1:]
-	sp := spec{Probe: "x", Exit: 103, ReportEnv: []string{"SHOWN"}, SecretNames: []string{"SECRET", "UNSET"},
+	sp := spec{Probe: "x", Exit: 103, ReportEnv: []string{"SHOWN"}, SecretNames: []string{"SECRET", "UNSET"}, Resources: true,
+		Paths:      []string{dir, "/proc/self", "/nonexistent-check"},
 		SecretFile: filepath.Join(dir, "secret.env"), Connect: true, ConnectTimeout: 5, Nonce: l.nonce}
 	data, _ := json.Marshal(sp)
 	for name, b := range map[string][]byte{ProgramFile: program, SpecFile: data} {
@@ -218,6 +220,12 @@ func TestProbeProgram(t *testing.T) {
 		o.SecretSHA256["SECRET"] == nil || *o.SecretSHA256["SECRET"] != sha("s3cret") || o.SecretSHA256["UNSET"] != nil {
 		t.Errorf("observed %+v", o)
 	}
+	if p := o.Paths; !p[dir].Dir || !p[dir].Writable || !p["/proc/self"].Exists || p["/nonexistent-check"].Exists {
+		t.Errorf("paths %+v", p)
+	}
+	if o.MemLimitSource == "" || o.CPUs < 1 {
+		t.Errorf("resources: cpus %d, memory limit %v from %q", o.CPUs, o.MemLimitBytes, o.MemLimitSource)
+	}
 	if o.Connect == nil || !o.Connect.OK || o.Connect.Answer != "ok" || l.reached() == "" {
 		t.Errorf("connect %+v, listener reached by %q", o.Connect, l.reached())
 	}
@@ -226,7 +234,7 @@ func TestProbeProgram(t *testing.T) {
 func TestRequest(t *testing.T) {
 	ws := &workspace.Prepared{Root: "/ws", Role: "client", Site: "site-1", ConnectionSecurity: "mtls"}
 	ws.Launcher.InternalPort = 8102
-	data, err := request(ws, "check-x-1", map[string]any{"time": "00:01:00"}, "tok")
+	data, err := request(ws, "check-x-1", "", map[string]any{"time": "00:01:00"}, "tok")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,9 +250,9 @@ func TestRequest(t *testing.T) {
 		t.Errorf("meta %s", req.Meta)
 	}
 	ws.Role, ws.ConnectionSecurity = "server", "clear"
-	data, _ = request(ws, "check-x-1", nil, "tok")
+	data, _ = request(ws, "check-x-1", "pathology", nil, "tok")
 	req, err = compile.ParseRequest("check", data)
-	if err != nil || req.JobArgs["parent_url"][1] != "tcp://localhost:8102" || req.JobArgs["app_root"][1] != "/ws/check-x-1/app_server" {
+	if err != nil || req.JobArgs["parent_url"][1] != "tcp://localhost:8102" || req.JobArgs["app_root"][1] != "/ws/check-x-1/app_server" || !strings.Contains(string(req.Meta), `"study":"pathology"`) {
 		t.Errorf("server request %+v %v", req, err)
 	}
 }
@@ -308,5 +316,147 @@ func TestReport(t *testing.T) {
 	cases := JUnitCases(rows)
 	if cases[0].Failure != "" || cases[1].Failure == "" || cases[2].Skipped != "shared-file" || cases[3].Failure != "" {
 		t.Errorf("junit cases %+v", cases)
+	}
+}
+
+func i64(v int64) *int64 { return &v }
+
+// TestJudgeResources: 1 CPU and a 256 MiB limit pass; more CPUs or no
+// memory limit is a warning (not enforced), fewer CPUs or a smaller limit
+// a failure.
+func TestJudgeResources(t *testing.T) {
+	for _, c := range []struct {
+		cpus   int
+		lim    *int64
+		result string
+		want   string
+	}{
+		{1, i64(256 << 20), Pass, "memory limit 256 MiB as asked"},
+		{2, i64(256 << 20), Warn, "CPUs not confined: 2 visible"},
+		{1, nil, Warn, "memory not enforced"},
+		{1, i64(512 << 20), Warn, "memory limit 512 MiB, more than"},
+		{0, i64(256 << 20), Fail, "fewer than the 1 asked for"},
+		{2, i64(128 << 20), Fail, "less than the 256 MiB"},
+	} {
+		o := &outcome{status: done("COMPLETED", 0), seen: seenOn("42")}
+		o.seen.CPUs, o.seen.MemLimitBytes = c.cpus, c.lim
+		if r, ev := judgeResources(o); r != c.result || !strings.Contains(ev, c.want) {
+			t.Errorf("cpus %d limit %v: %s %s, want %s with %q", c.cpus, c.lim, r, ev, c.result, c.want)
+		}
+	}
+}
+
+func TestJudgeGPUs(t *testing.T) {
+	o := &outcome{status: done("COMPLETED", 0), seen: seenOn("42"), opts: Options{GPUs: 2}}
+	o.seen.Env["CUDA_VISIBLE_DEVICES"] = "0,1"
+	if r, ev := judgeGPUs(o); r != Pass || !strings.Contains(ev, "nvidia-smi not on the worker's PATH") {
+		t.Errorf("2 of 2: %s %s", r, ev)
+	}
+	o.seen.NvidiaSMI = []string{"GPU 0: A100"}
+	if r, _ := judgeGPUs(o); r != Fail {
+		t.Error("nvidia-smi listing fewer GPUs must fail")
+	}
+	o.seen.NvidiaSMI = nil
+	o.seen.Env["CUDA_VISIBLE_DEVICES"] = "0"
+	if r, _ := judgeGPUs(o); r != Fail {
+		t.Error("1 of 2 must fail")
+	}
+	if why := skipNoGPUs(nil, Options{}); why == "" {
+		t.Error("without --gpus the probe is skipped with a reason")
+	}
+}
+
+func TestJudgeRestart(t *testing.T) {
+	good := func() *outcome {
+		return &outcome{status: done("FAILED", 103), child: &childWait{Status: done("FAILED", 103), Exit: 103}}
+	}
+	if r, ev := judgeRestart(good()); r != Pass || !strings.Contains(ev, "re-attached through the persisted handle") {
+		t.Errorf("good: %s %s", r, ev)
+	}
+	for name, mut := range map[string]func(o *outcome){
+		"no child":       func(o *outcome) { o.child = nil },
+		"child failed":   func(o *outcome) { o.child.Err = errors.New("no such job") },
+		"child's code":   func(o *outcome) { o.child.Status.ReturnCode = 1 },
+		"child's exit":   func(o *outcome) { o.child.Exit = 0 },
+		"another job":    func(o *outcome) { o.child.Status.SlurmJobID = "41" },
+		"child not done": func(o *outcome) { o.child.Status.Terminal = false },
+		"job's end":      func(o *outcome) { o.status = done("COMPLETED", 0) },
+	} {
+		o := good()
+		mut(o)
+		if r, ev := judgeRestart(o); r != Fail {
+			t.Errorf("%s: %s %s", name, r, ev)
+		}
+	}
+}
+
+func TestJudgeAccounting(t *testing.T) {
+	o := &outcome{status: done("COMPLETED", 0), placement: scheduler.Placement{Account: "flare", Partition: "debug", QOS: "normal", State: "COMPLETED", Nodes: "n1"}}
+	if r, ev := judgeAccounting(o); r != Pass || !strings.Contains(ev, "partition, account, qos not set by the site or study") {
+		t.Errorf("no directives: %s %s", r, ev)
+	}
+	o.placement.State = "FAILED"
+	if r, ev := judgeAccounting(o); r != Fail || !strings.Contains(ev, "state FAILED, but the runtime reported COMPLETED") {
+		t.Errorf("state mismatch: %s %s", r, ev)
+	}
+	o.placement.State = "COMPLETED"
+	o.placementErr = errors.New("sacct has no record of Slurm job 42")
+	if r, ev := judgeAccounting(o); r != Fail || !strings.Contains(ev, "no record") {
+		t.Errorf("no record: %s %s", r, ev)
+	}
+}
+
+// TestJudgeFilesystem: the workspace visible and the run dir the writable
+// working directory pass; a container that leaves startup/ writable, or a
+// mount whose mode differs from the study's, fails.
+func TestJudgeFilesystem(t *testing.T) {
+	good := func(sandbox string) *outcome {
+		o := &outcome{status: done("COMPLETED", 0), seen: seenOn("42"), view: &compile.PlanView{
+			Workspace: "/ws", RunDir: "/ws/check-x", Sandbox: sandbox,
+			Mounts: []compile.Mount{{Source: "/data", Destination: "/data", Mode: "ro"}, {Source: "/scratch", Destination: "/scratch", Mode: "rw"}}}}
+		o.seen.Cwd = "/ws/check-x"
+		o.seen.Paths = map[string]pathSeen{
+			"/ws": {Exists: true, Dir: true}, "/ws/check-x": {Exists: true, Dir: true, Writable: true},
+			"/ws/startup": {Exists: true, Dir: true}, "/ws/local": {Exists: true, Dir: true},
+			"/data": {Exists: true, Dir: true}, "/scratch": {Exists: true, Dir: true, Writable: true},
+		}
+		return o
+	}
+	if r, ev := judgeFilesystem(good("apptainer")); r != Pass || !strings.Contains(ev, "2 mounts as configured") {
+		t.Errorf("good: %s %s", r, ev)
+	}
+	o := good("none")
+	o.seen.Paths["/ws/startup"] = pathSeen{Exists: true, Dir: true, Writable: true}
+	if r, ev := judgeFilesystem(o); r != Pass || !strings.Contains(ev, "startup/ writable (sandbox none") {
+		t.Errorf("none, writable startup: %s %s", r, ev)
+	}
+	for name, c := range map[string]struct {
+		mut  func(o *outcome)
+		want string
+	}{
+		"startup writable":  {func(o *outcome) { o.seen.Paths["/ws/startup"] = pathSeen{Exists: true, Dir: true, Writable: true} }, "startup/ is writable inside the container"},
+		"ro mount writable": {func(o *outcome) { o.seen.Paths["/data"] = pathSeen{Exists: true, Writable: true} }, "mount /data is writable, want read-only"},
+		"rw mount ro":       {func(o *outcome) { o.seen.Paths["/scratch"] = pathSeen{Exists: true} }, "mount /scratch is read-only"},
+		"mount missing":     {func(o *outcome) { delete(o.seen.Paths, "/data") }, "mount /data is missing"},
+		"other cwd":         {func(o *outcome) { o.seen.Cwd = "/tmp" }, "working directory is /tmp"},
+		"no workspace":      {func(o *outcome) { delete(o.seen.Paths, "/ws") }, "workspace /ws is not a directory"},
+		"run dir ro":        {func(o *outcome) { o.seen.Paths["/ws/check-x"] = pathSeen{Exists: true, Dir: true} }, "run dir is not writable"},
+	} {
+		o := good("apptainer")
+		c.mut(o)
+		if r, ev := judgeFilesystem(o); r != Fail || !strings.Contains(ev, c.want) {
+			t.Errorf("%s: %s %s, want fail with %q", name, r, ev, c.want)
+		}
+	}
+}
+
+func TestJudgeBootstrap(t *testing.T) {
+	rt := &site.Runtime{Client: &scheduler.Client{Paths: scheduler.Paths{Sbatch: "/usr/bin/sbatch"}}}
+	if r, _ := judgeBootstrap(rt); r != Fail {
+		t.Error("a workspace opened without the bootstrap checks must not pass")
+	}
+	rt.Version = scheduler.Version{Major: 24, Minor: 11, Patch: 5}
+	if r, ev := judgeBootstrap(rt); r != Pass || !strings.Contains(ev, "slurm 24.11.5; accounting answers; sbatch /usr/bin/sbatch") {
+		t.Errorf("%s %s", r, ev)
 	}
 }

@@ -25,10 +25,10 @@ seen = {
     "slurm_job_id": os.environ.get("SLURM_JOB_ID", ""),
     "argv": sys.argv[1:],
     "env_names": sorted(os.environ),
-    "env": {n: os.environ[n] for n in spec.get("report_env", []) if n in os.environ},
+    "env": {n: os.environ[n] for n in spec.get("report_env") or [] if n in os.environ},
     "secret_sha256": {},
 }
-for name in spec.get("secret_names", []):
+for name in spec.get("secret_names") or []:
     v = os.environ.get(name)
     seen["secret_sha256"][name] = None if v is None else hashlib.sha256(v.encode()).hexdigest()
 secret_file = spec.get("secret_file", "")
@@ -38,6 +38,54 @@ try:
     seen["cpus"] = len(os.sched_getaffinity(0))
 except (AttributeError, OSError):
     seen["cpus"] = os.cpu_count()
+
+def cgroup_memory_limit():
+    # cgroup v2: 0::/path -> memory.max; v1: N:memory:/path -> memory.limit_in_bytes.
+    try:
+        with open("/proc/self/cgroup") as f:
+            rows = [l.rstrip("\n").split(":", 2) for l in f]
+    except OSError as e:
+        return None, "no /proc/self/cgroup: %s" % e
+    for _, ctrl, path in rows:
+        if ctrl == "":
+            fn = "/sys/fs/cgroup" + path + "/memory.max"
+        elif "memory" in ctrl.split(","):
+            fn = "/sys/fs/cgroup/memory" + path + "/memory.limit_in_bytes"
+        else:
+            continue
+        try:
+            with open(fn) as f:
+                v = f.read().strip()
+        except OSError:
+            continue
+        if v == "max" or (v.isdigit() and int(v) >= 1 << 60):
+            return None, fn + " is unlimited"
+        if v.isdigit():
+            return int(v), fn
+    return None, "no memory controller limits this process"
+
+
+if spec.get("resources"):
+    seen["mem_limit_bytes"], seen["mem_limit_source"] = cgroup_memory_limit()
+    seen["nvidia_smi"] = None
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        exe = os.path.join(d, "nvidia-smi")
+        if d and os.access(exe, os.X_OK):
+            import subprocess
+            try:
+                out = subprocess.run([exe, "-L"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=20)
+                seen["nvidia_smi"] = out.stdout.decode(errors="replace").strip().splitlines()
+            except Exception as e:  # noqa: BLE001
+                seen["nvidia_smi"] = ["error: %s" % e]
+            break
+
+seen["paths"] = {}
+for p in spec.get("paths") or []:
+    seen["paths"][p] = {
+        "exists": os.path.exists(p),
+        "dir": os.path.isdir(p),
+        "writable": os.access(p, os.W_OK),
+    }
 
 if spec.get("connect"):
     # The parent URL is the worker argument after -p, as NVFlare's worker

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/generator/compile"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
+	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 	"github.com/flare-slurm/flare-slurm/runtime/site"
 )
 
@@ -17,6 +18,7 @@ const (
 	actWait          = iota // wait for the job to end by itself
 	actCancelRunning        // cancel once the probe program runs
 	actCancelPending        // cancel while the job is pending
+	actRestart              // once running, wait for it from a new process
 )
 
 // probe is one row of the acceptance list.
@@ -24,19 +26,26 @@ type probe struct {
 	name, about string
 	spec        spec           // probe.json (Probe is set from name)
 	meta        map[string]any // the job's launcher_spec.<site>.slurm
-	hold        bool           // --begin=now+1hour: the job stays pending
-	connect     bool           // open check's listener on the internal port
-	action      int
+	// metaFor, when set, gives meta from the run's options.
+	metaFor func(o Options) map[string]any
+	// placement asks sacct for the job's account, partition and QOS.
+	placement bool
+	hold      bool // --begin=now+1hour: the job stays pending
+	connect   bool // open check's listener on the internal port
+	action    int
+	// local, when set, is a probe that submits no job: its row comes from
+	// what opening the workspace found.
+	local func(rt *site.Runtime) (result, evidence string)
 	// skipIf says why the probe does not apply to the workspace ("" when it does).
-	skipIf func(rt *site.Runtime) string
+	skipIf func(rt *site.Runtime, o Options) string
 	judge  func(o *outcome) (result, evidence string)
 }
 
-func (p *probe) skip(rt *site.Runtime) string {
+func (p *probe) skip(rt *site.Runtime, o Options) string {
 	if p.skipIf == nil {
 		return ""
 	}
-	return p.skipIf(rt)
+	return p.skipIf(rt, o)
 }
 
 // longSleep is how long a probe program that must be stopped (timeout,
@@ -45,6 +54,8 @@ const longSleep = 900
 
 // probes are the rows in report order.
 var probes = []probe{
+	{name: "bootstrap", about: "the parent's bootstrap checks: sbatch, squeue, sacct and scancel resolved, Slurm 23.02.3 or later, accounting answers",
+		local: judgeBootstrap},
 	{name: "success", about: "a worker that exits 0 ends COMPLETED with return code 0",
 		spec: spec{Exit: 0}, judge: expectEnd("COMPLETED", manager.RCSuccess, true)},
 	{name: "failure", about: "a worker that exits 1 ends FAILED with return code 1",
@@ -60,15 +71,43 @@ var probes = []probe{
 		hold: true, meta: map[string]any{"pending_timeout": 1}, judge: expectEnd("CANCELLED", manager.RCInfrastructure, false)},
 	{name: "running-abort", about: "a running worker cancelled ends CANCELLED with return code 9",
 		spec: spec{Sleep: longSleep}, action: actCancelRunning, judge: expectEnd("CANCELLED", manager.RCAborted, true)},
+	{name: "restart", about: "a new process (flare-slurm wait) re-attaches to a running job through its persisted handle and gets its result (103)",
+		spec: spec{Sleep: 3, Exit: 103}, action: actRestart, skipIf: skipNoSelf, judge: judgeRestart},
 	{name: "environment", about: "--export=NIL holds (a submit-side variable is absent); the launcher-owned names are set",
 		judge: judgeEnvironment},
 	{name: "secrets", about: "a secret reaches the worker; secret.env is gone before it starts; the value is in no script, argv, scheduler environment or output",
 		judge: judgeSecrets},
 	{name: "connectivity", about: "the compute node reaches the parent's internal port (parent_host:internal_port)",
 		connect: true, skipIf: skipSharedFile, judge: judgeConnectivity},
+	{name: "filesystem", about: "the workspace is at the same absolute path on the compute node, the run dir is the writable working directory; startup/, local/ and mounts as the sandbox says",
+		judge: judgeFilesystem},
+	{name: "accounting", about: "sacct records the job with the partition, account and QOS it was submitted with, in the state the runtime reported",
+		placement: true, judge: judgeAccounting},
+	{name: "resources", about: "a job asking for 1 CPU and 256 MiB sees 1 CPU (affinity) and a 256 MiB memory limit; not enforced is a warning",
+		spec: spec{Resources: true}, meta: map[string]any{"cpus_per_node": 1, "mem_per_node": 256}, judge: judgeResources},
+	{name: "gpus", about: "a job asking for --gpus N GPUs sees N (CUDA_VISIBLE_DEVICES, nvidia-smi -L when present); skipped without --gpus",
+		spec: spec{Resources: true, ReportEnv: gpuEnv}, skipIf: skipNoGPUs,
+		metaFor: func(o Options) map[string]any { return map[string]any{"gpus_per_node": o.GPUs} }, judge: judgeGPUs},
 }
 
-func skipSharedFile(rt *site.Runtime) string {
+// gpuEnv are the device-selection variables the gpus probe reports.
+var gpuEnv = []string{"CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES"}
+
+func skipNoSelf(_ *site.Runtime, o Options) string {
+	if o.Self == "" {
+		return "no flare-slurm executable to start a new process of"
+	}
+	return ""
+}
+
+func skipNoGPUs(_ *site.Runtime, o Options) string {
+	if o.GPUs <= 0 {
+		return "no GPUs asked for: the workspace configures no GPU request (gpus_per_node is a job's); run check --gpus N where jobs get GPUs"
+	}
+	return ""
+}
+
+func skipSharedFile(rt *site.Runtime, _ Options) string {
 	if rt.Workspace.InternalScheme == "shared-file" {
 		return "the worker link is shared-file (no TCP port to reach)"
 	}
@@ -157,8 +196,7 @@ func judgeEnvironment(o *outcome) (string, string) {
 	if v := s.Env[compile.ChildProcessEnv]; v != "1" {
 		bad = append(bad, fmt.Sprintf("%s is %q, want \"1\"", compile.ChildProcessEnv, v))
 	}
-	if o.launched != nil {
-		v := o.launched.Plan.View()
+	if v := o.view; v != nil {
 		if got, ok := s.Env["PYTHONPATH"]; ok && got != v.PythonEnv || !ok && v.PythonEnv != "" {
 			bad = append(bad, fmt.Sprintf("PYTHONPATH is %q, want %q", got, v.PythonEnv))
 		}
@@ -184,10 +222,10 @@ func sha(s string) string {
 // auth token and the study's secret_env values from the parent environment.
 func secretValues(o *outcome) map[string]string {
 	vals := map[string]string{"NVFLARE_JOB_AUTH_TOKEN": o.token}
-	if o.launched == nil || o.environ == nil {
+	if o.view == nil || o.environ == nil {
 		return vals
 	}
-	for _, s := range o.launched.Plan.View().SecretEnv {
+	for _, s := range o.view.SecretEnv {
 		if src, ok := strings.CutPrefix(s.Source, "env:"); ok {
 			if v, ok := o.environ(src); ok {
 				vals[s.Name] = v
@@ -272,4 +310,195 @@ func judgeConnectivity(o *outcome) (string, string) {
 		return Fail, fmt.Sprintf("%s connected to %s but check's listener did not answer (answer %q): another program may hold the address", o.seen.Host, target, c.Answer)
 	}
 	return Pass, fmt.Sprintf("%s reached check's listener at %s in %.3f s (connection from %s)", o.seen.Host, target, c.Seconds, o.listen.reached())
+}
+
+// judgeBootstrap reports the bootstrap checks site.Open ran (as
+// bootstrap-check does): had one failed, check would have stopped before
+// any probe, with that error.
+func judgeBootstrap(rt *site.Runtime) (string, string) {
+	if rt.Version == (scheduler.Version{}) {
+		return Fail, "the bootstrap checks did not run (the workspace was opened without them)"
+	}
+	p := rt.Client.Paths
+	return Pass, fmt.Sprintf("slurm %s; accounting answers; sbatch %s, squeue %s, sacct %s, scancel %s",
+		rt.Version, p.Sbatch, p.Squeue, p.Sacct, p.Scancel)
+}
+
+func judgeRestart(o *outcome) (string, string) {
+	ok, what := ended(o, "FAILED", 103)
+	if !ok {
+		return Fail, what
+	}
+	c := o.child
+	switch {
+	case c == nil:
+		return Fail, what + "; no new process waited for the job"
+	case c.Err != nil:
+		return Fail, fmt.Sprintf("%s; the new process's wait failed: %v %s", what, c.Err, c.Stderr)
+	case !c.Status.Terminal || c.Status.SlurmJobID != o.status.SlurmJobID || c.Status.ReturnCode != 103 || c.Exit != 103:
+		return Fail, fmt.Sprintf("%s; the new process's wait reported %+v and exited %d, want Slurm job %s ended with return code 103 (exit 103)",
+			what, c.Status, c.Exit, o.status.SlurmJobID)
+	}
+	return Pass, fmt.Sprintf("seen RUNNING; a new process (flare-slurm wait) re-attached through the persisted handle and reported %s with return code 103, exit 103; %s",
+		c.Status.State, what)
+}
+
+func judgeFilesystem(o *outcome) (string, string) {
+	ok, what := worked(o)
+	if !ok {
+		return Fail, what
+	}
+	v := o.view
+	if v == nil {
+		return Fail, "no plan to compare with"
+	}
+	s := o.seen
+	var bad, notes []string
+	at := func(p string) pathSeen { return s.Paths[p] }
+	if ws := at(v.Workspace); !ws.Dir {
+		bad = append(bad, fmt.Sprintf("the workspace %s is not a directory on the compute node", v.Workspace))
+	}
+	if s.Cwd != v.RunDir {
+		bad = append(bad, fmt.Sprintf("the working directory is %s, not the run dir %s", s.Cwd, v.RunDir))
+	}
+	if rd := at(v.RunDir); !rd.Writable {
+		bad = append(bad, "the run dir is not writable")
+	}
+	container := v.Sandbox != "none"
+	for _, d := range []string{"startup", "local"} {
+		p := at(v.Workspace + "/" + d)
+		switch {
+		case !p.Dir:
+			bad = append(bad, d+"/ is not visible")
+		case container && p.Writable:
+			bad = append(bad, d+"/ is writable inside the container, want read-only")
+		case p.Writable:
+			notes = append(notes, d+"/ writable (sandbox none: the worker runs as the runtime account)")
+		}
+	}
+	for _, m := range v.Mounts {
+		p := at(m.Destination)
+		switch {
+		case !p.Exists:
+			bad = append(bad, fmt.Sprintf("mount %s is missing", m.Destination))
+		case m.Mode == "ro" && p.Writable:
+			bad = append(bad, fmt.Sprintf("mount %s is writable, want read-only", m.Destination))
+		case m.Mode == "rw" && !p.Writable:
+			bad = append(bad, fmt.Sprintf("mount %s is read-only, want read-write", m.Destination))
+		}
+	}
+	if len(bad) > 0 {
+		return Fail, strings.Join(bad, "; ")
+	}
+	ev := fmt.Sprintf("%s; workspace %s visible, working directory = run dir (writable)", what, v.Workspace)
+	if len(v.Mounts) > 0 {
+		ev += fmt.Sprintf("; %d mounts as configured", len(v.Mounts))
+	}
+	if len(notes) > 0 {
+		ev += "; " + strings.Join(notes, ", ")
+	}
+	return Pass, ev
+}
+
+func judgeAccounting(o *outcome) (string, string) {
+	ok, what := ended(o, "COMPLETED", manager.RCSuccess)
+	if !ok {
+		return Fail, what
+	}
+	if o.placementErr != nil {
+		return Fail, "sacct: " + oneLine(o.placementErr.Error())
+	}
+	pl := o.placement
+	got := fmt.Sprintf("sacct: account %s, partition %s, QOS %s, state %s, nodes %s", pl.Account, pl.Partition, pl.QOS, pl.State, pl.Nodes)
+	var bad, defaults []string
+	if pl.State != o.status.State {
+		bad = append(bad, fmt.Sprintf("state %s, but the runtime reported %s", pl.State, o.status.State))
+	}
+	want := map[string]string{}
+	if o.view != nil {
+		for _, d := range o.view.Directives {
+			want[d.Key] = d.Value
+		}
+	}
+	for _, f := range []struct{ key, got string }{{"partition", pl.Partition}, {"account", pl.Account}, {"qos", pl.QOS}} {
+		w, set := want[f.key]
+		switch {
+		case !set:
+			defaults = append(defaults, f.key)
+		case !strings.EqualFold(w, f.got):
+			bad = append(bad, fmt.Sprintf("%s %s, but the job asked for %s", f.key, f.got, w))
+		}
+	}
+	if len(bad) > 0 {
+		return Fail, got + "; " + strings.Join(bad, "; ")
+	}
+	if len(defaults) > 0 {
+		got += "; " + strings.Join(defaults, ", ") + " not set by the site or study: the cluster's defaults"
+	}
+	return Pass, got
+}
+
+func judgeResources(o *outcome) (string, string) {
+	ok, what := worked(o)
+	if !ok {
+		return Fail, what
+	}
+	s := o.seen
+	const cpus, mib = 1, 256
+	result := Pass
+	var parts []string
+	switch {
+	case s.CPUs == cpus:
+		parts = append(parts, fmt.Sprintf("%d CPU visible (affinity), %d asked for", s.CPUs, cpus))
+	case s.CPUs > cpus:
+		result = Warn
+		parts = append(parts, fmt.Sprintf("CPUs not confined: %d visible (affinity), %d asked for (no task/affinity or cgroup enforcement)", s.CPUs, cpus))
+	default:
+		result = Fail
+		parts = append(parts, fmt.Sprintf("%d CPUs visible, fewer than the %d asked for", s.CPUs, cpus))
+	}
+	switch lim := s.MemLimitBytes; {
+	case lim == nil:
+		if result == Pass {
+			result = Warn
+		}
+		parts = append(parts, fmt.Sprintf("memory not enforced (%s), %d MiB asked for", s.MemLimitSource, mib))
+	case *lim == mib<<20:
+		parts = append(parts, fmt.Sprintf("memory limit %d MiB as asked (%s)", mib, s.MemLimitSource))
+	case *lim > mib<<20:
+		if result == Pass {
+			result = Warn
+		}
+		parts = append(parts, fmt.Sprintf("memory limit %d MiB, more than the %d MiB asked for (%s)", *lim>>20, mib, s.MemLimitSource))
+	default:
+		result = Fail
+		parts = append(parts, fmt.Sprintf("memory limit %d MiB, less than the %d MiB asked for (%s)", *lim>>20, mib, s.MemLimitSource))
+	}
+	return result, what + "; " + strings.Join(parts, "; ")
+}
+
+func judgeGPUs(o *outcome) (string, string) {
+	ok, what := worked(o)
+	if !ok {
+		return Fail, what
+	}
+	s := o.seen
+	want := o.opts.GPUs
+	devs := s.Env["CUDA_VISIBLE_DEVICES"]
+	n := 0
+	if devs != "" {
+		n = len(strings.Split(devs, ","))
+	}
+	smi := "nvidia-smi not on the worker's PATH"
+	if s.NvidiaSMI != nil {
+		smi = fmt.Sprintf("nvidia-smi -L lists %d", len(s.NvidiaSMI))
+	}
+	got := fmt.Sprintf("%s; CUDA_VISIBLE_DEVICES=%q (%d GPUs), %d asked for; %s", what, devs, n, want, smi)
+	if n != want {
+		return Fail, got
+	}
+	if s.NvidiaSMI != nil && len(s.NvidiaSMI) != want {
+		return Fail, got
+	}
+	return Pass, got
 }

@@ -1,12 +1,14 @@
 package check
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -19,6 +21,7 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
+	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 	"github.com/flare-slurm/flare-slurm/runtime/site"
 )
 
@@ -39,27 +42,41 @@ type spec struct {
 	// SecretNames are the names whose values observed.json shows as SHA-256.
 	SecretNames []string `json:"secret_names"`
 	// SecretFile is the job's secret.env, which must be gone.
-	SecretFile     string  `json:"secret_file"`
-	Connect        bool    `json:"connect"`
-	ConnectTimeout float64 `json:"connect_timeout,omitempty"`
-	Nonce          string  `json:"nonce,omitempty"`
+	SecretFile string `json:"secret_file"`
+	// Resources asks for the cgroup memory limit and nvidia-smi -L.
+	Resources bool `json:"resources,omitempty"`
+	// Paths are reported as exists, dir and writable (the filesystem view).
+	Paths          []string `json:"paths"`
+	Connect        bool     `json:"connect"`
+	ConnectTimeout float64  `json:"connect_timeout,omitempty"`
+	Nonce          string   `json:"nonce,omitempty"`
 }
 
 // observed is observed.json.
 type observed struct {
-	Probe             string             `json:"probe"`
-	Host              string             `json:"host"`
-	UID               int                `json:"uid"`
-	Cwd               string             `json:"cwd"`
-	Python            string             `json:"python"`
-	SlurmJobID        string             `json:"slurm_job_id"`
-	Argv              []string           `json:"argv"`
-	EnvNames          []string           `json:"env_names"`
-	Env               map[string]string  `json:"env"`
-	SecretSHA256      map[string]*string `json:"secret_sha256"`
-	SecretFilePresent *bool              `json:"secret_file_present"`
-	CPUs              int                `json:"cpus"`
-	Connect           *connectSeen       `json:"connect"`
+	Probe             string              `json:"probe"`
+	Host              string              `json:"host"`
+	UID               int                 `json:"uid"`
+	Cwd               string              `json:"cwd"`
+	Python            string              `json:"python"`
+	SlurmJobID        string              `json:"slurm_job_id"`
+	Argv              []string            `json:"argv"`
+	EnvNames          []string            `json:"env_names"`
+	Env               map[string]string   `json:"env"`
+	SecretSHA256      map[string]*string  `json:"secret_sha256"`
+	SecretFilePresent *bool               `json:"secret_file_present"`
+	CPUs              int                 `json:"cpus"`
+	MemLimitBytes     *int64              `json:"mem_limit_bytes"`
+	MemLimitSource    string              `json:"mem_limit_source"`
+	NvidiaSMI         []string            `json:"nvidia_smi"`
+	Paths             map[string]pathSeen `json:"paths"`
+	Connect           *connectSeen        `json:"connect"`
+}
+
+type pathSeen struct {
+	Exists   bool `json:"exists"`
+	Dir      bool `json:"dir"`
+	Writable bool `json:"writable"`
 }
 
 type connectSeen struct {
@@ -82,11 +99,26 @@ type outcome struct {
 	seenErr  error
 	output   string // the job's output file (slurm-<id>.out)
 	launched *site.Probe
-	token    string // the request's auth token (a secret)
+	view     *compile.PlanView // the probe's plan
+	token    string            // the request's auth token (a secret)
 	environ  func(string) (string, bool)
 	listen   *listener // connectivity: check's listener, nil when the port was taken
 	// stateSeen says whether a poll saw the state the action waited for.
 	stateSeen string
+	opts      Options
+	// placement is sacct's record of the job (accounting probe).
+	placement    scheduler.Placement
+	placementErr error
+	// child is the re-attaching process's answer (restart probe).
+	child *childWait
+}
+
+// childWait is what `flare-slurm wait --json` printed in a new process.
+type childWait struct {
+	Status manager.Status
+	Exit   int
+	Err    error
+	Stderr string
 }
 
 func (r *runner) logf(format string, args ...any) {
@@ -102,15 +134,19 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 		row.Seconds = float64(time.Since(start).Milliseconds()) / 1000
 		r.logf("%-15s %s (%.1f s) %s", p.name, row.Result, row.Seconds, row.Evidence)
 	}()
-	if why := p.skip(r.rt); why != "" {
+	if why := p.skip(r.rt, r.o); why != "" {
 		row.Result, row.Evidence = Skip, why
+		return row
+	}
+	if p.local != nil {
+		row.Result, row.Evidence = p.local(r.rt)
 		return row
 	}
 	r.logf("%-15s started", p.name)
 	ws := r.rt.Workspace
 	jobID := JobPrefix + p.name + "-" + randomHex(8)
 	row.JobID = jobID
-	o := &outcome{jobID: jobID, token: "check-token-" + randomHex(32), environ: r.rt.Lookup}
+	o := &outcome{jobID: jobID, token: "check-token-" + randomHex(32), environ: r.rt.Lookup, opts: r.o}
 
 	run, err := makeRunDir(ws.Root, jobID)
 	if err != nil {
@@ -142,14 +178,13 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 		}
 		o.listen = l
 	}
-	if err := writeSpec(run, sp, p, r.rt); err != nil {
-		run.Close()
-		row.Result, row.Evidence = Fail, err.Error()
-		return row
-	}
 	run.Close()
 
-	req, err := request(ws, jobID, p.meta, o.token)
+	meta := p.meta
+	if p.metaFor != nil {
+		meta = p.metaFor(r.o)
+	}
+	req, err := request(ws, jobID, r.o.Study, meta, o.token)
 	if err != nil {
 		row.Result, row.Evidence = Fail, err.Error()
 		return row
@@ -158,16 +193,26 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 	if p.hold {
 		extra = append(extra, compile.Directive{Key: "begin", Value: "now+1hour"})
 	}
-	h, pr, err := r.rt.LaunchProbe(ctx, "check:"+p.name, req, filepath.Join(ws.Root, jobID, ProgramFile), extra...)
+	ready := func(plan *compile.Plan) error { return writeSpec(ws.Root, jobID, sp, plan) }
+	h, pr, err := r.rt.LaunchProbe(ctx, "check:"+p.name, req, filepath.Join(ws.Root, jobID, ProgramFile), ready, extra...)
 	if err != nil {
 		row.Result, row.Evidence = Fail, "launch: "+oneLine(err.Error())
 		return row
 	}
 	o.launched = pr
+	v := pr.Plan.View()
+	o.view = &v
 	row.SlurmJobID = h.Info().SlurmJobID
 	defer r.stop(h, &row)
 
 	switch p.action {
+	case actRestart:
+		if err := r.until(ctx, h, jobID, "RUNNING"); err != nil {
+			o.actErr = err
+			break
+		}
+		o.stateSeen = "RUNNING"
+		o.child = r.waitInNewProcess(ctx, jobID)
 	case actCancelRunning, actCancelPending:
 		want := "RUNNING"
 		if p.action == actCancelPending {
@@ -185,6 +230,13 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 	o.status, o.waitErr = h.Wait(ctx)
 	if o.waitErr == nil && !o.status.Terminal {
 		o.waitErr = errors.New("the wait ended before the job did")
+	}
+	if p.placement && o.waitErr == nil {
+		var found bool
+		o.placement, found, o.placementErr = r.rt.Client.Placement(ctx, row.SlurmJobID)
+		if o.placementErr == nil && !found {
+			o.placementErr = fmt.Errorf("sacct has no record of Slurm job %s", row.SlurmJobID)
+		}
 	}
 	o.seen, o.seenErr = readObserved(ws.Root, jobID)
 	if data, err := readRunFile(ws.Root, jobID, "slurm-"+row.SlurmJobID+".out", 1<<20); err == nil {
@@ -226,6 +278,32 @@ func (r *runner) until(ctx context.Context, h *manager.Handle, jobID, state stri
 	}
 }
 
+// waitInNewProcess runs `flare-slurm wait --json` for the job in a new
+// process (Options.Self): it has no handle in memory and re-attaches
+// through the job's persisted handle and the shared observation.
+func (r *runner) waitInNewProcess(ctx context.Context, jobID string) *childWait {
+	cmd := exec.CommandContext(ctx, r.o.Self, "wait", "--workspace", r.rt.Workspace.Root, "--job-id", jobID, "--json")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	c := &childWait{Stderr: oneLine(errb.String())}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		c.Exit = ee.ExitCode()
+	case err != nil:
+		c.Err = err
+		return c
+	}
+	var doc struct{ Data manager.Status }
+	if jerr := json.Unmarshal(out.Bytes(), &doc); jerr != nil {
+		c.Err = fmt.Errorf("wait printed %q: %v", oneLine(out.String()), jerr)
+		return c
+	}
+	c.Status = doc.Data
+	return c
+}
+
 // stop cancels a probe job that is still live (the timeout, Ctrl-C, a
 // failed step), unless Keep, and waits a little for its end so that the
 // runtime removes its job dir.
@@ -250,7 +328,7 @@ func (r *runner) stop(h *manager.Handle, row *Row) {
 // request is the launch request of a probe job: the worker arguments an
 // NVFlare parent of the workspace's role would pass, the job's meta (its
 // launcher_spec for the site) and a random auth token.
-func request(ws *workspace.Prepared, jobID string, slurm map[string]any, token string) ([]byte, error) {
+func request(ws *workspace.Prepared, jobID, study string, slurm map[string]any, token string) ([]byte, error) {
 	siteName := ws.Site
 	if siteName == "" {
 		siteName = "check"
@@ -265,6 +343,9 @@ func request(ws *workspace.Prepared, jobID string, slurm map[string]any, token s
 		parentURL = "shared-file://0" + filepath.Join(ws.SharedFileRoot, jobID, "listener")
 	}
 	meta := map[string]any{"name": jobID}
+	if study != "" {
+		meta["study"] = study
+	}
 	if len(slurm) > 0 {
 		meta["launcher_spec"] = map[string]any{siteName: map[string]any{"slurm": slurm}}
 	}
@@ -316,17 +397,41 @@ func writeFile(d *dirfd.Dir, name string, data []byte) error {
 	return f.Close()
 }
 
-// writeSpec writes probe.json: the probe's spec with the names the
-// workspace's plan makes interesting (study env, secret names) added.
-func writeSpec(run *dirfd.Dir, sp spec, p *probe, rt *site.Runtime) error {
+// writeSpec writes probe.json into the probe's run dir: the probe's spec
+// with the names the probe's plan makes interesting added — the study env
+// names (reported with their values) and every secret name (reported as
+// SHA-256 only).
+func writeSpec(root, jobID string, sp spec, plan *compile.Plan) error {
+	v := plan.View()
+	sp.Paths = []string{v.Workspace, v.RunDir, filepath.Join(v.Workspace, "startup"), filepath.Join(v.Workspace, "local")}
+	for _, m := range v.Mounts {
+		sp.Paths = append(sp.Paths, m.Destination)
+	}
 	sp.ReportEnv = append(sp.ReportEnv, compile.ChildProcessEnv, "PYTHONPATH", SubmitSideEnv)
-	sp.SecretNames = append(sp.SecretNames, "NVFLARE_JOB_AUTH_TOKEN")
+	for _, e := range v.Env {
+		sp.ReportEnv = append(sp.ReportEnv, e.Name)
+	}
+	for _, s := range v.SecretEnv {
+		sp.SecretNames = append(sp.SecretNames, s.Name)
+	}
 	slices.Sort(sp.ReportEnv)
 	sp.ReportEnv = slices.Compact(sp.ReportEnv)
+	slices.Sort(sp.SecretNames)
+	sp.SecretNames = slices.Compact(sp.SecretNames)
 	data, err := json.MarshalIndent(sp, "", "  ")
 	if err != nil {
 		return err
 	}
+	wsd, err := dirfd.Open(root)
+	if err != nil {
+		return err
+	}
+	defer wsd.Close()
+	run, err := wsd.OpenDir(jobID)
+	if err != nil {
+		return err
+	}
+	defer run.Close()
 	return writeFile(run, SpecFile, append(data, '\n'))
 }
 

@@ -37,7 +37,7 @@ job_launcher:
 
 // preparedExample copies examples/site-1 into the root, prepares it with a
 // sandbox-none slurm.yaml as the test account and returns the workspace.
-func preparedExample(t *testing.T, c *slurmtest.Cluster, bin, base string, port int, setup string) string {
+func preparedExample(t *testing.T, c *slurmtest.Cluster, bin, base string, port int, setup, studies string) string {
 	t.Helper()
 	kit := path.Join(base, "site-1")
 	src := filepath.Join("..", "..", "examples", "site-1")
@@ -60,6 +60,9 @@ func preparedExample(t *testing.T, c *slurmtest.Cluster, bin, base string, port 
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if studies != "" {
+		c.WriteFile(t, path.Join(kit, "local", "study_runtime.yaml"), []byte(studies), 0o600)
 	}
 	cfg := path.Join(base, "slurm.yaml")
 	yaml := fmt.Sprintf(checkSlurmYAML, c.Partition, port)
@@ -103,14 +106,14 @@ func TestCheckAllProbes(t *testing.T) {
 	base := c.TempDir(t)
 	bin := path.Join(base, "flare-slurm")
 	c.CopyIn(t, buildCLI(t), bin)
-	ws := preparedExample(t, c, bin, base, freePort(t), "")
+	ws := preparedExample(t, c, bin, base, freePort(t), "", "")
 	junit := path.Join(base, "check.xml")
 
 	s := &site{t: t, c: c, base: base, ws: ws, bin: bin}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	out, errs, code := s.run(ctx, "check", "--workspace", ws, "--json", "--junit", junit, "--timeout", "4m")
+	out, errs, code := s.run(ctx, "check", "--workspace", ws, "--json", "--junit", junit, "--timeout", "4m", "--gpus", "1")
 	t.Logf("check took %v; progress:\n%s", time.Since(start).Round(time.Millisecond), errs)
 	if code != 0 {
 		t.Errorf("check exited %d, want 0\n%s", code, out)
@@ -119,21 +122,36 @@ func TestCheckAllProbes(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("check --json: %v\n%s", err, out)
 	}
-	// The state sacct must hold for each probe's job.
+	// The state sacct must hold for each probe's job ("" for a probe that
+	// submits none).
 	want := map[string]string{
-		"success": "COMPLETED", "failure": "FAILED", "worker-code": "FAILED", "timeout": "TIMEOUT",
-		"pending-abort": "CANCELLED", "pending-timeout": "CANCELLED", "running-abort": "CANCELLED",
-		"environment": "COMPLETED", "secrets": "COMPLETED", "connectivity": "COMPLETED",
+		"bootstrap": "", "success": "COMPLETED", "failure": "FAILED", "worker-code": "FAILED", "timeout": "TIMEOUT",
+		"pending-abort": "CANCELLED", "pending-timeout": "CANCELLED", "running-abort": "CANCELLED", "restart": "FAILED",
+		"environment": "COMPLETED", "secrets": "COMPLETED", "connectivity": "COMPLETED", "filesystem": "COMPLETED",
+		"accounting": "COMPLETED", "resources": "COMPLETED", "gpus": "COMPLETED",
 	}
-	if len(doc.Data.Probes) != len(check.Names()) {
+	// The test cluster enforces no CPU or memory limit (task/none, no
+	// cgroups: runtime/slurmtest/README.md): resources must say so.
+	results := map[string]string{"resources": check.Warn}
+	if len(doc.Data.Probes) != len(check.Names()) || len(want) != len(check.Names()) {
 		t.Fatalf("%d rows, want one per probe (%v)", len(doc.Data.Probes), check.Names())
 	}
 	for i, r := range doc.Data.Probes {
 		if r.Name != check.Names()[i] {
 			t.Errorf("row %d is %s, want %s (report order)", i, r.Name, check.Names()[i])
 		}
-		if r.Result != check.Pass {
-			t.Errorf("%s: %s: %s", r.Name, r.Result, r.Evidence)
+		wantResult := check.Pass
+		if w, ok := results[r.Name]; ok {
+			wantResult = w
+		}
+		if r.Result != wantResult {
+			t.Errorf("%s: %s (want %s): %s", r.Name, r.Result, wantResult, r.Evidence)
+			continue
+		}
+		if want[r.Name] == "" {
+			if r.SlurmJobID != "" {
+				t.Errorf("%s submitted Slurm job %s", r.Name, r.SlurmJobID)
+			}
 			continue
 		}
 		if r.SlurmJobID == "" || !strings.HasPrefix(r.Evidence, "Slurm job "+r.SlurmJobID+":") || !strings.HasPrefix(r.JobID, check.JobPrefix+r.Name+"-") {
@@ -145,8 +163,24 @@ func TestCheckAllProbes(t *testing.T) {
 			t.Errorf("%s: sacct knows Slurm job %s as %q, want state %s", r.Name, r.SlurmJobID, acct, want[r.Name])
 		}
 	}
-	if s := doc.Data.Summary; s.Pass != len(want) || s.Fail != 0 {
+	if s := doc.Data.Summary; s.Pass != len(want)-1 || s.Warn != 1 || s.Fail != 0 {
 		t.Errorf("summary %+v", s)
+	}
+	for _, r := range doc.Data.Probes {
+		switch r.Name {
+		case "resources":
+			if !strings.Contains(r.Evidence, "CPUs not confined") || !strings.Contains(r.Evidence, "memory not enforced") {
+				t.Errorf("resources evidence: %s", r.Evidence)
+			}
+		case "gpus":
+			if !strings.Contains(r.Evidence, `CUDA_VISIBLE_DEVICES="0" (1 GPUs), 1 asked for`) {
+				t.Errorf("gpus evidence: %s", r.Evidence)
+			}
+		case "accounting":
+			if !strings.Contains(r.Evidence, "account "+c.Account+", partition "+c.Partition) {
+				t.Errorf("accounting evidence: %s", r.Evidence)
+			}
+		}
 	}
 
 	var suites struct {
@@ -195,7 +229,7 @@ func TestCheckTableAndFailure(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	ws := preparedExample(t, c, bin, base, freePort(t), "")
+	ws := preparedExample(t, c, bin, base, freePort(t), "", "")
 	s := &site{t: t, c: c, base: base, ws: ws, bin: bin}
 	out, errs, code := s.run(ctx, "check", "--workspace", ws, "--only", "success,pending-abort", "--timeout", "90s")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -207,7 +241,7 @@ func TestCheckTableAndFailure(t *testing.T) {
 
 	base2 := path.Join(base, "leaky")
 	c.Mkdir(t, base2, 0o700)
-	ws2 := preparedExample(t, c, bin, base2, freePort(t), "export "+check.SubmitSideEnv+"=from-setup")
+	ws2 := preparedExample(t, c, bin, base2, freePort(t), "export "+check.SubmitSideEnv+"=from-setup", "")
 	s2 := &site{t: t, c: c, base: base2, ws: ws2, bin: bin}
 	out, errs, code = s2.run(ctx, "check", "--workspace", ws2, "--only", "environment", "--json", "--timeout", "90s")
 	var doc checkDoc
@@ -237,5 +271,51 @@ func TestCheckTableAndFailure(t *testing.T) {
 	}
 	if s.exists(path.Join(ws, doc.Data.Probes[0].JobID)) {
 		t.Errorf("run dir %s left", doc.Data.Probes[0].JobID)
+	}
+}
+
+// TestCheckStudy: --study runs the probes as jobs of that study: its env
+// values arrive exactly, its secret_env value (from the parent's
+// environment) reaches the worker and nowhere else, and its partition is
+// the one sacct records. An unknown study is refused before anything is
+// submitted; without --gpus the gpus probe is skipped with the reason.
+func TestCheckStudy(t *testing.T) {
+	c := slurmtest.Require(t)
+	base := c.TempDir(t)
+	bin := path.Join(base, "flare-slurm")
+	c.CopyIn(t, buildCLI(t), bin)
+	studies := "format_version: 2\nstudies:\n  s1:\n    env:\n      S1_MODE: \"a b'c\"\n    secret_env:\n      S1_KEY: {source: CHECK_S1_KEY}\n" +
+		"    slurm:\n      partition: " + c.Partition + "\n"
+	ws := preparedExample(t, c, bin, base, freePort(t), "", studies)
+	s := &site{t: t, c: c, base: base, ws: ws, bin: bin, env: []string{"CHECK_S1_KEY=s1-secret-" + fmt.Sprint(time.Now().UnixNano())}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	out, errs, code := s.run(ctx, "check", "--workspace", ws, "--study", "s1", "--only", "environment,secrets,accounting,gpus", "--json", "--timeout", "90s")
+	var doc checkDoc
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("check --json: %v\n%s", err, out)
+	}
+	if code != 0 || len(doc.Data.Probes) != 4 {
+		t.Fatalf("exit %d, rows %+v\n%s", code, doc.Data.Probes, errs)
+	}
+	for _, r := range doc.Data.Probes {
+		var want, result = "", check.Pass
+		switch r.Name {
+		case "secrets":
+			want = "NVFLARE_JOB_AUTH_TOKEN, S1_KEY arrived"
+		case "accounting":
+			want = "partition " + c.Partition
+		case "gpus":
+			want, result = "no GPUs asked for", check.Skip
+		}
+		if r.Result != result || !strings.Contains(r.Evidence, want) {
+			t.Errorf("%s: %s %s, want %s with %q", r.Name, r.Result, r.Evidence, result, want)
+		}
+	}
+
+	out, errs, code = s.run(ctx, "check", "--workspace", ws, "--study", "nope", "--json")
+	if code != 1 || !strings.Contains(out, `study \"nope\" has no entry`) {
+		t.Errorf("unknown study: exit %d %s %s", code, out, errs)
 	}
 }

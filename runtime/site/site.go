@@ -139,12 +139,26 @@ type Probe struct {
 
 // LaunchProbe is Launch for flare-slurm check: the same compile and
 // runtime path, with the worker replaced by the probe program script
-// (compile.Plan.WithProbeWorker) and extra probe directives.
-func (rt *Runtime) LaunchProbe(ctx context.Context, file string, data []byte, script string, extra ...compile.Directive) (*manager.Handle, *Probe, error) {
+// (compile.Plan.WithProbeWorker) and extra probe directives. ready, when
+// set, sees the probe's plan before it is compiled and submitted (check
+// writes the probe's spec from it); its error stops the launch.
+func (rt *Runtime) LaunchProbe(ctx context.Context, file string, data []byte, script string, ready func(*compile.Plan) error, extra ...compile.Directive) (*manager.Handle, *Probe, error) {
 	h, pr, _, err := rt.launch(ctx, file, data, func(p *compile.Plan) (*compile.Plan, error) {
-		return p.WithProbeWorker(script, extra...)
+		q, err := p.WithProbeWorker(script, extra...)
+		if err == nil && ready != nil {
+			err = ready(q)
+		}
+		return q, err
 	})
 	return h, pr, err
+}
+
+// ReviewPlan resolves a launch request without submitting anything, as
+// render does (compile.ParseAndResolveReview): a missing run dir and unset
+// secret sources are noted, not refused.
+func (rt *Runtime) ReviewPlan(file string, data []byte) (*compile.Plan, error) {
+	p, _, err := compile.ParseAndResolveReview(rt.Workspace, file, data, compile.EnvironFrom(rt.environ))
+	return p, err
 }
 
 // launch compiles and submits one job; edit, when set, changes the
