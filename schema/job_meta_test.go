@@ -186,3 +186,47 @@ func TestJobMetaTabsInJSON(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// TestParseJobMetaOneSite: with a site, another site's malformed section
+// does not fail the reading; without a site it does.
+func TestParseJobMetaOneSite(t *testing.T) {
+	data := []byte(`{
+  "resource_spec": {"site-1": {"num_of_gpus": 2}, "site-2": {"num_of_gpus": -1, "memory": "1GB"}},
+  "launcher_spec": {
+    "default": {"slurm": {"time": "01:00:00"}},
+    "site-1": {"slurm": {"gpus_per_node": 2}},
+    "site-2": {"slurm": {"nodes": 0, "bogus": 1, "time": "1 h"}},
+    "site-3": "not a mapping"
+  }
+}`)
+	m, probs := ParseJobMeta("meta.json", data, "site-1")
+	if probs != nil {
+		t.Fatalf("site-1: %q", problemLines(probs))
+	}
+	if m.Slurm.Time != "01:00:00" || m.Slurm.GPUsPerNode == nil || *m.Slurm.GPUsPerNode != 2 || *m.Resources.NumOfGPUs != 2 {
+		t.Errorf("site-1 reading: %+v", m)
+	}
+	_, probs = ParseJobMeta("meta.json", data, "site-2")
+	var paths []string
+	for _, p := range probs {
+		paths = append(paths, p.Path)
+	}
+	want := []string{"resource_spec.site-2.num_of_gpus", "resource_spec.site-2.memory",
+		"launcher_spec.site-2.slurm.nodes", "launcher_spec.site-2.slurm.bogus", "launcher_spec.site-2.slurm.time"}
+	if !reflect.DeepEqual(paths, want) {
+		t.Errorf("site-2:\n got %q\nwant %q", paths, want)
+	}
+	_, probs = ParseJobMeta("meta.json", data, "")
+	if len(probs) != len(want)+1 || probs[len(probs)-1].Path != "launcher_spec.site-3" {
+		t.Errorf("every site: %q", problemLines(probs))
+	}
+	// default and the top level are every site's business.
+	_, probs = ParseJobMeta("meta.json", []byte(`{"study": 3, "launcher_spec": {"default": {"slurm": {"nodes": 0}}}}`), "site-9")
+	if len(probs) != 2 || probs[0].Path != "study" || probs[1].Path != "launcher_spec.default.slurm.nodes" {
+		t.Errorf("default: %q", problemLines(probs))
+	}
+	_, probs = ParseJobMeta("meta.json", []byte(`{"resource_spec": [1]}`), "site-9")
+	if len(probs) != 1 || probs[0].Path != "resource_spec" {
+		t.Errorf("resource_spec not a mapping: %q", problemLines(probs))
+	}
+}

@@ -8,9 +8,12 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -210,5 +213,149 @@ func TestLoadKitLayout(t *testing.T) {
 	}
 	if got := problemLines(probs); !reflect.DeepEqual(got, want) {
 		t.Errorf("empty dir:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestLoadKitReportsIndependentProblems: a kit with two role files, no
+// rootCA.pem and a resources.json.default that is not an object reports all
+// three at once (before, only the role files).
+func TestLoadKitReportsIndependentProblems(t *testing.T) {
+	dir := makeKit(t, "client", "site-1", map[string][]byte{
+		"startup/fed_server.json":      []byte(`{}`),
+		"startup/rootCA.pem":           nil,
+		"local/resources.json.default": []byte(`[1]`),
+		"local/study_runtime.yaml":     []byte("format_version: 3\n"),
+	})
+	os.Remove(filepath.Join(dir, "startup/rootCA.pem"))
+	kit, probs := LoadKit(dir)
+	if kit != nil {
+		t.Error("got a kit despite problems")
+	}
+	want := []string{
+		dir + "/local/resources.json.default: must be a JSON object",
+		dir + "/local/study_runtime.yaml:1:17: format_version: must be 2 (got 3)",
+		dir + "/startup: holds more than one role file (fed_server.json, fed_client.json) (keep exactly one)",
+		dir + "/startup/rootCA.pem: is missing: a startup kit needs startup/rootCA.pem",
+	}
+	if got := problemLines(probs); !reflect.DeepEqual(got, want) {
+		t.Errorf("\n got %q\nwant %q", got, want)
+	}
+
+	// Missing startup/ does not hide local/'s problems.
+	dir = makeKit(t, "client", "site-2", map[string][]byte{"local/resources.json.default": []byte(`"x"`)})
+	if err := os.RemoveAll(filepath.Join(dir, "startup")); err != nil {
+		t.Fatal(err)
+	}
+	_, probs = LoadKit(dir)
+	want = []string{
+		dir + "/local/resources.json.default: must be a JSON object",
+		dir + "/startup: must be a directory of the startup kit (is this the top folder of a provisioned kit?)",
+	}
+	if got := problemLines(probs); !reflect.DeepEqual(got, want) {
+		t.Errorf("no startup/:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestValidateKitChecksConfigDespiteKitProblems: the kit's config.yaml is
+// validated even when the kit itself has problems.
+func TestValidateKitChecksConfigDespiteKitProblems(t *testing.T) {
+	dir := makeKit(t, "client", "site-1", map[string][]byte{
+		"config.yaml":              []byte("runtime: slurm\njob_launcher: {sandbox: nope, python_path: x}\n"),
+		"local/study_runtime.yaml": []byte("format_version: 2\nstudies:\n  s1:\n    env: {PYTHONPATH: /x}\n"),
+	})
+	probs := Validate(KindKit, dir, "")
+	var paths []string
+	for _, p := range probs {
+		paths = append(paths, strings.TrimPrefix(p.File, dir+"/")+" "+p.Path)
+	}
+	want := []string{"config.yaml job_launcher.sandbox", "config.yaml job_launcher.python_path", "local/study_runtime.yaml studies.s1.env.PYTHONPATH"}
+	if !reflect.DeepEqual(paths, want) {
+		t.Errorf("\n got %q\nwant %q", paths, want)
+	}
+	// A server kit with an invalid study runtime still gets the parent check.
+	dir = makeKit(t, "server", "srv", map[string][]byte{
+		"config.yaml":              []byte("runtime: slurm\njob_launcher: {sandbox: none, python_path: /p}\nparent: {}\n"),
+		"local/study_runtime.yaml": []byte("format_version: 3\n"),
+	})
+	probs = Validate(KindKit, dir, "")
+	if len(probs) != 2 || probs[0].Path != "parent" || probs[1].Path != "format_version" {
+		t.Errorf("server kit: %q", problemLines(probs))
+	}
+}
+
+// TestLoadKitWalk: entries prepare cannot copy are problems naming their
+// path in words; a symlink to a regular file is fine; KIT/prepared is not
+// entered.
+func TestLoadKitWalk(t *testing.T) {
+	dir := makeKit(t, "client", "site-1", nil)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Symlink(filepath.Join(dir, "startup"), filepath.Join(dir, "local", "dir-link")))
+	must(os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, "dangling")))
+	must(os.Symlink(filepath.Join(dir, "startup", "client.key"), filepath.Join(dir, "local", "file-link")))
+	must(os.Symlink("/dev/null", filepath.Join(dir, "local", "null-link")))
+	must(os.MkdirAll(filepath.Join(dir, "transfer", "deep"), 0o755))
+	must(syscall.Mkfifo(filepath.Join(dir, "transfer", "deep", "fifo"), 0o600))
+	must(os.MkdirAll(filepath.Join(dir, "prepared", "slurm"), 0o755))
+	must(syscall.Mkfifo(filepath.Join(dir, "prepared", "slurm", "fifo"), 0o600))
+	sock := filepath.Join(dir, "local", "sock")
+	l, err := net.Listen("unix", sock)
+	must(err)
+	defer l.Close()
+
+	_, probs := LoadKit(dir)
+	want := []string{
+		dir + "/dangling: dangling symlink: its target " + dir + "/nowhere does not exist (remove the symlink or make it point at a regular file)",
+		dir + "/local/dir-link: symlink to a directory; prepare copies regular files and real directories only (replace the symlink with a real directory)",
+		dir + "/local/null-link: symlink to a character device; a kit holds regular files and directories only (remove it from the kit)",
+		dir + "/local/sock: socket; a kit holds regular files and directories only (remove it from the kit)",
+		dir + "/transfer/deep/fifo: named pipe (FIFO); a kit holds regular files and directories only (remove it from the kit)",
+	}
+	if got := problemLines(probs); !reflect.DeepEqual(got, want) {
+		t.Errorf("\n got %q\nwant %q", got, want)
+	}
+
+	// KIT/prepared that is not a directory is left out too, and does not
+	// end the walk of the top level (startup/ and transfer/ sort after it).
+	must(os.RemoveAll(filepath.Join(dir, "prepared")))
+	must(syscall.Mkfifo(filepath.Join(dir, "prepared"), 0o600))
+	if got := problemLines(func() Problems { _, p := LoadKit(dir); return p }()); !reflect.DeepEqual(got, want) {
+		t.Errorf("prepared as a FIFO:\n got %q\nwant %q", got, want)
+	}
+
+	// A kit named through a symlink is walked too, with paths as named.
+	link := filepath.Join(t.TempDir(), "kit-link")
+	must(os.Symlink(dir, link))
+	_, probs = LoadKit(link)
+	if len(probs) != len(want) || probs[0].File != link+"/dangling" {
+		t.Errorf("kit through a symlink: %q", problemLines(probs))
+	}
+}
+
+// TestLoadKitFIFOStudyRuntime: a named pipe where a kit file belongs is
+// reported by the walk and never opened (opening it would block).
+func TestLoadKitFIFOStudyRuntime(t *testing.T) {
+	dir := makeKit(t, "client", "site-1", map[string][]byte{"local/resources.json.default": nil})
+	for _, f := range []string{"local/study_runtime.yaml", "local/resources.json.default"} {
+		if err := syscall.Mkfifo(filepath.Join(dir, f), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, probs := LoadKit(dir)
+	want := []string{
+		dir + "/local/resources.json.default: named pipe (FIFO); a kit holds regular files and directories only (remove it from the kit)",
+		dir + "/local/study_runtime.yaml: named pipe (FIFO); a kit holds regular files and directories only (remove it from the kit)",
+	}
+	if got := problemLines(probs); !reflect.DeepEqual(got, want) {
+		t.Errorf("\n got %q\nwant %q", got, want)
+	}
+	fifo := filepath.Join(dir, "local/study_runtime.yaml")
+	_, probs = LoadStudyRuntime(fifo)
+	if got := problemLines(probs); len(got) != 1 || got[0] != fifo+": is a named pipe (FIFO), not a regular file" {
+		t.Errorf("LoadStudyRuntime of a FIFO: %q", got)
 	}
 }

@@ -217,3 +217,56 @@ func TestCheckMemoryStaysFlatOnLargeFiles(t *testing.T) {
 		}
 	}
 }
+
+// --check names file types in words and reports a removed directory the
+// way diff(1) does ("Only in DIR: NAME").
+func TestDiffWording(t *testing.T) {
+	f := newFixture(t, "site-1", bareConfig)
+	out := filepath.Join(f.dir, "ws")
+	f.run(t, out)
+	p := filepath.Join(out, "local", "study_runtime.yaml")
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(p, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("sub_start.sh", filepath.Join(out, "startup", "start_slurm.sh.tmp")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(out, "startup", "start_slurm.sh")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(out, "startup", "start_slurm.sh.tmp"), filepath.Join(out, "startup", "start_slurm.sh")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(out, "local", "extra", "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Diff(f.render(t, out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	details := map[string]string{}
+	for _, c := range d.Changes {
+		details[c.Path] = c.Detail
+	}
+	for p, want := range map[string]string{
+		"local/study_runtime.yaml": "a file would replace the directory",
+		"startup/start_slurm.sh":   "a file would replace the symlink",
+		"local/extra":              "directory would be removed with its content",
+	} {
+		if details[p] != want {
+			t.Errorf("%s: %q, want %q", p, details[p], want)
+		}
+	}
+	for _, want := range []string{
+		"File type differs: ws/local/study_runtime.yaml (directory on disk)\n",
+		"File type differs: ws/startup/start_slurm.sh (symlink on disk)\n",
+		"Only in " + filepath.Join(out, "local") + ": extra/\n",
+	} {
+		if !strings.Contains(d.Text, want) {
+			t.Errorf("diff text does not contain %q:\n%s", want, d.Text)
+		}
+	}
+}

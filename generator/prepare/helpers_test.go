@@ -158,3 +158,10 @@ func mustContain(t testing.TB, what string, data []byte, want string) {
 		t.Errorf("%s does not contain %q:\n%s", what, want, data)
 	}
 }
+
+// asUID makes prepare see uid as its effective user id for the test.
+func asUID(t *testing.T, uid int) {
+	t.Helper()
+	currentUID = func() int { return uid }
+	t.Cleanup(func() { currentUID = os.Geteuid })
+}

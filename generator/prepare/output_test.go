@@ -220,3 +220,96 @@ func kindOf(t *testing.T, p string) os.FileMode {
 	}
 	return st.Mode()
 }
+
+// An output inside the kit replaces part of the kit when swapped into
+// place; only KIT/prepared/... is prepare's.
+func TestOutputInsideTheKitIsRefused(t *testing.T) {
+	f := newFixture(t, "site-1", bareConfig)
+	if err := os.MkdirAll(filepath.Join(f.kit, "transfer"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.kit, "transfer", "keep.txt"), []byte("kit file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(f.kit, "prepared", "docker"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{"transfer", "startup", "local", "custom/ws", "prepared"} {
+		t.Run(rel, func(t *testing.T) {
+			kitBefore := digest(t, f.kit)
+			out := filepath.Join(f.kit, filepath.FromSlash(rel))
+			_, err := Run(context.Background(), f.opts(out))
+			pe := wantCode(t, err, errcode.InvalidOutput)
+			if !strings.Contains(pe.Message, out) || !strings.Contains(pe.Message, "the kit "+f.kit) {
+				t.Errorf("message %q does not name the output %s and the kit %s", pe.Message, out, f.kit)
+			}
+			if !strings.Contains(pe.Hint, "outside the kit") || !strings.Contains(pe.Hint, "KIT/prepared/") {
+				t.Errorf("hint %q", pe.Hint)
+			}
+			if digest(t, f.kit) != kitBefore { // also catches staging dirs and created parents
+				t.Error("the kit changed")
+			}
+		})
+	}
+	// Under KIT/prepared/ is fine, and leaves the rest of prepared/ alone.
+	out := filepath.Join(f.kit, "prepared", "slurm-b")
+	f.run(t, out)
+	if _, err := os.Stat(filepath.Join(f.kit, "prepared", "docker")); err != nil {
+		t.Error("KIT/prepared/docker is gone")
+	}
+	if string(readFile(t, filepath.Join(f.kit, "transfer", "keep.txt"))) != "kit file" {
+		t.Error("the kit's transfer/ changed")
+	}
+}
+
+// A server workspace keeps its job store and snapshots inside the
+// workspace (contract §4.4): replacing it would lose every stored job, so
+// it needs --force like job artifacts do.
+func TestServerJobStoreNeedsForce(t *testing.T) {
+	f := newFixture(t, "server", bareConfig)
+	out := filepath.Join(f.dir, "ws")
+	f.run(t, out)
+	// Empty stores hold nothing to lose.
+	for _, d := range []string{"jobs-storage", "snapshot-storage"} {
+		if err := os.MkdirAll(filepath.Join(out, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.run(t, out)
+	for _, p := range []string{"jobs-storage/6a1c-job/meta", "snapshot-storage/6a1c-job"} {
+		if err := os.MkdirAll(filepath.Join(out, filepath.Dir(p)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(out, p), []byte("stored"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := digest(t, out)
+	_, err := Run(context.Background(), f.opts(out))
+	pe := wantCode(t, err, errcode.JobsPresent)
+	for _, want := range []string{"jobs-storage/6a1c-job", "snapshot-storage/6a1c-job"} {
+		if !strings.Contains(pe.Message, want) {
+			t.Errorf("message %q does not list %s", pe.Message, want)
+		}
+	}
+	if !strings.Contains(pe.Hint, "--force") {
+		t.Errorf("hint %q does not name --force", pe.Hint)
+	}
+	assertUntouched(t, out, before)
+
+	opts := f.opts(out)
+	opts.Force = true
+	res, err := Run(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(res.DiscardedStorage, ","); got != "jobs-storage/6a1c-job,snapshot-storage/6a1c-job" {
+		t.Errorf("discarded storage %q", got)
+	}
+	if !strings.Contains(strings.Join(res.Warnings, "\n"), filepath.Join(out, "jobs-storage", "6a1c-job")) {
+		t.Errorf("warnings %q do not name the discarded stored job", res.Warnings)
+	}
+	if _, err := os.Stat(filepath.Join(out, "jobs-storage")); !os.IsNotExist(err) {
+		t.Error("the job store survived a forced prepare")
+	}
+}

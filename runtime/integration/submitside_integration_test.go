@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"context"
+
 	"github.com/flare-slurm/flare-slurm/runtime/slurmtest"
 )
 
@@ -46,5 +48,24 @@ func TestPercentPathAndSubmitSideEnv(t *testing.T) {
 	}
 	if strings.Contains(seen, marker) {
 		t.Fatalf("a variable set only on the submit side reached the worker:\n%s", seen)
+	}
+}
+
+// TestSbatchRejectionIsNotUnavailable: a job Slurm cannot satisfy (64 CPUs
+// on a 4-CPU node) is reported as rejected by Slurm with sbatch's own
+// error lines and a hint, not as an unavailable scheduler, and its job dir
+// is removed.
+func TestSbatchRejectionIsNotUnavailable(t *testing.T) {
+	t.Parallel()
+	c := slurmtest.Require(t)
+	s := newSite(t, c, siteOpts{})
+	req, _ := s.job("job-rejected", "exit 0", map[string]any{"resource_spec": map[string]any{"site-1": map[string]any{"num_of_cpus": 64}}})
+	out, errs, code := s.run(context.Background(), "launch", "--workspace", s.ws, "--request", req)
+	if code != 1 || !strings.Contains(errs, "flare-slurm: error: Slurm rejected job job-rejected: sbatch: error: CPU count per node can not be satisfied; sbatch: error: Batch job submission failed: Requested node configuration is not available") ||
+		!strings.Contains(errs, "flare-slurm: hint: check the job's resources and directives") || strings.Contains(errs, "unavailable") {
+		t.Fatalf("rejected launch: exit %d\n%s\n%s", code, out, errs)
+	}
+	if s.exists(s.jobDir("job-rejected")) {
+		t.Fatal("the rejected job's dir was left behind")
 	}
 }

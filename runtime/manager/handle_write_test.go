@@ -260,3 +260,47 @@ func TestHandleLeftoverTempBesideHandle(t *testing.T) {
 		t.Fatalf("job dir with a leftover temp handle not removed: %v", err)
 	}
 }
+
+// When handle.json cannot be written after sbatch accepted the job, the
+// job is cancelled only once squeue proves the row is ours (uid, comment,
+// name), like every other scancel.
+func TestHandleWriteFailureCancelsOnlyAVerifiedJob(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		comment    string
+		squeueFail bool
+		scancels   int
+	}{
+		{"verified", "", false, 1},
+		{"foreign row", "nvfl:someone-else", false, 0},
+		{"squeue down", "", true, 0},
+	} {
+		e := newEnv(t)
+		job := e.job(e.m, "j")
+		write := job.Write
+		job.Write = func() error {
+			if err := write(); err != nil {
+				return err
+			}
+			// handle.json cannot be created: a directory holds its name.
+			return os.Mkdir(filepath.Join(job.Dir, HandleFile), 0o700)
+		}
+		e.slurm.squeueFail = c.squeueFail
+		if c.comment != "" {
+			e.slurm.sbatchHook = func(j *fakeJob) { j.comment = c.comment }
+		}
+		_, err := e.m.Launch(context.Background(), job)
+		if err == nil || !strings.Contains(err.Error(), "record handle") {
+			t.Fatalf("%s: launch: %v", c.name, err)
+		}
+		if n := e.slurm.count("scancel"); n != c.scancels {
+			t.Errorf("%s: scancel calls = %d, want %d", c.name, n, c.scancels)
+		}
+		if c.scancels == 0 && !strings.Contains(err.Error(), "scancel "+"101") {
+			t.Errorf("%s: the error does not tell the operator what to cancel: %v", c.name, err)
+		}
+		if _, serr := os.Stat(job.Dir); !os.IsNotExist(serr) {
+			t.Errorf("%s: job dir left behind", c.name)
+		}
+	}
+}

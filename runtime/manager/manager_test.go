@@ -689,3 +689,25 @@ func TestTerminateWhileSchedulerDown(t *testing.T) {
 		t.Fatalf("%+v", s)
 	}
 }
+
+// The control dirs must belong to the runtime account, like the workspace.
+func TestControlDirsOwnerAndMode(t *testing.T) {
+	e := newEnv(t)
+	jobs := e.m.JobsDir()
+	if err := ensureDir(jobs, os.Getuid()); err != nil {
+		t.Fatalf("own dir: %v", err)
+	}
+	if err := ensureDir(jobs, os.Getuid()+1); err == nil || !strings.Contains(err.Error(), "owned by uid") {
+		t.Fatalf("foreign owner: %v", err)
+	}
+	os.Chmod(jobs, 0o750)
+	if err := ensureDir(jobs, os.Getuid()); err == nil || !strings.Contains(err.Error(), "chmod 700") {
+		t.Fatalf("group bits: %v", err)
+	}
+	os.Chmod(jobs, 0o700)
+	link := filepath.Join(e.ws, "link")
+	os.Symlink(jobs, link)
+	if err := ensureDir(link, os.Getuid()); err == nil || !strings.Contains(err.Error(), "real directory") {
+		t.Fatalf("symlink: %v", err)
+	}
+}

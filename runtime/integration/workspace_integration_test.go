@@ -10,25 +10,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/runtime/slurmtest"
 )
 
-// TestSbatchRejectionIsNotUnavailable: a job Slurm cannot satisfy (64 CPUs
-// on a 4-CPU node) is reported as rejected by Slurm with sbatch's own
-// error lines and a hint, not as an unavailable scheduler, and its job dir
-// is removed.
-func TestSbatchRejectionIsNotUnavailable(t *testing.T) {
-	t.Parallel()
-	c := slurmtest.Require(t)
-	s := newSite(t, c, siteOpts{})
-	req, _ := s.job("job-rejected", "exit 0", map[string]any{"resource_spec": map[string]any{"site-1": map[string]any{"num_of_cpus": 64}}})
-	out, errs, code := s.run(context.Background(), "launch", "--workspace", s.ws, "--request", req)
-	if code != 1 || !strings.Contains(errs, "flare-slurm: error: Slurm rejected job job-rejected: sbatch: error: CPU count per node can not be satisfied; sbatch: error: Batch job submission failed: Requested node configuration is not available") ||
-		!strings.Contains(errs, "flare-slurm: hint: check the job's resources and directives") || strings.Contains(errs, "unavailable") {
-		t.Fatalf("rejected launch: exit %d\n%s\n%s", code, out, errs)
-	}
-	if s.exists(s.jobDir("job-rejected")) {
-		t.Fatal("the rejected job's dir was left behind")
-	}
-}
-
 // TestForeignOwnedWorkspace: a workspace prepared by root (root-owned,
 // 0700) used by the runtime account is reported by its owner.
 func TestForeignOwnedWorkspace(t *testing.T) {
@@ -58,4 +39,5 @@ func TestForeignOwnedWorkspace(t *testing.T) {
 }
 
 func statUID(st os.FileInfo) uint32 { return st.Sys().(*syscall.Stat_t).Uid }
+
 func statGID(st os.FileInfo) uint32 { return st.Sys().(*syscall.Stat_t).Gid }
