@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -184,7 +183,7 @@ func (h *Handle) Terminate(ctx context.Context) (Status, error) {
 	switch {
 	case inView && o.CancelSent:
 		return st, nil
-	case inView && !o.InQueue && (o.Detail == "" || strings.HasPrefix(o.Detail, "not in the queue") || strings.HasPrefix(o.Detail, endedInQueue)):
+	case inView && o.Gone:
 		// Out of the queue: nothing to scancel; the result follows from
 		// accounting and maps CANCELLED or COMPLETED to 9.
 		return st, nil

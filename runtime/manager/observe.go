@@ -47,6 +47,10 @@ type Observation struct {
 	CancelSent bool `json:"cancel_sent,omitempty"`
 	// InQueue says this observation came from a squeue row.
 	InQueue bool `json:"in_queue,omitempty"`
+	// Gone says the scheduler answered and squeue no longer lists the job
+	// as live (it left the queue, or ended in it): there is nothing left
+	// to scancel, and the result follows from accounting.
+	Gone bool `json:"gone,omitempty"`
 }
 
 // Finished is the result of a job that reached a terminal state.
@@ -533,7 +537,8 @@ func (o *observer) accounted(c *cache, j *liveJob, a *scheduler.Accounting, now 
 		if j.timers.Misses != 0 {
 			j.timers.Misses, j.timers.LastMiss, j.dirty = 0, time.Time{}, true
 		}
-		o.note(c, j, "", fmt.Sprintf("%s %s; waiting for its accounting record", endedInQueue, j.queueState), now)
+		o.note(c, j, "", fmt.Sprintf("ended in the queue as %s; waiting for its accounting record", j.queueState), now)
+		o.gone(c, j)
 		return
 	}
 	if !found {
@@ -548,6 +553,7 @@ func (o *observer) accounted(c *cache, j *liveJob, a *scheduler.Accounting, now 
 			return
 		}
 		o.note(c, j, "", fmt.Sprintf("not in the queue; no accounting record yet (%d/%d)", j.timers.Misses, maxMisses), now)
+		o.gone(c, j)
 		return
 	}
 	if j.timers.Misses != 0 {
@@ -555,6 +561,7 @@ func (o *observer) accounted(c *cache, j *liveJob, a *scheduler.Accounting, now 
 	}
 	if !IsTerminal(rec.State) {
 		o.note(c, j, rec.State, "", now)
+		o.gone(c, j)
 		return
 	}
 	rc := ReturnCode(rec.State, rec.Exit, rec.DerivedExit, j.timers.UserAbort)
@@ -581,9 +588,13 @@ func (o *observer) finish(c *cache, j *liveJob, state string, rc int, detail str
 		slog.String("state", state), slog.Int("return_code", rc))
 }
 
-// endedInQueue starts the detail of a job squeue lists in a terminal state
-// that accounting does not know yet.
-const endedInQueue = "ended in the queue as"
+// gone marks j's observation as a scheduler answer that the job is no
+// longer live in the queue.
+func (o *observer) gone(c *cache, j *liveJob) {
+	obs := c.Jobs[j.info.SlurmJobID]
+	obs.Gone = true
+	c.Jobs[j.info.SlurmJobID] = obs
+}
 
 // expiry is when the observation this process last used stops being
 // fresh; zero when it has none.
