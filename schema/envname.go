@@ -2,15 +2,27 @@ package schema
 
 import "strings"
 
+// The job credentials of contract §12: the parent passes them to a
+// launch, the worker gets them through secret.env, and nothing else
+// (argv, the scheduler's environment, logs) ever holds them.
+const (
+	EnvJobAuthToken      = "NVFLARE_JOB_AUTH_TOKEN"
+	EnvJobTokenSignature = "NVFLARE_JOB_TOKEN_SIGNATURE"
+	EnvJobSSID           = "NVFLARE_JOB_SSID"
+)
+
+// CredentialEnvNames lists the job credentials.
+var CredentialEnvNames = []string{EnvJobAuthToken, EnvJobTokenSignature, EnvJobSSID}
+
 // launcherOwnedNames are the environment names the launcher sets or relies
 // on in a worker's environment (contract §6).
 var launcherOwnedNames = map[string]bool{
 	"PYTHONPATH":                    true,
 	"NVFL_WORKSPACE_OWNER_FQCN":     true,
 	"NVFL_WORKSPACE_TRANSFER_TOKEN": true,
-	"NVFLARE_JOB_AUTH_TOKEN":        true,
-	"NVFLARE_JOB_TOKEN_SIGNATURE":   true,
-	"NVFLARE_JOB_SSID":              true,
+	EnvJobAuthToken:                 true,
+	EnvJobTokenSignature:            true,
+	EnvJobSSID:                      true,
 	"BASHOPTS":                      true,
 	"EUID":                          true,
 	"SHELLOPTS":                     true,

@@ -174,7 +174,7 @@ func leafName(role string) string {
 // refused). It sets kit.HasStudyRuntime and kit.HasLegacyStudyData.
 func checkLocal(kit *Kit, local string) Problems {
 	var probs Problems
-	res := filepath.Join(local, "resources.json.default")
+	res := filepath.Join(local, ResourcesDefaultFile)
 	if !isFile(res) {
 		// Not read unless regular: opening a named pipe would block.
 		if _, err := os.Stat(res); err != nil {
@@ -218,6 +218,16 @@ func checkLocal(kit *Kit, local string) Problems {
 	}
 	return probs
 }
+
+// Files of a kit's local/ directory that prepare rewrites and the compiler
+// reads back (contract §4): the site settings NVFlare's prepare writes,
+// the file a site may create to override them, and the communication
+// settings.
+const (
+	ResourcesDefaultFile = "resources.json.default"
+	ResourcesActiveFile  = "resources.json"
+	CommConfigFile       = "comm_config.json"
+)
 
 // Top-level directories of a prepared workspace (contract §4). A job's run
 // directory is WS/<job id>, so no job may be named like one of them.

@@ -17,7 +17,7 @@ import (
 // NVFlare's launcher, or a resources file LoadKit already refused, gives
 // no problem here.
 func kitBridgeProblems(dir string) Problems {
-	res := filepath.Join(dir, "local", "resources.json.default")
+	res := filepath.Join(dir, LocalDir, ResourcesDefaultFile)
 	if !isFile(res) {
 		return nil
 	}

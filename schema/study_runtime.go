@@ -305,6 +305,23 @@ func decodeStudy(name string, s *yaml.Node) Study {
 	return st
 }
 
+// SecretEnvNames lists every environment name that holds a secret in this
+// study runtime: each study's secret_env names and their sources (nil for
+// a nil runtime). StudySecretEnvNames reads the same names from a file
+// without validating it.
+func (rt *StudyRuntime) SecretEnvNames() []string {
+	if rt == nil {
+		return nil
+	}
+	var names []string
+	for _, st := range rt.Studies {
+		for _, s := range st.SecretEnv {
+			names = append(names, s.Name, s.Source)
+		}
+	}
+	return names
+}
+
 // StudySecretEnvNames lists every environment name that the study runtime
 // file at path names as a secret: each secret_env variable and its source,
 // of every study. It is for processes that only need to keep those names

@@ -30,7 +30,8 @@ studies:
     secret_env:
       S3_KEY: {source: SITE_S3}
 `)
-	if probs := func() Problems { _, p := LoadStudyRuntime(valid); return p }(); probs != nil {
+	rt, probs := LoadStudyRuntime(valid)
+	if probs != nil {
 		t.Fatalf("fixture must be a valid study runtime: %v", probs)
 	}
 	got := StudySecretEnvNames(valid)
@@ -38,6 +39,15 @@ studies:
 	want := []string{"API_TOKEN", "DB_PASSWORD", "S3_KEY", "SITE_API_TOKEN", "SITE_DB_PASSWORD", "SITE_S3"}
 	if !slices.Equal(got, want) {
 		t.Errorf("valid file: got %v, want %v", got, want)
+	}
+	// The validated runtime names the same secrets (the compiler's list).
+	typed := rt.SecretEnvNames()
+	slices.Sort(typed)
+	if !slices.Equal(typed, want) {
+		t.Errorf("StudyRuntime.SecretEnvNames: got %v, want %v", typed, want)
+	}
+	if (*StudyRuntime)(nil).SecretEnvNames() != nil {
+		t.Error("a nil runtime names secrets")
 	}
 	// A file the schema refuses (unknown key, wrong format_version) still
 	// names its secrets: dropping more names is the safe side.

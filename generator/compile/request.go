@@ -52,9 +52,9 @@ var (
 		"parent_conn_sec", "root_url", "service_host", "service_port", "options"}
 	// credentialEnv maps the credential arguments to the secret.env names.
 	credentialArgs = []struct{ Arg, Env string }{
-		{"auth_token", "NVFLARE_JOB_AUTH_TOKEN"},
-		{"auth_signature", "NVFLARE_JOB_TOKEN_SIGNATURE"},
-		{"ssid", "NVFLARE_JOB_SSID"},
+		{"auth_token", schema.EnvJobAuthToken},
+		{"auth_signature", schema.EnvJobTokenSignature},
+		{"ssid", schema.EnvJobSSID},
 	}
 )
 

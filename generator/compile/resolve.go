@@ -123,7 +123,7 @@ func resolve(ws *workspace.Prepared, req *Request, env Environ, review bool) (*P
 	v.AppDir = filepath.Join(v.RunDir, AppDirName(req.Role, req.Site))
 
 	rt := r.loadStudyRuntime()
-	p.workspaceSecrets = secretEnvNames(rt)
+	p.workspaceSecrets = rt.SecretEnvNames()
 	meta, mps := schema.ParseJobMeta(req.File, req.Meta, req.Site)
 	if mps != nil {
 		// The meta is part of the request: name its fields as the request
@@ -224,25 +224,10 @@ func (r *resolver) runDir() string {
 	return dir
 }
 
-// secretEnvNames lists every study's secret_env name and source: the
-// environment names that hold secrets anywhere in this workspace.
-func secretEnvNames(rt *schema.StudyRuntime) []string {
-	if rt == nil {
-		return nil
-	}
-	var names []string
-	for _, st := range rt.Studies {
-		for _, s := range st.SecretEnv {
-			names = append(names, s.Name, s.Source)
-		}
-	}
-	return names
-}
-
 // loadStudyRuntime re-reads local/study_runtime.yaml (contract §5).
 func (r *resolver) loadStudyRuntime() *schema.StudyRuntime {
-	r.stFile = filepath.Join(r.ws.Root, filepath.FromSlash(workspace.StudyRuntimeFile))
-	legacy := filepath.Join(r.ws.Root, "local", "study_data.yaml")
+	r.stFile = filepath.Join(r.ws.Root, filepath.FromSlash(workspace.StudyRuntimePath))
+	legacy := filepath.Join(r.ws.Root, filepath.FromSlash(workspace.LegacyStudyPath))
 	_, err := os.Lstat(r.stFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, lerr := os.Lstat(legacy); lerr == nil {
@@ -385,20 +370,8 @@ func (r *resolver) nodeGroup(p *Plan, meta *schema.JobMeta, jobPath func(string)
 func (r *resolver) resources(p *Plan, meta *schema.JobMeta, jobPath func(string) string) {
 	v := &p.view
 	res := &v.Resources
-	js, rs := meta.Slurm, meta.Resources
-	resPath := func(key string) string {
-		if p, ok := meta.ResourcePaths[key]; ok {
-			return "meta." + p
-		}
-		return "meta.resource_spec." + r.req.Site + "." + key
-	}
-	res.Nodes = js.Nodes
-	if res.Nodes == 0 {
-		res.Nodes = 1
-	}
-	if res.Nodes < 1 {
-		r.reqProblem(jobPath("nodes"), "must be an integer of at least 1", "")
-	}
+	js := meta.Slurm
+	res.Nodes = max(js.Nodes, 1) // ParseJobMeta refused nodes < 1; 0 is unset
 	if res.Nodes > 1 {
 		// A node group (§11) fans out on the bare allocation and starts its
 		// containers per node; without one the application fans out, which
@@ -411,41 +384,11 @@ func (r *resolver) resources(p *Plan, meta *schema.JobMeta, jobPath func(string)
 			r.reqProblem(jobPath("image"), "a multi-node job must not name an image", "")
 		}
 	}
-	gpn := cloneInt(js.GPUsPerNode)
-	if gpn != nil && *gpn < 0 {
-		r.reqProblem(jobPath("gpus_per_node"), "must be an integer of at least 0", "")
-	}
-	if total := rs.NumOfGPUs; total != nil {
-		switch {
-		case *total < 0:
-			r.reqProblem(resPath("num_of_gpus"), "must be an integer of at least 0", "")
-		case gpn != nil && *total != res.Nodes**gpn:
-			r.reqProblem(resPath("num_of_gpus"), fmt.Sprintf("is %d but nodes * gpus_per_node is %d * %d = %d", *total, res.Nodes, *gpn, res.Nodes**gpn),
-				"num_of_gpus must equal nodes * gpus_per_node when both are given")
-		case res.Nodes > 1 && *total > 0 && gpn == nil:
-			r.reqProblem(jobPath("gpus_per_node"), fmt.Sprintf("is required: a %d-node job asks for %d GPUs in total", res.Nodes, *total),
-				"set gpus_per_node so that nodes * gpus_per_node = num_of_gpus")
-		case res.Nodes == 1 && gpn == nil && *total > 0:
-			gpn = cloneInt(total)
-		}
-	}
-	if gpn != nil && *gpn > 0 {
-		res.GPUsPerNode = gpn
-	}
-	res.CPUsPerNode = cloneInt(js.CPUsPerNode)
-	if rs.NumOfCPUs != nil {
-		res.CPUsPerNode = cloneInt(rs.NumOfCPUs)
-	}
-	if res.CPUsPerNode != nil && *res.CPUsPerNode < 1 {
-		r.reqProblem(jobPath("cpus_per_node"), "must be an integer of at least 1", "")
-	}
-	res.MemPerNodeMiB = cloneInt(js.MemPerNodeMiB)
-	if rs.MemoryMiB != nil {
-		res.MemPerNodeMiB = cloneInt(rs.MemoryMiB)
-	}
-	if res.MemPerNodeMiB != nil && *res.MemPerNodeMiB < 1 {
-		r.reqProblem(jobPath("mem_per_node"), "must be an integer of at least 1 (MiB)", "")
-	}
+	// ParseJobMeta checked the GPU, CPU and memory rules for this site
+	// (schema/job_meta.go): the job asks for what they settled.
+	res.GPUsPerNode = cloneInt(meta.EffectiveGPUsPerNode())
+	res.CPUsPerNode = cloneInt(meta.EffectiveCPUsPerNode())
+	res.MemPerNodeMiB = cloneInt(meta.EffectiveMemMiB())
 	site := r.ws.Launcher.PendingTimeout
 	res.PendingTimeout = site
 	if pt := js.PendingTimeout; pt != nil {

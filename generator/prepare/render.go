@@ -25,11 +25,11 @@ import (
 
 // Names of the files prepare reads, writes or removes.
 const (
-	resourcesDefault = workspace.ResourcesDefaultFile // names the workspace: how prepare recognises one
-	resourcesActive  = workspace.ResourcesActiveFile
-	commConfig       = workspace.CommConfigFile
-	studyRuntime     = workspace.StudyRuntimeFile
-	studyDataLegacy  = "local/study_data.yaml"
+	resourcesDefault = workspace.ResourcesDefaultPath // names the workspace: how prepare recognises one
+	resourcesActive  = workspace.ResourcesActivePath
+	commConfig       = workspace.CommConfigPath
+	studyRuntime     = workspace.StudyRuntimePath
+	studyDataLegacy  = workspace.LegacyStudyPath
 	startScript      = "startup/start_slurm.sh"
 	parentScript     = "startup/parent.slurm"
 	jobsDir          = ".nvflare_slurm/jobs"

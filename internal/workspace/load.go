@@ -13,25 +13,27 @@ import (
 )
 
 // Files of a prepared workspace that prepare writes and the compiler and
-// the runtime read (slash-separated, relative to the workspace root).
+// the runtime read (slash-separated, relative to the workspace root; the
+// names are schema's).
 const (
-	// ResourcesDefaultFile holds the site settings prepare writes (and the
+	// ResourcesDefaultPath holds the site settings prepare writes (and the
 	// launcher component, MarkerComponent).
-	ResourcesDefaultFile = MarkerFile
-	// ResourcesActiveFile, when a site creates it, wins over
-	// ResourcesDefaultFile (NVFlare's Workspace.get_resources_file_path);
+	ResourcesDefaultPath = MarkerFile
+	// ResourcesActivePath, when a site creates it, wins over
+	// ResourcesDefaultPath (NVFlare's Workspace.get_resources_file_path);
 	// prepare removes it.
-	ResourcesActiveFile = "local/resources.json"
-	// CommConfigFile holds the worker link settings (contract §4.2).
-	CommConfigFile = "local/comm_config.json"
-	// StudyRuntimeFile is the site's study runtime (contract §5), read at
-	// every launch.
-	StudyRuntimeFile = "local/study_runtime.yaml"
+	ResourcesActivePath = schema.LocalDir + "/" + schema.ResourcesActiveFile
+	// CommConfigPath holds the worker link settings (contract §4.2).
+	CommConfigPath = schema.LocalDir + "/" + schema.CommConfigFile
+	// StudyRuntimePath is the site's study runtime (contract §5), read at
+	// every launch; LegacyStudyPath is the format the launcher refuses.
+	StudyRuntimePath = schema.LocalDir + "/" + schema.StudyRuntimeFile
+	LegacyStudyPath  = schema.LocalDir + "/" + schema.LegacyStudyFile
 )
 
 // ResourcesFiles are the site settings files in the order the NVFlare
-// parent looks for them: an existing ResourcesActiveFile wins.
-var ResourcesFiles = []string{ResourcesActiveFile, ResourcesDefaultFile}
+// parent looks for them: an existing ResourcesActivePath wins.
+var ResourcesFiles = []string{ResourcesActivePath, ResourcesDefaultPath}
 
 // AttachSection is NVFlare's ATTACH_COMM_CONFIG key of comm_config.json.
 const AttachSection = "client_api_attach"
@@ -122,7 +124,7 @@ func Load(root string) (*Prepared, error) {
 	ws := &Prepared{
 		Root:          root,
 		ResourcesFile: resourcesFile(root),
-		CommFile:      filepath.Join(root, filepath.FromSlash(CommConfigFile)),
+		CommFile:      filepath.Join(root, filepath.FromSlash(CommConfigPath)),
 	}
 	var ps schema.Problems
 	ps = append(ps, ws.loadLauncher()...)

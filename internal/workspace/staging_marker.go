@@ -10,6 +10,7 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
 	"github.com/flare-slurm/flare-slurm/internal/ojson"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // How prepare recognises a workspace it may replace.
@@ -24,7 +25,7 @@ import (
 // writes.
 const (
 	// MarkerFile is the workspace file that names the workspace path.
-	MarkerFile = "local/resources.json.default"
+	MarkerFile = schema.LocalDir + "/" + schema.ResourcesDefaultFile
 	// MarkerComponent is the id of the component whose args carry it.
 	MarkerComponent = "slurm_launcher"
 	// MarkerArg is the argument that holds the workspace path.

@@ -11,6 +11,7 @@ import (
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 	"github.com/flare-slurm/flare-slurm/runtime/site"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // What a probe does between launch and the final wait.
@@ -221,7 +222,7 @@ func sha(s string) string {
 // secretValues are the secret values of a probe job by name: the request's
 // auth token and the study's secret_env values from the parent environment.
 func secretValues(o *outcome) map[string]string {
-	vals := map[string]string{"NVFLARE_JOB_AUTH_TOKEN": o.token}
+	vals := map[string]string{schema.EnvJobAuthToken: o.token}
 	if o.view == nil || o.environ == nil {
 		return vals
 	}

@@ -203,10 +203,6 @@ func (rt *Runtime) launch(ctx context.Context, file string, data []byte, edit fu
 	return h, &Probe{Plan: plan, Artifacts: a, SchedulerEnv: schedEnv}, notes, err
 }
 
-// credentialEnv are the bootstrap credential names of contract §12: a
-// parent that exports them must not pass them to the scheduler either.
-var credentialEnv = []string{"NVFLARE_JOB_AUTH_TOKEN", "NVFLARE_JOB_TOKEN_SIGNATURE", "NVFLARE_JOB_SSID"}
-
 // secretNames are the environment names that hold secrets at this
 // workspace: the credential names and every study secret_env name and
 // source of local/study_runtime.yaml, read without validating it (a wait
@@ -215,10 +211,10 @@ var credentialEnv = []string{"NVFLARE_JOB_AUTH_TOKEN", "NVFLARE_JOB_TOKEN_SIGNAT
 // runtime it re-read from its plan (Plan.SchedulerEnv).
 func secretNames(root string) map[string]bool {
 	names := map[string]bool{}
-	for _, n := range credentialEnv {
+	for _, n := range schema.CredentialEnvNames { // a parent that exports them must not pass them to the scheduler either
 		names[n] = true
 	}
-	for _, n := range schema.StudySecretEnvNames(filepath.Join(root, "local", schema.StudyRuntimeFile)) {
+	for _, n := range schema.StudySecretEnvNames(filepath.Join(root, filepath.FromSlash(workspace.StudyRuntimePath))) {
 		names[n] = true
 	}
 	return names
