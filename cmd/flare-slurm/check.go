@@ -20,9 +20,9 @@ func newCheckCommand(a *app) *cobra.Command {
 	var only, skip []string
 	var asJSON, keep bool
 	var timeout time.Duration
-	var gpus int
+	var gpus, nodes int
 	cmd := &cobra.Command{
-		Use:   "check --workspace W [--study NAME] [--gpus N] [--only NAME,...] [--skip NAME,...] [--json] [--junit FILE]",
+		Use:   "check --workspace W [--study NAME] [--gpus N] [--nodes N] [--only NAME,...] [--skip NAME,...] [--json] [--junit FILE]",
 		Short: "Run the production acceptance probes as Slurm jobs and report pass/fail with evidence",
 		Long: "check runs the Slurm launcher guide's production acceptance list on the cluster, as the\n" +
 			"runtime account on the parent host: each probe is one job submitted through the same compile\n" +
@@ -35,6 +35,9 @@ func newCheckCommand(a *app) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := check.Select(only, skip); err != nil {
 				return usageErrorf("%v", err)
+			}
+			if nodes < 0 {
+				return usageErrorf("--nodes must be 0 or more, got %d", nodes)
 			}
 			if gpus < 0 {
 				return usageErrorf("--gpus must be 0 or more, got %d", gpus)
@@ -50,7 +53,7 @@ func newCheckCommand(a *app) *cobra.Command {
 			}
 			self, _ := os.Executable() // "" skips the restart probe, with that reason
 			start := time.Now()
-			rows, err := check.Run(ctx, rt, check.Options{Study: study, GPUs: gpus, Self: self, Only: only, Skip: skip, Timeout: timeout, Keep: keep, Progress: a.stderr})
+			rows, err := check.Run(ctx, rt, check.Options{Study: study, GPUs: gpus, Nodes: nodes, Self: self, Only: only, Skip: skip, Timeout: timeout, Keep: keep, Progress: a.stderr})
 			if err != nil {
 				return failure(errcode.CheckFailed, err.Error(), "nothing was submitted", nil)
 			}
@@ -86,6 +89,7 @@ func newCheckCommand(a *app) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
 	f.StringVar(&study, "study", "", "run the probes as jobs of this study of local/study_runtime.yaml (its image, env, secrets, mounts, Slurm settings)")
+	f.IntVar(&nodes, "nodes", 0, "nodes the multi-node probe asks for (below 2: the probe is skipped)")
 	f.IntVar(&gpus, "gpus", 0, "GPUs per node the gpus probe asks for (0: the probe is skipped)")
 	f.StringSliceVar(&only, "only", nil, "run only these probes (`NAME,...`)")
 	f.StringSliceVar(&skip, "skip", nil, "do not run these probes (`NAME,...`)")

@@ -21,6 +21,7 @@ func TestCheckUsage(t *testing.T) {
 		{[]string{"check", "--workspace", "/nonexistent", "--timeout", "-1s"}, "--timeout must be positive"},
 		{[]string{"check", "--workspace", "/nonexistent", "--timeout", "soon"}, `invalid argument "soon"`},
 		{[]string{"check", "--workspace", "/nonexistent", "--gpus", "-1"}, "--gpus must be 0 or more"},
+		{[]string{"check", "--workspace", "/nonexistent", "--nodes", "-2"}, "--nodes must be 0 or more"},
 		{[]string{"check"}, "--workspace is required"},
 	} {
 		var out, errb bytes.Buffer

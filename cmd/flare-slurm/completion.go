@@ -105,6 +105,7 @@ var flagCompletions = map[string]cobra.CompletionFunc{
 	"timeout":        cobra.NoFileCompletions, // a duration: free text
 	"study":          cobra.NoFileCompletions, // a study name of the workspace: free text
 	"gpus":           cobra.NoFileCompletions, // a count
+	"nodes":          cobra.NoFileCompletions, // a count
 }
 
 // completeProbes offers check's probe names for the last element of a

@@ -75,6 +75,8 @@ type Options struct {
 	Study string
 	// GPUs is the gpus_per_node of the gpus probe; 0 skips it.
 	GPUs int
+	// Nodes is the node count of the multi-node probe; below 2 skips it.
+	Nodes int
 	// Self is the flare-slurm executable the restart probe starts a new
 	// process of (os.Executable); "" skips the probe.
 	Self string

@@ -460,3 +460,39 @@ func TestJudgeBootstrap(t *testing.T) {
 		t.Errorf("%s %s", r, ev)
 	}
 }
+
+func TestJudgeMultiNode(t *testing.T) {
+	zero, one := 0, 1
+	peers := func(exit *int, hosts ...string) *peersSeen {
+		p := &peersSeen{First: "n1", Port: 5000, SrunExit: exit}
+		for _, h := range hosts {
+			p.Reached = append(p.Reached, struct {
+				Host  string `json:"host"`
+				Addr  string `json:"addr"`
+				Error string `json:"error"`
+			}{Host: h, Addr: "10.0.0.1"})
+		}
+		return p
+	}
+	for _, c := range []struct {
+		p      *peersSeen
+		result string
+		want   string
+	}{
+		{peers(&zero, "n2", "n1"), Pass, "2 of 2 nodes (n1, n2) reached the first node n1:5000; srun exit 0"},
+		{peers(&zero, "n1", "n1"), Fail, "1 of 2 nodes (n1)"},
+		{peers(&one, "n1", "n2"), Fail, "srun exit 1"},
+		{peers(nil, "n1"), Fail, "srun exit ?"},
+		{peers(&zero, "n1", ""), Fail, "sent no host name"},
+		{nil, Fail, "did not start the multi-node test"},
+	} {
+		o := &outcome{status: done("COMPLETED", 0), seen: seenOn("42"), opts: Options{Nodes: 2}}
+		o.seen.Peers = c.p
+		if r, ev := judgeMultiNode(o); r != c.result || !strings.Contains(ev, c.want) {
+			t.Errorf("%+v: %s %s, want %s with %q", c.p, r, ev, c.result, c.want)
+		}
+	}
+	if skipOneNode(nil, Options{Nodes: 1}) == "" || skipOneNode(nil, Options{Nodes: 2}) != "" {
+		t.Error("multi-node runs only with --nodes 2 or more")
+	}
+}

@@ -12,6 +12,14 @@ import socket
 import sys
 import time
 
+if len(sys.argv) == 3 and sys.argv[1] == "--check-peer":
+    # One task of the multi-node probe's srun: tell the first node who we are.
+    host, port = sys.argv[2].rsplit(":", 1)
+    s = socket.create_connection((host, int(port)), timeout=15)
+    s.sendall((socket.gethostname() + "\n").encode())
+    s.close()
+    sys.exit(0)
+
 here = os.path.dirname(os.path.abspath(__file__))
 with open(os.path.join(here, "probe.json")) as f:
     spec = json.load(f)
@@ -86,6 +94,42 @@ for p in spec.get("paths") or []:
         "dir": os.path.isdir(p),
         "writable": os.access(p, os.W_OK),
     }
+
+if spec.get("peers"):
+    # Multi-node: every node of the allocation (one srun task each)
+    # connects to a listener on this, the first node.
+    import subprocess
+    n = int(spec["peers"])
+    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    ls.bind(("", 0))
+    ls.listen(64)
+    ls.settimeout(5)
+    me = socket.gethostname()
+    port = ls.getsockname()[1]
+    argv = [spec.get("srun") or "srun", "--nodes=%d" % n, "--ntasks=%d" % n, "--ntasks-per-node=1",
+            sys.executable, "-u", os.path.abspath(__file__), "--check-peer", "%s:%d" % (me, port)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    reached, deadline = [], time.time() + 90
+    while len(reached) < n and time.time() < deadline and (proc.poll() is None or len(reached) < n):
+        try:
+            c, addr = ls.accept()
+        except socket.timeout:
+            if proc.poll() is not None:
+                break
+            continue
+        c.settimeout(10)
+        try:
+            reached.append({"host": c.recv(256).decode(errors="replace").strip(), "addr": addr[0]})
+        except OSError as e:
+            reached.append({"host": "", "addr": addr[0], "error": str(e)})
+        c.close()
+    try:
+        out = proc.communicate(timeout=30)[0]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out = proc.communicate()[0]
+    seen["peers"] = {"first": me, "port": port, "reached": reached, "srun_exit": proc.returncode,
+                     "srun_output": out.decode(errors="replace")[-2000:]}
 
 if spec.get("connect"):
     # The parent URL is the worker argument after -p, as NVFlare's worker

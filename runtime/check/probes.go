@@ -31,9 +31,11 @@ type probe struct {
 	metaFor func(o Options) map[string]any
 	// placement asks sacct for the job's account, partition and QOS.
 	placement bool
-	hold      bool // --begin=now+1hour: the job stays pending
-	connect   bool // open check's listener on the internal port
-	action    int
+	// peers: the probe program tests the connections among Options.Nodes nodes.
+	peers   bool
+	hold    bool // --begin=now+1hour: the job stays pending
+	connect bool // open check's listener on the internal port
+	action  int
 	// local, when set, is a probe that submits no job: its row comes from
 	// what opening the workspace found.
 	local func(rt *site.Runtime) (result, evidence string)
@@ -80,6 +82,9 @@ var probes = []probe{
 		judge: judgeSecrets},
 	{name: "connectivity", about: "the compute node reaches the parent's internal port (parent_host:internal_port)",
 		connect: true, skipIf: skipSharedFile, judge: judgeConnectivity},
+	{name: "multi-node", about: "with --nodes N, every node of an N-node job (one srun task each) reaches a listener on the first node; skipped without --nodes",
+		peers: true, skipIf: skipOneNode, judge: judgeMultiNode,
+		metaFor: func(o Options) map[string]any { return map[string]any{"nodes": o.Nodes} }},
 	{name: "filesystem", about: "the workspace is at the same absolute path on the compute node, the run dir is the writable working directory; startup/, local/ and mounts as the sandbox says",
 		judge: judgeFilesystem},
 	{name: "accounting", about: "sacct records the job with the partition, account and QOS it was submitted with, in the state the runtime reported",
@@ -97,6 +102,13 @@ var gpuEnv = []string{"CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBL
 func skipNoSelf(_ *site.Runtime, o Options) string {
 	if o.Self == "" {
 		return "no flare-slurm executable to start a new process of"
+	}
+	return ""
+}
+
+func skipOneNode(_ *site.Runtime, o Options) string {
+	if o.Nodes < 2 {
+		return "no --nodes N (N > 1): run check --nodes N on a partition with N nodes (a study's slurm.partition, sandbox none)"
 	}
 	return ""
 }
@@ -502,4 +514,41 @@ func judgeGPUs(o *outcome) (string, string) {
 		return Fail, got
 	}
 	return Pass, got
+}
+
+func judgeMultiNode(o *outcome) (string, string) {
+	ok, what := worked(o)
+	if !ok {
+		return Fail, what
+	}
+	p := o.seen.Peers
+	if p == nil {
+		return Fail, "the probe program did not start the multi-node test"
+	}
+	want := o.opts.Nodes
+	hosts := map[string]bool{}
+	var names, bad []string
+	for _, r := range p.Reached {
+		if r.Error != "" || r.Host == "" {
+			bad = append(bad, fmt.Sprintf("a connection from %s sent no host name (%s)", r.Addr, r.Error))
+			continue
+		}
+		if !hosts[r.Host] {
+			hosts[r.Host] = true
+			names = append(names, r.Host)
+		}
+	}
+	slices.Sort(names)
+	exit := "?"
+	if p.SrunExit != nil {
+		exit = fmt.Sprint(*p.SrunExit)
+	}
+	got := fmt.Sprintf("%d of %d nodes (%s) reached the first node %s:%d; srun exit %s", len(names), want, strings.Join(names, ", "), p.First, p.Port, exit)
+	if len(names) != want || p.SrunExit == nil || *p.SrunExit != 0 || len(bad) > 0 {
+		if out := oneLine(p.SrunOutput); out != "" {
+			bad = append(bad, "srun said: "+out)
+		}
+		return Fail, strings.Join(append([]string{got}, bad...), "; ")
+	}
+	return Pass, what + "; " + got
 }

@@ -46,10 +46,13 @@ type spec struct {
 	// Resources asks for the cgroup memory limit and nvidia-smi -L.
 	Resources bool `json:"resources,omitempty"`
 	// Paths are reported as exists, dir and writable (the filesystem view).
-	Paths          []string `json:"paths"`
-	Connect        bool     `json:"connect"`
-	ConnectTimeout float64  `json:"connect_timeout,omitempty"`
-	Nonce          string   `json:"nonce,omitempty"`
+	Paths []string `json:"paths"`
+	// Peers is the node count of the multi-node probe; Srun its srun.
+	Peers          int     `json:"peers,omitempty"`
+	Srun           string  `json:"srun,omitempty"`
+	Connect        bool    `json:"connect"`
+	ConnectTimeout float64 `json:"connect_timeout,omitempty"`
+	Nonce          string  `json:"nonce,omitempty"`
 }
 
 // observed is observed.json.
@@ -70,6 +73,7 @@ type observed struct {
 	MemLimitSource    string              `json:"mem_limit_source"`
 	NvidiaSMI         []string            `json:"nvidia_smi"`
 	Paths             map[string]pathSeen `json:"paths"`
+	Peers             *peersSeen          `json:"peers"`
 	Connect           *connectSeen        `json:"connect"`
 }
 
@@ -77,6 +81,18 @@ type pathSeen struct {
 	Exists   bool `json:"exists"`
 	Dir      bool `json:"dir"`
 	Writable bool `json:"writable"`
+}
+
+type peersSeen struct {
+	First   string `json:"first"`
+	Port    int    `json:"port"`
+	Reached []struct {
+		Host  string `json:"host"`
+		Addr  string `json:"addr"`
+		Error string `json:"error"`
+	} `json:"reached"`
+	SrunExit   *int   `json:"srun_exit"`
+	SrunOutput string `json:"srun_output"`
 }
 
 type connectSeen struct {
@@ -163,6 +179,9 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 	}()
 	sp := p.spec
 	sp.Probe = p.name
+	if p.peers {
+		sp.Peers = r.o.Nodes
+	}
 	sp.SecretFile = filepath.Join(workspace.JobDir(ws.Root, jobID), "secret.env")
 	if p.connect {
 		sp.Connect, sp.ConnectTimeout = true, 10
@@ -403,6 +422,9 @@ func writeFile(d *dirfd.Dir, name string, data []byte) error {
 // SHA-256 only).
 func writeSpec(root, jobID string, sp spec, plan *compile.Plan) error {
 	v := plan.View()
+	if sp.Peers > 0 {
+		sp.Srun = v.Tools.Srun
+	}
 	sp.Paths = []string{v.Workspace, v.RunDir, filepath.Join(v.Workspace, "startup"), filepath.Join(v.Workspace, "local")}
 	for _, m := range v.Mounts {
 		sp.Paths = append(sp.Paths, m.Destination)

@@ -66,7 +66,10 @@ func preparedExample(t *testing.T, c *slurmtest.Cluster, bin, base string, port 
 	}
 	cfg := path.Join(base, "slurm.yaml")
 	yaml := fmt.Sprintf(checkSlurmYAML, c.Partition, port)
-	if setup != "" {
+	switch {
+	case strings.HasPrefix(setup, "parent_host: "):
+		yaml = strings.Replace(yaml, "parent_host: localhost", setup, 1)
+	case setup != "":
 		yaml += "  setup: " + setup + "\n"
 	}
 	c.WriteFile(t, cfg, []byte(yaml), 0o600)
@@ -128,11 +131,12 @@ func TestCheckAllProbes(t *testing.T) {
 		"bootstrap": "", "success": "COMPLETED", "failure": "FAILED", "worker-code": "FAILED", "timeout": "TIMEOUT",
 		"pending-abort": "CANCELLED", "pending-timeout": "CANCELLED", "running-abort": "CANCELLED", "restart": "FAILED",
 		"environment": "COMPLETED", "secrets": "COMPLETED", "connectivity": "COMPLETED", "filesystem": "COMPLETED",
-		"accounting": "COMPLETED", "resources": "COMPLETED", "gpus": "COMPLETED",
+		"accounting": "COMPLETED", "resources": "COMPLETED", "gpus": "COMPLETED", "multi-node": "",
 	}
 	// The test cluster enforces no CPU or memory limit (task/none, no
-	// cgroups: runtime/slurmtest/README.md): resources must say so.
-	results := map[string]string{"resources": check.Warn}
+	// cgroups: runtime/slurmtest/README.md): resources must say so. The
+	// multi-node probe needs --nodes (TestCheckMultiNode).
+	results := map[string]string{"resources": check.Warn, "multi-node": check.Skip}
 	if len(doc.Data.Probes) != len(check.Names()) || len(want) != len(check.Names()) {
 		t.Fatalf("%d rows, want one per probe (%v)", len(doc.Data.Probes), check.Names())
 	}
@@ -163,7 +167,7 @@ func TestCheckAllProbes(t *testing.T) {
 			t.Errorf("%s: sacct knows Slurm job %s as %q, want state %s", r.Name, r.SlurmJobID, acct, want[r.Name])
 		}
 	}
-	if s := doc.Data.Summary; s.Pass != len(want)-1 || s.Warn != 1 || s.Fail != 0 {
+	if s := doc.Data.Summary; s.Pass != len(want)-2 || s.Warn != 1 || s.Skip != 1 || s.Fail != 0 {
 		t.Errorf("summary %+v", s)
 	}
 	for _, r := range doc.Data.Probes {
@@ -218,9 +222,10 @@ func TestCheckAllProbes(t *testing.T) {
 }
 
 // TestCheckTableAndFailure: the text table (header, one row per probe, the
-// summary line) of a passing run, and a failing probe: a setup that
-// exports the submit-side marker into the worker fails environment, exits
-// 4 with the row's evidence, and leaves no probe job behind.
+// summary line) of a passing run, and failing probes, each exit 4 with the
+// row's evidence: a setup that exports the submit-side marker into the
+// worker fails environment; a parent port nobody listens on fails
+// connectivity; --timeout cancels the live probe job.
 func TestCheckTableAndFailure(t *testing.T) {
 	c := slurmtest.Require(t)
 	base := c.TempDir(t)
@@ -252,6 +257,23 @@ func TestCheckTableAndFailure(t *testing.T) {
 		!strings.Contains(doc.Data.Probes[0].Evidence, check.SubmitSideEnv+" (set only on the submit side) reached the worker") ||
 		doc.Data.Summary.Fail != 1 || !strings.Contains(errs, "check FAILED: 0 pass, 1 fail") {
 		t.Errorf("exit %d (want 4), rows %+v\nstderr %s", code, doc.Data.Probes, errs)
+	}
+
+	// The parent's port closed: parent_host names a node of the node
+	// network where nothing listens on the internal port.
+	nodes := c.MultiNodes(t, 1)
+	base3 := path.Join(base, "closed")
+	c.Mkdir(t, base3, 0o700)
+	ws3 := preparedExample(t, c, bin, base3, freePort(t), "parent_host: "+nodes.Names[0], "")
+	s3 := &site{t: t, c: c, base: base3, ws: ws3, bin: bin}
+	out, errs, code = s3.run(ctx, "check", "--workspace", ws3, "--only", "connectivity", "--json", "--timeout", "90s")
+	doc = checkDoc{}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("check --json: %v\n%s", err, out)
+	}
+	if code != 4 || len(doc.Data.Probes) != 1 || doc.Data.Probes[0].Result != check.Fail ||
+		!strings.Contains(doc.Data.Probes[0].Evidence, "could not reach the parent at "+nodes.Names[0]+":") {
+		t.Errorf("closed port: exit %d (want 4), rows %+v\nstderr %s", code, doc.Data.Probes, errs)
 	}
 
 	// --timeout ends the run: the probe job still running is cancelled and
@@ -317,5 +339,37 @@ func TestCheckStudy(t *testing.T) {
 	out, errs, code = s.run(ctx, "check", "--workspace", ws, "--study", "nope", "--json")
 	if code != 1 || !strings.Contains(out, `study \"nope\" has no entry`) {
 		t.Errorf("unknown study: exit %d %s %s", code, out, errs)
+	}
+}
+
+// TestCheckMultiNode: check --nodes 2, as a job of a study on the
+// multi-node partition (sandbox none): both nodes, each in its own network
+// namespace, reach a listener on the first node over the node network.
+func TestCheckMultiNode(t *testing.T) {
+	c, nodes := slurmtest.RequireNodes(t, 2)
+	base := c.TempDir(t)
+	bin := path.Join(base, "flare-slurm")
+	c.CopyIn(t, buildCLI(t), bin)
+	studies := "format_version: 2\nstudies:\n  multi:\n    slurm:\n      partition: " + nodes.Partition + "\n"
+	ws := preparedExample(t, c, bin, base, freePort(t), "", studies)
+	s := &site{t: t, c: c, base: base, ws: ws, bin: bin}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, errs, code := s.run(ctx, "check", "--workspace", ws, "--study", "multi", "--nodes", "2", "--only", "multi-node", "--json", "--timeout", "100s")
+	var doc checkDoc
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("check --json: %v\n%s\n%s", err, out, errs)
+	}
+	if code != 0 || len(doc.Data.Probes) != 1 {
+		t.Fatalf("exit %d, rows %+v\n%s", code, doc.Data.Probes, errs)
+	}
+	r := doc.Data.Probes[0]
+	want := fmt.Sprintf("2 of 2 nodes (%s, %s) reached the first node %s:", nodes.Names[0], nodes.Names[1], nodes.Names[0])
+	if r.Result != check.Pass || !strings.Contains(r.Evidence, want) || !strings.Contains(r.Evidence, "srun exit 0") {
+		t.Errorf("%s: %s, want pass with %q", r.Result, r.Evidence, want)
+	}
+	acct := strings.TrimSpace(c.Run(t, "sacct", "-n", "-X", "-P", "--jobs="+r.SlurmJobID, "-o", "Partition,NNodes,State"))
+	if acct != nodes.Partition+"|2|COMPLETED" {
+		t.Errorf("sacct has Slurm job %s as %q", r.SlurmJobID, acct)
 	}
 }
