@@ -112,6 +112,7 @@ func sortStrings(s []string) {
 // harmless setup), and checks the command, environment and secret file
 // against contract §8.
 func TestVariantsBehaveUnderBash(t *testing.T) {
+	t.Parallel()
 	stub := buildStub(t)
 	for _, variant := range variants {
 		t.Run(variant.name, func(t *testing.T) {

@@ -228,6 +228,7 @@ func TestNodeGroupRankFailure(t *testing.T) {
 // node count or node name) batch.sh stops before srun; node.sh without
 // SLURM_NODEID runs nothing.
 func TestNodeGroupNeedsAllocation(t *testing.T) {
+	t.Parallel()
 	for _, drop := range []string{"SLURM_JOB_ID", "SLURM_JOB_NUM_NODES", "SLURMD_NODENAME"} {
 		t.Run(drop, func(t *testing.T) {
 			var env []string
@@ -294,6 +295,7 @@ func TestNodeGroupHostileCommand(t *testing.T) {
 // listed by render after it; without the key there is no node.sh, and an
 // explicit null (keep application-owned fan-out) compiles exactly as no key.
 func TestNodeGroupArtifacts(t *testing.T) {
+	t.Parallel()
 	f := nodeGroupFixture(t, "none", []string{"x"})
 	p, a := f.MustCompile()
 	if err := WriteJobDir(a, false); err != nil {

@@ -98,6 +98,7 @@ func TestScrubSchedulerEnv(t *testing.T) {
 }
 
 func TestWriteJobDir(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "apptainer", "client")
 	_, a := f.MustCompile()
 	if err := WriteJobDir(a, true); err != nil {
@@ -130,6 +131,7 @@ func TestWriteJobDir(t *testing.T) {
 }
 
 func TestWriteJobDirCleansUpOnFailure(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "apptainer", "client")
 	_, a := f.MustCompile()
 	// A symlink where .nvflare_slurm should be is refused and nothing is made.
@@ -146,14 +148,13 @@ func TestWriteJobDirCleansUpOnFailure(t *testing.T) {
 
 	// A failure on the last file removes every file and directory the call
 	// created, the control directories included.
-	defer func(orig func(int, string, []byte, uint32, bool) error) { writeExclusive = orig }(writeExclusive)
-	writeExclusive = func(dirfd int, name string, data []byte, perm uint32, sync bool) error {
+	failing := jobDirWriter{createFile: func(dirfd int, name string, data []byte, perm uint32, sync bool) error {
 		if name == "batch.sh" {
 			return errors.New("injected failure")
 		}
 		return createExclusive(dirfd, name, data, perm, sync)
-	}
-	err := WriteJobDir(a, false)
+	}}
+	err := failing.write(a)
 	if err == nil || !strings.Contains(err.Error(), "injected failure") {
 		t.Fatalf("write: %v", err)
 	}
@@ -164,7 +165,7 @@ func TestWriteJobDirCleansUpOnFailure(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(a.JobDir), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteJobDir(a, false); err == nil {
+	if err := failing.write(a); err == nil {
 		t.Fatal("write succeeded")
 	}
 	if _, err := os.Lstat(a.JobDir); err == nil {

@@ -113,6 +113,7 @@ type safetyRun struct {
 }
 
 func TestShellSafetyUnderBash(t *testing.T) {
+	t.Parallel()
 	stub := buildStub(t)
 	seed := int64(0x5eed1) // fixed: failures reproduce; change to explore
 	want := 10000
@@ -417,6 +418,7 @@ func TestBatchFailsWithoutSecretFile(t *testing.T) {
 // fails to clean up after itself or turns on tracing (xtrace, or verbose,
 // which would echo the lines of the sourced secret file).
 func TestSecretFileGoneBeforeWorker(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ sandbox, setup string }{
 		{"none", "set -x"}, {"apptainer", "set -x"}, {"pyxis", "set -x"},
 		{"none", "set -v"}, {"apptainer", "set -o verbose"}, {"pyxis", "set -xv"},

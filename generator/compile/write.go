@@ -12,10 +12,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/fsx"
 )
 
-// writeExclusive is createExclusive; tests replace it to inject a failure
-// half-way through a write.
-var writeExclusive = createExclusive
-
 // ErrStaleArtifacts is wrapped by WriteJobDir's error when the job dir
 // already exists.
 var ErrStaleArtifacts = errors.New("stale artifacts")
@@ -26,7 +22,20 @@ var ErrStaleArtifacts = errors.New("stale artifacts")
 // .nvflare_slurm/ and jobs/ directories are created (0700). With sync, every
 // file and directory entry is fsynced. An existing job dir refuses the
 // launch; on any failure everything this call created is removed.
-func WriteJobDir(a *Artifacts, sync bool) (err error) {
+func WriteJobDir(a *Artifacts, sync bool) error {
+	return jobDirWriter{sync: sync, createFile: createExclusive}.write(a)
+}
+
+// jobDirWriter is one WriteJobDir: sync, and createFile, which creates
+// each file of the job dir (createExclusive; a test makes it fail half-way
+// through a write).
+type jobDirWriter struct {
+	sync       bool
+	createFile func(dirfd int, name string, data []byte, perm uint32, sync bool) error
+}
+
+func (w jobDirWriter) write(a *Artifacts) (err error) {
+	sync := w.sync
 	if a == nil || a.JobDir == "" || !filepath.IsAbs(a.JobDir) {
 		return errors.New("compile: WriteJobDir needs artifacts with an absolute job dir")
 	}
@@ -89,7 +98,7 @@ func WriteJobDir(a *Artifacts, sync bool) (err error) {
 	}
 	for _, f := range files {
 		path := filepath.Join(a.JobDir, f.name)
-		if err := writeExclusive(dirfd, f.name, f.data, f.mode, sync); err != nil {
+		if err := w.createFile(dirfd, f.name, f.data, f.mode, sync); err != nil {
 			return fmt.Errorf("write %s: %w", path, &os.PathError{Op: "create", Path: path, Err: err})
 		}
 		created = append(created, path)

@@ -57,6 +57,7 @@ type fixture struct {
 	kit    string
 	config string
 	image  string
+	euid   func() int // Options.euid; nil means the real one
 }
 
 // newFixture copies examples/<kit> and writes config (with "@IMAGE@"
@@ -102,7 +103,7 @@ func exampleConfig(t testing.TB, name string) string {
 }
 
 func (f *fixture) opts(output string) Options {
-	return Options{Kit: f.kit, Config: f.config, Output: output}
+	return Options{Kit: f.kit, Config: f.config, Output: output, euid: f.euid}
 }
 
 func (f *fixture) run(t testing.TB, output string) *Result {
@@ -159,9 +160,6 @@ func mustContain(t testing.TB, what string, data []byte, want string) {
 	}
 }
 
-// asUID makes prepare see uid as its effective user id for the test.
-func asUID(t *testing.T, uid int) {
-	t.Helper()
-	currentUID = func() int { return uid }
-	t.Cleanup(func() { currentUID = os.Geteuid })
-}
+// asUID makes prepare runs of this fixture see uid as their effective
+// user id.
+func (f *fixture) asUID(uid int) { f.euid = func() int { return uid } }

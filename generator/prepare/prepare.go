@@ -48,6 +48,10 @@ type Options struct {
 	// calls; "" means this binary (bridge.Executable). Only with
 	// Launcher bridge.LauncherFlareSlurm.
 	Binary string
+
+	// euid is the effective user id Run checks for root (os.Geteuid when
+	// nil); tests set it to see both sides of the root warning.
+	euid func() int
 }
 
 // Result describes a prepared workspace. The JSON field names and the order
@@ -131,14 +135,15 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := Write(ctx, ws); err != nil {
 		return nil, err
 	}
-	if currentUID() == 0 {
+	euid := opts.euid
+	if euid == nil {
+		euid = os.Geteuid
+	}
+	if euid() == 0 {
 		ws.warnf(schema.WarnPrepareRootOwned, "%s", rootOwnedWarning(ws.Output))
 	}
 	return &ws.Result, nil
 }
-
-// currentUID is os.Geteuid; tests replace it.
-var currentUID = os.Geteuid
 
 // rootOwnedWarning is the warning of a prepare run as root: the workspace
 // it wrote is root's (the root 0700), but contract §4.8 wants it owned by

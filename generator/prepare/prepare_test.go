@@ -55,8 +55,9 @@ func assertUntouched(t *testing.T, out, before string) {
 }
 
 func TestRunProducesTheContractWorkspace(t *testing.T) {
-	asUID(t, 1000) // not root: root gets one more warning (TestRootPrepareWarns)
+	t.Parallel()
 	f := newFixture(t, "site-1", exampleConfig(t, "slurm.yaml"))
+	f.asUID(1000) // not root: root gets one more warning (TestRootPrepareWarns)
 	writeKitFile(t, f, "local/resources.json", `{"stale": true}`)
 	writeKitFile(t, f, "startup/start_slurm.sh", "stale\n")
 	writeKitFile(t, f, "startup/docker.sh", "stale\n")

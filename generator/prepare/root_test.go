@@ -9,9 +9,10 @@ import (
 // A workspace prepared as root is root's: prepare says so and what to do
 // (contract §4.8 wants it owned by the runtime account).
 func TestRootPrepareWarns(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "site-1", bareConfig)
 	out := filepath.Join(f.dir, "ws")
-	asUID(t, 0)
+	f.asUID(0)
 	res := f.run(t, out)
 	var got []string
 	for _, w := range res.Warnings {
@@ -23,7 +24,7 @@ func TestRootPrepareWarns(t *testing.T) {
 		!strings.Contains(got[0], "run prepare as that account") {
 		t.Errorf("warnings %q, want one naming %s with the chown hint", res.Warnings, out)
 	}
-	asUID(t, 1000)
+	f.asUID(1000)
 	res = f.run(t, out)
 	for _, w := range res.Warnings {
 		if strings.Contains(w, "root") {

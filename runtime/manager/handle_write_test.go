@@ -31,12 +31,6 @@ func tempHandles(t *testing.T, dir string) []string {
 	return tmps
 }
 
-func setHandleStaged(t *testing.T, f func(tmp string)) {
-	t.Helper()
-	handleStaged = f
-	t.Cleanup(func() { handleStaged = nil })
-}
-
 var errSimulatedCrash = errors.New("simulated crash between writing and publishing handle.json")
 
 // launchCrashing launches jobID in m and "crashes" the process (a panic
@@ -44,9 +38,9 @@ var errSimulatedCrash = errors.New("simulated crash between writing and publishi
 // before it is published as handle.json.
 func launchCrashing(t *testing.T, e *env, m *Manager, jobID string) {
 	t.Helper()
-	setHandleStaged(t, func(string) { panic(errSimulatedCrash) })
+	m.handleStaged = func(string) { panic(errSimulatedCrash) }
 	defer func() {
-		handleStaged = nil
+		m.handleStaged = nil
 		if r := recover(); r != errSimulatedCrash {
 			t.Fatalf("launch did not reach the crash point: recovered %v", r)
 		}
@@ -59,11 +53,12 @@ func launchCrashing(t *testing.T, e *env, m *Manager, jobID string) {
 // no handle.json at all — never a partial one — and the temp file is
 // complete before it is published.
 func TestHandleNeverVisiblePartially(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	dir := e.m.JobDir("j")
 	other := e.manager()
 	var staged bool
-	setHandleStaged(t, func(tmp string) {
+	e.m.handleStaged = func(tmp string) {
 		staged = true
 		if filepath.Dir(tmp) != dir {
 			t.Errorf("temp %s is not in the job dir %s", tmp, dir)
@@ -90,7 +85,7 @@ func TestHandleNeverVisiblePartially(t *testing.T) {
 		if err := json.Unmarshal(data, &h); err != nil || h.SlurmJobID != "101" || !bytes.HasSuffix(data, []byte("}\n")) {
 			t.Errorf("temp handle incomplete when staged: %q (%v)", data, err)
 		}
-	})
+	}
 	h := e.launch("j")
 	if !staged {
 		t.Fatal("the handle was not written through a temp file")
@@ -109,31 +104,32 @@ func TestHandleNeverVisiblePartially(t *testing.T) {
 
 // An existing handle.json is never replaced, whichever way it is published.
 func TestHandleWriteNeverReplaces(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	dir := e.m.JobDir("j")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	first := HandleInfo{Format: handleFormat, JobID: "j", SlurmJobID: "7", JobName: "n", Marker: "nvfl:j", SubmitTime: e.clock.Now()}
-	if err := writeHandle(dir, first, true); err != nil {
+	if err := writeHandle(dir, first, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(filepath.Join(dir, HandleFile))
 	second := first
 	second.SlurmJobID = "8"
-	if err := writeHandle(dir, second, true); !errors.Is(err, os.ErrExist) {
+	if err := writeHandle(dir, second, true, nil); !errors.Is(err, os.ErrExist) {
 		t.Fatalf("second handle write: want ErrExist, got %v", err)
 	}
 	// Between staging and publishing, another writer's handle appears.
 	if err := os.Remove(filepath.Join(dir, HandleFile)); err != nil {
 		t.Fatal(err)
 	}
-	setHandleStaged(t, func(string) {
+	appears := func(string) {
 		if err := os.WriteFile(filepath.Join(dir, HandleFile), before, 0o600); err != nil {
 			t.Fatal(err)
 		}
-	})
-	if err := writeHandle(dir, second, false); !errors.Is(err, os.ErrExist) {
+	}
+	if err := writeHandle(dir, second, false, appears); !errors.Is(err, os.ErrExist) {
 		t.Fatalf("publish over a handle that appeared: want ErrExist, got %v", err)
 	}
 	if after, _ := os.ReadFile(filepath.Join(dir, HandleFile)); !bytes.Equal(after, before) {
@@ -153,6 +149,7 @@ func TestHandleWriteNeverReplaces(t *testing.T) {
 // a dir without a handle (young: unknown; a job of its id in the queue:
 // live; else finished, and --yes removes the dir with its temp file).
 func TestHandleCrashBeforePublish(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	launchCrashing(t, e, e.m, "j")
 	dir := e.m.JobDir("j")
@@ -242,6 +239,7 @@ func TestHandleCrashBeforePublish(t *testing.T) {
 // temp name was unlinked leaves two names of one complete file: the job is
 // watched normally, and its removal takes both.
 func TestHandleLeftoverTempBesideHandle(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	h := e.launch("j")
 	dir := e.m.JobDir("j")
@@ -265,6 +263,7 @@ func TestHandleLeftoverTempBesideHandle(t *testing.T) {
 // job is cancelled only once squeue proves the row is ours (uid, comment,
 // name), like every other scancel.
 func TestHandleWriteFailureCancelsOnlyAVerifiedJob(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name       string
 		comment    string

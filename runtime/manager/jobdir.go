@@ -51,11 +51,12 @@ type HandleInfo struct {
 // 0600, fsynced when sync is true), which is then published under
 // handle.json without ever replacing an existing one (fsx.Publish:
 // renameat2 RENAME_NOREPLACE, or link(2) where the filesystem lacks it),
-// and dir is fsynced. A reader thus sees no handle.json or a complete one,
+// and dir is fsynced; staged, when not nil, runs between the two (a test
+// hook: where a crash leaves only the temp file). A reader thus sees no handle.json or a complete one,
 // never a partial one. A crash before the publish leaves only the temp
 // file, which every reader ignores: the dir is one without a handle (gc's
 // rules for those apply) and its removal takes the temp file with it.
-func writeHandle(dir string, h HandleInfo, sync bool) error {
+func writeHandle(dir string, h HandleInfo, sync bool, staged func(tmp string)) error {
 	data, err := json.MarshalIndent(h, "", "  ")
 	if err != nil {
 		return err
@@ -65,8 +66,8 @@ func writeHandle(dir string, h HandleInfo, sync bool) error {
 	if err != nil {
 		return err
 	}
-	if handleStaged != nil {
-		handleStaged(tmp)
+	if staged != nil {
+		staged(tmp)
 	}
 	if err := fsx.Publish(tmp, path); err != nil {
 		return err
@@ -76,10 +77,6 @@ func writeHandle(dir string, h HandleInfo, sync bool) error {
 	}
 	return fsx.SyncDir(dir)
 }
-
-// handleStaged, when set (by tests), runs between writing the handle's
-// temp file and publishing it: where a crash leaves only the temp file.
-var handleStaged func(tmp string)
 
 // hasTempHandle says whether dir holds a handle temp file that was never
 // published (its launch crashed while recording the submission).

@@ -33,7 +33,7 @@ func makeJobDir(t testing.TB, jobs, key string, h *HandleInfo) string {
 		t.Fatal(err)
 	}
 	if h != nil {
-		if err := writeHandle(dir, *h, false); err != nil {
+		if err := writeHandle(dir, *h, false, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -55,7 +55,14 @@ type Manager struct {
 	handles map[string]*Handle // by NVFlare job id; nil while launching
 	closed  bool
 
-	noSync bool // tests only: skip the fsync of handle.json
+	// Test hooks: the production value is set by New (or nil).
+	noSync bool // skip the fsync of handle.json
+	// handleStaged, when set, runs between writing the handle's temp
+	// file and publishing it: where a crash leaves only the temp file.
+	handleStaged func(tmp string)
+	// writeCache replaces the observation cache atomically
+	// (writeCacheFileDefault; tests make it fail).
+	writeCache func(path string, data []byte, perm os.FileMode) error
 }
 
 // New opens a validated workspace: it creates .nvflare_slurm/jobs (0700)
@@ -86,7 +93,7 @@ func New(cfg Config) (*Manager, error) {
 			return nil, err
 		}
 	}
-	m := &Manager{cfg: cfg, log: cfg.Logger, jobsDir: jobs, handles: map[string]*Handle{}}
+	m := &Manager{cfg: cfg, log: cfg.Logger, jobsDir: jobs, handles: map[string]*Handle{}, writeCache: writeCacheFileDefault}
 	m.obs = &observer{m: m, dir: control}
 	return m, nil
 }
@@ -246,7 +253,7 @@ func (m *Manager) launch(ctx context.Context, job Job) (*Handle, error) {
 		SubmitTime:     submitted.UTC(),
 		PendingTimeout: pending.Seconds(),
 	}
-	if err := writeHandle(job.Dir, info, !m.noSync); err != nil {
+	if err := writeHandle(job.Dir, info, !m.noSync, m.handleStaged); err != nil {
 		// Without a handle nobody could watch or clean up the job: stop it
 		// (once squeue proves it is ours, like every scancel).
 		outcome := m.cancelVerified(ctx, info)

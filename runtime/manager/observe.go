@@ -92,10 +92,8 @@ type observer struct {
 	failedAt time.Time
 }
 
-// writeCacheFile replaces the observation cache atomically (tests make it
-// fail).
-var writeCacheFile = writeCacheFileDefault
-
+// writeCacheFileDefault replaces the observation cache atomically
+// (Manager.writeCache).
 func writeCacheFileDefault(path string, data []byte, perm os.FileMode) error {
 	return renameio.WriteFile(path, data, perm)
 }
@@ -278,7 +276,7 @@ func (o *observer) write(c *cache) error {
 	if err != nil {
 		return err
 	}
-	if err := writeCacheFile(filepath.Join(o.dir, cacheFile), data, 0o600); err != nil {
+	if err := o.m.writeCache(filepath.Join(o.dir, cacheFile), data, 0o600); err != nil {
 		return fmt.Errorf("record observations in %s: %w", filepath.Join(o.dir, cacheFile), err)
 	}
 	for _, dir := range dirs {

@@ -16,6 +16,7 @@ import (
 // has no record of it yet (slurmdbd catching up), those answers are not
 // misses and never make it LOST.
 func TestTerminalQueueRowWithoutRecordIsNotAMiss(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	h := e.launch("j")
 	e.slurm.set("101", "RUNNING", true, "")
@@ -55,12 +56,12 @@ func TestTerminalQueueRowWithoutRecordIsNotAMiss(t *testing.T) {
 // the cache cannot be written, the job dir (and so the job) stays, and the
 // next refresh records the result.
 func TestJobDirOutlivesAnUnrecordedResult(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	h := e.launch("j")
 	e.poll(h)
 	e.slurm.set("101", "COMPLETED", false, "0:0")
-	writeCacheFile = func(string, []byte, os.FileMode) error { return errors.New("disk full") }
-	t.Cleanup(func() { writeCacheFile = writeCacheFileDefault })
+	e.m.writeCache = func(string, []byte, os.FileMode) error { return errors.New("disk full") }
 	e.clock.Advance(10 * time.Second)
 	_, err := h.Poll(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "disk full") {
@@ -69,7 +70,7 @@ func TestJobDirOutlivesAnUnrecordedResult(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.m.JobDir("j"), HandleFile)); err != nil {
 		t.Fatalf("job dir removed although its result was not recorded: %v", err)
 	}
-	writeCacheFile = writeCacheFileDefault
+	e.m.writeCache = writeCacheFileDefault
 	other := e.manager()
 	h2, err := other.Open("j")
 	if err != nil {
@@ -93,10 +94,10 @@ func TestJobDirOutlivesAnUnrecordedResult(t *testing.T) {
 // A cache that cannot be written (a full disk) does not turn every poll of
 // a process into a refresh: one attempt per poll interval.
 func TestUnwritableCacheKeepsOneRefreshPerInterval(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	h := e.launch("j")
-	writeCacheFile = func(string, []byte, os.FileMode) error { return errors.New("disk full") }
-	t.Cleanup(func() { writeCacheFile = writeCacheFileDefault })
+	e.m.writeCache = func(string, []byte, os.FileMode) error { return errors.New("disk full") }
 	for i := 0; i < 10; i++ {
 		e.clock.Advance(time.Second)
 		if s, err := h.Poll(context.Background()); err == nil || s.Terminal {
@@ -154,6 +155,7 @@ func TestLockWaitEndsWithContext(t *testing.T) {
 // value falls back to the site value instead of cancelling at once (or
 // never).
 func TestPendingTimeoutBoundedBySite(t *testing.T) {
+	t.Parallel()
 	for _, d := range []time.Duration{0, -time.Second, time.Hour} {
 		e := newEnv(t) // site pending timeout 600 s
 		job := e.job(e.m, "j")
