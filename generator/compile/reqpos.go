@@ -1,13 +1,11 @@
 package compile
 
 import (
-	"bytes"
-	"encoding/json"
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
+	"github.com/flare-slurm/flare-slurm/internal/ojson"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -47,13 +45,13 @@ func (s *requestSource) at(p schema.Problem) schema.Problem {
 	path := p.Path
 	if p.AtKey {
 		if off, ok := ps.key[path]; ok {
-			p.Line, p.Column = lineColumn(s.data, off)
+			p.Line, p.Column = ojson.Position(s.data, off)
 			return p
 		}
 	}
 	for {
 		if off, ok := ps.value[path]; ok {
-			p.Line, p.Column = lineColumn(s.data, off)
+			p.Line, p.Column = ojson.Position(s.data, off)
 			return p
 		}
 		i := strings.LastIndexAny(path, ".[")
@@ -63,144 +61,49 @@ func (s *requestSource) at(p schema.Problem) schema.Problem {
 		path = path[:i]
 	}
 	if off, ok := ps.value[""]; ok {
-		p.Line, p.Column = lineColumn(s.data, off)
+		p.Line, p.Column = ojson.Position(s.data, off)
 	}
 	return p
 }
 
-// lineColumn turns a byte offset into a 1-based line and a 1-based column
-// counted in characters.
-func lineColumn(data []byte, off int) (int, int) {
-	off = min(max(off, 0), len(data))
-	before := data[:off]
-	line := bytes.Count(before, []byte{'\n'}) + 1
-	start := bytes.LastIndexByte(before, '\n') + 1
-	return line, utf8.RuneCount(before[start:]) + 1
-}
-
-// scanPositions walks JSON text that encoding/json accepted (one value,
-// possibly followed by white space) once, recording where each value and
-// key starts. On text it cannot follow it stops, keeping what it found.
+// scanPositions records where each value and key of JSON text starts
+// (internal/ojson's offsets). Text ojson refuses (encoding/json accepted
+// it: invalid UTF-8) has no positions.
 func scanPositions(data []byte) *positions {
-	s := &posScanner{data: data, ps: &positions{value: map[string]int{}, key: map[string]int{}}}
-	s.value("")
-	return s.ps
-}
-
-type posScanner struct {
-	data []byte
-	i    int
-	ps   *positions
+	ps := &positions{value: map[string]int{}, key: map[string]int{}}
+	root, dups, err := ojson.ParseReportingDuplicates(data)
+	if err != nil {
+		return ps
+	}
+	paths := map[*ojson.Value]string{}
+	var walk func(path string, v *ojson.Value)
+	walk = func(path string, v *ojson.Value) {
+		ps.value[path] = v.Offset
+		paths[v] = path
+		switch v.Kind {
+		case ojson.Object:
+			for _, m := range v.Members {
+				child := joinPath(path, m.Key)
+				ps.key[child] = m.KeyOffset
+				walk(child, m.Value)
+			}
+		case ojson.Array:
+			for i, item := range v.Items {
+				walk(path+"["+strconv.Itoa(i)+"]", item)
+			}
+		}
+	}
+	walk("", root)
+	for _, d := range dups {
+		ps.dups = append(ps.dups, dupKey{path: joinPath(paths[d.Object], d.Key), off: d.KeyOffset})
+	}
+	return ps
 }
 
 // dupKey is a key given again: its path and the offset of the repetition.
 type dupKey struct {
 	path string
 	off  int
-}
-
-func (s *posScanner) space() {
-	for s.i < len(s.data) && strings.IndexByte(" \t\r\n", s.data[s.i]) >= 0 {
-		s.i++
-	}
-}
-
-// peek is the next byte after white space, or 0 at the end.
-func (s *posScanner) peek() byte {
-	s.space()
-	if s.i >= len(s.data) {
-		return 0
-	}
-	return s.data[s.i]
-}
-
-// str reads a string token and returns its value.
-func (s *posScanner) str() (string, bool) {
-	start := s.i
-	s.i++ // opening quote
-	escaped := false
-	for s.i < len(s.data) {
-		switch s.data[s.i] {
-		case '\\':
-			escaped = true
-			s.i += 2
-			continue
-		case '"':
-			s.i++
-			raw := s.data[start:s.i]
-			if !escaped {
-				return string(raw[1 : len(raw)-1]), true
-			}
-			var v string
-			return v, json.Unmarshal(raw, &v) == nil
-		}
-		s.i++
-	}
-	return "", false
-}
-
-func (s *posScanner) value(path string) bool {
-	c := s.peek()
-	s.ps.value[path] = s.i
-	switch c {
-	case 0:
-		return false
-	case '{':
-		s.i++
-		seen := map[string]bool{}
-		for {
-			switch s.peek() {
-			case '}':
-				s.i++
-				return true
-			case ',':
-				s.i++
-				continue
-			case '"':
-			default:
-				return false
-			}
-			off := s.i
-			name, ok := s.str()
-			if !ok || s.peek() != ':' {
-				return false
-			}
-			s.i++
-			child := joinPath(path, name)
-			if seen[name] {
-				s.ps.dups = append(s.ps.dups, dupKey{path: child, off: off})
-			} else {
-				s.ps.key[child] = off
-			}
-			seen[name] = true
-			if !s.value(child) {
-				return false
-			}
-		}
-	case '[':
-		s.i++
-		for n := 0; ; {
-			switch s.peek() {
-			case ']':
-				s.i++
-				return true
-			case ',':
-				s.i++
-				continue
-			}
-			if !s.value(path + "[" + strconv.Itoa(n) + "]") {
-				return false
-			}
-			n++
-		}
-	case '"':
-		_, ok := s.str()
-		return ok
-	}
-	for s.i < len(s.data) && strings.IndexByte(",}] \t\r\n", s.data[s.i]) < 0 {
-		s.i++
-	}
-	return true
 }
 
 func joinPath(parent, name string) string {

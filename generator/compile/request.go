@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/flare-slurm/flare-slurm/internal/ojson"
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 
@@ -178,7 +179,7 @@ func parseRequest(file string, data []byte, argRole string) (*Request, schema.Pr
 		var se *json.SyntaxError
 		switch {
 		case errors.As(err, &se):
-			p.Line, p.Column = lineColumn(data, int(se.Offset)-1)
+			p.Line, p.Column = ojson.Position(data, int(se.Offset)-1)
 		case errors.Is(err, errTrailingData):
 			p.Message, p.Hint = "not a valid launch request: data after the JSON object", ""
 		}
@@ -331,7 +332,7 @@ func parseRequest(file string, data []byte, argRole string) (*Request, schema.Pr
 func (r *Request) Invalid() bool { return r.invalid }
 
 func dupProblem(file string, data []byte, dup dupKey, hint string) schema.Problem {
-	line, col := lineColumn(data, dup.off)
+	line, col := ojson.Position(data, dup.off)
 	return schema.Problem{Kind: problem.Structure, File: file, Line: line, Column: col, Path: dup.path, Message: "appears more than once", Hint: hint}
 }
 

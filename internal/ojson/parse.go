@@ -25,7 +25,28 @@ const maxDepth = 1000
 
 // Parse reads one JSON document.
 func Parse(data []byte) (*Value, error) {
-	p := &parser{data: data}
+	return parse(&parser{data: data})
+}
+
+// Duplicate is a key given again in one object: the object, the key and
+// the offset of the repetition's opening quote.
+type Duplicate struct {
+	Object    *Value
+	Key       string
+	KeyOffset int
+}
+
+// ParseReportingDuplicates is Parse that also lists every repeated key, in
+// document order (the value keeps the key's first position and its last
+// value either way).
+func ParseReportingDuplicates(data []byte) (*Value, []Duplicate, error) {
+	p := &parser{data: data, reportDuplicates: true}
+	v, err := parse(p)
+	return v, p.duplicates, err
+}
+
+func parse(p *parser) (*Value, error) {
+	data := p.data
 	if len(data) >= 3 && data[0] == 0xEF && data[1] == 0xBB && data[2] == 0xBF {
 		return nil, p.errorf("unexpected UTF-8 byte-order mark (save the file without it)")
 	}
@@ -56,6 +77,9 @@ func Parse(data []byte) (*Value, error) {
 type parser struct {
 	data []byte
 	pos  int
+
+	reportDuplicates bool
+	duplicates       []Duplicate
 }
 
 func (p *parser) errorf(format string, args ...any) error {
@@ -172,6 +196,9 @@ func (p *parser) object(depth int) (*Value, error) {
 		// A repeated key keeps its first position and its last value,
 		// as a Python dict built from the pairs does.
 		if obj.Has(key) {
+			if p.reportDuplicates {
+				p.duplicates = append(p.duplicates, Duplicate{Object: obj, Key: key, KeyOffset: keyOffset})
+			}
 			obj.Set(key, val)
 		} else {
 			obj.Members = append(obj.Members, Member{Key: key, Value: val, KeyOffset: keyOffset})

@@ -37,3 +37,25 @@ func TestParseOffsets(t *testing.T) {
 		t.Errorf("syntax error column: %v, want 7 (characters, not bytes)", err)
 	}
 }
+
+// TestParseReportingDuplicates: a repeated key keeps its first position and
+// its last value, and is reported at its repetition, in document order.
+func TestParseReportingDuplicates(t *testing.T) {
+	data := []byte(`{"a": 1, "b": {"c": 1, "c": 2}, "a": 3}`)
+	v, dups, err := ParseReportingDuplicates(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dups) != 2 || dups[0].Key != "c" || dups[0].Object != v.Get("b") || dups[1].Key != "a" || dups[1].Object != v {
+		t.Fatalf("duplicates %+v", dups)
+	}
+	if _, col := Position(data, dups[0].KeyOffset); col != 24 {
+		t.Errorf("the repeated c is at column %d, want 24", col)
+	}
+	if v.Get("a").Num != "3" || v.Members[0].Key != "a" || v.Get("b").Get("c").Num != "2" {
+		t.Errorf("values: %s", Marshal(v))
+	}
+	if _, dups, _ := ParseReportingDuplicates([]byte(`{"a": 1}`)); dups != nil {
+		t.Errorf("no duplicates: got %+v", dups)
+	}
+}
