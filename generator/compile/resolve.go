@@ -53,6 +53,13 @@ const (
 // a process that sees it runs inside a Slurm job and must not submit more.
 const ChildProcessEnv = "NVFLARE_SLURM_CHILD_PROCESS"
 
+// ServerParentIdentity is the identity NVFlare's server parent runs under
+// (SiteType.SERVER), whatever the server's name: the site its launcher
+// names a server job after (job name nvfl-server-…, launcher_spec and
+// resource_spec key "server"). A server workspace accepts it as the
+// request's site besides the server's own name.
+const ServerParentIdentity = "server"
+
 // resolver collects every problem of one Resolve call.
 type resolver struct {
 	ws     *workspace.Prepared
@@ -116,8 +123,9 @@ func resolve(ws *workspace.Prepared, req *Request, env Environ, review bool) (*P
 	if req.Role != ws.Role {
 		r.reqProblem("role", fmt.Sprintf("is %q but the workspace is a %s workspace", req.Role, ws.Role), "")
 	}
-	if ws.Site != "" && req.Site != ws.Site {
-		r.reqProblem("site", fmt.Sprintf("is %q but the workspace belongs to site %q", req.Site, ws.Site), "")
+	if ws.Site != "" && req.Site != ws.Site && !(ws.Role == "server" && req.Site == ServerParentIdentity) {
+		r.reqProblem("site", fmt.Sprintf("is %q but the workspace belongs to site %q", req.Site, ws.Site),
+			fmt.Sprintf("a client's site is its name; a server's is its name or %q, the identity NVFlare's server parent launches under", ServerParentIdentity))
 	}
 	v.RunDir = r.runDir()
 	v.AppDir = filepath.Join(v.RunDir, AppDirName(req.Role, req.Site))
