@@ -448,7 +448,9 @@ func TestNVFlareFederation(t *testing.T) {
 		if out, err := c.RootCommand(ctx, "scontrol", "update", "PartitionName="+f.hold, "State=DOWN").CombinedOutput(); err != nil {
 			t.Fatalf("scontrol update State=DOWN: %v\n%s", err, out)
 		}
-		up := func() { c.RootCommand(context.Background(), "scontrol", "update", "PartitionName="+f.hold, "State=UP").Run() }
+		up := func() {
+			c.RootCommand(context.Background(), "scontrol", "update", "PartitionName="+f.hold, "State=UP").Run()
+		}
 		defer up()
 		id := f.submit(ctx, job)
 		st := f.finalStatus(ctx, id, 3*time.Minute)
