@@ -23,11 +23,15 @@ const tempInfix = ".tmp-"
 // the temp file is fsynced before it is published and the directory
 // after, so the published file is durable once WriteNoReplace returns.
 func WriteNoReplace(path string, data []byte, perm os.FileMode, sync bool) error {
+	return system().writeNoReplace(path, data, perm, sync)
+}
+
+func (p publisher) writeNoReplace(path string, data []byte, perm os.FileMode, sync bool) error {
 	tmp, err := WriteTemp(path, data, perm, sync)
 	if err != nil {
 		return err
 	}
-	if err := Publish(tmp, path); err != nil {
+	if err := p.publish(tmp, path); err != nil {
 		return err
 	}
 	if sync {
@@ -71,13 +75,19 @@ func IsTempOf(name, base string) bool {
 	return err == nil && strings.ToLower(suffix) == suffix
 }
 
-// renameNoReplace is renameat2(RENAME_NOREPLACE); tests replace it to run
-// the link(2) fallback.
-var renameNoReplace = renameNoReplaceDefault
+// publisher holds the system calls Publish makes: renameNoReplace
+// (renameat2(RENAME_NOREPLACE)) and link (link(2)). Tests use one whose
+// rename fails with EINVAL to run the link(2) fallback, or whose link
+// answers EEXIST as NFS does to a retransmitted LINK.
+type publisher struct {
+	renameNoReplace func(from, to string) error
+	link            func(from, to string) error
+}
 
-// link is link(2); tests replace it to mimic NFS answering a retransmitted
-// LINK with EEXIST.
-var link = unix.Link
+// system is the publisher of the real system calls.
+func system() publisher {
+	return publisher{renameNoReplace: renameNoReplaceDefault, link: unix.Link}
+}
 
 func renameNoReplaceDefault(from, to string) error {
 	return unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
@@ -97,8 +107,10 @@ func renameNoReplaceDefault(from, to string) error {
 // checked against the result (path and tmp the same file means
 // published). A crash between link and unlink leaves tmp as a second name
 // of the published file, which readers ignore and job dir removal takes.
-func Publish(tmp, path string) error {
-	err := renameNoReplace(tmp, path)
+func Publish(tmp, path string) error { return system().publish(tmp, path) }
+
+func (p publisher) publish(tmp, path string) error {
+	err := p.renameNoReplace(tmp, path)
 	if err == nil {
 		return nil
 	}
@@ -106,7 +118,7 @@ func Publish(tmp, path string) error {
 		os.Remove(tmp)
 		return &os.LinkError{Op: "rename (no replace)", Old: tmp, New: path, Err: err}
 	}
-	if err := link(tmp, path); err != nil && !sameFile(tmp, path) {
+	if err := p.link(tmp, path); err != nil && !sameFile(tmp, path) {
 		os.Remove(tmp)
 		return &os.LinkError{Op: "link", Old: tmp, New: path, Err: err}
 	}

@@ -12,20 +12,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// withoutRenameNoReplace makes renameat2(RENAME_NOREPLACE) fail with
-// EINVAL, as it does on NFS and on older Lustre clients, so that the
-// link(2) fallback runs.
-func withoutRenameNoReplace(t *testing.T) {
-	t.Helper()
-	renameNoReplace = func(string, string) error { return unix.EINVAL }
-	t.Cleanup(func() { renameNoReplace = renameNoReplaceDefault })
+// withoutRenameNoReplace is the system's publisher with
+// renameat2(RENAME_NOREPLACE) failing with EINVAL, as it does on NFS and
+// on older Lustre clients, so that the link(2) fallback runs.
+func withoutRenameNoReplace() publisher {
+	p := system()
+	p.renameNoReplace = func(string, string) error { return unix.EINVAL }
+	return p
 }
 
-func publishModes(t *testing.T, f func(t *testing.T)) {
-	t.Run("renameat2", f)
+func publishModes(t *testing.T, f func(t *testing.T, pub publisher)) {
+	t.Run("renameat2", func(t *testing.T) {
+		t.Parallel()
+		f(t, system())
+	})
 	t.Run("link fallback", func(t *testing.T) {
-		withoutRenameNoReplace(t)
-		f(t)
+		t.Parallel()
+		f(t, withoutRenameNoReplace())
 	})
 }
 
@@ -43,10 +46,11 @@ func entries(t *testing.T, dir string) []string {
 }
 
 func TestWriteNoReplacePublishesCompleteFile(t *testing.T) {
-	publishModes(t, func(t *testing.T) {
+	t.Parallel()
+	publishModes(t, func(t *testing.T, pub publisher) {
 		dir := t.TempDir()
 		p := filepath.Join(dir, "handle.json")
-		if err := WriteNoReplace(p, []byte("{\"a\":1}\n"), 0o600, true); err != nil {
+		if err := pub.writeNoReplace(p, []byte("{\"a\":1}\n"), 0o600, true); err != nil {
 			t.Fatal(err)
 		}
 		b, err := os.ReadFile(p)
@@ -68,13 +72,14 @@ func TestWriteNoReplacePublishesCompleteFile(t *testing.T) {
 }
 
 func TestWriteNoReplaceNeverReplaces(t *testing.T) {
-	publishModes(t, func(t *testing.T) {
+	t.Parallel()
+	publishModes(t, func(t *testing.T, pub publisher) {
 		dir := t.TempDir()
 		p := filepath.Join(dir, "handle.json")
 		if err := os.WriteFile(p, []byte("first"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		err := WriteNoReplace(p, []byte("second"), 0o600, false)
+		err := pub.writeNoReplace(p, []byte("second"), 0o600, false)
 		if !errors.Is(err, os.ErrExist) {
 			t.Fatalf("want ErrExist, got %v", err)
 		}
@@ -90,7 +95,7 @@ func TestWriteNoReplaceNeverReplaces(t *testing.T) {
 		if err := os.Symlink(filepath.Join(dir, "target"), link); err != nil {
 			t.Fatal(err)
 		}
-		if err := WriteNoReplace(link, []byte("x"), 0o600, false); !errors.Is(err, os.ErrExist) {
+		if err := pub.writeNoReplace(link, []byte("x"), 0o600, false); !errors.Is(err, os.ErrExist) {
 			t.Fatalf("publish over a symlink: %v", err)
 		}
 		if _, err := os.Lstat(filepath.Join(dir, "target")); !os.IsNotExist(err) {
@@ -100,7 +105,7 @@ func TestWriteNoReplaceNeverReplaces(t *testing.T) {
 		if err := os.Mkdir(sub, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		if err := WriteNoReplace(sub, []byte("x"), 0o600, false); !errors.Is(err, os.ErrExist) {
+		if err := pub.writeNoReplace(sub, []byte("x"), 0o600, false); !errors.Is(err, os.ErrExist) {
 			t.Fatalf("publish over a directory: %v", err)
 		}
 		if names := entries(t, dir); len(names) != 3 {
@@ -112,7 +117,8 @@ func TestWriteNoReplaceNeverReplaces(t *testing.T) {
 // Concurrent writers of one name: exactly one wins, its content is whole,
 // and no temp file is left.
 func TestWriteNoReplaceConcurrentWriters(t *testing.T) {
-	publishModes(t, func(t *testing.T) {
+	t.Parallel()
+	publishModes(t, func(t *testing.T, pub publisher) {
 		dir := t.TempDir()
 		p := filepath.Join(dir, "handle.json")
 		const n = 8
@@ -120,7 +126,7 @@ func TestWriteNoReplaceConcurrentWriters(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
-				errs[i] = WriteNoReplace(p, []byte(strings.Repeat(string(rune('a'+i)), 4096)), 0o600, false)
+				errs[i] = pub.writeNoReplace(p, []byte(strings.Repeat(string(rune('a'+i)), 4096)), 0o600, false)
 			})
 		}
 		wg.Wait()
@@ -151,6 +157,7 @@ func TestWriteNoReplaceConcurrentWriters(t *testing.T) {
 // A crash between writing the temp file and publishing it leaves the
 // complete temp file and no file under the final name.
 func TestCrashBeforePublishLeavesNoPartialFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "handle.json")
 	tmp, err := WriteTemp(p, []byte("whole"), 0o600, true)
@@ -200,17 +207,17 @@ func TestIsTempOf(t *testing.T) {
 // NFS may answer a retransmitted LINK with EEXIST although the first one
 // linked the file: the fallback checks the result instead of the answer.
 func TestLinkFallbackRetransmittedLink(t *testing.T) {
-	withoutRenameNoReplace(t)
-	t.Cleanup(func() { link = unix.Link })
+	t.Parallel()
+	nfs := withoutRenameNoReplace()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "handle.json")
-	link = func(from, to string) error {
+	nfs.link = func(from, to string) error {
 		if err := unix.Link(from, to); err != nil {
 			return err
 		}
 		return unix.EEXIST // the reply to the retransmission
 	}
-	if err := WriteNoReplace(p, []byte("mine"), 0o600, false); err != nil {
+	if err := nfs.writeNoReplace(p, []byte("mine"), 0o600, false); err != nil {
 		t.Fatalf("a link that succeeded was taken for a failure: %v", err)
 	}
 	if b, _ := os.ReadFile(p); string(b) != "mine" {
@@ -220,8 +227,8 @@ func TestLinkFallbackRetransmittedLink(t *testing.T) {
 		t.Fatalf("dir holds %v", names)
 	}
 	// A real EEXIST (another file holds the name) stays an error.
-	link = unix.Link
-	if err := WriteNoReplace(p, []byte("other"), 0o600, false); !errors.Is(err, os.ErrExist) {
+	nfs.link = unix.Link
+	if err := nfs.writeNoReplace(p, []byte("other"), 0o600, false); !errors.Is(err, os.ErrExist) {
 		t.Fatalf("want ErrExist, got %v", err)
 	}
 	if b, _ := os.ReadFile(p); string(b) != "mine" {
