@@ -47,7 +47,8 @@ func newCheckCommand(a *app) *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
-			rt, err := openSiteEnv(ctx, a, workspace, true, check.Environ(os.Environ()))
+			// The bootstrap probe runs the scheduler checks: their failure is a row.
+			rt, err := openSiteEnv(ctx, a, workspace, false, check.Environ(os.Environ()))
 			if err != nil {
 				return err
 			}

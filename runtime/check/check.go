@@ -21,6 +21,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flare-slurm/flare-slurm/runtime/manager"
+	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 	"github.com/flare-slurm/flare-slurm/runtime/site"
 )
 
@@ -163,7 +165,8 @@ func Summarize(rows []Row) Summary {
 	return s
 }
 
-// Run runs the selected probes concurrently on the opened workspace and
+// Run runs the selected probes concurrently on the opened workspace (opened
+// without the scheduler checks: the bootstrap probe runs them) and
 // returns one row per probe, in report order. Every probe job still live
 // when Run returns (the timeout, ctx cancelled by Ctrl-C) is cancelled once
 // squeue proves it is ours, and every run dir check created is removed,
@@ -184,6 +187,12 @@ func Run(ctx context.Context, rt *site.Runtime, o Options) ([]Row, error) {
 	r := &runner{rt: rt, o: o, progress: o.Progress}
 	if r.progress == nil {
 		r.progress = io.Discard
+	}
+	// The parent's bootstrap checks are the bootstrap row: when they fail,
+	// the probes that need the scheduler are not run (their jobs' results
+	// could never be read), and accounting fails with the reason.
+	if rt.Version == (scheduler.Version{}) {
+		rt.Version, r.bootErr = manager.CheckScheduler(ctx, rt.Client, nil)
 	}
 	rows := make([]Row, len(names))
 	var wg sync.WaitGroup

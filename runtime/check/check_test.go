@@ -452,11 +452,14 @@ func TestJudgeFilesystem(t *testing.T) {
 
 func TestJudgeBootstrap(t *testing.T) {
 	rt := &site.Runtime{Client: &scheduler.Client{Paths: scheduler.Paths{Sbatch: "/usr/bin/sbatch"}}}
-	if r, _ := judgeBootstrap(rt); r != Fail {
+	if r, _ := judgeBootstrap(rt, nil); r != Fail {
 		t.Error("a workspace opened without the bootstrap checks must not pass")
 	}
+	if r, ev := judgeBootstrap(rt, errors.New("slurm accounting (slurmdbd) is required")); r != Fail || !strings.Contains(ev, "slurmdbd") {
+		t.Errorf("failed checks: %s %s", r, ev)
+	}
 	rt.Version = scheduler.Version{Major: 24, Minor: 11, Patch: 5}
-	if r, ev := judgeBootstrap(rt); r != Pass || !strings.Contains(ev, "slurm 24.11.5; accounting answers; sbatch /usr/bin/sbatch") {
+	if r, ev := judgeBootstrap(rt, nil); r != Pass || !strings.Contains(ev, "slurm 24.11.5; accounting answers; sbatch /usr/bin/sbatch") {
 		t.Errorf("%s %s", r, ev)
 	}
 }

@@ -38,7 +38,7 @@ type probe struct {
 	action  int
 	// local, when set, is a probe that submits no job: its row comes from
 	// what opening the workspace found.
-	local func(rt *site.Runtime) (result, evidence string)
+	local func(rt *site.Runtime, bootErr error) (result, evidence string)
 	// skipIf says why the probe does not apply to the workspace ("" when it does).
 	skipIf func(rt *site.Runtime, o Options) string
 	judge  func(o *outcome) (result, evidence string)
@@ -325,12 +325,14 @@ func judgeConnectivity(o *outcome) (string, string) {
 	return Pass, fmt.Sprintf("%s reached check's listener at %s in %.3f s (connection from %s)", o.seen.Host, target, c.Seconds, o.listen.reached())
 }
 
-// judgeBootstrap reports the bootstrap checks site.Open ran (as
-// bootstrap-check does): had one failed, check would have stopped before
-// any probe, with that error.
-func judgeBootstrap(rt *site.Runtime) (string, string) {
+// judgeBootstrap reports the parent's bootstrap checks, which Run ran as
+// bootstrap-check does (bootErr is their error).
+func judgeBootstrap(rt *site.Runtime, bootErr error) (string, string) {
+	if bootErr != nil {
+		return Fail, oneLine(bootErr.Error())
+	}
 	if rt.Version == (scheduler.Version{}) {
-		return Fail, "the bootstrap checks did not run (the workspace was opened without them)"
+		return Fail, "the bootstrap checks did not run"
 	}
 	p := rt.Client.Paths
 	return Pass, fmt.Sprintf("slurm %s; accounting answers; sbatch %s, squeue %s, sacct %s, scancel %s",

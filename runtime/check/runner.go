@@ -29,6 +29,7 @@ type runner struct {
 	rt       *site.Runtime
 	o        Options
 	progress io.Writer
+	bootErr  error // the bootstrap checks failed
 }
 
 // spec is probe.json: what the probe program does and reports.
@@ -155,7 +156,14 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 		return row
 	}
 	if p.local != nil {
-		row.Result, row.Evidence = p.local(r.rt)
+		row.Result, row.Evidence = p.local(r.rt, r.bootErr)
+		return row
+	}
+	if r.bootErr != nil {
+		row.Result, row.Evidence = Skip, "not run: the bootstrap checks failed"
+		if p.placement {
+			row.Result, row.Evidence = Fail, "not run: the bootstrap checks failed: "+oneLine(r.bootErr.Error())
+		}
 		return row
 	}
 	r.logf("%-15s started", p.name)

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
@@ -371,5 +372,92 @@ func TestCheckMultiNode(t *testing.T) {
 	acct := strings.TrimSpace(c.Run(t, "sacct", "-n", "-X", "-P", "--jobs="+r.SlurmJobID, "-o", "Partition,NNodes,State"))
 	if acct != nodes.Partition+"|2|COMPLETED" {
 		t.Errorf("sacct has Slurm job %s as %q", r.SlurmJobID, acct)
+	}
+}
+
+// TestCheckAccountingStopped: with slurmdbd stopped, the bootstrap row
+// fails with the accounting error, accounting fails with it, every other
+// probe is skipped (no job is submitted) and check exits 4.
+func TestCheckAccountingStopped(t *testing.T) {
+	c := slurmtest.RequireExclusive(t)
+	base := c.TempDir(t)
+	bin := path.Join(base, "flare-slurm")
+	c.CopyIn(t, buildCLI(t), bin)
+	ws := preparedExample(t, c, bin, base, freePort(t), "", "")
+	s := &site{t: t, c: c, base: base, ws: ws, bin: bin}
+	c.StopDbd(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, errs, code := s.run(ctx, "check", "--workspace", ws, "--json", "--timeout", "60s")
+	c.StartDbd(t)
+	var doc checkDoc
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("check --json: %v\n%s\n%s", err, out, errs)
+	}
+	if code != 4 || len(doc.Data.Probes) != len(check.Names()) {
+		t.Fatalf("exit %d (want 4), rows %+v\n%s", code, doc.Data.Probes, errs)
+	}
+	for _, r := range doc.Data.Probes {
+		want := check.Skip
+		if r.Name == "bootstrap" || r.Name == "accounting" {
+			want = check.Fail
+			if !strings.Contains(r.Evidence, "slurm accounting (slurmdbd) is required and did not answer") {
+				t.Errorf("%s evidence: %s", r.Name, r.Evidence)
+			}
+		}
+		if r.Result != want || r.SlurmJobID != "" {
+			t.Errorf("%s: %s (job %q), want %s and no job: %s", r.Name, r.Result, r.SlurmJobID, want, r.Evidence)
+		}
+	}
+}
+
+// TestCheckSecretFileKept: a test build whose batch.sh template no longer
+// removes secret.env after sourcing it (go build -overlay) fails the
+// secrets probe: the worker starts with the secret file still there.
+func TestCheckSecretFileKept(t *testing.T) {
+	c := slurmtest.Require(t)
+	tmpl, err := os.ReadFile(filepath.Join("..", "..", "templates", "batch.sh.tmpl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const removal = "source \"${_nvfl_secret}\"\nrm -f -- \"${_nvfl_secret}\"\n"
+	if !strings.Contains(string(tmpl), removal) {
+		t.Fatalf("templates/batch.sh.tmpl has no %q to mutate", removal)
+	}
+	dir := t.TempDir()
+	mutated := filepath.Join(dir, "batch.sh.tmpl")
+	if err := os.WriteFile(mutated, []byte(strings.Replace(string(tmpl), removal, "source \"${_nvfl_secret}\"\n", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	abs, err := filepath.Abs(filepath.Join("..", "..", "templates", "batch.sh.tmpl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay, _ := json.Marshal(map[string]any{"Replace": map[string]string{abs: mutated}})
+	if err := os.WriteFile(filepath.Join(dir, "overlay.json"), overlay, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	built := filepath.Join(dir, "flare-slurm")
+	cmd := exec.Command("go", "build", "-overlay", filepath.Join(dir, "overlay.json"), "-o", built, "github.com/flare-slurm/flare-slurm/cmd/flare-slurm")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build -overlay: %v\n%s", err, out)
+	}
+
+	base := c.TempDir(t)
+	bin := path.Join(base, "flare-slurm")
+	c.CopyIn(t, built, bin)
+	ws := preparedExample(t, c, bin, base, freePort(t), "", "")
+	s := &site{t: t, c: c, base: base, ws: ws, bin: bin}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, errs, code := s.run(ctx, "check", "--workspace", ws, "--only", "secrets", "--json", "--timeout", "90s")
+	var doc checkDoc
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("check --json: %v\n%s\n%s", err, out, errs)
+	}
+	if code != 4 || len(doc.Data.Probes) != 1 || doc.Data.Probes[0].Result != check.Fail ||
+		!strings.Contains(doc.Data.Probes[0].Evidence, "secret.env still existed when the worker started") {
+		t.Errorf("exit %d (want 4), rows %+v\n%s", code, doc.Data.Probes, errs)
 	}
 }
