@@ -34,14 +34,21 @@ const AdditionalNodeCommandKey = "additional_node_command"
 // With site "", every site the file names and default are checked, and
 // the returned value is the default reading (no resource_spec).
 func ParseJobMeta(file string, data []byte, site string) (*JobMeta, Problems) {
-	t := parseTree(file, data)
+	return ParseJobMetaIn(file, data, site, Embedding{})
+}
+
+// ParseJobMetaIn is ParseJobMeta for a meta embedded in file (a launch
+// request's meta): every problem is made with the path and position the
+// enclosing file gives it.
+func ParseJobMetaIn(file string, data []byte, site string, embed Embedding) (*JobMeta, Problems) {
+	t := parseTreeIn(file, data, embed)
 	if t.root == nil {
 		return nil, t.result()
 	}
 	if site != "" {
 		t.value = siteView(t.value, site)
 	}
-	t.validateSchema(KindJobMeta, jobMetaKeyHook, nil)
+	t.validateSchema(KindJobMeta, t.jobMetaKeyHook, nil)
 	if site == "" {
 		t.checkSiteNames()
 	}
@@ -127,11 +134,11 @@ func siteView(v any, site string) any {
 // jobMetaKeyHook phrases unknown job-owned Slurm keys; a key Slurm users
 // know by another name (mem) gets the job's name for it (mem_per_node), a
 // site-owned sbatch directive (partition) says it is the site's.
-func jobMetaKeyHook(parent, key string, allowed []string) (string, string, bool) {
+func (t *tree) jobMetaKeyHook(parent, key string, allowed []string) (string, string, bool) {
 	if (strings.HasPrefix(parent, "launcher_spec.") || strings.HasPrefix(parent, "resource_spec.")) && strings.HasSuffix(parent, ".slurm") {
 		hint := didYouMean(key, allowed)
 		if k, ok := jobKeyAliases[strings.ToLower(key)]; ok {
-			hint = fmt.Sprintf("did you mean `%s.%s`?", parent, k)
+			hint = fmt.Sprintf("did you mean `%s.%s`?", t.pathText(parent), k)
 		} else if slices.Contains(DirectiveKeys, strings.ToLower(key)) {
 			hint = fmt.Sprintf("the site sets `%s`: job_launcher.sbatch_directives.%[1]s in its slurm.yaml", strings.ToLower(key))
 		}
@@ -294,7 +301,7 @@ func (t *tree) checkJobSite(site string) {
 			sl, ok := portable[k]
 			twin, hasTwin := merged[nativeTwin[k]]
 			if ok && hasTwin && nativeTwin[k] != "" {
-				t.add(problem.Rule, sl.val, sl.path, fmt.Sprintf("portable resource %s conflicts with %s, its Slurm twin, for site %s (NVFlare refuses the job)", k, twin.path, site),
+				t.add(problem.Rule, sl.val, sl.path, fmt.Sprintf("portable resource %s conflicts with %s, its Slurm twin, for site %s (NVFlare refuses the job)", k, t.pathText(twin.path), site),
 					"keep one of the two")
 			}
 		}
@@ -307,7 +314,7 @@ func (t *tree) checkJobSite(site string) {
 				continue
 			}
 			if pv, nv := get(def, k), get(ld, nativeTwin[k]); pv != nil && nv != nil {
-				t.add(problem.Rule, pv, "resource_spec."+PortableDefaultKey+"."+k, fmt.Sprintf("portable resource %s conflicts with launcher_spec.default.slurm.%s in the default blocks (NVFlare refuses the job)", k, nativeTwin[k]),
+				t.add(problem.Rule, pv, "resource_spec."+PortableDefaultKey+"."+k, fmt.Sprintf("portable resource %s conflicts with %s in the default blocks (NVFlare refuses the job)", k, t.pathText("launcher_spec.default.slurm."+nativeTwin[k])),
 					"keep one of the two")
 			}
 		}
@@ -343,10 +350,10 @@ func (t *tree) checkJobSite(site string) {
 	switch {
 	case gpnSet && num != nodes*gpn:
 		t.add(problem.Rule, numSlot.val, numSlot.path, fmt.Sprintf("must equal nodes * gpus_per_node = %d * %d = %d when both are given (got %d)", nodes, gpn, nodes*gpn, num),
-			"fix num_of_gpus or "+merged["gpus_per_node"].path)
+			"fix num_of_gpus or "+t.pathText(merged["gpus_per_node"].path))
 	case !gpnSet && nodes > 1 && num > 0:
 		t.add(problem.Rule, numSlot.val, numSlot.path, fmt.Sprintf("a multi-node job (nodes %d) with num_of_gpus needs gpus_per_node", nodes),
-			"set launcher_spec."+site+".slurm.gpus_per_node")
+			"set "+t.pathText("launcher_spec."+site+".slurm.gpus_per_node"))
 	}
 }
 
@@ -402,7 +409,7 @@ func (t *tree) checkLegacyProcessGPUs(site string, merged map[string]slot) {
 	if nodes*g != r {
 		t.add(problem.Rule, reserved, "resource_spec."+site+".process.num_of_gpus",
 			fmt.Sprintf("legacy process num_of_gpus (%d) must match the Slurm GPU total nodes * gpus_per_node = %d (NVFlare refuses the job)", r, nodes*g),
-			"make them agree, or move to resource_spec."+site+".num_of_gpus")
+			"make them agree, or move to "+t.pathText("resource_spec."+site+".num_of_gpus"))
 	}
 }
 

@@ -3,6 +3,7 @@ package schema
 import (
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -228,5 +229,30 @@ func TestParseJobMetaOneSite(t *testing.T) {
 	_, probs = ParseJobMeta("meta.json", []byte(`{"resource_spec": [1]}`), "site-9")
 	if len(probs) != 1 || probs[0].Path != "resource_spec" {
 		t.Errorf("resource_spec not a mapping: %q", problemLines(probs))
+	}
+}
+
+// TestParseJobMetaInMakesFinalProblems: a meta embedded in another file
+// (a launch request) gets problems made with the enclosing file's path,
+// position and hint text, not rewritten afterwards.
+func TestParseJobMetaInMakesFinalProblems(t *testing.T) {
+	meta := []byte("{\"resource_spec\": {\"s\": {\"num_of_gpus\": 3}},\n \"launcher_spec\": {\"s\": {\"slurm\": {\"nodes\": 2, \"gpus_per_node\": 2, \"gpu\": 1}}}}")
+	_, alone := ParseJobMeta("req.json", meta, "s")
+	_, embedded := ParseJobMetaIn("req.json", meta, "s", Embedding{Path: "meta", Line: 4, Column: 11})
+	if len(alone) != 2 || len(embedded) != 2 {
+		t.Fatalf("alone %v\nembedded %v", alone, embedded)
+	}
+	for i, want := range []struct{ alone, embedded string }{
+		{"req.json:1:41: resource_spec.s.num_of_gpus: must equal nodes * gpus_per_node = 2 * 2 = 4 when both are given (got 3) (fix num_of_gpus or launcher_spec.s.slurm.gpus_per_node)",
+			"req.json:4:51: meta.resource_spec.s.num_of_gpus: must equal nodes * gpus_per_node = 2 * 2 = 4 when both are given (got 3) (fix num_of_gpus or meta.launcher_spec.s.slurm.gpus_per_node)"},
+		{"req.json:2:68: launcher_spec.s.slurm.gpu: unsupported job-owned Slurm key",
+			"req.json:5:68: meta.launcher_spec.s.slurm.gpu: unsupported job-owned Slurm key"},
+	} {
+		if got := alone[i].String(); !strings.HasPrefix(got, want.alone) {
+			t.Errorf("alone: %s\nwant %s", got, want.alone)
+		}
+		if got := embedded[i].String(); !strings.HasPrefix(got, want.embedded) {
+			t.Errorf("embedded: %s\nwant %s", got, want.embedded)
+		}
 	}
 }

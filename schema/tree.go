@@ -54,7 +54,22 @@ type tree struct {
 	skipped Problems
 	// once holds the problems addOnce reported.
 	once map[onceKey]bool
+	// embed places the document inside another file (ParseJobMetaIn).
+	embed Embedding
 }
+
+// Embedding places a document inside another file, as a launch request
+// holds a job's meta: its problems are made with the path the enclosing
+// file gives the document as a prefix (in their Path and in the paths their
+// message and hint name) and at their position in the enclosing file, the
+// document's first character being at Line:Column there.
+type Embedding struct {
+	Path         string
+	Line, Column int
+}
+
+// pathText is the path p of the document as problems name it.
+func (t *tree) pathText(p string) string { return joinPath(t.embed.Path, p) }
 
 // loc is one value in the tree: its key node (nil for the root and list
 // items), its value node and its dotted path.
@@ -75,7 +90,12 @@ var (
 // mapping. On a syntax error, an empty file or a top level that is not a
 // mapping, t.root is nil and t.probs holds the one problem.
 func parseTree(file string, data []byte) *tree {
-	t := &tree{file: file, locs: map[string]loc{}, suppressed: map[string]bool{}}
+	return parseTreeIn(file, data, Embedding{})
+}
+
+// parseTreeIn is parseTree for a document embedded in file.
+func parseTreeIn(file string, data []byte, embed Embedding) *tree {
+	t := &tree{file: file, locs: map[string]loc{}, suppressed: map[string]bool{}, embed: embed}
 	if len(data) > maxInputBytes {
 		t.add(problem.Layout, nil, "", fmt.Sprintf("file is too large (%d bytes, at most %d)", len(data), maxInputBytes),
 			"inputs are small hand-written files: is this the right path?")
@@ -102,7 +122,7 @@ func parseTree(file string, data []byte) *tree {
 				}
 			}
 		}
-		t.probs = append(t.probs, p)
+		t.probs = append(t.probs, t.final(p))
 		return t
 	}
 	if doc == nil || len(doc.Content) == 0 || (doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].ShortTag() == "!!null") {
@@ -163,11 +183,30 @@ func (t *tree) add(k problem.Kind, n *yaml.Node, path, message, hint string) {
 	t.probs = append(t.probs, t.at(Problem{Kind: k, File: t.file, Path: path, Message: message, Hint: hint}, n))
 }
 
-// at places p at node n (nil: no position).
+// at places p at node n (nil: the document's start when it is embedded,
+// else no position) and names its path as the enclosing file does.
 func (t *tree) at(p Problem, n *yaml.Node) Problem {
 	if n != nil {
 		p.Line, p.Column = n.Line, n.Column
 	}
+	return t.final(p)
+}
+
+// final makes p as the enclosing file names it (Embedding): its path under
+// the document's path, its position (the document's start when it has none)
+// in the enclosing file. A document that is a file of its own keeps p.
+func (t *tree) final(p Problem) Problem {
+	p.Path = t.pathText(p.Path)
+	if t.embed.Line == 0 {
+		return p
+	}
+	if p.Line == 0 {
+		p.Line, p.Column = 1, 1
+	}
+	if p.Line == 1 {
+		p.Column += t.embed.Column - 1
+	}
+	p.Line += t.embed.Line - 1
 	return p
 }
 

@@ -35,6 +35,19 @@ func (s *requestSource) positions() *positions {
 	return s.pos
 }
 
+// embedding places the document at path of the request (a job's meta)
+// inside the request; without a position for it (a meta the request
+// lacks), the document's problems have none.
+func (s *requestSource) embedding(path string) schema.Embedding {
+	e := schema.Embedding{Path: path}
+	if ps := s.positions(); ps != nil {
+		if off, ok := ps.value[path]; ok {
+			e.Line, e.Column = ojson.Position(s.data, off)
+		}
+	}
+	return e
+}
+
 // at fills p's Line and Column from the request text: the value of path,
 // else (for an unknown key) its key, else the nearest enclosing field.
 func (s *requestSource) at(p schema.Problem) schema.Problem {

@@ -6,11 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
@@ -132,21 +130,11 @@ func resolve(ws *workspace.Prepared, req *Request, env Environ, review bool) (*P
 
 	rt := r.loadStudyRuntime()
 	p.workspaceSecrets = rt.SecretEnvNames()
-	meta, mps := schema.ParseJobMeta(req.File, req.Meta, req.Site)
+	// The meta is part of the request: its problems name their fields as
+	// the request spells them (meta.<path>), at their place in the request.
+	meta, mps := schema.ParseJobMetaIn(req.File, req.Meta, req.Site, r.req.src.embedding("meta"))
 	if mps != nil {
-		// The meta is part of the request: name its fields as the request
-		// spells them (meta.<path>) at their place in the request.
-		for _, mp := range mps {
-			if mp.File == req.File {
-				if mp.Path != "meta" && !strings.HasPrefix(mp.Path, "meta.") {
-					mp.Path = joinPath("meta", mp.Path)
-				}
-				mp.Hint = metaHintPath().ReplaceAllString(mp.Hint, "${1}meta.$2")
-				mp.Line, mp.Column = 0, 0
-				mp = r.req.src.at(mp)
-			}
-			r.ps = append(r.ps, mp)
-		}
+		r.ps = append(r.ps, mps...)
 		meta = nil
 	}
 	if meta != nil {
@@ -184,12 +172,6 @@ func orDefault(s, def string) string {
 	}
 	return s
 }
-
-// metaHintPath finds meta field paths in a job meta problem's hint that
-// lack the request's "meta." prefix.
-var metaHintPath = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(^|[^.\w])((?:launcher_spec|resource_spec)\.)`)
-})
 
 // jobSlurmPath returns the path of a job-owned Slurm key as the request
 // spells it: where the value used came from (launcher_spec.<site>.slurm,
