@@ -1,9 +1,12 @@
 package integration
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -459,5 +462,68 @@ func TestCheckSecretFileKept(t *testing.T) {
 	if code != 4 || len(doc.Data.Probes) != 1 || doc.Data.Probes[0].Result != check.Fail ||
 		!strings.Contains(doc.Data.Probes[0].Evidence, "secret.env still existed when the worker started") {
 		t.Errorf("exit %d (want 4), rows %+v\n%s", code, doc.Data.Probes, errs)
+	}
+}
+
+// TestCheckInterrupted: SIGINT (Ctrl-C) while a probe job runs: check
+// cancels it (sacct: CANCELLED), removes its run dir, prints the rows and
+// exits 4.
+func TestCheckInterrupted(t *testing.T) {
+	c := slurmtest.Require(t)
+	base := c.TempDir(t)
+	bin := path.Join(base, "flare-slurm")
+	c.CopyIn(t, buildCLI(t), bin)
+	ws := preparedExample(t, c, bin, base, freePort(t), "", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := c.Command(ctx, bin, "check", "--workspace", ws, "--only", "timeout", "--json")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	var progress strings.Builder
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			progress.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), "timeout") && strings.HasSuffix(sc.Text(), "started") {
+				close(started)
+			}
+		}
+	}()
+	select {
+	case <-started:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the timeout probe did not start within 60 s")
+	}
+	time.Sleep(3 * time.Second) // submitted and running
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 4 {
+		t.Fatalf("check after SIGINT: %v (want exit 4)\n%s\n%s", err, out.String(), progress.String())
+	}
+	var doc checkDoc
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || len(doc.Data.Probes) != 1 || doc.Data.Probes[0].Result != check.Fail {
+		t.Fatalf("rows after SIGINT: %v %s", err, out.String())
+	}
+	r := doc.Data.Probes[0]
+	if r.SlurmJobID == "" {
+		t.Fatalf("the probe job was not submitted before SIGINT: %+v", r)
+	}
+	if acct := strings.TrimSpace(c.Run(t, "sacct", "-n", "-X", "-P", "--jobs="+r.SlurmJobID, "-o", "State")); !strings.HasPrefix(acct, "CANCELLED") {
+		t.Errorf("Slurm job %s is %q after SIGINT, want CANCELLED", r.SlurmJobID, acct)
+	}
+	if _, err := os.Lstat(c.HostPath(path.Join(ws, r.JobID))); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("run dir %s left after SIGINT: %v", r.JobID, err)
 	}
 }
