@@ -32,6 +32,7 @@ from nvflare.apis.event_type import EventType
 from nvflare.apis.fl_constant import FLContextKey
 from nvflare.apis.fl_context import FLContextManager
 from nvflare.apis.job_launcher_spec import JobProcessArgs
+from nvflare.apis.workspace import Workspace
 from nvflare.fuel.utils.component_builder import ComponentBuilder
 
 class Builder(ComponentBuilder):
@@ -42,6 +43,7 @@ with open(os.path.join(ws, "local", "resources.json.default")) as f:
     config = next(c for c in json.load(f)["components"] if c["id"] == "slurm_launcher")
 launcher = Builder().build_component(config)
 ctx = FLContextManager(identity_name="site-1").new_context()
+ctx.set_prop(FLContextKey.WORKSPACE_OBJECT, Workspace(ws, "site-1"), private=True, sticky=True)
 launcher.handle_event(EventType.SYSTEM_BOOTSTRAP, ctx)
 launcher.handle_event(EventType.BEFORE_JOB_LAUNCH, ctx)
 assert ctx.get_prop(FLContextKey.JOB_LAUNCHER) == [launcher], "the bridge did not claim the job"
@@ -50,8 +52,14 @@ with open(req) as f:
 args = {k: tuple(v) for k, v in request["job_args"].items()}
 args[JobProcessArgs.EXE_MODULE] = ("-m", "nvflare.private.fed.app.client.worker_process")
 ctx.set_prop(FLContextKey.JOB_PROCESS_ARGS, args, private=True, sticky=False)
-handle = launcher.launch_job({"job_id": request["job_id"]}, ctx)
-print(json.dumps({"launcher": type(launcher).__name__, "slurm_job_id": handle.slurm_job_id, "poll": handle.poll()}), flush=True)
+try:
+    handle = launcher.launch_job({"job_id": request["job_id"]}, ctx)
+except Exception as e:
+    print(json.dumps({"launcher": type(launcher).__name__, "error": str(e)}), flush=True)
+    sys.exit(0)
+# NVFlare's own handle calls the Slurm job id job_id
+slurm_job_id = getattr(handle, "slurm_job_id", None) or getattr(handle, "job_id", "")
+print(json.dumps({"launcher": type(launcher).__name__, "slurm_job_id": slurm_job_id, "poll": handle.poll()}), flush=True)
 if mode == "hold":
     threading.Thread(target=handle.wait, daemon=True).start()
     time.sleep(600)
@@ -81,7 +89,6 @@ func bridgeSite(t *testing.T, c *slurmtest.Cluster) *site {
 		}
 	}
 	s.json(res, doc)
-	c.WriteFile(t, path.Join(s.base, "parent.py"), []byte(parentScript), 0o600)
 	return s
 }
 
@@ -90,6 +97,7 @@ type parentLine struct {
 	SlurmJobID string `json:"slurm_job_id"`
 	Poll       int    `json:"poll"`
 	ReturnCode *int   `json:"return_code"`
+	Error      string `json:"error"`
 }
 
 // parent is one run of parentScript.
@@ -102,6 +110,9 @@ type parent struct {
 
 func (s *site) startParent(ctx context.Context, req, mode string) *parent {
 	s.t.Helper()
+	if !s.exists(path.Join(s.base, "parent.py")) {
+		s.c.WriteFile(s.t, path.Join(s.base, "parent.py"), []byte(parentScript), 0o600)
+	}
 	p := &parent{t: s.t, lines: make(chan parentLine, 2)}
 	p.cmd = s.c.PythonCommand(ctx, s.t, path.Join(s.base, "parent.py"), s.ws, req, mode)
 	p.cmd.Stderr = &p.out
@@ -222,4 +233,42 @@ func TestBridgeParentRestartReattaches(t *testing.T) {
 		t.Logf("%s: Slurm job %s launched by the first parent, re-attached by the second: return code %d, sacct %s",
 			tc.job, l.SlurmJobID, *end.ReturnCode, tc.state)
 	}
+}
+
+// TestNVFlareLauncherLosesJobsOnRestart is the contrast: NVFlare's own Slurm
+// launcher, in the same restart, refuses the relaunch (its job dir is left,
+// the Slurm job id was only in the dead parent's memory) and the running
+// Slurm job has no watcher any more.
+func TestNVFlareLauncherLosesJobsOnRestart(t *testing.T) {
+	t.Parallel() // before Require: a paused test must not hold the cluster
+	c := slurmtest.Require(t)
+	s := newSite(t, c, siteOpts{}) // names NVFlare's ClientSlurmJobLauncher
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	req, _ := s.job("job-restart-nvflare", holdUntilRelease+"\nexit 0", nil)
+	_, name := names("job-restart-nvflare")
+	t.Cleanup(func() { c.Command(context.Background(), "scancel", "--name="+name).Run() })
+	first := s.startParent(ctx, req, "hold")
+	l := first.next(90 * time.Second)
+	if l.Launcher != "ClientSlurmJobLauncher" || l.SlurmJobID == "" || l.Error != "" {
+		t.Fatalf("NVFlare's launcher launched %+v\n%s", l, first.out.String())
+	}
+	deadline := time.Now().Add(time.Minute)
+	for s.sacctState(l.SlurmJobID) != "RUNNING" {
+		if time.Now().After(deadline) {
+			t.Fatalf("Slurm job %s not RUNNING: %q", l.SlurmJobID, s.sacctState(l.SlurmJobID))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	first.kill()
+
+	second := s.startParent(ctx, req, "wait")
+	again := second.next(90 * time.Second)
+	if again.SlurmJobID != "" || !strings.Contains(again.Error, "stale Slurm artifacts prevent relaunch") {
+		t.Fatalf("the restarted parent got %+v; want NVFlare's refusal of the leftover job dir", again)
+	}
+	if got := s.sacctState(l.SlurmJobID); got != "RUNNING" {
+		t.Fatalf("Slurm job %s is %q, want still RUNNING (nobody watches it now)", l.SlurmJobID, got)
+	}
+	t.Logf("NVFlare's launcher after the restart: %q; Slurm job %s keeps running unwatched", again.Error, l.SlurmJobID)
 }
