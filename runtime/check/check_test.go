@@ -499,3 +499,14 @@ func TestJudgeMultiNode(t *testing.T) {
 		t.Error("multi-node runs only with --nodes 2 or more")
 	}
 }
+
+// TestRanInContainer: an observation without SLURM_JOB_ID (a container's
+// clean environment) is the job's; one naming another job is not.
+func TestRanInContainer(t *testing.T) {
+	if ok, ev := ran(&outcome{status: done("COMPLETED", 0), seen: seenOn("")}); !ok {
+		t.Errorf("clean environment: %s", ev)
+	}
+	if ok, _ := ran(&outcome{status: done("COMPLETED", 0), seen: seenOn("41")}); ok {
+		t.Error("another job's observation must not count")
+	}
+}

@@ -152,7 +152,9 @@ func ran(o *outcome) (bool, string) {
 		return false, fmt.Sprintf("%v", o.seenErr)
 	}
 	s := o.seen
-	if s.SlurmJobID != o.status.SlurmJobID {
+	// A container started with a clean environment (apptainer
+	// --containall) has no SLURM_JOB_ID; the run dir is the job's own.
+	if s.SlurmJobID != "" && s.SlurmJobID != o.status.SlurmJobID {
 		return false, fmt.Sprintf("%s names Slurm job %q, not %s", ObservedFile, s.SlurmJobID, o.status.SlurmJobID)
 	}
 	return true, fmt.Sprintf("worker ran on %s as uid %d (python %s)", s.Host, s.UID, s.Python)

@@ -73,6 +73,8 @@ func preparedExample(t *testing.T, c *slurmtest.Cluster, bin, base string, port 
 	switch {
 	case strings.HasPrefix(setup, "parent_host: "):
 		yaml = strings.Replace(yaml, "parent_host: localhost", setup, 1)
+	case strings.HasPrefix(setup, "sandbox: "):
+		yaml = strings.Replace(yaml, "sandbox: none", setup, 1)
 	case setup != "":
 		yaml += "  setup: " + setup + "\n"
 	}
@@ -525,5 +527,80 @@ func TestCheckInterrupted(t *testing.T) {
 	}
 	if _, err := os.Lstat(c.HostPath(path.Join(ws, r.JobID))); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("run dir %s left after SIGINT: %v", r.JobID, err)
+	}
+}
+
+// standInApptainer stands in for `apptainer exec` (there is no apptainer in
+// the test root): it records its argv, keeps only the APPTAINERENV_
+// variables (prefix removed) as --containall's clean environment would,
+// changes to --pwd and runs the command. It binds nothing: the container's
+// view of the file system is the host's.
+const standInApptainer = `#!/bin/bash
+printf '%s\n' "$@" > "$(dirname "$0")/apptainer-argv.$$"
+[ "$1" = exec ] || { echo "stand-in apptainer: only exec" >&2; exit 2; }
+shift
+pwd=/
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --pwd|--bind|--no-mount) [ "$1" = --pwd ] && pwd=$2; shift 2;;
+    --*) shift;;
+    *) break;;
+  esac
+done
+shift # the image
+vars=(PATH=/usr/local/bin:/usr/bin:/bin)
+for v in ${!APPTAINERENV_@}; do vars+=("${v#APPTAINERENV_}=${!v}"); done
+cd "$pwd" || exit 1
+exec env -i "${vars[@]}" "$@"
+`
+
+// TestCheckApptainerStandIn runs check on a sandbox-apptainer workspace
+// whose apptainer is the stand-in: the probes run through the apptainer
+// batch.sh (clean environment, APPTAINERENV_ names, --pwd). What a stand-in
+// cannot prove, filesystem says: startup/ is writable because nothing is
+// bound read-only (docs/check.md).
+func TestCheckApptainerStandIn(t *testing.T) {
+	c := slurmtest.Require(t)
+	base := c.TempDir(t)
+	bin := path.Join(base, "flare-slurm")
+	c.CopyIn(t, buildCLI(t), bin)
+	image := path.Join(base, "image.sif")
+	c.WriteFile(t, image, nil, 0o600)
+	stand := path.Join(base, "apptainer")
+	c.WriteFile(t, stand, []byte(standInApptainer), 0o700)
+	ws := preparedExample(t, c, bin, base, freePort(t),
+		"sandbox: apptainer\n  image: "+image+"\n  executables: {apptainer: "+stand+"}", "")
+	s := &site{t: t, c: c, base: base, ws: ws, bin: bin}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, errs, code := s.run(ctx, "check", "--workspace", ws, "--skip", "timeout", "--json", "--timeout", "100s")
+	var doc checkDoc
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("check --json: %v\n%s\n%s", err, out, errs)
+	}
+	if code != 4 {
+		t.Errorf("exit %d, want 4 (filesystem fails under the stand-in)\n%s", code, errs)
+	}
+	t.Logf("progress:\n%s", errs)
+	results := map[string]string{"filesystem": check.Fail, "resources": check.Warn, "multi-node": check.Skip, "gpus": check.Skip}
+	for _, r := range doc.Data.Probes {
+		want := check.Pass
+		if w, ok := results[r.Name]; ok {
+			want = w
+		}
+		if r.Result != want {
+			t.Errorf("%s: %s (want %s): %s", r.Name, r.Result, want, r.Evidence)
+		}
+		if r.Name == "filesystem" && !strings.Contains(r.Evidence, "startup/ is writable inside the container, want read-only") {
+			t.Errorf("filesystem evidence: %s", r.Evidence)
+		}
+	}
+	calls, _ := filepath.Glob(c.HostPath(path.Join(base, "apptainer-argv.*")))
+	if len(calls) == 0 {
+		t.Fatal("the stand-in apptainer was never run")
+	}
+	argv, _ := os.ReadFile(calls[0])
+	if !strings.HasPrefix(string(argv), "exec\n") || !strings.Contains(string(argv), "--containall\n") || !strings.Contains(string(argv), "\n"+image+"\n") {
+		t.Errorf("apptainer argv:\n%s", argv)
 	}
 }
