@@ -45,6 +45,29 @@ func TestBridgePython(t *testing.T) {
 	}
 }
 
+// TestBridgeTyped: the module's annotations are complete and consistent
+// (mypy --strict; NVFlare's classes, untyped, count as Any). Without mypy
+// the test skips, except under CI=true, where it fails (.ci/run installs
+// Debian's mypy).
+func TestBridgeTyped(t *testing.T) {
+	mypy, err := exec.LookPath("mypy")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("mypy is not installed: the bridge's annotations cannot be checked")
+		}
+		t.Skip("mypy is not installed (Debian: apt-get install mypy)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mypy, "--strict", "--allow-subclassing-any", "--ignore-missing-imports",
+		"--no-incremental", "--cache-dir", t.TempDir(), "flare_slurm_bridge.py")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("mypy --strict flare_slurm_bridge.py: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
+
 // nvflareProbe imports what the bridge imports, bypassing nvflare/__init__.py
 // like the unit tests do.
 const nvflareProbe = `

@@ -73,9 +73,11 @@ class _Binary:
             ) from e
         if not isinstance(answer, dict):
             raise FlareSlurmError(f"flare-slurm {command} answered {answer!r}, not a JSON object")
-        if answer.get("status") == "ok" and isinstance(answer.get("data"), dict):
-            return answer["data"]
-        error = answer.get("error") if isinstance(answer.get("error"), dict) else {}
+        data = answer.get("data")
+        if answer.get("status") == "ok" and isinstance(data, dict):
+            return data
+        raw_error = answer.get("error")
+        error: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {}
         message = f"flare-slurm {command}: {error.get('message') or repr(answer)}"
         problems = error.get("problems") or []
         for p in problems if isinstance(problems, list) else []:
@@ -119,9 +121,9 @@ class FlareSlurmJobHandle(JobHandleSpec):
             data = self.binary.call("status", ["--job-id", self.job_id])
         except FlareSlurmError as e:
             self.binary.logger.error("job %s stays unfinished: %s", self.job_id, e)
-            return JobReturnCode.UNKNOWN
+            return int(JobReturnCode.UNKNOWN)
         code = self._record(data)
-        return JobReturnCode.UNKNOWN if code is None else code
+        return int(JobReturnCode.UNKNOWN) if code is None else code
 
     def wait(self) -> None:
         stop = threading.Event()
@@ -167,7 +169,7 @@ class FlareSlurmJobLauncher(JobLauncherSpec):
         elif event_type == EventType.BEFORE_JOB_LAUNCH:
             add_launcher(self, fl_ctx)
 
-    def launch_job(self, job_meta: dict, fl_ctx: FLContext) -> JobHandleSpec:
+    def launch_job(self, job_meta: dict[str, Any], fl_ctx: FLContext) -> JobHandleSpec:
         if self.child_process:
             raise FlareSlurmError(f"nested job launch refused: {CHILD_PROCESS_ENV}=1 (this is a flare-slurm worker)")
         request = self.launch_request(job_meta, fl_ctx)
@@ -181,7 +183,7 @@ class FlareSlurmJobLauncher(JobLauncherSpec):
                              handle.job_id, handle.slurm_job_id)
         return handle
 
-    def launch_request(self, job_meta: dict, fl_ctx: FLContext) -> dict[str, Any]:
+    def launch_request(self, job_meta: dict[str, Any], fl_ctx: FLContext) -> dict[str, Any]:
         """The launch request of flare-slurm (contract §12), as the parent gave it."""
         job_args = fl_ctx.get_prop(FLContextKey.JOB_PROCESS_ARGS) or {}
         pairs = {}
