@@ -23,8 +23,8 @@ func (r *resolver) mounts(p *Plan, listenerDir string) {
 	owned := []Mount{
 		{Source: filepath.Join(v.JobDir, sandboxRootDir), Destination: ws, Mode: "rw"},
 		{Source: v.RunDir, Destination: v.RunDir, Mode: "rw"},
-		{Source: r.realUnderWorkspace("startup"), Destination: filepath.Join(ws, "startup"), Mode: "ro"},
-		{Source: r.realUnderWorkspace("local"), Destination: filepath.Join(ws, "local"), Mode: "ro"},
+		{Source: r.realUnderWorkspace(schema.StartupDir), Destination: filepath.Join(ws, schema.StartupDir), Mode: "ro"},
+		{Source: r.realUnderWorkspace(schema.LocalDir), Destination: filepath.Join(ws, schema.LocalDir), Mode: "ro"},
 	}
 	ownedDest := []string{ws, resolvConf}
 	if v.Sandbox == schema.SandboxApptainer {

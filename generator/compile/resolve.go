@@ -39,9 +39,9 @@ func EnvironFrom(list []string) Environ {
 // Fixed names and paths (contract §6, §8).
 const (
 	controlDir      = schema.ControlDir
-	batchFile       = "batch.sh"
-	secretFile      = "secret.env"
-	nodeFile        = "node.sh"
+	batchFile       = workspace.BatchScriptFile
+	secretFile      = workspace.SecretEnvFile
+	nodeFile        = workspace.NodeScriptFile
 	sandboxRootDir  = "sandbox_root"
 	childProcessEnv = ChildProcessEnv
 	resolvConf      = "/etc/resolv.conf"

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"path"
 	"strings"
+
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 )
 
 // Which workspace files are secret: --check never prints their content,
@@ -24,7 +26,7 @@ import (
 
 // jobSecretFile is the name of a compiled job's secrets file
 // (generator/compile writes it under .nvflare_slurm/jobs/<job>/).
-const jobSecretFile = "secret.env"
+const jobSecretFile = workspace.SecretEnvFile
 
 // publicStartup are the startup/ files whose content --check may show
 // (unless it holds a private key).

@@ -16,6 +16,16 @@ import (
 // JobsDir is the directory of job directories inside schema.ControlDir.
 const JobsDir = "jobs"
 
+// Files of a job directory: what the compiler writes (contract §8) and
+// what the runtime keeps there.
+const (
+	BatchScriptFile = "batch.sh"    // the sbatch script
+	SecretEnvFile   = "secret.env"  // the job's secrets, mode 0600, read by batch.sh
+	NodeScriptFile  = "node.sh"     // a node group's per-node script (contract §11)
+	HandleFile      = "handle.json" // the persisted handle of the submitted job
+	TimersFile      = "timers.json" // the runtime's deadlines of the job
+)
+
 // CommentMarkerPrefix starts the Slurm comment of every job flare-slurm
 // submits; the NVFlare job id follows it.
 const CommentMarkerPrefix = "nvfl:"

@@ -303,7 +303,7 @@ func (ws *Prepared) loadSite() schema.Problems {
 	if ws.Role == RoleServer {
 		name = schema.ServerRoleFile
 	}
-	file := filepath.Join(ws.Root, "startup", name)
+	file := filepath.Join(ws.Root, schema.StartupDir, name)
 	if _, err := os.Stat(file); err != nil && ws.Role == "" {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/flare-slurm/flare-slurm/generator/compile"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 	"github.com/flare-slurm/flare-slurm/runtime/site"
@@ -281,8 +282,8 @@ func judgeSecrets(o *outcome) (string, string) {
 	if o.launched != nil {
 		a := o.launched.Artifacts
 		places := []struct{ name, text string }{
-			{"batch.sh", string(a.BatchScript)},
-			{"node.sh", string(a.NodeScript)},
+			{workspace.BatchScriptFile, string(a.BatchScript)},
+			{workspace.NodeScriptFile, string(a.NodeScript)},
 			{"the sbatch argv", strings.Join(a.Argv, "\x00")},
 			{"the scheduler's environment", strings.Join(o.launched.SchedulerEnv, "\x00")},
 			{"the job's output file", o.output},

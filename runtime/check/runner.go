@@ -190,7 +190,7 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 	if p.peers {
 		sp.Peers = r.o.Nodes
 	}
-	sp.SecretFile = filepath.Join(workspace.JobDir(ws.Root, jobID), "secret.env")
+	sp.SecretFile = filepath.Join(workspace.JobDir(ws.Root, jobID), workspace.SecretEnvFile)
 	if p.connect {
 		sp.Connect, sp.ConnectTimeout = true, 10
 		l, err := listen(ws.Launcher.InternalPort)

@@ -23,8 +23,8 @@ import (
 const (
 	ControlDir   = schema.ControlDir
 	JobsDir      = workspace.JobsDir
-	HandleFile   = "handle.json"
-	TimersFile   = "timers.json"
+	HandleFile   = workspace.HandleFile
+	TimersFile   = workspace.TimersFile
 	lockFile     = "observe.lock"
 	cacheFile    = "observations.json"
 	handleFormat = 1
