@@ -250,6 +250,19 @@ func TestCheckTableAndFailure(t *testing.T) {
 	}
 	t.Logf("table:\n%s", out)
 
+	// --keep leaves the run dir: the probe's spec, its observation and the
+	// job's output file.
+	out, errs, code = s.run(ctx, "check", "--workspace", ws, "--only", "success", "--keep", "--json", "--timeout", "90s")
+	var kept checkDoc
+	if err := json.Unmarshal([]byte(out), &kept); err != nil || code != 0 || len(kept.Data.Probes) != 1 {
+		t.Fatalf("--keep: exit %d %v\n%s\n%s", code, err, out, errs)
+	}
+	for _, f := range []string{check.ProgramFile, check.SpecFile, check.ObservedFile, "slurm-" + kept.Data.Probes[0].SlurmJobID + ".out"} {
+		if !s.exists(path.Join(ws, kept.Data.Probes[0].JobID, f)) {
+			t.Errorf("--keep: %s is not in the run dir", f)
+		}
+	}
+
 	base2 := path.Join(base, "leaky")
 	c.Mkdir(t, base2, 0o700)
 	ws2 := preparedExample(t, c, bin, base2, freePort(t), "export "+check.SubmitSideEnv+"=from-setup", "")
@@ -602,5 +615,68 @@ func TestCheckApptainerStandIn(t *testing.T) {
 	argv, _ := os.ReadFile(calls[0])
 	if !strings.HasPrefix(string(argv), "exec\n") || !strings.Contains(string(argv), "--containall\n") || !strings.Contains(string(argv), "\n"+image+"\n") {
 		t.Errorf("apptainer argv:\n%s", argv)
+	}
+}
+
+// standInPyxisSrun stands in for srun with the pyxis plugin: it records its
+// argv, drops the --container-* options (no enroot here), changes to
+// --container-workdir and runs the real srun with the rest, whose
+// --export=NAMES hands the step only the names pyxis would get.
+const standInPyxisSrun = `#!/bin/bash
+printf '%s\n' "$@" > "$(dirname "$0")/srun-argv.$$"
+args=()
+for a in "$@"; do
+  case "$a" in
+    --container-workdir=*) cd "${a#--container-workdir=}" || exit 1;;
+    --container-*|--no-container-*) ;;
+    *) args+=("$a");;
+  esac
+done
+exec /usr/bin/srun "${args[@]}"
+`
+
+// TestCheckPyxisStandIn is TestCheckApptainerStandIn for sandbox pyxis:
+// the probes run as the srun step batch.sh starts, with the environment
+// --export names; filesystem fails for the same reason (nothing is
+// mounted read-only by the stand-in).
+func TestCheckPyxisStandIn(t *testing.T) {
+	c := slurmtest.Require(t)
+	base := c.TempDir(t)
+	bin := path.Join(base, "flare-slurm")
+	c.CopyIn(t, buildCLI(t), bin)
+	image := path.Join(base, "image.sqsh")
+	c.WriteFile(t, image, nil, 0o600)
+	stand := path.Join(base, "srun")
+	c.WriteFile(t, stand, []byte(standInPyxisSrun), 0o700)
+	ws := preparedExample(t, c, bin, base, freePort(t),
+		"sandbox: pyxis\n  image: "+image+"\n  executables: {srun: "+stand+"}", "")
+	s := &site{t: t, c: c, base: base, ws: ws, bin: bin}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, errs, code := s.run(ctx, "check", "--workspace", ws, "--skip", "timeout", "--json", "--timeout", "100s")
+	var doc checkDoc
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("check --json: %v\n%s\n%s", err, out, errs)
+	}
+	if code != 4 {
+		t.Errorf("exit %d, want 4 (filesystem fails under the stand-in)\n%s", code, errs)
+	}
+	results := map[string]string{"filesystem": check.Fail, "resources": check.Warn, "multi-node": check.Skip, "gpus": check.Skip}
+	for _, r := range doc.Data.Probes {
+		want := check.Pass
+		if w, ok := results[r.Name]; ok {
+			want = w
+		}
+		if r.Result != want {
+			t.Errorf("%s: %s (want %s): %s", r.Name, r.Result, want, r.Evidence)
+		}
+	}
+	calls, _ := filepath.Glob(c.HostPath(path.Join(base, "srun-argv.*")))
+	if len(calls) == 0 {
+		t.Fatal("the stand-in srun was never run")
+	}
+	argv, _ := os.ReadFile(calls[0])
+	if !strings.Contains(string(argv), "--container-image="+image+"\n") || !strings.Contains(string(argv), "--container-readonly\n") {
+		t.Errorf("srun argv:\n%s", argv)
 	}
 }
