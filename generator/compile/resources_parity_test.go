@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flare-slurm/flare-slurm/internal/nvflaresrc"
 )
 
 // resourceCase is one job meta and the resources NVFlare's Slurm launcher
@@ -133,8 +135,8 @@ func TestResourcePrecedence(t *testing.T) {
 // portable checks, get_job_launcher_spec and the Slurm launcher's
 // _resolve_resources) from the pinned source tree over every case, and
 // returns its answers in resourceCase.want's form. It needs python3 and
-// the tree (NVFLARE_SRC, else shared/nvflare in the nearest directory
-// above this package that has one: ../shared/nvflare of a checkout);
+// the tree (internal/nvflaresrc; under CI=true a missing tree or python3
+// fails the test);
 // the heavy imports the resolution never calls are stubbed.
 const nvflareOracle = `
 import json, sys, types
@@ -167,12 +169,18 @@ print(json.dumps(out))
 `
 
 func TestResourcePrecedenceMatchesNVFlare(t *testing.T) {
-	src := nvflareSource()
+	src := nvflaresrc.Dir()
 	if _, err := os.Stat(filepath.Join(src, "nvflare", "app_opt", "job_launcher", "slurm", "launcher.py")); err != nil {
-		t.Skipf("NVFlare source tree not found at %s (set NVFLARE_SRC): %v", src, err)
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("NVFlare source tree not found at %q (set NVFLARE_SRC): %v", src, err)
+		}
+		t.Skipf("NVFlare source tree not found at %q (set NVFLARE_SRC): %v", src, err)
 	}
 	py, err := exec.LookPath("python3")
 	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("python3 not found: NVFlare's own resolution cannot run")
+		}
 		t.Skip("python3 not found: NVFlare's own resolution cannot run")
 	}
 	var metas []json.RawMessage
@@ -203,28 +211,4 @@ func TestResourcePrecedenceMatchesNVFlare(t *testing.T) {
 			t.Errorf("%s: NVFlare gives %q, we give %q", c.name, nv, ours)
 		}
 	}
-}
-
-// nvflareSource is NVFLARE_SRC, else the first shared/nvflare found
-// walking up from the package directory (a git worktree sits deeper than
-// the main checkout).
-func nvflareSource() string {
-	if src := os.Getenv("NVFLARE_SRC"); src != "" {
-		return src
-	}
-	dir, err := filepath.Abs(".")
-	if err != nil {
-		return ""
-	}
-	for ; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
-		if c := filepath.Join(dir, "shared", "nvflare"); isDir(c) {
-			return c
-		}
-	}
-	return filepath.Join("..", "..", "..", "shared", "nvflare")
-}
-
-func isDir(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.IsDir()
 }

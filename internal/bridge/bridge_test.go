@@ -13,17 +13,18 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/generator/compile"
 	"github.com/flare-slurm/flare-slurm/internal/bridge"
+	"github.com/flare-slurm/flare-slurm/internal/nvflaresrc"
 )
 
 // TestBridgePython runs the bridge's Python unit tests
 // (testdata/test_flare_slurm_bridge.py) against NVFlare's own launcher
-// interface from the pinned source (NVFLARE_SRC, else shared/nvflare above
-// the checkout). The interpreter is NVFLARE_PYTHON, else the first of
+// interface from the pinned source (internal/nvflaresrc: NVFLARE_SRC, else
+// shared/nvflare above the checkout, else the machines' /work/shared/nvflare). The interpreter is NVFLARE_PYTHON, else the first of
 // python3 on PATH and /usr/bin/python3 that imports that interface (it
 // needs msgpack: Debian's python3-msgpack). Without one the test skips,
 // except under CI=true, where it fails.
 func TestBridgePython(t *testing.T) {
-	src := nvflareSource()
+	src := nvflaresrc.Dir()
 	py, why := interpreter(t, src)
 	if py == "" {
 		if os.Getenv("CI") == "true" {
@@ -101,21 +102,6 @@ func interpreter(t *testing.T, src string) (string, string) {
 		why = append(why, c+": "+lines[len(lines)-1])
 	}
 	return "", "no python3 imports NVFlare's launcher interface (" + strings.Join(why, "; ") + ")"
-}
-
-// nvflareSource is NVFLARE_SRC, else the first shared/nvflare found walking
-// up from the package directory.
-func nvflareSource() string {
-	if src := os.Getenv("NVFLARE_SRC"); src != "" {
-		return src
-	}
-	dir, _ := filepath.Abs(".")
-	for ; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
-		if st, err := os.Stat(filepath.Join(dir, "shared", "nvflare")); err == nil && st.IsDir() {
-			return filepath.Join(dir, "shared", "nvflare")
-		}
-	}
-	return filepath.Join("..", "..", "shared", "nvflare")
 }
 
 // TestPythonNamesMatchGo: the names the module uses are the ones the Go
