@@ -135,6 +135,17 @@ func TestJudgeEnvironment(t *testing.T) {
 	if r, ev := judgeEnvironment(o); r != Pass {
 		t.Errorf("good: %s %s", r, ev)
 	}
+	o.view = &compile.PlanView{Env: []compile.EnvVar{{Name: "MODE", Value: "a b"}}, ForwardEnv: []string{"HTTP_PROXY", "FWD"}}
+	o.seen.EnvNames = append(o.seen.EnvNames, "FWD")
+	o.seen.Env["MODE"] = "a b"
+	if r, ev := judgeEnvironment(o); r != Pass || !strings.Contains(ev, "1 study env values exact; forward_env arrived: FWD; not set after setup: HTTP_PROXY") {
+		t.Errorf("study env and forward_env: %s %s", r, ev)
+	}
+	o.seen.Env["MODE"] = "a  b"
+	if r, ev := judgeEnvironment(o); r != Fail || !strings.Contains(ev, `study env MODE is "a  b" (set: true), want "a b"`) {
+		t.Errorf("study env changed: %s %s", r, ev)
+	}
+	o.seen.Env["MODE"] = "a b"
 	o.seen.EnvNames = append(o.seen.EnvNames, SubmitSideEnv)
 	if r, ev := judgeEnvironment(o); r != Fail || !strings.Contains(ev, "--export=NIL does not hold") {
 		t.Errorf("submit-side variable: %s %s", r, ev)

@@ -225,8 +225,24 @@ func judgeEnvironment(o *outcome) (string, string) {
 	if len(bad) > 0 {
 		return Fail, strings.Join(bad, "; ")
 	}
-	return Pass, fmt.Sprintf("%s; %s absent, %s=1, PYTHONPATH as planned; %d variables in the worker's environment",
-		what, SubmitSideEnv, compile.ChildProcessEnv, len(s.EnvNames))
+	ev := fmt.Sprintf("%s; %s absent, %s=1, PYTHONPATH as planned", what, SubmitSideEnv, compile.ChildProcessEnv)
+	if v := o.view; v != nil && len(v.Env) > 0 {
+		ev += fmt.Sprintf(", %d study env values exact", len(v.Env))
+	}
+	if v := o.view; v != nil && len(v.ForwardEnv) > 0 {
+		// Which forward_env names setup creates is the site's business:
+		// report which arrived.
+		var set, unset []string
+		for _, n := range v.ForwardEnv {
+			if slices.Contains(s.EnvNames, n) {
+				set = append(set, n)
+			} else {
+				unset = append(unset, n)
+			}
+		}
+		ev += fmt.Sprintf("; forward_env arrived: %s; not set after setup: %s", listOrNone(set), listOrNone(unset))
+	}
+	return Pass, fmt.Sprintf("%s; %d variables in the worker's environment", ev, len(s.EnvNames))
 }
 
 func sha(s string) string {
@@ -556,4 +572,11 @@ func judgeMultiNode(o *outcome) (string, string) {
 		return Fail, strings.Join(append([]string{got}, bad...), "; ")
 	}
 	return Pass, what + "; " + got
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }

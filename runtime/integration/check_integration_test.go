@@ -541,6 +541,9 @@ func TestCheckInterrupted(t *testing.T) {
 	if _, err := os.Lstat(c.HostPath(path.Join(ws, r.JobID))); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("run dir %s left after SIGINT: %v", r.JobID, err)
 	}
+	if jobs, _ := os.ReadDir(c.HostPath(path.Join(ws, ".nvflare_slurm", "jobs"))); len(jobs) != 0 {
+		t.Errorf("job dir %s left after SIGINT", jobs[0].Name())
+	}
 }
 
 // standInApptainer stands in for `apptainer exec` (there is no apptainer in
