@@ -75,7 +75,7 @@ func newFederation(t *testing.T, c *slurmtest.Cluster, ctx context.Context) *fed
 	// (what a site's virtualenv would be).
 	python := path.Join(f.base, "python")
 	c.WriteFile(t, python, []byte("#!/bin/sh\nexport PYTHONPATH="+nvRoot+"${PYTHONPATH:+:$PYTHONPATH}\nexec /usr/bin/python3 \"$@\"\n"), 0o700)
-	for _, name := range []string{"mkjob.py", "admin.py", "slow.py", "crash.py"} {
+	for _, name := range []string{"mkjob.py", "admin.py", "slow.py", "crash.py", "fail101.py"} {
 		c.CopyIn(t, filepath.Join("testdata", "federation", name), path.Join(f.base, name))
 	}
 
@@ -124,7 +124,9 @@ func newFederation(t *testing.T, c *slurmtest.Cluster, ctx context.Context) *fed
 	f.jobsSrc = path.Join(f.base, "jobsrc")
 	c.Mkdir(t, f.jobsSrc, 0o700)
 	c.CopyIn(t, c.HostPath(path.Join(nvRoot, "examples", "hello-world", "hello-numpy", "client.py")), path.Join(f.jobsSrc, "client.py"))
-	c.CopyIn(t, c.HostPath(path.Join(f.base, "slow.py")), path.Join(f.jobsSrc, "slow.py"))
+	for _, name := range []string{"slow.py", "fail101.py"} {
+		c.CopyIn(t, c.HostPath(path.Join(f.base, name)), path.Join(f.jobsSrc, name))
+	}
 	return f
 }
 
@@ -362,6 +364,7 @@ func (f *federation) accounting(jobID string, want []string, limit time.Duration
 //   - a job aborted from the admin API while running: the client's Slurm job
 //     is CANCELLED, NVFlare says FINISHED:ABORTED;
 //   - a job whose server worker exits 3: FAILED, FINISHED:EXECUTION_EXCEPTION;
+//   - a job whose client worker exits 101: FAILED, FINISHED:EXECUTION_EXCEPTION;
 //   - a job whose server worker waits longer than its pending_timeout (its
 //     partition is down): cancelled, FINISHED:ABNORMAL.
 //
@@ -437,6 +440,19 @@ func TestNVFlareFederation(t *testing.T) {
 		runs = append(runs, fedRun{"failsrv (server worker exits 3)", id, st, acct})
 		if st != "FINISHED:EXECUTION_EXCEPTION" || acct[s][1] != "FAILED" {
 			t.Errorf("failing worker: NVFlare %s, sacct %v; want FINISHED:EXECUTION_EXCEPTION and the server's job FAILED", st, acct)
+		}
+	}
+
+	// The client worker exits 101 (NVFlare's code for a job that failed
+	// with an exception): the client parent reports it, the server fails the run.
+	{
+		id := f.submit(ctx, f.makeJob(ctx, "failcli", "fail101.py", 1, nil))
+		st := f.finalStatus(ctx, id, 3*time.Minute)
+		_, cl := names(id)
+		acct := f.accounting(id, []string{cl}, 2*time.Minute)
+		runs = append(runs, fedRun{"failcli (client worker exits 101)", id, st, acct})
+		if st != "FINISHED:EXECUTION_EXCEPTION" || acct[cl][1] != "FAILED" {
+			t.Errorf("failing client worker: NVFlare %s, sacct %v; want FINISHED:EXECUTION_EXCEPTION and the client's job FAILED", st, acct)
 		}
 	}
 
