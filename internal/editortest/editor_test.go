@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // serverPath is yaml-language-server as `npm ci` in testdata installs it.
@@ -141,11 +142,22 @@ func TestYAMLLanguageServer(t *testing.T) {
 	dir := t.TempDir()
 	c := startServer(t, server, dir, editorSettings(t))
 
-	// The server applies the settings asynchronously: wait until a file is
-	// validated against our schema before asking anything else.
-	warm := c.open(filepath.Join(dir, "warm", "slurm.yaml"), "runtime: slurm\n")
-	if d := c.diagnostics(warm); len(d) == 0 || !strings.Contains(d[0].Source, "flare-slurm slurm.yaml") {
-		t.Fatalf("slurm.yaml is not validated with slurm-config.schema.json: %+v", d)
+	// The server applies the settings asynchronously: until a file is
+	// validated against our schema, edit it again (a new version makes the
+	// server validate it again), within lspDeadline.
+	warmPath := filepath.Join(dir, "warm", "slurm.yaml")
+	warm := c.open(warmPath, "runtime: slurm\n")
+	deadline := time.Now().Add(lspDeadline)
+	for version := 2; ; version++ {
+		d := c.diagnostics(warm)
+		if len(d) > 0 && strings.Contains(d[0].Source, "flare-slurm slurm.yaml") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slurm.yaml is not validated with slurm-config.schema.json within %s: %+v", lspDeadline, d)
+		}
+		time.Sleep(100 * time.Millisecond)
+		c.change(warm, version, "runtime: slurm\n")
 	}
 
 	t.Run("an empty slurm.yaml completes the top-level keys", func(t *testing.T) {

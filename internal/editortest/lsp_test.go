@@ -263,6 +263,14 @@ func (c *lspClient) open(path, text string) string {
 	return uri
 }
 
+// change replaces the whole text of an open document with version.
+func (c *lspClient) change(uri string, version int, text string) {
+	c.notify("textDocument/didChange", map[string]any{
+		"textDocument":   map[string]any{"uri": uri, "version": version},
+		"contentChanges": []map[string]any{{"text": text}},
+	})
+}
+
 // diagnostics waits for the first diagnostics the server publishes for uri
 // (it validates a document once when it is opened).
 func (c *lspClient) diagnostics(uri string) []diagnostic {
