@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -13,13 +14,20 @@ import (
 // newCancelCommand builds `flare-slurm cancel`.
 func newCancelCommand(a *app) *cobra.Command {
 	var t jobTarget
-	return t.bind(&cobra.Command{
-		Use:   "cancel --workspace W --job-id ID",
+	var allLive bool
+	cmd := t.bind(&cobra.Command{
+		Use:   "cancel --workspace W (--job-id ID | --all-live)",
 		Short: "Abort a job: record a user abort, verify ownership, then scancel it",
 		Long: "cancel records a user abort in the job dir (so every wait reports 9 once the job ends),\n" +
-			"re-verifies with squeue that the Slurm job is this workspace's, and runs scancel -Q --me.",
+			"re-verifies with squeue that the Slurm job is this workspace's, and runs scancel -Q --me.\n" +
+			"--all-live does that for every job of the workspace that has not ended: the launcher\n" +
+			"bridge runs it when an NVFlare parent starts, because NVFlare does not resume the jobs of\n" +
+			"a previous parent process.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if allLive {
+				return a.cancelAllLive(cmd, t)
+			}
 			h, err := t.open(cmd, a)
 			if err != nil {
 				return err
@@ -35,4 +43,42 @@ func newCancelCommand(a *app) *cobra.Command {
 			return a.printStatus(st, t.asJSON)
 		},
 	})
+	cmd.Flags().BoolVar(&allLive, "all-live", false, "cancel every job of the workspace that has not ended (instead of --job-id)")
+	return cmd
+}
+
+// cancelAllLive is cancel --all-live: manager.TerminateLive, one line (or
+// one JSON entry) per job it aborted.
+func (a *app) cancelAllLive(cmd *cobra.Command, t jobTarget) error {
+	if t.jobID != "" {
+		return usageErrorf("--all-live and --job-id exclude each other")
+	}
+	rt, err := openSite(cmd.Context(), a, t.workspace, false)
+	if err != nil {
+		return err
+	}
+	done, err := rt.Manager.TerminateLive(cmd.Context())
+	if err != nil {
+		return runtimeFailure(errcode.CancelFailed, err, "check the workspace with 'flare-slurm bootstrap-check'")
+	}
+	var failed []string
+	for _, d := range done {
+		if d.Error != "" {
+			failed = append(failed, fmt.Sprintf("job %s (Slurm job %s): %s", d.JobID, d.SlurmJobID, d.Error))
+		}
+	}
+	if failed != nil {
+		return failure(errcode.CancelFailed, fmt.Sprintf("%d of %d live jobs could not be cancelled: %s", len(failed), len(done), strings.Join(failed, "; ")),
+			"run cancel --all-live again; check the jobs with 'flare-slurm status' (and 'squeue --me') first", nil)
+	}
+	if t.asJSON {
+		return a.printOK(map[string]any{"jobs": done})
+	}
+	for _, d := range done {
+		fmt.Fprintf(a.stdout, "job %s (Slurm job %s): %s, return code %d\n", d.JobID, d.SlurmJobID, d.State, d.ReturnCode)
+	}
+	if len(done) == 0 {
+		fmt.Fprintln(a.stdout, "no live job in the workspace")
+	}
+	return nil
 }

@@ -166,8 +166,28 @@ class FlareSlurmJobLauncher(JobLauncherSpec):
             return
         if event_type == EventType.SYSTEM_BOOTSTRAP:
             self.binary.call("bootstrap-check", [])
+            self._cancel_jobs_left_running()
         elif event_type == EventType.BEFORE_JOB_LAUNCH:
             add_launcher(self, fl_ctx)
+
+    def _cancel_jobs_left_running(self) -> None:
+        """Cancel the jobs a previous process of this parent left running.
+
+        NVFlare does not resume the jobs of a previous parent process (it never
+        calls launch_job for them again), so they would run on with nobody
+        watching them; flare-slurm verifies each with squeue before scancel.
+        """
+        try:
+            data = self.binary.call("cancel", ["--all-live"])
+        except FlareSlurmError as e:
+            self.logger.error("jobs left by a previous parent process may still be running unwatched: %s", e)
+            return
+        jobs = data.get("jobs")
+        for job in jobs if isinstance(jobs, list) else []:
+            if isinstance(job, dict):
+                self.logger.warning(
+                    "job %s (Slurm job %s) was left running by a previous process of this parent, which NVFlare "
+                    "does not resume: cancelled (%s)", job.get("job_id"), job.get("slurm_job_id"), job.get("state"))
 
     def launch_job(self, job_meta: dict[str, Any], fl_ctx: FLContext) -> JobHandleSpec:
         if self.child_process:

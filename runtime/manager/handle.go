@@ -195,3 +195,40 @@ func (h *Handle) Terminate(ctx context.Context) (Status, error) {
 // the scheduler did not answer or its answer did not prove the job is ours.
 // Every later poll of the workspace retries it.
 var ErrCancelPending = errors.New("user abort recorded, but scancel was not sent yet (any later poll on this workspace retries it)")
+
+// LiveTermination is what TerminateLive did to one job: its status after
+// the abort, or why the abort failed.
+type LiveTermination struct {
+	Status
+	Error string `json:"error,omitempty"`
+}
+
+// TerminateLive aborts every job of the workspace that has a handle and
+// has not ended, each as Terminate does (abort recorded, ownership
+// verified with squeue, then scancel). A parent calls it when it starts:
+// NVFlare does not resume the jobs of a previous parent process, so
+// without it they would run on with nobody watching them.
+func (m *Manager) TerminateLive(ctx context.Context) ([]LiveTermination, error) {
+	infos, err := ListHandles(m.cfg.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("list the jobs of workspace %s: %w", m.cfg.Workspace, err)
+	}
+	out := []LiveTermination{}
+	for _, info := range infos {
+		h, err := m.Open(info.JobID)
+		if err != nil {
+			out = append(out, LiveTermination{Status: Status{JobID: info.JobID, SlurmJobID: info.SlurmJobID}, Error: err.Error()})
+			continue
+		}
+		if st, err := h.Poll(ctx); err == nil && st.Terminal {
+			continue
+		}
+		st, err := h.Terminate(ctx)
+		lt := LiveTermination{Status: st}
+		if err != nil {
+			lt.Error = err.Error()
+		}
+		out = append(out, lt)
+	}
+	return out, nil
+}
