@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/runtime/check"
@@ -47,6 +49,13 @@ func newCheckCommand(a *app) *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
+			// A report that cannot be written would lose a long run's
+			// results: refuse its path before any probe runs.
+			if junit != "" {
+				if err := writableDir(filepath.Dir(junit)); err != nil {
+					return failure(errcode.InvalidOutput, fmt.Sprintf("--junit %s cannot be written: %v", junit, err), "give a path in an existing directory you can write", nil)
+				}
+			}
 			// The bootstrap probe runs the scheduler checks: their failure is a row.
 			rt, err := openSiteEnv(ctx, a, workspace, false, check.Environ(os.Environ()))
 			if err != nil {
@@ -99,4 +108,16 @@ func newCheckCommand(a *app) *cobra.Command {
 	f.DurationVar(&timeout, "timeout", check.DefaultTimeout, "bound on the whole run; probe jobs still live then are cancelled")
 	f.BoolVar(&keep, "keep", false, "keep the probes' run dirs and leave jobs still live at the end alone")
 	return cmd
+}
+
+// writableDir says why dir cannot take a new file, or nil.
+func writableDir(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	return unix.Access(dir, unix.W_OK)
 }

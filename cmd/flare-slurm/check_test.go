@@ -36,3 +36,18 @@ func TestCheckUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckRefusesAnUnwritableJUnitFirst: a --junit path that cannot be
+// written is refused before any probe runs (a review found a 15-minute
+// run's results lost when the report failed after it).
+func TestCheckRefusesAnUnwritableJUnitFirst(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := Main([]string{"check", "--json", "--workspace", "/nonexistent-workspace", "--junit", "/nonexistent-dir/report.xml"}, strings.NewReader(""), &out, &errb)
+	var doc struct{ Error cliError }
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatalf("stdout %q: %v", out.String(), err)
+	}
+	if code != exitFailure || doc.Error.Code != "invalid_output" || !strings.Contains(doc.Error.Message, "--junit /nonexistent-dir/report.xml cannot be written") {
+		t.Errorf("exit %d, %+v; want exit 1, invalid_output about --junit (not the workspace, which is checked after)", code, doc.Error)
+	}
+}

@@ -12,7 +12,7 @@ const (
 	InvalidInput = "invalid_input" // validate, prepare: an input file (Slurm config, study runtime, job meta) has problems
 
 	InvalidKit     = "invalid_kit"     // prepare: the startup kit cannot be read or used
-	InvalidOutput  = "invalid_output"  // prepare, render: the output path cannot be used
+	InvalidOutput  = "invalid_output"  // prepare, render, check --junit: the output path cannot be used
 	JobsPresent    = "jobs_present"    // prepare: the output holds job artifacts (needs --force)
 	NotAWorkspace  = "not_a_workspace" // prepare: the output is not a workspace prepared for it
 	PrepareFailed  = "prepare_failed"  // prepare: a file system operation failed

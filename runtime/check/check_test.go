@@ -99,8 +99,16 @@ func TestJudgeSecrets(t *testing.T) {
 		return &outcome{status: done("COMPLETED", 0), seen: s, token: tok,
 			launched: &site.Probe{Artifacts: &compile.Artifacts{BatchScript: []byte("#!/bin/bash\nsource secret.env\n"), Argv: []string{"sbatch", "x"}}, SchedulerEnv: []string{"A=b"}}}
 	}
-	if r, ev := judgeSecrets(good()); r != Pass || !strings.Contains(ev, "NVFLARE_JOB_AUTH_TOKEN arrived") {
+	if r, ev := judgeSecrets(good()); r != Pass || !strings.Contains(ev, "NVFLARE_JOB_AUTH_TOKEN arrived") || !strings.Contains(ev, "secret.env was gone before the worker started") {
 		t.Errorf("good: %s %s", r, ev)
+	}
+	// Inside a container the worker cannot see its job dir: the row does
+	// not claim secret.env's removal (a review found it "passed" on a path
+	// that never exists there).
+	hidden, invisible := good(), false
+	hidden.seen.SecretDirVisible, hidden.seen.SecretFilePresent = &invisible, nil
+	if r, ev := judgeSecrets(hidden); r != Pass || strings.Contains(ev, "was gone") || !strings.Contains(ev, "not visible to the worker") {
+		t.Errorf("container: %s %s", r, ev)
 	}
 	other := sha("other")
 	present := true
@@ -519,5 +527,71 @@ func TestRanInContainer(t *testing.T) {
 	}
 	if ok, _ := ran(&outcome{status: done("COMPLETED", 0), seen: seenOn("41")}); ok {
 		t.Error("another job's observation must not count")
+	}
+}
+
+// TestProbeMemoryLimitWalksUp: Slurm limits the job's and the step's
+// cgroups, not the task's own (which shows max): the probe takes the
+// smallest limit from the process's cgroup up to the root, for cgroup v2
+// and v1 (a review found it read only the leaf and warned "not enforced").
+func TestProbeMemoryLimitWalksUp(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is needed to run the probe program: %v", err)
+	}
+	root := t.TempDir()
+	write := func(rel, text string) string {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	v2 := "cg2/system.slice/slurmstepd.scope/job_5"
+	write(v2+"/memory.max", "1073741824\n")
+	write(v2+"/step_0/memory.max", "max\n")
+	write(v2+"/step_0/user/task_0/memory.max", "max\n")
+	v1 := "cg1/memory/slurm/uid_0/job_6"
+	write(v1+"/memory.limit_in_bytes", "2147483648\n")
+	write(v1+"/step_0/task_0/memory.limit_in_bytes", "9223372036854771712\n")
+	write("cg3/memory.max", "max\n")
+	write("cg3/a/memory.max", "max\n")
+	// Run the probe's own function (parsed out of probe.py) on the fake trees.
+	const run = `import ast, json, sys
+tree = ast.parse(open(sys.argv[1]).read())
+fn = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "cgroup_memory_limit"][0]
+ns = {}
+exec(compile(ast.Module(body=[fn], type_ignores=[]), "probe.py", "exec"), ns)
+print(json.dumps(ns["cgroup_memory_limit"](sys.argv[2], sys.argv[3])))`
+	prog := filepath.Join(root, ProgramFile)
+	if err := os.WriteFile(prog, program, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, root, proc string
+		limit            any
+		source           string
+	}{
+		{"v2 job cgroup", "cg2", "0::/system.slice/slurmstepd.scope/job_5/step_0/user/task_0\n", 1073741824.0, v2 + "/memory.max"},
+		{"v1 job cgroup", "cg1", "7:cpu:/x\n5:memory:/slurm/uid_0/job_6/step_0/task_0\n", 2147483648.0, v1 + "/memory.limit_in_bytes"},
+		{"unlimited", "cg3", "0::/a\n", nil, "unlimited: "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			proc := write(c.name+".cgroup", c.proc)
+			out, err := exec.Command(py, "-c", run, prog, filepath.Join(root, c.root), proc).CombinedOutput()
+			if err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			var got []any
+			if err := json.Unmarshal(out, &got); err != nil || len(got) != 2 {
+				t.Fatalf("answer %s: %v", out, err)
+			}
+			if got[0] != c.limit || !strings.Contains(got[1].(string), c.source) {
+				t.Errorf("got %v, want %v from %s", got, c.limit, c.source)
+			}
+		})
 	}
 }

@@ -41,35 +41,53 @@ for name in spec.get("secret_names") or []:
     seen["secret_sha256"][name] = None if v is None else hashlib.sha256(v.encode()).hexdigest()
 secret_file = spec.get("secret_file", "")
 if secret_file:
-    seen["secret_file_present"] = os.path.lexists(secret_file)
+    # Inside apptainer or pyxis the job dir is not mounted: then the worker
+    # cannot tell whether secret.env is gone, and says so.
+    seen["secret_dir_visible"] = os.path.isdir(os.path.dirname(secret_file))
+    if seen["secret_dir_visible"]:
+        seen["secret_file_present"] = os.path.lexists(secret_file)
 try:
     seen["cpus"] = len(os.sched_getaffinity(0))
 except (AttributeError, OSError):
     seen["cpus"] = os.cpu_count()
 
-def cgroup_memory_limit():
-    # cgroup v2: 0::/path -> memory.max; v1: N:memory:/path -> memory.limit_in_bytes.
+def cgroup_memory_limit(root="/sys/fs/cgroup", proc_cgroup="/proc/self/cgroup"):
+    # cgroup v2: 0::/path -> memory.max; v1: N:memory:/path ->
+    # memory.limit_in_bytes. Slurm limits the job's and the step's cgroups,
+    # not the task's own (which shows max): the limit is the smallest one
+    # from the process's cgroup up to the root.
     try:
-        with open("/proc/self/cgroup") as f:
+        with open(proc_cgroup) as f:
             rows = [l.rstrip("\n").split(":", 2) for l in f]
     except OSError as e:
-        return None, "no /proc/self/cgroup: %s" % e
-    for _, ctrl, path in rows:
+        return None, "no %s: %s" % (proc_cgroup, e)
+    checked = []
+    for row in rows:
+        if len(row) != 3:
+            continue
+        _, ctrl, path = row
         if ctrl == "":
-            fn = "/sys/fs/cgroup" + path + "/memory.max"
+            base, name = root, "memory.max"
         elif "memory" in ctrl.split(","):
-            fn = "/sys/fs/cgroup/memory" + path + "/memory.limit_in_bytes"
+            base, name = root + "/memory", "memory.limit_in_bytes"
         else:
             continue
-        try:
-            with open(fn) as f:
-                v = f.read().strip()
-        except OSError:
-            continue
-        if v == "max" or (v.isdigit() and int(v) >= 1 << 60):
-            return None, fn + " is unlimited"
-        if v.isdigit():
-            return int(v), fn
+        best = None
+        parts = [p for p in path.split("/") if p]
+        for depth in range(len(parts), -1, -1):
+            fn = "/".join([base] + parts[:depth] + [name])
+            try:
+                with open(fn) as f:
+                    v = f.read().strip()
+            except OSError:
+                continue
+            checked.append(fn)
+            if v.isdigit() and int(v) < 1 << 60 and (best is None or int(v) < best[0]):
+                best = (int(v), fn)
+        if best is not None:
+            return best
+    if checked:
+        return None, "unlimited: " + ", ".join(checked)
     return None, "no memory controller limits this process"
 
 

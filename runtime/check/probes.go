@@ -289,7 +289,12 @@ func judgeSecrets(o *outcome) (string, string) {
 			bad = append(bad, n+" reached the worker with another value")
 		}
 	}
+	gone := "secret.env was gone before the worker started"
 	switch {
+	case s.SecretDirVisible != nil && !*s.SecretDirVisible:
+		// Inside a container the job dir is not mounted: the worker cannot
+		// see secret.env either way, so its removal is not claimed.
+		gone = "secret.env is not visible to the worker (its job dir is not mounted in the container; its removal is not checked from there)"
 	case s.SecretFilePresent == nil:
 		bad = append(bad, "the probe program did not report whether secret.env was gone")
 	case *s.SecretFilePresent:
@@ -317,8 +322,8 @@ func judgeSecrets(o *outcome) (string, string) {
 	if len(bad) > 0 {
 		return Fail, strings.Join(bad, "; ")
 	}
-	return Pass, fmt.Sprintf("%s; %s arrived (SHA-256 compared); secret.env was gone before the worker started; no value in batch.sh, sbatch argv, the scheduler's environment or the job's output",
-		what, strings.Join(names, ", "))
+	return Pass, fmt.Sprintf("%s; %s arrived (SHA-256 compared); %s; no value in batch.sh, sbatch argv, the scheduler's environment or the job's output",
+		what, strings.Join(names, ", "), gone)
 }
 
 func judgeConnectivity(o *outcome) (string, string) {

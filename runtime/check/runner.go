@@ -58,24 +58,27 @@ type spec struct {
 
 // observed is observed.json.
 type observed struct {
-	Probe             string              `json:"probe"`
-	Host              string              `json:"host"`
-	UID               int                 `json:"uid"`
-	Cwd               string              `json:"cwd"`
-	Python            string              `json:"python"`
-	SlurmJobID        string              `json:"slurm_job_id"`
-	Argv              []string            `json:"argv"`
-	EnvNames          []string            `json:"env_names"`
-	Env               map[string]string   `json:"env"`
-	SecretSHA256      map[string]*string  `json:"secret_sha256"`
-	SecretFilePresent *bool               `json:"secret_file_present"`
-	CPUs              int                 `json:"cpus"`
-	MemLimitBytes     *int64              `json:"mem_limit_bytes"`
-	MemLimitSource    string              `json:"mem_limit_source"`
-	NvidiaSMI         []string            `json:"nvidia_smi"`
-	Paths             map[string]pathSeen `json:"paths"`
-	Peers             *peersSeen          `json:"peers"`
-	Connect           *connectSeen        `json:"connect"`
+	Probe             string             `json:"probe"`
+	Host              string             `json:"host"`
+	UID               int                `json:"uid"`
+	Cwd               string             `json:"cwd"`
+	Python            string             `json:"python"`
+	SlurmJobID        string             `json:"slurm_job_id"`
+	Argv              []string           `json:"argv"`
+	EnvNames          []string           `json:"env_names"`
+	Env               map[string]string  `json:"env"`
+	SecretSHA256      map[string]*string `json:"secret_sha256"`
+	SecretFilePresent *bool              `json:"secret_file_present"`
+	// SecretDirVisible is false where the worker cannot see its job dir
+	// (inside apptainer or pyxis): it cannot tell whether secret.env is gone.
+	SecretDirVisible *bool               `json:"secret_dir_visible"`
+	CPUs             int                 `json:"cpus"`
+	MemLimitBytes    *int64              `json:"mem_limit_bytes"`
+	MemLimitSource   string              `json:"mem_limit_source"`
+	NvidiaSMI        []string            `json:"nvidia_smi"`
+	Paths            map[string]pathSeen `json:"paths"`
+	Peers            *peersSeen          `json:"peers"`
+	Connect          *connectSeen        `json:"connect"`
 }
 
 type pathSeen struct {
