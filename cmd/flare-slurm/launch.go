@@ -44,15 +44,15 @@ func newLaunchCommand(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			h, notes, err := rt.LaunchWithNotes(cmd.Context(), request, data)
-			a.printNotes(notes)
-			var running *manager.RunningError
+			var h *manager.Handle
+			var notes []string
 			attached := false
-			if attach && errors.As(err, &running) {
-				if h, err = rt.Manager.Open(running.Info.JobID); err == nil {
-					attached = true
-				}
+			if attach {
+				h, attached, notes, err = rt.LaunchOrAttach(cmd.Context(), request, data)
+			} else {
+				h, notes, err = rt.LaunchWithNotes(cmd.Context(), request, data)
 			}
+			a.printNotes(notes)
 			if err != nil {
 				var ps schema.Problems
 				if errors.As(err, &ps) {
@@ -74,6 +74,11 @@ func newLaunchCommand(a *app) *cobra.Command {
 				})
 			}
 			if attached {
+				if st, perr := h.Poll(cmd.Context()); perr == nil && st.Terminal {
+					fmt.Fprintf(a.stdout, "job %s already ran as Slurm job %s and ended %s (return code %d): attached, nothing submitted\n",
+						info.JobID, st.SlurmJobID, st.State, st.ReturnCode)
+					return nil
+				}
 				fmt.Fprintf(a.stdout, "job %s is already running as Slurm job %s (job name %s, artifacts %s): attached, nothing submitted\n",
 					info.JobID, info.SlurmJobID, info.JobName, rt.Manager.JobDir(info.JobID))
 				return nil
@@ -86,6 +91,6 @@ func newLaunchCommand(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
 	cmd.Flags().StringVar(&request, "request", "", "launch request file, or - for standard input (required)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
-	cmd.Flags().BoolVar(&attach, "attach", false, "report the job instead of refusing when it is already running from this workspace")
+	cmd.Flags().BoolVar(&attach, "attach", false, "report the job instead of refusing or resubmitting it when this workspace runs it or ran it to a recorded result")
 	return cmd
 }

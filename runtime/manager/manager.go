@@ -131,6 +131,22 @@ type Job struct {
 	// Write creates Dir exclusively with the job's artifacts. An existing
 	// dir must give an error wrapping fs.ErrExist.
 	Write func() error
+	// Attach: a job id that already ran to a recorded result is answered
+	// with a FinishedError instead of being submitted again (a parent that
+	// asks again for a job it launched before a restart).
+	Attach bool
+}
+
+// FinishedError is Launch's answer, for a Job with Attach, when the job id
+// already ran to a recorded result: nothing was submitted.
+type FinishedError struct {
+	JobID  string
+	Result Finished
+}
+
+func (e *FinishedError) Error() string {
+	return fmt.Sprintf("job %s already ran as Slurm job %s and ended %s (return code %d)",
+		e.JobID, e.Result.SlurmJobID, e.Result.State, e.Result.ReturnCode)
 }
 
 // RunningError is Launch's refusal of a job whose handle is recorded in
@@ -185,6 +201,20 @@ func (m *Manager) launch(ctx context.Context, job Job) (*Handle, error) {
 	}
 	if _, err := os.Lstat(job.Dir); err == nil {
 		return nil, m.staleError(job)
+	}
+	if job.Attach {
+		var fin *Finished
+		if err := m.obs.withLock(ctx, func(c *cache) (bool, error) {
+			if f, ok := c.Finished[job.JobID]; ok {
+				fin = &f
+			}
+			return false, nil
+		}); err != nil {
+			return nil, fmt.Errorf("job %s: read the recorded results: %w", job.JobID, err)
+		}
+		if fin != nil {
+			return nil, &FinishedError{JobID: job.JobID, Result: *fin}
+		}
 	}
 	if err := job.Write(); err != nil {
 		if errors.Is(err, fs.ErrExist) {

@@ -125,8 +125,31 @@ func (rt *Runtime) Launch(ctx context.Context, file string, data []byte) (*manag
 // LaunchWithNotes is Launch that also returns the plan's notes
 // (compile.Plan.Notes), also when the submission then fails.
 func (rt *Runtime) LaunchWithNotes(ctx context.Context, file string, data []byte) (*manager.Handle, []string, error) {
-	h, _, notes, err := rt.launch(ctx, file, data, nil)
+	h, _, notes, err := rt.launch(ctx, file, data, nil, false)
 	return h, notes, err
+}
+
+// LaunchOrAttach is LaunchWithNotes for a parent that may ask again for a
+// job it launched before a restart (launch --attach): a job this
+// workspace runs, or ran to a recorded result, is returned with attached
+// true instead of being submitted again. The request must still compile.
+func (rt *Runtime) LaunchOrAttach(ctx context.Context, file string, data []byte) (h *manager.Handle, attached bool, notes []string, err error) {
+	h, _, notes, err = rt.launch(ctx, file, data, nil, true)
+	var running *manager.RunningError
+	var finished *manager.FinishedError
+	id := ""
+	switch {
+	case errors.As(err, &running):
+		id = running.Info.JobID
+	case errors.As(err, &finished):
+		id = finished.JobID
+	default:
+		return h, false, notes, err
+	}
+	if h, err = rt.Manager.Open(id); err != nil {
+		return nil, false, notes, err
+	}
+	return h, true, notes, nil
 }
 
 // Probe is what LaunchProbe submitted: the plan, the artifacts as written
@@ -149,7 +172,7 @@ func (rt *Runtime) LaunchProbe(ctx context.Context, file string, data []byte, sc
 			err = ready(q)
 		}
 		return q, err
-	})
+	}, false)
 	return h, pr, err
 }
 
@@ -163,7 +186,7 @@ func (rt *Runtime) ReviewPlan(file string, data []byte) (*compile.Plan, error) {
 
 // launch compiles and submits one job; edit, when set, changes the
 // resolved plan before it is compiled (LaunchProbe).
-func (rt *Runtime) launch(ctx context.Context, file string, data []byte, edit func(*compile.Plan) (*compile.Plan, error)) (*manager.Handle, *Probe, []string, error) {
+func (rt *Runtime) launch(ctx context.Context, file string, data []byte, edit func(*compile.Plan) (*compile.Plan, error), attach bool) (*manager.Handle, *Probe, []string, error) {
 	if lookup(rt.environ, compile.ChildProcessEnv) == "1" {
 		return nil, nil, nil, ErrNestedLaunch
 	}
@@ -185,6 +208,7 @@ func (rt *Runtime) launch(ctx context.Context, file string, data []byte, edit fu
 	// Without the secrets of every study, not only of this job's.
 	schedEnv := plan.SchedulerEnv(rt.environ)
 	h, err := rt.Manager.Launch(ctx, manager.Job{
+		Attach:         attach,
 		JobID:          a.JobID,
 		Dir:            a.JobDir,
 		Name:           a.JobName,
