@@ -14,7 +14,7 @@ import (
 // newCancelCommand builds `flare-slurm cancel`.
 func newCancelCommand(a *app) *cobra.Command {
 	var t jobTarget
-	var allLive bool
+	var allLive, cleanup bool
 	cmd := t.bind(&cobra.Command{
 		Use:   "cancel --workspace W (--job-id ID | --all-live)",
 		Short: "Abort a job: record a user abort, verify ownership, then scancel it",
@@ -25,6 +25,9 @@ func newCancelCommand(a *app) *cobra.Command {
 			"a previous parent process.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if allLive && cleanup {
+				return usageErrorf("--cleanup applies to one job (--job-id), not to --all-live")
+			}
 			if allLive {
 				return a.cancelAllLive(cmd, t)
 			}
@@ -32,7 +35,11 @@ func newCancelCommand(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := h.Terminate(cmd.Context())
+			terminate := h.Terminate
+			if cleanup {
+				terminate = h.TerminateForCleanup
+			}
+			st, err := terminate(cmd.Context())
 			if errors.Is(err, manager.ErrCancelPending) {
 				return failure(errcode.CancelPending, fmt.Sprintf("job %s: %v", t.jobID, err),
 					"the abort stays recorded: a running wait (or any status) on this workspace sends scancel once squeue proves the job is ours", nil)
@@ -44,6 +51,7 @@ func newCancelCommand(a *app) *cobra.Command {
 		},
 	})
 	cmd.Flags().BoolVar(&allLive, "all-live", false, "cancel every job of the workspace that has not ended (instead of --job-id)")
+	cmd.Flags().BoolVar(&cleanup, "cleanup", false, "the abort is not a user's (NVFlare's heartbeat clean-up): the job ends with 104, not 9")
 	return cmd
 }
 

@@ -137,12 +137,20 @@ class FlareSlurmJobHandle(JobHandleSpec):
                 stop.wait(RETRY_INTERVAL)
 
     def terminate(self) -> None:
+        self._cancel([], "cancelling")
+
+    def _terminate_for_heartbeat_cleanup(self) -> None:
+        """NVFlare's clean-up of a job whose heartbeat was lost: not a user
+        abort, so the job ends with 104 as with NVFlare's own launcher."""
+        self._cancel(["--cleanup"], "cleaning up")
+
+    def _cancel(self, args: list[str], what: str) -> None:
         if self._result is not None:
             return
         try:
-            self._record(self.binary.call("cancel", ["--job-id", self.job_id]))
+            self._record(self.binary.call("cancel", ["--job-id", self.job_id, *args]))
         except FlareSlurmError as e:
-            self.binary.logger.error("cancelling job %s: %s", self.job_id, e)
+            self.binary.logger.error("%s job %s: %s", what, self.job_id, e)
 
 
 class FlareSlurmJobLauncher(JobLauncherSpec):

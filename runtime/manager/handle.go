@@ -137,6 +137,18 @@ func (m *Manager) waitInterval() time.Duration {
 // that is no longer in the queue is not cancelled; its result follows from
 // accounting.
 func (h *Handle) Terminate(ctx context.Context) (Status, error) {
+	return h.terminate(ctx, true)
+}
+
+// TerminateForCleanup is Terminate for an abort that is not the user's:
+// NVFlare's clean-up of a job whose heartbeat was lost. The job then ends
+// with 104 (infrastructure), as NVFlare's own launcher reports it; a user
+// abort recorded earlier is kept (9).
+func (h *Handle) TerminateForCleanup(ctx context.Context) (Status, error) {
+	return h.terminate(ctx, false)
+}
+
+func (h *Handle) terminate(ctx context.Context, user bool) (Status, error) {
 	if f := h.done.Load(); f != nil {
 		return h.finished(*f), nil
 	}
@@ -148,7 +160,7 @@ func (h *Handle) Terminate(ctx context.Context) (Status, error) {
 			if _, serr := os.Lstat(dir); errors.Is(serr, fs.ErrNotExist) {
 				// The job dir was removed by hand: this process still
 				// watches the job, so the abort is kept in its memory.
-				h.timers.CancelRequested, h.timers.UserAbort = true, true
+				h.timers.CancelRequested, h.timers.UserAbort = true, h.timers.UserAbort || user
 				recorded = true
 				return nil
 			}
@@ -160,7 +172,7 @@ func (h *Handle) Terminate(ctx context.Context) (Status, error) {
 		if err != nil {
 			return err
 		}
-		t.CancelRequested, t.UserAbort = true, true
+		t.CancelRequested, t.UserAbort = true, t.UserAbort || user
 		if err := writeTimers(dir, t); err != nil {
 			return fmt.Errorf("record user abort: %w", err)
 		}

@@ -261,6 +261,17 @@ class BridgeTest(unittest.TestCase):
         cancels = [c["argv"] for c in self.calls() if c["argv"][0] == "cancel"]
         self.assertEqual(cancels, [["cancel", "--workspace", self.workspace, "--job-id", "job-1", "--json"]] * 2)
 
+    def test_heartbeat_cleanup_is_not_a_user_abort(self):
+        # NVFlare calls _terminate_for_heartbeat_cleanup when the handle has
+        # it; its own launcher then reports 104, not 9: the binary decides,
+        # told by --cleanup.
+        self.script(launch=[ok({"slurm_job_id": "4242"})], cancel=[ok(status("CANCELLED", True, 104))])
+        handle = self.launch()
+        handle._terminate_for_heartbeat_cleanup()
+        self.assertEqual(handle.poll(), 104)
+        cancels = [c["argv"] for c in self.calls() if c["argv"][0] == "cancel"]
+        self.assertEqual(cancels, [["cancel", "--workspace", self.workspace, "--job-id", "job-1", "--cleanup", "--json"]])
+
 
 if __name__ == "__main__":
     unittest.main()
