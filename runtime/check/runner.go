@@ -224,7 +224,11 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 		extra = append(extra, compile.Directive{Key: "begin", Value: "now+1hour"})
 	}
 	ready := func(plan *compile.Plan) error { return writeSpec(ws.Root, jobID, sp, plan) }
-	h, pr, err := r.rt.LaunchProbe(ctx, "check:"+p.name, req, filepath.Join(ws.Root, jobID, ProgramFile), ready, extra...)
+	// The submission is not interrupted (Ctrl-C, --timeout): sbatch killed
+	// after slurmctld took the job would leave a probe job queued with no
+	// handle. submit_timeout still bounds it, and once the handle exists
+	// r.stop cancels the job.
+	h, pr, err := r.rt.LaunchProbe(context.WithoutCancel(ctx), "check:"+p.name, req, filepath.Join(ws.Root, jobID, ProgramFile), ready, extra...)
 	if err != nil {
 		row.Result, row.Evidence = Fail, "launch: "+oneLine(err.Error())
 		return row
