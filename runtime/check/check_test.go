@@ -387,13 +387,14 @@ func TestJudgeGPUs(t *testing.T) {
 
 func TestJudgeRestart(t *testing.T) {
 	good := func() *outcome {
-		return &outcome{status: done("FAILED", 103), child: &childWait{Status: done("FAILED", 103), Exit: 103}}
+		return &outcome{status: done("FAILED", 103), released: true, child: &childWait{Status: done("FAILED", 103), Exit: 103}}
 	}
-	if r, ev := judgeRestart(good()); r != Pass || !strings.Contains(ev, "re-attached through the persisted handle") {
+	if r, ev := judgeRestart(good()); r != Pass || !strings.Contains(ev, "re-attached through the persisted handle") || !strings.Contains(ev, "the launching process let go") {
 		t.Errorf("good: %s %s", r, ev)
 	}
 	for name, mut := range map[string]func(o *outcome){
 		"no child":       func(o *outcome) { o.child = nil },
+		"not released":   func(o *outcome) { o.released = false },
 		"child failed":   func(o *outcome) { o.child.Err = errors.New("no such job") },
 		"child's code":   func(o *outcome) { o.child.Status.ReturnCode = 1 },
 		"child's exit":   func(o *outcome) { o.child.Exit = 0 },

@@ -370,6 +370,8 @@ func judgeRestart(o *outcome) (string, string) {
 	}
 	c := o.child
 	switch {
+	case !o.released:
+		return Fail, what + "; the launching process still watched the job"
 	case c == nil:
 		return Fail, what + "; no new process waited for the job"
 	case c.Err != nil:
@@ -378,7 +380,7 @@ func judgeRestart(o *outcome) (string, string) {
 		return Fail, fmt.Sprintf("%s; the new process's wait reported %+v and exited %d, want Slurm job %s ended with return code 103 (exit 103)",
 			what, c.Status, c.Exit, o.status.SlurmJobID)
 	}
-	return Pass, fmt.Sprintf("seen RUNNING; a new process (flare-slurm wait) re-attached through the persisted handle and reported %s with return code 103, exit 103; %s",
+	return Pass, fmt.Sprintf("seen RUNNING; the launching process let go of the job; a new process (flare-slurm wait) re-attached through the persisted handle and reported %s with return code 103, exit 103; %s",
 		c.Status.State, what)
 }
 

@@ -129,8 +129,10 @@ type outcome struct {
 	// placement is sacct's record of the job (accounting probe).
 	placement    scheduler.Placement
 	placementErr error
-	// child is the re-attaching process's answer (restart probe).
-	child *childWait
+	// child is the re-attaching process's answer (restart probe); released
+	// says the launching process let go of the job first.
+	child    *childWait
+	released bool
 }
 
 // childWait is what `flare-slurm wait --json` printed in a new process.
@@ -246,6 +248,10 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 			break
 		}
 		o.stateSeen = "RUNNING"
+		// The launching process lets go of the job, as if it had exited:
+		// only the persisted handle and the shared observation remain.
+		h.Release()
+		o.released = true
 		o.child = r.waitInNewProcess(ctx, jobID)
 	case actCancelRunning, actCancelPending:
 		want := "RUNNING"

@@ -244,3 +244,10 @@ func (m *Manager) TerminateLive(ctx context.Context) ([]LiveTermination, error) 
 	}
 	return out, nil
 }
+
+// Release makes this process stop watching the job, as if it had exited:
+// the manager drops the handle from its live set (its polls no longer
+// include the job), and what remains is the persisted handle and the
+// shared observation, through which another process re-attaches (check's
+// restart probe). The handle still answers from the shared observation.
+func (h *Handle) Release() { h.m.forget(h) }

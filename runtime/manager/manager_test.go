@@ -272,6 +272,34 @@ func TestUserAbort(t *testing.T) {
 	}
 }
 
+// TestReleaseLetsAnotherProcessWatch: after Release this manager no longer
+// holds the job (Open reads it again from its persisted handle) and a
+// second manager, as another process, waits it to its result.
+func TestReleaseLetsAnotherProcessWatch(t *testing.T) {
+	e := newEnv(t)
+	h := e.launch("j")
+	m := h.m
+	if len(m.liveHandles()) != 1 {
+		t.Fatalf("live before Release: %v", m.liveHandles())
+	}
+	h.Release()
+	if len(m.liveHandles()) != 0 {
+		t.Fatalf("live after Release: %v", m.liveHandles())
+	}
+	if again, err := m.Open("j"); err != nil || again == h {
+		t.Fatalf("Open after Release: %v, same handle %v", err, again == h)
+	}
+	other, err := e.manager().Open("j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.slurm.set("101", "COMPLETED", true, "0:0")
+	s, err := other.Wait(e.deadline())
+	if err != nil || !s.Terminal || s.ReturnCode != 0 {
+		t.Fatalf("another process's wait: %+v %v", s, err)
+	}
+}
+
 func TestAbortRaceCompleted(t *testing.T) {
 	e := newEnv(t)
 	h := e.launch("j")
