@@ -13,13 +13,20 @@ import (
 // newStatusCommand builds `flare-slurm status`.
 func newStatusCommand(a *app) *cobra.Command {
 	var t jobTarget
-	return t.bind(&cobra.Command{
-		Use:   "status --workspace W --job-id ID",
+	var allLive bool
+	cmd := t.bind(&cobra.Command{
+		Use:   "status --workspace W (--job-id ID | --all-live)",
 		Short: "Print a job's state and, once it ended, its NVFlare return code",
 		Long: "status prints the job's latest observed state (shared by every process on the workspace,\n" +
-			"at most one poll interval old). The return code is 127 until the job is terminal.",
+			"at most one poll interval old). The return code is 127 until the job is terminal.\n" +
+			"--all-live prints every job of the workspace that has not ended (the launcher bridge\n" +
+			"reports them when an NVFlare parent starts: NVFlare does not resume a previous parent\n" +
+			"process's jobs).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if allLive {
+				return a.statusAllLive(cmd, t)
+			}
 			h, err := t.open(cmd, a)
 			if err != nil {
 				return err
@@ -31,6 +38,34 @@ func newStatusCommand(a *app) *cobra.Command {
 			return a.printStatus(st, t.asJSON)
 		},
 	})
+	cmd.Flags().BoolVar(&allLive, "all-live", false, "print every job of the workspace that has not ended (instead of --job-id)")
+	return cmd
+}
+
+// statusAllLive is status --all-live: manager.LiveStatuses, one line (or
+// one JSON entry) per job.
+func (a *app) statusAllLive(cmd *cobra.Command, t jobTarget) error {
+	if t.jobID != "" {
+		return usageErrorf("--all-live and --job-id exclude each other")
+	}
+	rt, err := openSite(cmd.Context(), a, t.workspace, false)
+	if err != nil {
+		return err
+	}
+	live, err := rt.Manager.LiveStatuses(cmd.Context())
+	if err != nil {
+		return runtimeFailure(errcode.StatusFailed, err, "check the workspace with 'flare-slurm bootstrap-check'")
+	}
+	if t.asJSON {
+		return a.printOK(map[string]any{"jobs": live})
+	}
+	for _, st := range live {
+		fmt.Fprintf(a.stdout, "job %s (Slurm job %s): %s, not finished\n", st.JobID, st.SlurmJobID, st.State)
+	}
+	if len(live) == 0 {
+		fmt.Fprintln(a.stdout, "no live job in the workspace")
+	}
+	return nil
 }
 
 // openJob opens the workspace without the bootstrap's scheduler checks and

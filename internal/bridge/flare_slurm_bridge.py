@@ -174,28 +174,32 @@ class FlareSlurmJobLauncher(JobLauncherSpec):
             return
         if event_type == EventType.SYSTEM_BOOTSTRAP:
             self.binary.call("bootstrap-check", [])
-            self._cancel_jobs_left_running()
+            self._report_jobs_left_running()
         elif event_type == EventType.BEFORE_JOB_LAUNCH:
             add_launcher(self, fl_ctx)
 
-    def _cancel_jobs_left_running(self) -> None:
-        """Cancel the jobs a previous process of this parent left running.
+    def _report_jobs_left_running(self) -> None:
+        """Report the jobs a previous process of this parent left running.
 
-        NVFlare does not resume the jobs of a previous parent process (it never
-        calls launch_job for them again), so they would run on with nobody
-        watching them; flare-slurm verifies each with squeue before scancel.
+        NVFlare does not resume them (it never calls launch_job for them
+        again) and, like NVFlare's own launcher, the bridge does not cancel
+        surviving allocations: it names each one and how to watch or stop it.
         """
         try:
-            data = self.binary.call("cancel", ["--all-live"])
+            data = self.binary.call("status", ["--all-live"])
         except FlareSlurmError as e:
-            self.logger.error("jobs left by a previous parent process may still be running unwatched: %s", e)
+            self.logger.error("cannot list the jobs a previous parent process left running: %s", e)
             return
         jobs = data.get("jobs")
         for job in jobs if isinstance(jobs, list) else []:
             if isinstance(job, dict):
+                job_id = job.get("job_id")
                 self.logger.warning(
-                    "job %s (Slurm job %s) was left running by a previous process of this parent, which NVFlare "
-                    "does not resume: cancelled (%s)", job.get("job_id"), job.get("slurm_job_id"), job.get("state"))
+                    "job %s (Slurm job %s, %s) was launched by a previous process of this parent and has not "
+                    "ended; NVFlare does not resume it. Watch it: %s wait --workspace %s --job-id %s; stop it: "
+                    "%s cancel --workspace %s --job-id %s (or cancel --all-live)",
+                    job_id, job.get("slurm_job_id"), job.get("state"), self.flare_slurm, self.workspace_path,
+                    job_id, self.flare_slurm, self.workspace_path, job_id)
 
     def launch_job(self, job_meta: dict[str, Any], fl_ctx: FLContext) -> JobHandleSpec:
         if self.child_process:

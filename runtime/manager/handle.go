@@ -251,3 +251,26 @@ func (m *Manager) TerminateLive(ctx context.Context) ([]LiveTermination, error) 
 // shared observation, through which another process re-attaches (check's
 // restart probe). The handle still answers from the shared observation.
 func (h *Handle) Release() { h.m.forget(h) }
+
+// LiveStatuses is the status of every job of the workspace that has a
+// handle and has not ended (a poll, as status does): what a parent that
+// starts finds of its previous process. Nothing is changed.
+func (m *Manager) LiveStatuses(ctx context.Context) ([]Status, error) {
+	infos, err := ListHandles(m.cfg.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("list the jobs of workspace %s: %w", m.cfg.Workspace, err)
+	}
+	out := []Status{}
+	for _, info := range infos {
+		h, err := m.Open(info.JobID)
+		if err != nil {
+			out = append(out, Status{JobID: info.JobID, SlurmJobID: info.SlurmJobID, State: StateSubmitted, ReturnCode: RCUnknown, Detail: err.Error()})
+			continue
+		}
+		st, _ := h.Poll(ctx)
+		if !st.Terminal {
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}

@@ -138,29 +138,31 @@ class BridgeTest(unittest.TestCase):
         self.assertEqual(self.calls(), [])
 
     def test_bootstrap_runs_bootstrap_check(self):
-        self.script(**{"bootstrap-check": [ok({"role": "client"})], "cancel": [ok({"jobs": []})]})
+        self.script(**{"bootstrap-check": [ok({"role": "client"})], "status": [ok({"jobs": []})]})
         self.launcher.handle_event(EventType.SYSTEM_BOOTSTRAP, self.ctx)
         self.assertEqual(self.calls()[0]["argv"], ["bootstrap-check", "--workspace", self.workspace, "--json"])
         self.script(**{"bootstrap-check": [error("bootstrap_failed", "sacct does not answer", "start slurmdbd")]})
         with self.assertRaisesRegex(B.FlareSlurmError, r"flare-slurm bootstrap-check: sacct does not answer \(start slurmdbd\)"):
             self.launcher.handle_event(EventType.SYSTEM_BOOTSTRAP, self.ctx)
-        self.assertEqual([c["argv"][0] for c in self.calls()], ["bootstrap-check", "cancel", "bootstrap-check"])
+        self.assertEqual([c["argv"][0] for c in self.calls()], ["bootstrap-check", "status", "bootstrap-check"])
 
-    def test_bootstrap_cancels_jobs_left_running(self):
-        # NVFlare never resumes a previous parent process's jobs: the bridge
-        # has flare-slurm cancel them (it verifies each with squeue).
-        left = dict(status("CANCELLED", True, 9), job_id="job-0", slurm_job_id="4100")
-        self.script(**{"bootstrap-check": [ok({"role": "client"})], "cancel": [ok({"jobs": [left]})]})
+    def test_bootstrap_reports_jobs_left_running(self):
+        # NVFlare never resumes a previous parent process's jobs, and (like
+        # NVFlare's own launcher) the bridge does not cancel them: it names
+        # each one and how to watch or stop it, and changes nothing.
+        left = dict(status("RUNNING", False, 127), job_id="job-0", slurm_job_id="4100")
+        self.script(**{"bootstrap-check": [ok({"role": "client"})], "status": [ok({"jobs": [left]})]})
         with self.assertLogs(self.launcher.logger, "WARNING") as logs:
             self.launcher.handle_event(EventType.SYSTEM_BOOTSTRAP, self.ctx)
-        self.assertEqual(self.calls()[1]["argv"], ["cancel", "--workspace", self.workspace, "--all-live", "--json"])
-        self.assertIn("job job-0 (Slurm job 4100) was left running", logs.output[0])
-        # A failed cancel is logged, and the parent still starts.
-        self.script(**{"bootstrap-check": [ok({"role": "client"})],
-                       "cancel": [error("cancel_failed", "1 of 1 live jobs could not be cancelled")]})
+        self.assertEqual([c["argv"] for c in self.calls()][1], ["status", "--workspace", self.workspace, "--all-live", "--json"])
+        self.assertNotIn("cancel", [c["argv"][0] for c in self.calls()])
+        self.assertIn("job job-0 (Slurm job 4100, RUNNING) was launched by a previous process", logs.output[0])
+        self.assertIn("cancel --workspace %s --job-id job-0" % self.workspace, logs.output[0])
+        # A failing listing is logged, and the parent still starts.
+        self.script(**{"bootstrap-check": [ok({"role": "client"})], "status": [error("status_failed", "squeue does not answer")]})
         with self.assertLogs(self.launcher.logger, "ERROR") as logs:
             self.launcher.handle_event(EventType.SYSTEM_BOOTSTRAP, self.ctx)
-        self.assertIn("may still be running unwatched", logs.output[0])
+        self.assertIn("cannot list the jobs a previous parent process left running", logs.output[0])
 
     def test_launch_sends_the_request_on_stdin(self):
         self.script(launch=[ok({"slurm_job_id": "4242", "job_name": "nvfl-site-1-0a1b", "job_dir": "/j", "notes": []})])
