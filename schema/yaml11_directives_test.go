@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flare-slurm/flare-slurm/internal/nvflaresrc"
 )
 
 // directiveOracle reads each "qos: VALUE" document with PyYAML's
@@ -48,19 +50,12 @@ json.dump(out, sys.stdout)
 // flare-slurm does, or refuse the value while flare-slurm accepts it
 // (issue 15 item 8). Values both tools pass alike ("08", "0x1F") get none.
 func TestDirectiveReadingsMatchNVFlare(t *testing.T) {
-	src := os.Getenv("NVFLARE_SRC")
-	if src == "" {
-		if dir, err := filepath.Abs("."); err == nil {
-			for ; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
-				if st, err := os.Stat(filepath.Join(dir, "shared", "nvflare", "nvflare")); err == nil && st.IsDir() {
-					src = filepath.Join(dir, "shared", "nvflare")
-					break
-				}
-			}
-		}
-	}
+	src := nvflaresrc.Dir()
 	if _, err := os.Stat(filepath.Join(src, "nvflare", "app_opt", "job_launcher", "slurm", "config.py")); err != nil {
-		t.Skipf("NVFlare source tree not found (set NVFLARE_SRC): %v", err)
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("NVFlare source tree not found at %q (set NVFLARE_SRC): %v", src, err)
+		}
+		t.Skipf("NVFlare source tree not found at %q (set NVFLARE_SRC): %v", src, err)
 	}
 	py, err := exec.LookPath("python3")
 	if err == nil {
