@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/flare-slurm/flare-slurm/internal/nvflaresrc"
+	"github.com/flare-slurm/flare-slurm/internal/testenv"
 )
 
 // resourceCase is one job meta and the resources NVFlare's Slurm launcher
@@ -138,22 +139,7 @@ func TestResourcePrecedence(t *testing.T) {
 // the tree (internal/nvflaresrc; under CI=true a missing tree or python3
 // fails the test);
 // the heavy imports the resolution never calls are stubbed.
-const nvflareOracle = `
-import json, sys, types
-src = sys.argv[1]
-m = types.ModuleType("nvflare"); m.__path__ = [src + "/nvflare"]; sys.modules["nvflare"] = m
-class Stub(types.ModuleType):
-    def __getattr__(self, n):
-        if n.startswith("__"): raise AttributeError(n)
-        return type(n, (object,), {})
-for _ in range(50):
-    try:
-        import nvflare.app_opt.job_launcher.slurm.launcher as L
-        import nvflare.utils.job_launcher_utils as U
-        break
-    except ModuleNotFoundError as e:
-        if not e.name or e.name.startswith("nvflare"): raise
-        sys.modules[e.name] = Stub(e.name)
+var nvflareOracle = nvflaresrc.ImportScript("import json", "import nvflare.app_opt.job_launcher.slurm.launcher as L", "import nvflare.utils.job_launcher_utils as U") + `
 out = []
 for meta in json.load(sys.stdin):
     try:
@@ -171,17 +157,11 @@ print(json.dumps(out))
 func TestResourcePrecedenceMatchesNVFlare(t *testing.T) {
 	src := nvflaresrc.Dir()
 	if _, err := os.Stat(filepath.Join(src, "nvflare", "app_opt", "job_launcher", "slurm", "launcher.py")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("NVFlare source tree not found at %q (set NVFLARE_SRC): %v", src, err)
-		}
-		t.Skipf("NVFlare source tree not found at %q (set NVFLARE_SRC): %v", src, err)
+		testenv.Unavailable(t, "NVFlare source tree not found at %q (set NVFLARE_SRC): %v", src, err)
 	}
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("python3 not found: NVFlare's own resolution cannot run")
-		}
-		t.Skip("python3 not found: NVFlare's own resolution cannot run")
+		testenv.Unavailable(t, "python3 not found: NVFlare's own resolution cannot run")
 	}
 	var metas []json.RawMessage
 	for _, c := range resourceCases {

@@ -6,6 +6,7 @@ package nvflaresrc
 import (
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // machineCopy is where the project machines keep the pinned tree; a clean
@@ -37,4 +38,33 @@ func Dir() string {
 func isDir(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.IsDir()
+}
+
+// ImportScript is the start of a Python oracle script run as
+// `python3 -c SCRIPT TREE`: it runs header (plain imports), makes the
+// nvflare package of TREE importable without installing it, then runs
+// each of imports, stubbing the third-party modules they need but the
+// oracle never calls (NVFlare's own imports stay real: a missing one is an
+// error).
+func ImportScript(header string, imports ...string) string {
+	var b strings.Builder
+	b.WriteString(header + "\nimport sys, types\n")
+	b.WriteString(`src = sys.argv[1]
+m = types.ModuleType("nvflare"); m.__path__ = [src + "/nvflare"]; sys.modules["nvflare"] = m
+class Stub(types.ModuleType):
+    def __getattr__(self, n):
+        if n.startswith("__"): raise AttributeError(n)
+        return type(n, (object,), {})
+for _ in range(50):
+    try:
+`)
+	for _, imp := range imports {
+		b.WriteString("        " + imp + "\n")
+	}
+	b.WriteString(`        break
+    except ModuleNotFoundError as e:
+        if not e.name or e.name.startswith("nvflare"): raise
+        sys.modules[e.name] = Stub(e.name)
+`)
+	return b.String()
 }

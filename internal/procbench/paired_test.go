@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flare-slurm/flare-slurm/internal/testenv"
 )
 
 func TestMedian(t *testing.T) {
@@ -64,7 +66,7 @@ func TestRunPairedAlternates(t *testing.T) {
 
 func TestPeakRSS(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/time"); err != nil {
-		t.Skip("GNU time is not installed")
+		testenv.Unavailable(t, "GNU time is not installed (Debian: apt-get install time)")
 	}
 	kib, err := PeakRSS(context.Background(), Command{Argv: []string{"sh", "-c", "true"}}, 2)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -361,7 +362,7 @@ func (d *argsDecoder) forwardEnv(v *ojson.Value, jl *schema.JobLauncher) {
 				"names match [A-Za-z_][A-Za-z0-9_]* and are not launcher-owned")
 			continue
 		}
-		if contains(jl.ForwardEnv, item.Str) {
+		if slices.Contains(jl.ForwardEnv, item.Str) {
 			d.add(item, key, fmt.Sprintf("%q is listed twice", item.Str), "")
 			continue
 		}
@@ -369,20 +370,15 @@ func (d *argsDecoder) forwardEnv(v *ojson.Value, jl *schema.JobLauncher) {
 	}
 }
 
+// describe names a value in a message: a string quoted, else its kind.
 func describe(v *ojson.Value) string {
+	if v == nil {
+		return "nothing"
+	}
 	if v.Kind == ojson.String {
 		return strconv.Quote(v.Str)
 	}
 	return "a " + v.Kind.String()
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // integer reads a JSON number that is a whole number (1 or 1.0).
@@ -487,7 +483,7 @@ func ReadLauncherComponent(file string, data []byte) (role string, args Launcher
 		role = bridge.RoleOf(path.Str)
 	default:
 		p := schema.Problem{Kind: problem.Schema, File: file, Path: MarkerComponent + ".path",
-			Message: fmt.Sprintf("%s is not a Slurm launcher", pathText(path)),
+			Message: fmt.Sprintf("%s is not a Slurm launcher", describe(path)),
 			Hint:    "allowed: " + strings.Join([]string{ClientLauncherPath, ServerLauncherPath, bridge.ClientComponent, bridge.ServerComponent}, ", ")}
 		at := comp
 		if path != nil {
@@ -514,14 +510,4 @@ func ReadLauncherComponent(file string, data []byte) (role string, args Launcher
 		binaryAt("is an argument of the flare-slurm launcher bridge, not of "+path.Str, "prepare the workspace again")
 	}
 	return role, args, ps
-}
-
-func pathText(v *ojson.Value) string {
-	switch {
-	case v == nil:
-		return "a missing path"
-	case v.Kind == ojson.String:
-		return strconv.Quote(v.Str)
-	}
-	return "a " + v.Kind.String()
 }

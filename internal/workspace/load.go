@@ -257,18 +257,11 @@ func (ws *Prepared) loadComm() schema.Problems {
 			ws.SharedFileRoot = filepath.Clean(root.Str)
 		}
 	default:
-		bad(scheme, "internal.scheme", fmt.Sprintf("%s is not a worker link scheme", describe(orNull(scheme))), "allowed: tcp, shared-file")
+		bad(scheme, "internal.scheme", fmt.Sprintf("%s is not a worker link scheme", describe(scheme)), "allowed: tcp, shared-file")
 	}
 	ws.ConnectionSecurity = sec
 	ws.Launcher.InternalConnectionSecurity = sec
 	return ps
-}
-
-func orNull(v *ojson.Value) *ojson.Value {
-	if v == nil {
-		return ojson.NullValue()
-	}
-	return v
 }
 
 // sharedFileAttach reads a client_api_attach section as NVFlare's

@@ -217,32 +217,43 @@ type LiveTermination struct {
 
 // TerminateLive aborts every job of the workspace that has a handle and
 // has not ended, each as Terminate does (abort recorded, ownership
-// verified with squeue, then scancel). A parent calls it when it starts:
-// NVFlare does not resume the jobs of a previous parent process, so
-// without it they would run on with nobody watching them.
+// verified with squeue, then scancel): an operator's cancel --all-live.
 func (m *Manager) TerminateLive(ctx context.Context) ([]LiveTermination, error) {
+	out := []LiveTermination{}
+	err := m.eachLive(ctx, func(h *Handle, st Status, openErr error) {
+		lt := LiveTermination{Status: st}
+		if openErr == nil {
+			var err error
+			if lt.Status, err = h.Terminate(ctx); err != nil {
+				lt.Error = err.Error()
+			}
+		} else {
+			lt.Error = openErr.Error()
+		}
+		out = append(out, lt)
+	})
+	return out, err
+}
+
+// eachLive calls fn for every job of the workspace that has a handle and
+// has not ended (as a poll sees it), or whose handle cannot be opened
+// (openErr, with the ids the handle names).
+func (m *Manager) eachLive(ctx context.Context, fn func(h *Handle, st Status, openErr error)) error {
 	infos, err := ListHandles(m.cfg.Workspace)
 	if err != nil {
-		return nil, fmt.Errorf("list the jobs of workspace %s: %w", m.cfg.Workspace, err)
+		return fmt.Errorf("list the jobs of workspace %s: %w", m.cfg.Workspace, err)
 	}
-	out := []LiveTermination{}
 	for _, info := range infos {
 		h, err := m.Open(info.JobID)
 		if err != nil {
-			out = append(out, LiveTermination{Status: Status{JobID: info.JobID, SlurmJobID: info.SlurmJobID}, Error: err.Error()})
+			fn(nil, Status{JobID: info.JobID, SlurmJobID: info.SlurmJobID, State: StateSubmitted, ReturnCode: RCUnknown, Detail: err.Error()}, err)
 			continue
 		}
-		if st, err := h.Poll(ctx); err == nil && st.Terminal {
-			continue
+		if st, _ := h.Poll(ctx); !st.Terminal {
+			fn(h, st, nil)
 		}
-		st, err := h.Terminate(ctx)
-		lt := LiveTermination{Status: st}
-		if err != nil {
-			lt.Error = err.Error()
-		}
-		out = append(out, lt)
 	}
-	return out, nil
+	return nil
 }
 
 // Release makes this process stop watching the job, as if it had exited:
@@ -256,21 +267,7 @@ func (h *Handle) Release() { h.m.forget(h) }
 // handle and has not ended (a poll, as status does): what a parent that
 // starts finds of its previous process. Nothing is changed.
 func (m *Manager) LiveStatuses(ctx context.Context) ([]Status, error) {
-	infos, err := ListHandles(m.cfg.Workspace)
-	if err != nil {
-		return nil, fmt.Errorf("list the jobs of workspace %s: %w", m.cfg.Workspace, err)
-	}
 	out := []Status{}
-	for _, info := range infos {
-		h, err := m.Open(info.JobID)
-		if err != nil {
-			out = append(out, Status{JobID: info.JobID, SlurmJobID: info.SlurmJobID, State: StateSubmitted, ReturnCode: RCUnknown, Detail: err.Error()})
-			continue
-		}
-		st, _ := h.Poll(ctx)
-		if !st.Terminal {
-			out = append(out, st)
-		}
-	}
-	return out, nil
+	err := m.eachLive(ctx, func(_ *Handle, st Status, _ error) { out = append(out, st) })
+	return out, err
 }
