@@ -242,6 +242,12 @@ func TestParseJobMetaInMakesFinalProblems(t *testing.T) {
 	if len(alone) != 2 || len(embedded) != 2 {
 		t.Fatalf("alone %v\nembedded %v", alone, embedded)
 	}
+	// A line number in a message is the enclosing file's too.
+	dup := []byte("{\"study\": \"a\",\n \"study\": \"b\"}")
+	_, ps := ParseJobMetaIn("req.json", dup, "s", Embedding{Path: "meta", Line: 3, Column: 11})
+	if len(ps) != 1 || !strings.HasPrefix(ps[0].String(), "req.json:4:2: meta.study: ") || !strings.Contains(ps[0].Message, "first defined at line 3") {
+		t.Errorf("duplicate key in an embedded meta: %v", ps)
+	}
 	for i, want := range []struct{ alone, embedded string }{
 		{"req.json:1:41: resource_spec.s.num_of_gpus: must equal nodes * gpus_per_node = 2 * 2 = 4 when both are given (got 3) (fix num_of_gpus or launcher_spec.s.slurm.gpus_per_node)",
 			"req.json:4:51: meta.resource_spec.s.num_of_gpus: must equal nodes * gpus_per_node = 2 * 2 = 4 when both are given (got 3) (fix num_of_gpus or meta.launcher_spec.s.slurm.gpus_per_node)"},

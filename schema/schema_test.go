@@ -137,7 +137,9 @@ func TestSchemasDocumented(t *testing.T) {
 					if d, _ := pm["description"].(string); d == "" {
 						t.Errorf("%s: %s has no description", name, ptr)
 					}
-					if def, has := pm["default"]; has {
+					if def, has := pm["default"]; has && def == nil {
+						t.Errorf("%s: %s has \"default\": null; leave the default out (unset), editors insert the text null", name, ptr)
+					} else if has {
 						defaults++
 						sch, err := c.Compile(id + "#" + ptr)
 						if err != nil {

@@ -329,6 +329,30 @@ func (t *tree) checkNoSpace(n *yaml.Node, path string) {
 	}
 }
 
+// PortRangeProblem is what CheckPortRange found wrong with a range.
+type PortRangeProblem struct {
+	Kind          problem.Kind
+	Message, Hint string
+	OutOfBounds   bool // a port outside 1024..65535
+}
+
+// CheckPortRange says what is wrong with multi_node_port_range r next to
+// internalPort, or nil. prepare's config check and the compiler's reading
+// of a prepared workspace both apply it.
+func CheckPortRange(r PortRange, internalPort int) *PortRangeProblem {
+	switch {
+	case r.Start < minMultiNodePort || r.Start > maxPort || r.End < minMultiNodePort || r.End > maxPort:
+		return &PortRangeProblem{Kind: problem.Schema, OutOfBounds: true,
+			Message: fmt.Sprintf("ports must be within %d..%d (got %d-%d)", minMultiNodePort, maxPort, r.Start, r.End)}
+	case r.Start > r.End:
+		return &PortRangeProblem{Kind: problem.Schema, Message: fmt.Sprintf("START must not be above END (got %d-%d)", r.Start, r.End)}
+	case internalPort >= r.Start && internalPort <= r.End:
+		return &PortRangeProblem{Kind: problem.Rule, Message: fmt.Sprintf("must not contain internal_port %d (got %d-%d)", internalPort, r.Start, r.End),
+			Hint: "choose a range that leaves out internal_port"}
+	}
+	return nil
+}
+
 // checkPortRange checks multi_node_port_range beyond its shape.
 func (t *tree) checkPortRange(n *yaml.Node, internalPort int) {
 	const path = "job_launcher.multi_node_port_range"
@@ -336,17 +360,26 @@ func (t *tree) checkPortRange(n *yaml.Node, internalPort int) {
 	if !ok {
 		return // the schema reports the shape
 	}
-	switch {
-	case r.Start < minMultiNodePort || r.Start > maxPort || r.End < minMultiNodePort || r.End > maxPort:
-		if n.Kind == yaml.ScalarNode { // list items are range-checked by the schema
-			t.add(problem.Schema, n, path, fmt.Sprintf("ports must be within %d..%d (got %d-%d)", minMultiNodePort, maxPort, r.Start, r.End), "")
-		}
-	case r.Start > r.End:
-		t.add(problem.Schema, n, path, fmt.Sprintf("START must not be above END (got %d-%d)", r.Start, r.End), "")
-	case internalPort >= r.Start && internalPort <= r.End:
-		t.add(problem.Rule, n, path, fmt.Sprintf("must not contain internal_port %d (got %d-%d)", internalPort, r.Start, r.End),
-			"choose a range that leaves out internal_port")
+	p := CheckPortRange(r, internalPort)
+	if p == nil || p.OutOfBounds && n.Kind != yaml.ScalarNode { // list items are range-checked by the schema
+		return
 	}
+	t.add(p.Kind, n, path, p.Message, p.Hint)
+}
+
+// ParsePortRange reads the text form "START-END" of multi_node_port_range
+// (at most five digits each, no sign, no spaces); ok is false otherwise.
+func ParsePortRange(s string) (PortRange, bool) {
+	a, b, found := strings.Cut(s, "-")
+	if !found || len(a) == 0 || len(a) > 5 || len(b) == 0 || len(b) > 5 {
+		return PortRange{}, false
+	}
+	start, err1 := strconv.Atoi(a)
+	end, err2 := strconv.Atoi(b)
+	if err1 != nil || err2 != nil || strings.ContainsAny(a+b, "+-") {
+		return PortRange{}, false
+	}
+	return PortRange{Start: start, End: end}, true
 }
 
 // portRangeOf reads "START-END" or [START, END]; ok is false for any other
@@ -357,16 +390,7 @@ func portRangeOf(n *yaml.Node) (PortRange, bool) {
 		if !isString(n) {
 			return PortRange{}, false
 		}
-		a, b, found := strings.Cut(n.Value, "-")
-		if !found || len(a) == 0 || len(a) > 5 || len(b) == 0 || len(b) > 5 {
-			return PortRange{}, false
-		}
-		start, err1 := strconv.Atoi(a)
-		end, err2 := strconv.Atoi(b)
-		if err1 != nil || err2 != nil || strings.ContainsAny(a+b, "+-") {
-			return PortRange{}, false
-		}
-		return PortRange{Start: start, End: end}, true
+		return ParsePortRange(n.Value)
 	case yaml.SequenceNode:
 		if len(n.Content) != 2 {
 			return PortRange{}, false

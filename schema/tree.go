@@ -68,6 +68,14 @@ type Embedding struct {
 	Line, Column int
 }
 
+// lineText is document line l as the enclosing file numbers it.
+func (t *tree) lineText(l int) int {
+	if t.embed.Line > 0 {
+		return l + t.embed.Line - 1
+	}
+	return l
+}
+
 // pathText is the path p of the document as problems name it.
 func (t *tree) pathText(p string) string { return joinPath(t.embed.Path, p) }
 
@@ -244,7 +252,7 @@ func (t *tree) convert(n *yaml.Node, key *yaml.Node, ptr, path string) any {
 				continue
 			}
 			if prev, dup := first[name]; dup {
-				t.add(problem.Structure, k, childPath, fmt.Sprintf(msgDuplicate+" (first defined at line %d)", prev.Line), "remove one of them")
+				t.add(problem.Structure, k, childPath, fmt.Sprintf(msgDuplicate+" (first defined at line %d)", t.lineText(prev.Line)), "remove one of them")
 				continue
 			}
 			first[name] = k

@@ -23,7 +23,7 @@ const (
 )
 
 // launcherIDs are the job launcher components a Slurm workspace replaces.
-var launcherIDs = map[string]bool{"process_launcher": true, "docker_launcher": true, "k8s_launcher": true, "slurm_launcher": true}
+var launcherIDs = map[string]bool{"process_launcher": true, "docker_launcher": true, "k8s_launcher": true, launcherID: true}
 
 var builtinLaunchers = map[string]bool{
 	"nvflare.app_opt.job_launcher.docker_launcher.ClientDockerJobLauncher":             true,

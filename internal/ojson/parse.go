@@ -11,7 +11,7 @@ import (
 // SyntaxError is a document that is not JSON (in Python's reading).
 type SyntaxError struct {
 	Line   int // 1-based
-	Column int // 1-based, in bytes
+	Column int // 1-based, in characters
 	Msg    string
 }
 

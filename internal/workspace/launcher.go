@@ -280,9 +280,12 @@ func DecodeLauncherArgs(file string, data []byte, args *ojson.Value) (LauncherAr
 	jl.MultiNodePortRange = schema.DefaultMultiNodePortRange(jl.InternalPort)
 	if v := args.Get(multiNodePortRangeKey); !isNull(v) {
 		r, ok := portRange(v)
-		if !ok {
+		switch p := schema.CheckPortRange(r, jl.InternalPort); {
+		case !ok:
 			d.add(v, multiNodePortRangeKey, "must be \"START-END\" or [START, END] within 1024..65535", "")
-		} else {
+		case p != nil:
+			d.add(v, multiNodePortRangeKey, p.Message, p.Hint)
+		default:
 			jl.MultiNodePortRange, jl.MultiNodePortRangeSet = r, true
 		}
 	}
@@ -416,35 +419,23 @@ func directiveValue(v *ojson.Value) (string, bool) {
 	return s, true
 }
 
-// portRange reads "START-END" or [START, END] within 1024..65535.
+// portRange reads "START-END" (schema.ParsePortRange) or [START, END].
 func portRange(v *ojson.Value) (schema.PortRange, bool) {
-	var r schema.PortRange
 	switch v.Kind {
 	case ojson.String:
-		a, b, ok := strings.Cut(v.Str, "-")
-		if !ok {
-			return r, false
-		}
-		var err1, err2 error
-		r.Start, err1 = strconv.Atoi(strings.TrimSpace(a))
-		r.End, err2 = strconv.Atoi(strings.TrimSpace(b))
-		if err1 != nil || err2 != nil {
-			return r, false
-		}
+		return schema.ParsePortRange(v.Str)
 	case ojson.Array:
 		if len(v.Items) != 2 {
-			return r, false
+			return schema.PortRange{}, false
 		}
 		start, ok1 := integer(v.Items[0])
 		end, ok2 := integer(v.Items[1])
-		if !ok1 || !ok2 || start < 0 || end > 1<<20 {
-			return r, false
+		if !ok1 || !ok2 || start < 0 || end < 0 || start > 1<<20 || end > 1<<20 {
+			return schema.PortRange{}, false
 		}
-		r.Start, r.End = int(start), int(end)
-	default:
-		return r, false
+		return schema.PortRange{Start: int(start), End: int(end)}, true
 	}
-	return r, r.Start >= 1024 && r.End <= 65535 && r.Start <= r.End
+	return schema.PortRange{}, false
 }
 
 // ReadLauncherComponent finds the one launcher component of a resources

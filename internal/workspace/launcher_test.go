@@ -177,7 +177,7 @@ func TestLauncherArgsProblems(t *testing.T) {
 		`resources.json.default:7:45: slurm_launcher.args.forward_env[3]: a number is not an allowed environment name`,
 		`resources.json.default:8:18: slurm_launcher.args.parent_host: `,
 		`resources.json.default:9:20: slurm_launcher.args.poll_interval: must be a number of seconds greater than 0`,
-		`resources.json.default:10:28: slurm_launcher.args.multi_node_port_range: must be "START-END" or [START, END]`,
+		`resources.json.default:10:28: slurm_launcher.args.multi_node_port_range: ports must be within 1024..65535 (got 9-1)`,
 		`resources.json.default:11:3: slurm_launcher.args.extra: is not a launcher setting`,
 		`resources.json.default:12:21: slurm_launcher.args.workspace_path: must be an absolute path`,
 	}
@@ -193,6 +193,22 @@ func TestLauncherArgsProblems(t *testing.T) {
 	}
 	if len(ps) != len(want) {
 		t.Errorf("%d problems, want %d:\n%s", len(ps), len(want), all)
+	}
+}
+
+// TestLauncherArgsPortRangeRule: the compiler applies prepare's own range
+// rule (schema.CheckPortRange) to a hand-edited workspace: a range holding
+// internal_port, or text prepare would refuse, is a problem.
+func TestLauncherArgsPortRangeRule(t *testing.T) {
+	for doc, want := range map[string]string{
+		`{"sandbox": "none", "python_path": "/p", "workspace_path": "/w", "internal_port": 30000, "multi_node_port_range": [29400, 30399]}`: "must not contain internal_port 30000 (got 29400-30399)",
+		`{"sandbox": "none", "python_path": "/p", "workspace_path": "/w", "multi_node_port_range": " 2000 - 2001"}`:                         `must be "START-END" or [START, END]`,
+		`{"sandbox": "none", "python_path": "/p", "workspace_path": "/w", "multi_node_port_range": "3000-2000"}`:                            "START must not be above END (got 3000-2000)",
+	} {
+		_, ps := decode(t, []byte(doc))
+		if len(ps) != 1 || !strings.Contains(ps[0].Message, want) {
+			t.Errorf("%s: %v, want %q", doc, ps, want)
+		}
 	}
 }
 
