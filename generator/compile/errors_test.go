@@ -87,6 +87,10 @@ func TestResolveRejects(t *testing.T) {
 			f.Study = study("    secret_mounts:\n      k:\n        source: /etc/ssl\n        mount_path: /etc/resolv.conf\n")
 			f.setMeta(map[string]any{"study": "s1"})
 		}, []string{"secret_mounts.k", "overlaps the launcher-owned path /etc/resolv.conf"}},
+		{"mount destination over /etc/hosts", "pyxis", func(f *fixture) {
+			f.Study = study("    secret_mounts:\n      k:\n        source: /etc/ssl\n        mount_path: /etc/hosts\n")
+			f.setMeta(map[string]any{"study": "s1"})
+		}, []string{"secret_mounts.k", "overlaps the launcher-owned path /etc/hosts"}},
 		{"mounts overlapping each other", "apptainer", func(f *fixture) {
 			f.Study = study("    secret_mounts:\n      k:\n        source: /etc/ssl\n        mount_path: /data/s1/d\n    datasets:\n      d:\n        source: /srv/d\n        mode: ro\n")
 			f.setMeta(map[string]any{"study": "s1"})

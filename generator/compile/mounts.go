@@ -26,9 +26,15 @@ func (r *resolver) mounts(p *Plan, listenerDir string) {
 		{Source: r.realUnderWorkspace(schema.StartupDir), Destination: filepath.Join(ws, schema.StartupDir), Mode: "ro"},
 		{Source: r.realUnderWorkspace(schema.LocalDir), Destination: filepath.Join(ws, schema.LocalDir), Mode: "ro"},
 	}
-	ownedDest := []string{ws, resolvConf}
+	ownedDest := []string{ws, resolvConf, etcHosts}
 	if v.Sandbox == schema.SandboxApptainer {
-		owned = append(owned, Mount{Source: resolvConf, Destination: resolvConf, Mode: "ro"})
+		// The host's name resolution (pyxis: enroot binds both itself). NVFlare
+		// binds resolv.conf only, but --no-mount bind-paths also drops
+		// apptainer's default /etc/hosts bind: on a cluster whose node names
+		// are in /etc/hosts a node group's ranks could not resolve
+		// NVFL_MASTER_ADDR (seen on the test cluster; contract §8).
+		owned = append(owned, Mount{Source: resolvConf, Destination: resolvConf, Mode: "ro"},
+			Mount{Source: etcHosts, Destination: etcHosts, Mode: "ro"})
 	}
 	if v.Sandbox == schema.SandboxPyxis && v.NodeGroup != nil {
 		// srun starts node.sh inside each task's container (as NVFlare).
@@ -75,7 +81,7 @@ func (r *resolver) mounts(p *Plan, listenerDir string) {
 		}
 		for _, o := range ownedDest {
 			if overlaps(dst, o) {
-				r.studyProblem(field, fmt.Sprintf("%s destination %s overlaps the launcher-owned path %s", label, dst, o), "choose a destination outside the workspace and "+resolvConf)
+				r.studyProblem(field, fmt.Sprintf("%s destination %s overlaps the launcher-owned path %s", label, dst, o), "choose a destination outside the workspace, "+resolvConf+" and "+etcHosts)
 				return
 			}
 		}

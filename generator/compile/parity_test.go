@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -263,5 +264,36 @@ func TestResourcesJSONBeforeDefault(t *testing.T) {
 				t.Errorf("partition %q, want %q", got, c.want)
 			}
 		})
+	}
+}
+
+// TestNameResolutionMounts: an apptainer job binds the host's
+// /etc/resolv.conf and /etc/hosts read-only, right after the launcher-owned
+// workspace mounts (contract §8; /etc/hosts is a departure from NVFlare: the
+// real apptainer showed that a node group cannot resolve its master node
+// without it); pyxis binds neither (enroot binds both itself).
+func TestNameResolutionMounts(t *testing.T) {
+	want := []Mount{{Source: "/etc/resolv.conf", Destination: "/etc/resolv.conf", Mode: "ro"},
+		{Source: "/etc/hosts", Destination: "/etc/hosts", Mode: "ro"}}
+	for _, sandbox := range []string{"apptainer", "pyxis"} {
+		p, err := newFixture(t, sandbox, "client").Resolve()
+		if err != nil {
+			t.Fatalf("%s: %v", sandbox, err)
+		}
+		var got []Mount
+		for _, m := range p.view.Mounts {
+			if strings.HasPrefix(m.Destination, "/etc/") {
+				got = append(got, m)
+			}
+		}
+		if sandbox == "pyxis" {
+			if len(got) != 0 {
+				t.Errorf("pyxis binds %+v, want nothing under /etc", got)
+			}
+			continue
+		}
+		if len(p.view.Mounts) < 6 || !slices.Equal(p.view.Mounts[4:6], want) || !slices.Equal(got, want) {
+			t.Errorf("apptainer mounts %+v, want %+v as the 5th and 6th", p.view.Mounts, want)
+		}
 	}
 }

@@ -45,6 +45,7 @@ const (
 	sandboxRootDir  = "sandbox_root"
 	childProcessEnv = ChildProcessEnv
 	resolvConf      = "/etc/resolv.conf"
+	etcHosts        = "/etc/hosts"
 )
 
 // ChildProcessEnv is set to 1 in every worker's environment (contract §8):

@@ -96,6 +96,8 @@ type site struct {
 	poll  float64
 	pend  float64
 	env   []string // added to the environment of every flare-slurm run (the parent's)
+	// sandbox is the site's sandbox (siteOpts.sandbox).
+	sandbox string
 }
 
 type siteOpts struct {
@@ -103,6 +105,23 @@ type siteOpts struct {
 	wrappers      bool   // executables point at counting wrappers
 	partition     string // default: the cluster's single-node partition
 	wsName        string // the workspace directory's name (default "ws")
+	// sandbox is the site's sandbox (default none); apptainer and pyxis run
+	// the real runtime with the cluster's worker image, the worker script
+	// then lives in startup/, which every container sees at its own path.
+	sandbox string
+}
+
+// sandboxes are the three sandboxes of contract §8, each run for real.
+var sandboxes = []string{"none", slurmtest.SandboxApptainer, slurmtest.SandboxPyxis}
+
+// forEachSandbox runs test once per sandbox as parallel subtests.
+func forEachSandbox(t *testing.T, test func(t *testing.T, sandbox string)) {
+	for _, sb := range sandboxes {
+		t.Run(sb, func(t *testing.T) {
+			t.Parallel()
+			test(t, sb)
+		})
+	}
 }
 
 func newSite(t *testing.T, c *slurmtest.Cluster, o siteOpts) *site {
@@ -127,7 +146,17 @@ func newSite(t *testing.T, c *slurmtest.Cluster, o siteOpts) *site {
 	for _, d := range []string{s.ws, path.Join(s.ws, "startup"), path.Join(s.ws, "local"), s.tools} {
 		c.Mkdir(t, d, 0o700)
 	}
-	c.WriteFile(t, path.Join(s.tools, "worker"), []byte(workerScript), 0o700)
+	worker := path.Join(s.tools, "worker")
+	var image any
+	if o.sandbox == "" {
+		o.sandbox = "none"
+	}
+	if o.sandbox != "none" {
+		image = c.RequireContainers(t, o.sandbox)
+		worker = path.Join(s.ws, "startup", "worker")
+	}
+	s.sandbox = o.sandbox
+	c.WriteFile(t, worker, []byte(workerScript), 0o700)
 	exe := map[string]any{"sbatch": nil, "squeue": nil, "sacct": nil, "scancel": nil, "apptainer": nil, "srun": nil}
 	if o.wrappers {
 		for _, n := range []string{"squeue", "sacct", "scancel"} {
@@ -143,7 +172,7 @@ func newSite(t *testing.T, c *slurmtest.Cluster, o siteOpts) *site {
 	s.json(path.Join(s.ws, "local", "resources.json.default"), map[string]any{"format_version": 2, "components": []any{
 		map[string]any{"id": "resource_manager", "path": "nvflare.app_common.resource_managers.passthrough_resource_manager.PassthroughResourceManager", "args": map[string]any{}},
 		map[string]any{"id": "slurm_launcher", "path": "nvflare.app_opt.job_launcher.slurm.ClientSlurmJobLauncher", "args": map[string]any{
-			"sandbox": "none", "python_path": path.Join(s.tools, "worker"), "executables": exe, "image": nil,
+			"sandbox": o.sandbox, "python_path": worker, "executables": exe, "image": image,
 			"internal_port": 8102.0, "sbatch_directives": map[string]any{"partition": o.partition}, "setup": "", "forward_env": []any{},
 			"parent_host": "localhost", "poll_interval": o.poll, "pending_timeout": o.pending,
 			"submit_timeout": 30.0, "query_timeout": 10.0, "cancel_timeout": 10.0, "workspace_path": s.ws,

@@ -23,7 +23,10 @@ import (
 // NVFL_MASTER_ADDR:NVFL_MASTER_PORT and every other rank connects to it
 // there (a small rendezvous). Then the run dir's ./mode decides: "ok"
 // exits 0, "fail" makes rank 2 exit 3 and the others hold, "hold" holds.
-// A rank that holds for 240 s writes survived-<rank>.
+// Rank 2 fails only once every rank has recorded itself (the run dir is
+// the nodes' shared file system): otherwise its failure could end the job
+// before a slower rank starts, and the test could not tell a lost rank
+// from a late one. A rank that holds for 240 s writes survived-<rank>.
 const nodeRank = `import json, os, socket, sys, time
 
 run = os.path.dirname(os.path.abspath(__file__))
@@ -66,6 +69,10 @@ else:
 
 mode = open(os.path.join(run, "mode")).read().strip()
 if mode == "fail" and rank == 2:
+    while not all(os.path.exists(os.path.join(run, f"rank-{r}.json")) for r in range(nnodes)):
+        if time.monotonic() > deadline:
+            sys.exit(4)
+        time.sleep(0.1)
     sys.exit(3)
 if mode in ("fail", "hold"):
     time.sleep(240)
@@ -82,9 +89,9 @@ type rankSeen struct {
 
 // nodeGroupSite is a site on the three-node partition with a study whose
 // secret comes from the parent's environment.
-func nodeGroupSite(t *testing.T) (*site, slurmtest.Nodes, string) {
+func nodeGroupSite(t *testing.T, sandbox string) (*site, slurmtest.Nodes, string) {
 	c, nodes := slurmtest.RequireNodes(t, 3)
-	s := newSite(t, c, siteOpts{partition: nodes.Partition})
+	s := newSite(t, c, siteOpts{partition: nodes.Partition, sandbox: sandbox})
 	secret := fmt.Sprintf("db-secret-%d", time.Now().UnixNano())
 	s.env = []string{"S1_DB_PASSWORD=" + secret}
 	c.WriteFile(t, path.Join(s.ws, "local", "study_runtime.yaml"),
@@ -126,7 +133,7 @@ func (s *site) slurmOut(jobID, slurmID string) string {
 	return string(b)
 }
 
-// TestNodeGroupJob: a three-node node group (contract §11) runs the worker
+// TestNodeGroupJob, per sandbox: a three-node node group (contract §11) runs the worker
 // on rank 0 and the additional command on the two other nodes, each on a
 // different node; all see the same NVFL_MASTER_ADDR (rank 0's node),
 // NVFL_MASTER_PORT (from the site's default range) and NVFL_RUN_ID (the
@@ -135,7 +142,11 @@ func (s *site) slurmOut(jobID, slurmID string) string {
 // study secret. The job succeeds.
 func TestNodeGroupJob(t *testing.T) {
 	t.Parallel() // before Require: a paused test must not hold the cluster
-	s, nodes, secret := nodeGroupSite(t)
+	forEachSandbox(t, testNodeGroupJob)
+}
+
+func testNodeGroupJob(t *testing.T, sandbox string) {
+	s, nodes, secret := nodeGroupSite(t, sandbox)
 	req, token := s.nodeGroupJob("job-ng-ok", "ok")
 	l := s.launch(req)
 	st := s.wait("job-ng-ok", 5*time.Minute)
@@ -152,7 +163,9 @@ func TestNodeGroupJob(t *testing.T) {
 	var hosts []string
 	for rank, r := range ranks {
 		hosts = append(hosts, r.Host)
-		if r.Env["SLURMD_NODENAME"] != r.Host {
+		// apptainer's clean environment has no SLURM_* variables; the
+		// node group's own NVFL_* ones below are what every rank needs.
+		if sandbox != slurmtest.SandboxApptainer && r.Env["SLURMD_NODENAME"] != r.Host {
 			t.Errorf("rank %d: host %s but SLURMD_NODENAME %s", rank, r.Host, r.Env["SLURMD_NODENAME"])
 		}
 		for name, want := range map[string]string{"NVFL_NODE_RANK": fmt.Sprint(rank), "NVFL_NNODES": "3",
@@ -208,10 +221,14 @@ func TestNodeGroupJob(t *testing.T) {
 
 // TestNodeGroupRankFailure: a non-zero exit on rank 2 ends the whole job
 // (srun --kill-on-bad-exit) long before the other ranks' hold ends, with
-// the failure result.
+// the failure result, in every sandbox.
 func TestNodeGroupRankFailure(t *testing.T) {
 	t.Parallel() // before Require: a paused test must not hold the cluster
-	s, _, _ := nodeGroupSite(t)
+	forEachSandbox(t, testNodeGroupRankFailure)
+}
+
+func testNodeGroupRankFailure(t *testing.T, sandbox string) {
+	s, _, _ := nodeGroupSite(t, sandbox)
 	req, _ := s.nodeGroupJob("job-ng-fail", "fail")
 	l := s.launch(req)
 	start := time.Now()
@@ -229,10 +246,11 @@ func TestNodeGroupRankFailure(t *testing.T) {
 }
 
 // TestNodeGroupCancel: cancelling a running node group ends the processes
-// of all three ranks, and the result is aborted.
+// of all three ranks, and the result is aborted. (Sandbox none: a rank's
+// pid inside apptainer's PID namespace is not this machine's.)
 func TestNodeGroupCancel(t *testing.T) {
 	t.Parallel() // before Require: a paused test must not hold the cluster
-	s, _, _ := nodeGroupSite(t)
+	s, _, _ := nodeGroupSite(t, "none")
 	req, _ := s.nodeGroupJob("job-ng-cancel", "hold")
 	l := s.launch(req)
 	rv := path.Join(s.ws, "job-ng-cancel", "rendezvous.txt")

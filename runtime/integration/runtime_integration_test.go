@@ -13,101 +13,125 @@ import (
 	"github.com/flare-slurm/flare-slurm/runtime/slurmtest"
 )
 
-// TestSuccessSecretsAndCleanup: a worker exiting 0 → 0; the secret reaches
-// the worker's environment only through the secret file, which is gone when
-// the worker starts; no secret in batch.sh or in sbatch's argv and
-// environment; the job dir is removed at the end.
+// TestSuccessSecretsAndCleanup, per sandbox (the real apptainer and pyxis
+// included): a worker exiting 0 → 0; the secret reaches the worker's
+// environment only through the secret file, which is gone (on the host)
+// when the worker runs; no secret in batch.sh or in sbatch's argv and
+// environment, nor in the job's output; the job dir is removed at the end.
 func TestSuccessSecretsAndCleanup(t *testing.T) {
 	t.Parallel() // before Require: a paused test must not hold the cluster
-	c := slurmtest.Require(t)
-	s := newSite(t, c, siteOpts{})
-	req, token := s.job("job-ok", holdUntilRelease+"\nexit 0", nil)
-	l := s.launch(req)
-	batch := s.read(path.Join(l.JobDir, "batch.sh"))
-	if strings.Contains(batch, token) {
-		t.Fatal("the secret is in batch.sh")
-	}
-	if !strings.Contains(s.read(path.Join(l.JobDir, "secret.env")), token) {
-		t.Fatal("the secret is not in secret.env")
-	}
-	ents, _ := os.ReadDir(s.c.HostPath(s.tools))
-	seen := 0
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), "sbatch-argv.") || strings.HasPrefix(e.Name(), "sbatch-env.") {
-			seen++
-			if strings.Contains(s.read(path.Join(s.tools, e.Name())), token) {
-				t.Fatalf("the secret reached sbatch's %s", e.Name())
+	forEachSandbox(t, func(t *testing.T, sandbox string) {
+		c := slurmtest.Require(t)
+		s := newSite(t, c, siteOpts{sandbox: sandbox})
+		req, token := s.job("job-ok", holdUntilRelease+"\nexit 0", nil)
+		l := s.launch(req)
+		batch := s.read(path.Join(l.JobDir, "batch.sh"))
+		if strings.Contains(batch, token) {
+			t.Fatal("the secret is in batch.sh")
+		}
+		if !strings.Contains(s.read(path.Join(l.JobDir, "secret.env")), token) {
+			t.Fatal("the secret is not in secret.env")
+		}
+		ents, _ := os.ReadDir(s.c.HostPath(s.tools))
+		seen := 0
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), "sbatch-argv.") || strings.HasPrefix(e.Name(), "sbatch-env.") {
+				seen++
+				if strings.Contains(s.read(path.Join(s.tools, e.Name())), token) {
+					t.Fatalf("the secret reached sbatch's %s", e.Name())
+				}
 			}
 		}
-	}
-	if seen != 2 {
-		t.Fatalf("sbatch recorder files = %d, want 2", seen)
-	}
-	s.until("job-ok", 60*time.Second, "RUNNING", func(st status) bool { return st.State == "RUNNING" })
-	s.release("job-ok")
-	st := s.wait("job-ok", 2*time.Minute)
-	if st.ReturnCode != 0 || st.State != "COMPLETED" || st.SlurmJobID != l.SlurmJobID {
-		t.Fatalf("result %+v", st)
-	}
-	seenByWorker := s.read(path.Join(s.ws, "job-ok", "worker-seen.txt"))
-	if !strings.Contains(seenByWorker, "secret_file=gone\n") {
-		t.Fatalf("the secret file still existed when the worker started:\n%s", seenByWorker)
-	}
-	if !strings.Contains(seenByWorker, "NVFLARE_JOB_AUTH_TOKEN="+token+"\n") {
-		t.Fatalf("the secret is not in the worker's environment:\n%s", seenByWorker)
-	}
-	if s.exists(l.JobDir) {
-		t.Fatal("job dir left behind after the end")
-	}
+		if seen != 2 {
+			t.Fatalf("sbatch recorder files = %d, want 2", seen)
+		}
+		// The worker records what it saw first, then holds: once that file
+		// is there the worker runs, and the secret file must be gone.
+		seenFile := path.Join(s.ws, "job-ok", "worker-seen.txt")
+		s.until("job-ok", 2*time.Minute, "the worker to start", func(st status) bool { return s.exists(seenFile) || st.Terminal })
+		if s.exists(path.Join(l.JobDir, "secret.env")) {
+			t.Fatal("secret.env exists on the host while the worker runs")
+		}
+		s.release("job-ok")
+		st := s.wait("job-ok", 2*time.Minute)
+		if st.ReturnCode != 0 || st.State != "COMPLETED" || st.SlurmJobID != l.SlurmJobID {
+			t.Fatalf("result %+v\n%s", st, s.slurmOut("job-ok", l.SlurmJobID))
+		}
+		seenByWorker := s.read(seenFile)
+		if !strings.Contains(seenByWorker, "secret_file=gone\n") {
+			t.Fatalf("the secret file still existed when the worker started:\n%s", seenByWorker)
+		}
+		if !strings.Contains(seenByWorker, "NVFLARE_JOB_AUTH_TOKEN="+token+"\n") {
+			t.Fatalf("the secret is not in the worker's environment:\n%s", seenByWorker)
+		}
+		if n := strings.Count(seenByWorker, token); n != 1 {
+			t.Fatalf("the secret is in %d places of the worker's environment, want 1 (NVFLARE_JOB_AUTH_TOKEN):\n%s", n, seenByWorker)
+		}
+		if strings.Contains(s.slurmOut("job-ok", l.SlurmJobID), token) {
+			t.Fatal("the secret is in the job's output")
+		}
+		if s.exists(l.JobDir) {
+			t.Fatal("job dir left behind after the end")
+		}
+	})
 }
 
-// TestWorkerExitCodes: worker exit 1 → 1, 103 → 103.
+// TestWorkerExitCodes, per sandbox: worker exit 1 → 1, 103 → 103.
 func TestWorkerExitCodes(t *testing.T) {
 	t.Parallel() // before Require: a paused test must not hold the cluster
-	c := slurmtest.Require(t)
-	s := newSite(t, c, siteOpts{})
-	for _, code := range []int{1, 103} {
-		id := fmt.Sprintf("job-exit-%d", code)
-		req, _ := s.job(id, fmt.Sprintf("exit %d", code), nil)
-		s.launch(req)
-	}
-	for _, code := range []int{1, 103} {
-		st := s.wait(fmt.Sprintf("job-exit-%d", code), 2*time.Minute)
-		if st.ReturnCode != code || st.State != "FAILED" {
-			t.Errorf("exit %d: %+v", code, st)
+	forEachSandbox(t, func(t *testing.T, sandbox string) {
+		c := slurmtest.Require(t)
+		s := newSite(t, c, siteOpts{sandbox: sandbox})
+		for _, code := range []int{1, 103} {
+			id := fmt.Sprintf("job-exit-%d", code)
+			req, _ := s.job(id, fmt.Sprintf("exit %d", code), nil)
+			s.launch(req)
 		}
-	}
+		for _, code := range []int{1, 103} {
+			st := s.wait(fmt.Sprintf("job-exit-%d", code), 2*time.Minute)
+			if st.ReturnCode != code || st.State != "FAILED" {
+				t.Errorf("exit %d: %+v\n%s", code, st, s.slurmOut(fmt.Sprintf("job-exit-%d", code), st.SlurmJobID))
+			}
+		}
+	})
 }
 
-// TestWallTimeLimit: a job over its time limit ends TIMEOUT → 104.
+// TestWallTimeLimit, per sandbox: a job over its time limit ends TIMEOUT →
+// 104 (Slurm signals the container's processes too).
 func TestWallTimeLimit(t *testing.T) {
 	t.Parallel() // before Require: a paused test must not hold the cluster
-	c := slurmtest.Require(t)
-	s := newSite(t, c, siteOpts{})
-	meta := map[string]any{"launcher_spec": map[string]any{"site-1": map[string]any{"slurm": map[string]any{"time": "00:01:00"}}}}
-	req, _ := s.job("job-timeout", "sleep 600", meta)
-	s.launch(req)
-	st := s.wait("job-timeout", 4*time.Minute)
-	if st.ReturnCode != 104 || st.State != "TIMEOUT" {
-		t.Fatalf("result %+v", st)
-	}
+	forEachSandbox(t, func(t *testing.T, sandbox string) {
+		c := slurmtest.Require(t)
+		s := newSite(t, c, siteOpts{sandbox: sandbox})
+		meta := map[string]any{"launcher_spec": map[string]any{"site-1": map[string]any{"slurm": map[string]any{"time": "00:01:00"}}}}
+		req, _ := s.job("job-timeout", "sleep 600", meta)
+		s.launch(req)
+		st := s.wait("job-timeout", 4*time.Minute)
+		if st.ReturnCode != 104 || st.State != "TIMEOUT" {
+			t.Fatalf("result %+v", st)
+		}
+	})
 }
 
-// TestUserAbortRunning: cancel of a running job from another process → 9.
+// TestUserAbortRunning, per sandbox: cancel of a running job from another
+// process → 9.
 func TestUserAbortRunning(t *testing.T) {
 	t.Parallel() // before Require: a paused test must not hold the cluster
-	c := slurmtest.Require(t)
-	s := newSite(t, c, siteOpts{})
-	req, _ := s.job("job-abort-run", holdUntilRelease, nil)
-	s.launch(req)
-	s.until("job-abort-run", 60*time.Second, "RUNNING", func(st status) bool { return st.State == "RUNNING" })
-	out, errs, code := s.run(context.Background(), "cancel", "--workspace", s.ws, "--job-id", "job-abort-run")
-	if code != 0 {
-		t.Fatalf("cancel exit %d: %s %s", code, out, errs)
-	}
-	if st := s.wait("job-abort-run", 2*time.Minute); st.ReturnCode != 9 {
-		t.Fatalf("result %+v", st)
-	}
+	forEachSandbox(t, func(t *testing.T, sandbox string) {
+		c := slurmtest.Require(t)
+		s := newSite(t, c, siteOpts{sandbox: sandbox})
+		req, _ := s.job("job-abort-run", holdUntilRelease, nil)
+		s.launch(req)
+		seenFile := path.Join(s.ws, "job-abort-run", "worker-seen.txt")
+		s.until("job-abort-run", 2*time.Minute, "the worker to start", func(st status) bool { return s.exists(seenFile) || st.Terminal })
+		out, errs, code := s.run(context.Background(), "cancel", "--workspace", s.ws, "--job-id", "job-abort-run")
+		if code != 0 {
+			t.Fatalf("cancel exit %d: %s %s", code, out, errs)
+		}
+		if st := s.wait("job-abort-run", 2*time.Minute); st.ReturnCode != 9 {
+			t.Fatalf("result %+v", st)
+		}
+	})
 }
 
 // TestLeftoverDirAndGC: a job whose launcher went away leaves its job dir;
@@ -165,31 +189,44 @@ func TestLeftoverDirAndGC(t *testing.T) {
 
 // TestPendingTimeoutAndAbortPending hold the node with a blocker job: a
 // pending timeout cancels the job → 104; a user abort while pending → 9.
+// Both run for each sandbox, all six jobs behind one blocker.
 func TestPendingTimeoutAndAbortPending(t *testing.T) {
 	c := slurmtest.RequireExclusive(t)
-	s := newSite(t, c, siteOpts{})
-	blocker(t, c, s.base)
+	sites := map[string]*site{}
+	for _, sb := range sandboxes {
+		sites[sb] = newSite(t, c, siteOpts{sandbox: sb})
+	}
+	blocker(t, c, sites["none"].base)
 	meta := map[string]any{"launcher_spec": map[string]any{"site-1": map[string]any{"slurm": map[string]any{"pending_timeout": 5}}}}
-	req, _ := s.job("job-pending", "exit 0", meta)
-	s.launch(req)
-	req2, _ := s.job("job-abort-pending", "exit 0", nil)
-	s.launch(req2)
-	s.until("job-abort-pending", 30*time.Second, "PENDING", func(st status) bool { return st.State == "PENDING" })
-	if _, errs, code := s.run(context.Background(), "cancel", "--workspace", s.ws, "--job-id", "job-abort-pending"); code != 0 {
-		t.Fatalf("cancel: %s", errs)
+	for _, s := range sites {
+		req, _ := s.job("job-pending", "exit 0", meta)
+		s.launch(req)
+		req2, _ := s.job("job-abort-pending", "exit 0", nil)
+		s.launch(req2)
+	}
+	for _, s := range sites {
+		s.until("job-abort-pending", 30*time.Second, "PENDING", func(st status) bool { return st.State == "PENDING" })
+		if _, errs, code := s.run(context.Background(), "cancel", "--workspace", s.ws, "--job-id", "job-abort-pending"); code != 0 {
+			t.Fatalf("%s: cancel: %s", s.sandbox, errs)
+		}
 	}
 	var wg sync.WaitGroup
-	var st1, st2 status
-	wg.Add(2)
-	go func() { defer wg.Done(); st1 = s.wait("job-pending", 2*time.Minute) }()
-	go func() { defer wg.Done(); st2 = s.wait("job-abort-pending", 2*time.Minute) }()
+	for _, s := range sites {
+		var st1, st2 status
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st1 = s.wait("job-pending", 2*time.Minute)
+			st2 = s.wait("job-abort-pending", 2*time.Minute)
+			if st1.ReturnCode != 104 || st1.State != "CANCELLED" {
+				t.Errorf("%s: pending timeout: %+v", s.sandbox, st1)
+			}
+			if st2.ReturnCode != 9 || st2.State != "CANCELLED" {
+				t.Errorf("%s: abort while pending: %+v", s.sandbox, st2)
+			}
+		}()
+	}
 	wg.Wait()
-	if st1.ReturnCode != 104 || st1.State != "CANCELLED" {
-		t.Errorf("pending timeout: %+v", st1)
-	}
-	if st2.ReturnCode != 9 || st2.State != "CANCELLED" {
-		t.Errorf("abort while pending: %+v", st2)
-	}
 }
 
 // TestControllerDown: with slurmctld stopped while a job runs, status stays

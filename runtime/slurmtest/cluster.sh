@@ -2,50 +2,91 @@
 # cluster.sh: the project's own single-machine Slurm cluster for integration tests.
 #
 # A Debian 13 (trixie) root, built once with debootstrap and cached outside the
-# repository, runs mariadbd, munged, slurmdbd, slurmctld and slurmd under chroot,
-# sharing the host's network namespace. Nothing in the host's /etc is touched.
+# repository, runs mariadbd, munged, slurmdbd, slurmctld and slurmd. The daemons
+# run in a mount namespace of the cluster's own whose root is the cached root
+# (pivot_root, not chroot: inside a chroot the kernel refuses the user
+# namespaces that apptainer and enroot need), sharing the host's network
+# namespace. Nothing in the host's /etc is touched.
 # Three more slurmd (nodes flnode1..3, partition "multi") run in network
 # namespaces of their own, on a private bridge the script creates and removes;
 # they share the root as their "shared file system".
-# The root also holds Python with NVFlare's dependencies, and `up` copies the
-# NVFlare source tree to /opt/nvflare in it (read-only to the test account).
+# The root also holds Python with NVFlare's dependencies, the real container
+# runtimes (apptainer from Debian sid; enroot and the pyxis SPANK plugin built
+# from the pinned sources), and `up` copies the NVFlare source tree to
+# /opt/nvflare in it (read-only to the test account) and puts a worker image in
+# both formats (flare-worker.sif, flare-worker.sqsh) in /opt/images.
+# FLARE_SLURM_VERSION picks the Slurm version: 24.11 (trixie's, the default) or
+# 26.05 (sid's packages in the same trixie root); each has a root of its own,
+# and one cluster runs at a time.
 #
 #   cluster.sh up          build the root if needed, start what is not running, wait until healthy
 #   cluster.sh down        cancel jobs, stop the daemons it started (by PID), unmount, forget state
 #   cluster.sh status      print daemon and node state; exit 0 only when healthy
 #   cluster.sh stop-ctld | start-ctld | stop-dbd | start-dbd    fault hooks for tests
 #   cluster.sh env         print the facts tests need (KEY=value lines, NVFLARE_* included)
-#   cluster.sh build       only build (or check) the cached root, start nothing
+#   cluster.sh build       only build (or check) the cached root and images, start nothing
 #   cluster.sh can-run     exit 0 when this machine can run the cluster (root, debootstrap or apt-get,
 #                          its ports free or held by its own daemons)
 #   cluster.sh ports-free  exit 0 unless another program holds a port the cluster needs
+#   cluster.sh versions    print the Slurm versions FLARE_SLURM_VERSION accepts, one a line
 #   cluster.sh purge       down, then delete the cached root (next up is a cold start)
 #
 # Environment (all optional):
-#   FLARE_SLURM_ROOT    cached root      (default /var/cache/flare-slurm/trixie-root)
+#   FLARE_SLURM_VERSION Slurm version    (24.11, the default, or 26.05)
+#   FLARE_SLURM_ROOT    cached root      (default /var/cache/flare-slurm/root-slurm-VERSION)
+#   FLARE_SLURM_IMAGES  cached worker image root and images (default /var/cache/flare-slurm/images)
 #   FLARE_SLURM_STATE   PIDs, logs, lock (default /run/flare-slurm)
 #   FLARE_SLURM_MIRROR  Debian mirror    (default http://deb.debian.org/debian)
 #   FLARE_SLURM_NVFLARE NVFlare source tree copied to /opt/nvflare in the root at `up`
 #                       (default: <repo>/../shared/nvflare, then /work/shared/nvflare)
+#   FLARE_SLURM_ENROOT, FLARE_SLURM_PYXIS
+#                       the pinned enroot and pyxis sources built into the root
+#                       (default: <repo>/../shared/NAME, then /work/shared/NAME)
 #   FLARE_SLURM_NET     first three octets of the private node network (default 10.199.77)
 set -euo pipefail
 umask 022
 export LC_ALL=C
 
-ROOT=${FLARE_SLURM_ROOT:-/var/cache/flare-slurm/trixie-root}
+# The Slurm versions of the matrix: the first is the default. Each version is
+# a trixie root; a version other than trixie's takes its Slurm packages (and
+# only what they need) from the suite named here, pinned like forky below.
+SLURM_VERSIONS=(24.11 26.05)
+declare -A SLURM_SUITE=([24.11]=trixie [26.05]=sid)
+VERSION=${FLARE_SLURM_VERSION:-${SLURM_VERSIONS[0]}}
+[ -n "${SLURM_SUITE[$VERSION]:-}" ] || {
+	printf 'cluster.sh: error: FLARE_SLURM_VERSION=%s is not one of: %s\n' "$VERSION" "${SLURM_VERSIONS[*]}" >&2
+	exit 2
+}
+CACHE=/var/cache/flare-slurm
+ROOT=${FLARE_SLURM_ROOT:-$CACHE/root-slurm-$VERSION}
+IMAGES=${FLARE_SLURM_IMAGES:-$CACHE/images}
 STATE=${FLARE_SLURM_STATE:-/run/flare-slurm}
 MIRROR=${FLARE_SLURM_MIRROR:-http://deb.debian.org/debian}
 SUITE=trixie
 LOGDIR=$STATE/log
+# The cluster's mount namespace (a bind of its nsfs file), made at a cold start.
+MNTNS=$STATE/mnt.ns
+# Which version's cluster the daemons in STATE belong to.
+RUNNING=$STATE/version
 
 # Bump RECIPE whenever the build of the root changes: a cached root with another
 # recipe is rebuilt on the next `up`.
-RECIPE=2
+RECIPE=3
 PACKAGES=(slurmctld slurmd slurm-client slurmdbd mariadb-server munge procps
 	# NVFlare's dependencies (the pinned source's README), for the federation tier.
 	python3 python3-yaml python3-requests python3-numpy python3-msgpack python3-grpcio
 	python3-protobuf python3-psutil python3-websockets python3-aiohttp python3-pydantic
-	python3-docker)
+	python3-docker
+	# The container runtimes: apptainer's SIF mounts (squashfuse, fuse3), enroot's
+	# run-time needs (doc/requirements.md), and what builds enroot and pyxis.
+	squashfuse fuse3 squashfs-tools uidmap jq zstd pigz parallel
+	gcc make libc6-dev libslurm-dev makeself)
+# From sid for every version: apptainer is not in trixie (1.4.5 in sid; its
+# dependencies are all in trixie).
+SID_PACKAGES=(apptainer)
+# A version whose suite is not trixie takes these from its suite.
+SLURM_PACKAGES=(slurmctld slurmd slurm-client slurmdbd libslurm-dev slurm-wlm-basic-plugins
+	slurm-wlm-mysql-plugin)
 # NVFlare needs cryptography >= 45 (x509.verification.ExtensionPolicy); trixie
 # ships 43. Forky's python3-cryptography (49) depends only on what trixie has and
 # loads against trixie's OpenSSL 3.5: it alone is taken from forky (apt pin 1,
@@ -59,6 +100,7 @@ MIN_CRYPTOGRAPHY=45
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 NVFLARE_IN_ROOT=/opt/nvflare
 NVFLARE_STAMP=/etc/flare-slurm-nvflare
+PYXIS_PLUGIN=/usr/local/lib/slurm/spank_pyxis.so
 
 CLUSTER=flare
 ACCOUNT=flare
@@ -155,7 +197,11 @@ can_run() {
 # print why and succeed; else fail. FLARE_SLURM_CHECK_PORTS ("port:daemon ...")
 # replaces the list for tests.
 ports_taken() {
-	local spec port daemon busy=()
+	local spec port daemon busy=() other
+	if other=$(other_running); then
+		echo "the Slurm ${other%% *} test cluster holds the ports; stop it first: $0 down"
+		return 0
+	fi
 	for spec in ${FLARE_SLURM_CHECK_PORTS:-$CTLD_PORT:slurmctld $SLURMD_PORT:slurmd $DBD_PORT:slurmdbd $DB_PORT:mariadbd}; do
 		port=${spec%%:*} daemon=${spec#*:}
 		port_busy "$port" || continue
@@ -216,16 +262,18 @@ wait_for() {
 canon_root() { readlink -f "$ROOT"; }
 
 # pid_of NAME: the recorded PID of daemon NAME if that process is alive and is
-# still our daemon (its executable is the root's binary and its root the chroot).
+# still our daemon: it runs in the cluster's mount namespace, and its
+# executable (a path inside that namespace) is the root's binary.
 pid_of() {
-	local name=$1 pid exe r
+	local name=$1 pid exe ns id
 	[ -r "$STATE/$name.pid" ] || return 1
 	read -r pid <"$STATE/$name.pid" || return 1
 	[[ $pid =~ ^[0-9]+$ ]] || return 1
+	id=$(mntns_id) || return 1
+	ns=$(readlink "/proc/$pid/ns/mnt" 2>/dev/null) || return 1
+	[ "$ns" = "mnt:[$id]" ] || return 1
 	exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
-	r=$(readlink "/proc/$pid/root" 2>/dev/null) || return 1
-	[ "$r" = "$(canon_root)" ] || return 1
-	[ "$exe" = "$(canon_root)$(real_bin "$name")" ] || return 1
+	[ "$exe" = "$(real_bin "$name")" ] || return 1
 	echo "$pid"
 }
 
@@ -268,27 +316,29 @@ stop_daemon() {
 }
 
 # launch NAME USERSPEC ARGS...: start a daemon in the foreground mode of its own,
-# detached (own session, stdio to a log, no inherited lock fd), record its PID.
-# With NODE set, the daemon runs in that node's network namespace and in a UTS
-# namespace of its own whose host name is NODE (setsid, nsenter, unshare,
-# chroot, env and sh all exec in place: the PID is the daemon's).
+# detached (own session, stdio to a log, no inherited lock fd), in the
+# cluster's mount namespace, record its PID. USERSPEC is UID:GID or empty
+# (root). With NODE set, the daemon runs in that node's network namespace and
+# in a UTS namespace of its own whose host name is NODE (setsid, nsenter,
+# unshare, env and sh all exec in place: the PID is the daemon's).
 launch() {
 	local name=$1 userspec=$2 pid i
 	shift 2
-	local spec=() ns=() cmd=("${BIN[$name]}" "$@")
-	[ -n "$userspec" ] && spec=(--userspec="$userspec" --groups="${userspec#*:}")
+	local ids=() ns=(--mount="$MNTNS") uts=() cmd=("${BIN[$name]}" "$@")
+	[ -n "$userspec" ] && ids=(--setuid="${userspec%%:*}" --setgid="${userspec#*:}")
 	if [ -n "${NODE:-}" ]; then
-		ns=(nsenter --net="/run/netns/$(netns_of "$NODE")" unshare --uts)
+		ns+=(--net="/run/netns/$(netns_of "$NODE")")
+		uts=(unshare --uts)
 		cmd=(/bin/sh -c 'hostname "$0" && exec "$@"' "$NODE" "${cmd[@]}")
 	fi
 	(
 		cd /
-		exec setsid "${ns[@]}" chroot "${spec[@]}" "$ROOT" /usr/bin/env -i PATH="$IN_PATH" LC_ALL=C HOME=/ \
+		exec setsid nsenter "${ns[@]}" "${ids[@]}" -- "${uts[@]}" /usr/bin/env -i PATH="$IN_PATH" LC_ALL=C HOME=/ \
 			"${cmd[@]}"
 	) </dev/null >>"$LOGDIR/$name.log" 2>&1 9>&- &
 	pid=$!
 	echo "$pid" >"$STATE/$name.pid"
-	# setsid, chroot and env exec in place: wait until the PID is the daemon itself.
+	# setsid, nsenter and env exec in place: wait until the PID is the daemon itself.
 	for ((i = 0; i < 100; i++)); do
 		alive "$name" && return 0
 		[ -e "/proc/$pid" ] || break
@@ -299,12 +349,18 @@ launch() {
 	return 1
 }
 
-# processes_in_root: PIDs of every process whose root directory is the chroot.
+# processes_in_root: PIDs of every process of the cluster: in its mount
+# namespace (daemons, job steps) or chrooted into the root (commands).
 processes_in_root() {
-	local r p
+	local r p id
 	r=$(canon_root)
+	id=$(mntns_id) || id=none
 	for p in /proc/[0-9]*; do
-		[ "$(readlink "$p/root" 2>/dev/null)" = "$r" ] && echo "${p#/proc/}"
+		[ "${p#/proc/}" = "$$" ] && continue
+		if [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "mnt:[$id]" ] ||
+			[ "$(readlink "$p/root" 2>/dev/null)" = "$r" ]; then
+			echo "${p#/proc/}"
+		fi
 	done
 	return 0
 }
@@ -345,6 +401,76 @@ mount_root() {
 		die "cannot mount proc in $r (is this a container without mount rights?)"
 	mountpoint -q "$r/sys" || mount -t sysfs -o ro,nosuid,nodev,noexec sysfs "$r/sys" ||
 		die "cannot mount sysfs in $r"
+}
+
+# mount_devices: what a compute node's /dev has and the container runtimes
+# use: a devpts instance of the root's own (apptainer refuses a /dev/pts that
+# is not one), its ptmx, and a POSIX message queue mount (enroot binds
+# /dev/mqueue into every container).
+mount_devices() {
+	local r=$1
+	mkdir -p "$r/dev/pts" "$r/dev/mqueue"
+	mountpoint -q "$r/dev/pts" || mount -t devpts -o newinstance,ptmxmode=0666,mode=0620,nosuid,noexec devpts "$r/dev/pts" ||
+		die "cannot mount a devpts instance in $r"
+	mountpoint -q "$r/dev/ptmx" || mount --bind "$r/dev/pts/ptmx" "$r/dev/ptmx" || die "cannot bind $r/dev/ptmx"
+	mountpoint -q "$r/dev/mqueue" || mount -t mqueue -o nosuid,nodev,noexec mqueue "$r/dev/mqueue" ||
+		die "cannot mount mqueue in $r"
+}
+
+# ------------------------------------------------------------ mount namespace
+
+# The daemons (and so every job step) run in the cluster's mount namespace,
+# whose root is ROOT through pivot_root: the kernel refuses unprivileged user
+# namespaces to a chrooted process (unshare(2), EPERM "in a chroot
+# environment"), and apptainer --userns and enroot need them. The namespace
+# is made at a cold start after every mount under ROOT (its propagation is
+# private: later host mounts do not reach it), kept by a bind of its nsfs
+# file on MNTNS, and entered with nsenter, which sets a process's root to the
+# namespace's. Short commands (inroot, the tests' Command) still chroot: they
+# need no namespace.
+
+mntns_ok() { mountpoint -q "$MNTNS" 2>/dev/null; }
+
+# running_stamp: what RUNNING holds while this version's cluster runs.
+running_stamp() { echo "$VERSION $(canon_root)"; }
+
+# other_running: the stamp of another version's (or root's) cluster whose
+# namespace is still there, or fail.
+other_running() {
+	local r
+	mntns_ok || return 1
+	r=$(cat "$RUNNING" 2>/dev/null) || return 1
+	[ -n "$r" ] && [ "$r" != "$(running_stamp)" ] || return 1
+	echo "$r"
+}
+
+# mntns_id: the inode of this cluster's mount namespace (none while another
+# version's cluster holds MNTNS).
+mntns_id() {
+	[ "$(cat "$RUNNING" 2>/dev/null)" = "$(running_stamp)" ] || return 1
+	stat -L -c %i "$MNTNS" 2>/dev/null
+}
+
+mntns_up() {
+	mntns_ok && return 0
+	: >"$MNTNS"
+	unshare --mount="$MNTNS" --propagation private /bin/sh -ec '
+		mount --rbind "$1" "$1"
+		cd "$1"
+		mkdir -p .flare-slurm-oldroot
+		pivot_root . .flare-slurm-oldroot
+		cd /
+		umount -l /.flare-slurm-oldroot
+		rmdir /.flare-slurm-oldroot' sh "$(canon_root)" ||
+		die "cannot make the cluster's mount namespace (unshare --mount and pivot_root into $ROOT)"
+}
+
+# mntns_down: forget the namespace; it ends with its last process.
+mntns_down() {
+	if mntns_ok; then
+		umount "$MNTNS" 2>/dev/null || umount -l "$MNTNS" || say "cannot unmount $MNTNS"
+	fi
+	rm -f "$MNTNS"
 }
 
 # ---------------------------------------------------------------- node network
@@ -434,7 +560,9 @@ net_down() {
 
 # ------------------------------------------------------------------------ build
 
-recipe_stamp() { echo "recipe=$RECIPE suite=$SUITE packages=${PACKAGES[*]} forky=${FORKY_PACKAGES[*]}"; }
+recipe_stamp() {
+	echo "recipe=$RECIPE suite=$SUITE slurm=$VERSION packages=${PACKAGES[*]} forky=${FORKY_PACKAGES[*]} sid=${SID_PACKAGES[*]} $(runtime_sources_stamp)"
+}
 
 root_is_current() {
 	[ -r "$ROOT/etc/flare-slurm-build" ] &&
@@ -454,6 +582,9 @@ ensure_host_tool() {
 	command -v "$1" >/dev/null || die "$2 is installed but $1 is still missing"
 }
 
+# Debian packages debootstrap fetched, shared by every root it builds.
+DEB_CACHE=$CACHE/debs
+
 BUILD_TMP=
 cleanup_build() {
 	if [ -n "$BUILD_TMP" ] && [ -d "$BUILD_TMP" ]; then
@@ -468,21 +599,29 @@ build_failed() {
 	exit 1
 }
 
-# install_from_forky DIR: FORKY_PACKAGES from Debian forky, their dependencies
-# from trixie (forky pinned to 1 so nothing else can come from it), then forky
-# is removed from the root's sources; the installed cryptography is checked.
-install_from_forky() {
-	local dir=$1 list=/etc/apt/sources.list.d/flare-slurm-forky.list pin=/etc/apt/preferences.d/flare-slurm-forky
-	echo "deb [check-valid-until=no] $MIRROR forky main" >"$dir$list"
-	printf 'Package: *\nPin: release n=forky\nPin-Priority: 1\n' >"$dir$pin"
+# install_pinned DIR SUITE PACKAGE...: PACKAGEs from Debian SUITE into the root
+# DIR, their dependencies from trixie where it has them (SUITE pinned to 1 so
+# nothing else can come from it), then SUITE is removed from the root's sources
+# again. The mirror's Release files of forky and sid may be past their
+# Valid-Until (frozen snapshots), hence check-valid-until=no.
+install_pinned() {
+	local dir=$1 suite=$2
+	shift 2
+	local list=/etc/apt/sources.list.d/flare-slurm-$suite.list pin=/etc/apt/preferences.d/flare-slurm-$suite
+	echo "deb [check-valid-until=no] $MIRROR $suite main" >"$dir$list"
+	printf 'Package: *\nPin: release n=%s\nPin-Priority: 1\n' "$suite" >"$dir$pin"
 	local specs=() p rc=0
-	for p in "${FORKY_PACKAGES[@]}"; do specs+=("$p/forky"); done
+	for p in "$@"; do specs+=("$p/$suite"); done
 	chroot "$dir" /usr/bin/env -i PATH="$IN_PATH" LC_ALL=C HOME=/root DEBIAN_FRONTEND=noninteractive \
 		sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@"' sh "${specs[@]}" || rc=$?
 	rm -f "$dir$list" "$dir$pin"
 	chroot "$dir" /usr/bin/env -i PATH="$IN_PATH" LC_ALL=C HOME=/root sh -c 'apt-get update -qq && apt-get clean' || rc=1
-	[ "$rc" = 0 ] || return "$rc"
-	chroot "$dir" /usr/bin/env -i PATH="$IN_PATH" LC_ALL=C /usr/bin/python3 -c '
+	return "$rc"
+}
+
+# check_cryptography DIR: the root's cryptography is new enough for NVFlare.
+check_cryptography() {
+	chroot "$1" /usr/bin/env -i PATH="$IN_PATH" LC_ALL=C /usr/bin/python3 -c '
 import sys
 import cryptography
 from cryptography.x509.verification import ExtensionPolicy
@@ -490,6 +629,204 @@ major = int(cryptography.__version__.split(".")[0])
 print("cryptography", cryptography.__version__)
 sys.exit(0 if major >= int(sys.argv[1]) else 1)
 ' "$MIN_CRYPTOGRAPHY"
+}
+
+# install_python_packages DIR: NVFlare's dependencies (trixie's, forky's
+# cryptography) into the root DIR, with proc mounted.
+install_python_packages() {
+	local dir=$1
+	shift
+	chroot "$dir" /usr/bin/env -i PATH="$IN_PATH" LC_ALL=C HOME=/root DEBIAN_FRONTEND=noninteractive \
+		sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@" && apt-get clean' \
+		sh "$@" || return 1
+	install_pinned "$dir" forky "${FORKY_PACKAGES[@]}" && check_cryptography "$dir"
+}
+
+# ------------------------------------------------------- container runtimes
+
+# The pinned sources of enroot and pyxis (../shared/CONTAINERS.md), found like
+# the NVFlare source: FLARE_SLURM_ENROOT / FLARE_SLURM_PYXIS when set, else the
+# checkout's ../shared/NAME, else /work/shared/NAME.
+runtime_source() { # runtime_source NAME MARKER: the source directory, or fail
+	local name=$1 marker=$2 var d
+	var=FLARE_SLURM_${name^^}
+	if [ -n "${!var:-}" ]; then
+		set -- "${!var}"
+	else
+		set -- "$SCRIPT_DIR/../../../shared/$name" "/work/shared/$name"
+	fi
+	for d in "$@"; do
+		if [ -f "$d/$marker" ]; then
+			(cd "$d" && pwd -P)
+			return 0
+		fi
+	done
+	return 1
+}
+enroot_source() { runtime_source enroot enroot.in; }
+pyxis_source() { runtime_source pyxis pyxis_slurmstepd.c; }
+
+# tree_hash DIR: hash of the tree's names, modes and contents (not times,
+# owners or byte code), so an identical copy elsewhere hashes the same.
+tree_hash() {
+	tar -C "$1" --sort=name --exclude=__pycache__ --exclude='*.pyc' --exclude=.git --mtime=@0 \
+		--owner=0 --group=0 --numeric-owner -cf - . | sha256sum | cut -d' ' -f1
+}
+
+# runtime_sources_stamp: the part of the recipe that names the pinned runtime
+# sources (a changed pin rebuilds the root).
+runtime_sources_stamp() {
+	local e p
+	e=$(enroot_source) && e=$(tree_hash "$e") || e=missing
+	p=$(pyxis_source) && p=$(tree_hash "$p") || p=missing
+	echo "enroot=$e pyxis=$p"
+}
+
+runtime_missing_reason() {
+	echo "no enroot or pyxis source (FLARE_SLURM_ENROOT, FLARE_SLURM_PYXIS, or ../shared/enroot and ../shared/pyxis beside the checkout, or /work/shared): the pyxis sandbox cannot run; see ../shared/CONTAINERS.md"
+}
+
+# build_runtimes DIR: enroot (glibc build; makeself from Debian's package; the
+# kernel headers from linux-libc-dev, so its empty deps/ submodules are not
+# needed) and the pyxis SPANK plugin (against DIR's libslurm-dev, i.e. this
+# root's Slurm), installed under /usr/local with enroot's configuration in
+# /etc/enroot. Without the sources the root is built without them.
+build_runtimes() {
+	local dir=$1 e p src=/usr/local/src
+	if ! e=$(enroot_source) || ! p=$(pyxis_source); then
+		say "$(runtime_missing_reason)"
+		return 0
+	fi
+	rm -rf "$dir$src/enroot" "$dir$src/pyxis"
+	mkdir -p "$dir$src"
+	cp -a "$e" "$dir$src/enroot"
+	cp -a "$p" "$dir$src/pyxis"
+	mkdir -p "$dir$src/enroot/deps/makeself" "$dir$src/enroot/deps/linux-headers" "$dir$src/enroot/deps/dist/linux/include"
+	cp "$dir/usr/bin/makeself" "$dir$src/enroot/deps/makeself/makeself.sh"
+	touch "$dir$src/enroot/deps/linux-headers/.stamp"
+	chroot "$dir" /usr/bin/env -i PATH="$IN_PATH" LC_ALL=C HOME=/root sh -ec '
+		make -C /usr/local/src/enroot -s FORCE_GLIBC=1 prefix=/usr/local sysconfdir=/etc install
+		make -C /usr/local/src/pyxis -s prefix=/usr/local install
+		/usr/local/bin/enroot version
+		test -f /usr/local/lib/slurm/spank_pyxis.so'
+}
+
+# -------------------------------------------------------------- worker image
+
+# The worker image: a Debian trixie root with NVFlare's dependencies and the
+# NVFlare source at /opt/nvflare (as in the cluster root), in both formats a
+# site uses: a squashfs file (enroot imports it directly; pyxis's
+# --container-image=PATH) and a SIF holding that squashfs (apptainer). It is
+# built from a root of its own (debootstrap, no Slurm), cached in IMAGES and
+# shared by every version's root (a hard link in /opt/images).
+IMAGE_RECIPE=1
+# (the images themselves are keyed by image_stamp; bump IMAGE_FILES when
+# build_images changes what goes into them)
+IMAGE_FILES=3
+IMAGE_ROOT=$IMAGES/worker-root
+IMAGE_DIR=/opt/images
+IMAGE_NAME=flare-worker
+IMAGE_PACKAGES=(python3 python3-yaml python3-requests python3-numpy python3-msgpack python3-grpcio
+	python3-protobuf python3-psutil python3-websockets python3-aiohttp python3-pydantic
+	python3-docker)
+
+image_root_stamp() { echo "image-recipe=$IMAGE_RECIPE suite=$SUITE packages=${IMAGE_PACKAGES[*]} forky=${FORKY_PACKAGES[*]}"; }
+
+# build_image_root: the worker image's root in IMAGE_ROOT (minbase, NVFlare's
+# packages, no Slurm, no compilers), unless current.
+build_image_root() {
+	[ "$(cat "$IMAGE_ROOT/etc/flare-slurm-image" 2>/dev/null)" = "$(image_root_stamp)" ] && return 0
+	local tmp t0=$SECONDS old
+	mkdir -p "$IMAGES"
+	for old in "$IMAGE_ROOT".build.*; do
+		[ -e "$old" ] || continue
+		umount_under "$old"
+		rm -rf --one-file-system "$old"
+	done
+	tmp=$(mktemp -d "$IMAGE_ROOT.build.XXXXXX")
+	BUILD_TMP=$tmp
+	trap cleanup_build EXIT
+	chmod 0755 "$tmp"
+	say "building the worker image's root in $tmp (debootstrap and NVFlare's packages, about 90 s)"
+	debootstrap --variant=minbase --cache-dir="$DEB_CACHE" "$SUITE" "$tmp" "$MIRROR" >>"$LOGDIR/build.log" 2>&1 || build_failed
+	mount_root "$tmp"
+	install_python_packages "$tmp" "${IMAGE_PACKAGES[@]}" >>"$LOGDIR/build.log" 2>&1 || build_failed
+	umount_under "$tmp"
+	# What a container does not need, and would only make every pyxis job's
+	# import slower: package lists, documentation.
+	rm -rf "$tmp/var/lib/apt/lists/"* "$tmp/usr/share/doc" "$tmp/usr/share/man" "$tmp/usr/share/info"
+	image_root_stamp >"$tmp/etc/flare-slurm-image"
+	rm -rf --one-file-system "$IMAGE_ROOT"
+	mv "$tmp" "$IMAGE_ROOT"
+	BUILD_TMP=
+	trap - EXIT
+	say "worker image root built in $((SECONDS - t0))s"
+}
+
+# image_stamp: what the images are made of: the image root and the NVFlare
+# source in it.
+image_stamp() {
+	local nv
+	nv=$(nvflare_source) && nv=$(nvflare_hash "$nv") || nv=missing
+	echo "$(image_root_stamp) files=$IMAGE_FILES nvflare=$nv"
+}
+
+# build_images: IMAGES/flare-worker.{sqsh,sif} from the image root plus the
+# NVFlare source (byte code compiled), made with this root's squashfs-tools and
+# apptainer (no privileges: `apptainer sif` assembles the SIF around the same
+# squashfs, as `apptainer build` would, without unpacking it again); then hard
+# links in this root's /opt/images. Kept while image_stamp is unchanged.
+# The image's /dev is empty, as in every container image: the container
+# runtime provides /dev, and enroot unpacks an image as the job's user, who
+# cannot create device nodes (pyxis then fails the step).
+build_images() {
+	local want sqsh=$IMAGES/$IMAGE_NAME.sqsh sif=$IMAGES/$IMAGE_NAME.sif t0=$SECONDS src
+	want=$(image_stamp)
+	if [ "$(cat "$IMAGES/stamp" 2>/dev/null)" != "$want" ] || [ ! -s "$sqsh" ] || [ ! -s "$sif" ]; then
+		build_image_root
+		rm -f "$IMAGES/stamp"
+		rm -rf --one-file-system "$IMAGE_ROOT$NVFLARE_IN_ROOT"
+		if src=$(nvflare_source); then
+			mkdir -p "$IMAGE_ROOT$NVFLARE_IN_ROOT"
+			tar -C "$src" --exclude=__pycache__ --exclude='*.pyc' -cf - . |
+				tar -C "$IMAGE_ROOT$NVFLARE_IN_ROOT" --no-same-owner --no-same-permissions -xf -
+			chown -R 0:0 "$IMAGE_ROOT$NVFLARE_IN_ROOT"
+			chmod -R u+rwX,go+rX,go-w "$IMAGE_ROOT$NVFLARE_IN_ROOT"
+			chroot "$IMAGE_ROOT" /usr/bin/env -i PATH="$IN_PATH" LC_ALL=C /usr/bin/python3 -m compileall -q \
+				"$NVFLARE_IN_ROOT" >>"$LOGDIR/build.log" 2>&1 || die "compiling NVFlare's byte code in the image failed; see $LOGDIR/build.log"
+		fi
+		# NVFlare is installed in the image as pip would (importable without
+		# PYTHONPATH, which the job sets to its own value): a .pth file.
+		echo "$NVFLARE_IN_ROOT" >"$IMAGE_ROOT/usr/lib/python3/dist-packages/flare-slurm-nvflare.pth"
+		say "making the worker images (squashfs and SIF, about 30 s)"
+		local work=$ROOT/var/tmp/flare-image-src
+		mkdir -p "$work" "$ROOT$IMAGE_DIR"
+		mount --bind "$IMAGE_ROOT" "$work"
+		local rc=0
+		inroot sh -ec '
+			rm -f "$2.new" "$3.new"
+			mksquashfs "$1" "$2.new" -noappend -quiet -no-progress -comp gzip -wildcards -e "dev/*" >/dev/null
+			apptainer sif new "$3.new"
+			apptainer sif add --datatype 4 --partfs 1 --parttype 2 --partarch 2 --groupid 1 "$3.new" "$2.new"' \
+			sh /var/tmp/flare-image-src "$IMAGE_DIR/.build-$IMAGE_NAME.sqsh" "$IMAGE_DIR/.build-$IMAGE_NAME.sif" \
+			>>"$LOGDIR/build.log" 2>&1 || rc=$?
+		umount "$work"
+		rmdir "$work"
+		[ "$rc" = 0 ] || die "making the worker images failed; see $LOGDIR/build.log"
+		chmod 0644 "$ROOT$IMAGE_DIR/.build-$IMAGE_NAME.sqsh.new" "$ROOT$IMAGE_DIR/.build-$IMAGE_NAME.sif.new"
+		mv -f "$ROOT$IMAGE_DIR/.build-$IMAGE_NAME.sqsh.new" "$sqsh"
+		mv -f "$ROOT$IMAGE_DIR/.build-$IMAGE_NAME.sif.new" "$sif"
+		echo "$want" >"$IMAGES/stamp"
+		say "worker images made in $((SECONDS - t0))s: $sqsh, $sif"
+	fi
+	mkdir -p "$ROOT$IMAGE_DIR"
+	local f
+	for f in "$sqsh" "$sif"; do
+		if [ "$(stat -c %d:%i "$f")" != "$(stat -c %d:%i "$ROOT$IMAGE_DIR/${f##*/}" 2>/dev/null)" ]; then
+			ln -f "$f" "$ROOT$IMAGE_DIR/${f##*/}" 2>/dev/null || cp -f "$f" "$ROOT$IMAGE_DIR/${f##*/}"
+		fi
+	done
+	echo "$want" >"$ROOT$IMAGE_DIR/stamp"
 }
 
 build_root() {
@@ -507,19 +844,34 @@ build_root() {
 	BUILD_TMP=$(mktemp -d "$ROOT.build.XXXXXX")
 	trap cleanup_build EXIT
 	chmod 0755 "$BUILD_TMP"
-	say "building the Debian $SUITE root in $BUILD_TMP (debootstrap, about 30 s)"
-	debootstrap --variant=minbase "$SUITE" "$BUILD_TMP" "$MIRROR" >>"$LOGDIR/build.log" 2>&1 || build_failed
+	say "building the Debian $SUITE root for Slurm $VERSION in $BUILD_TMP (debootstrap, about 30 s)"
+	mkdir -p "$DEB_CACHE"
+	debootstrap --variant=minbase --cache-dir="$DEB_CACHE" "$SUITE" "$BUILD_TMP" "$MIRROR" >>"$LOGDIR/build.log" 2>&1 || build_failed
 	# No service may start while packages install.
 	printf '#!/bin/sh\nexit 101\n' >"$BUILD_TMP/usr/sbin/policy-rc.d"
 	chmod 0755 "$BUILD_TMP/usr/sbin/policy-rc.d"
 	mount_root "$BUILD_TMP"
-	say "debootstrap took $((SECONDS - t0))s; installing ${PACKAGES[*]} (about 20 s)"
-	chroot "$BUILD_TMP" /usr/bin/env -i PATH="$IN_PATH" LC_ALL=C HOME=/root DEBIAN_FRONTEND=noninteractive \
-		sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@" && apt-get clean' \
-		sh "${PACKAGES[@]}" >>"$LOGDIR/build.log" 2>&1 || build_failed
+	say "debootstrap took $((SECONDS - t0))s; installing ${PACKAGES[*]} (about 40 s), ${FORKY_PACKAGES[*]} from forky"
+	install_python_packages "$BUILD_TMP" "${PACKAGES[@]}" >>"$LOGDIR/build.log" 2>&1 || build_failed
 	chroot "$BUILD_TMP" /usr/bin/test -x /usr/sbin/slurmctld || build_failed
-	say "installing ${FORKY_PACKAGES[*]} from forky (about 10 s)"
-	install_from_forky "$BUILD_TMP" >>"$LOGDIR/build.log" 2>&1 || build_failed
+	local slurm_suite=${SLURM_SUITE[$VERSION]} sid=("${SID_PACKAGES[@]}")
+	# A version not trixie's comes from sid (SLURM_SUITE), with apptainer.
+	[ "$slurm_suite" = "$SUITE" ] || sid+=("${SLURM_PACKAGES[@]}")
+	say "installing ${sid[*]} from sid"
+	install_pinned "$BUILD_TMP" sid "${sid[@]}" >>"$LOGDIR/build.log" 2>&1 || build_failed
+	local got
+	# The installed Slurm is the version asked for (sbatch --version needs a
+	# slurm.conf, which configure writes later).
+	got=$(chroot "$BUILD_TMP" /usr/bin/dpkg-query -W -f '${Version}' slurmctld 2>&1) || build_failed
+	case $got in
+	"$VERSION".*) ;;
+	*)
+		say "the root's Slurm is $got, not $VERSION"
+		build_failed
+		;;
+	esac
+	say "building enroot and pyxis from the pinned sources"
+	build_runtimes "$BUILD_TMP" >>"$LOGDIR/build.log" 2>&1 || build_failed
 	recipe_stamp >"$BUILD_TMP/etc/flare-slurm-build"
 	umount_under "$BUILD_TMP"
 	sync -f "$BUILD_TMP" 2>/dev/null || sync
@@ -568,12 +920,8 @@ nvflare_missing_reason() {
 	echo "no NVFlare source tree (a directory holding nvflare/__init__.py) at $tried; set FLARE_SLURM_NVFLARE to the pinned NVFlare source, then run cluster.sh up"
 }
 
-# nvflare_hash DIR: hash of the tree's names, modes and contents (not times,
-# owners or byte code), so an identical copy elsewhere hashes the same.
-nvflare_hash() {
-	tar -C "$1" --sort=name --exclude=__pycache__ --exclude='*.pyc' --mtime=@0 \
-		--owner=0 --group=0 --numeric-owner -cf - . | sha256sum | cut -d' ' -f1
-}
+# nvflare_hash DIR: the tree's hash (tree_hash), the key of the copy in the root.
+nvflare_hash() { tree_hash "$1"; }
 
 # sync_nvflare: make the root's /opt/nvflare a root-owned, read-only copy of the
 # NVFlare source with compiled byte code, unless the stamp says it already is.
@@ -714,6 +1062,39 @@ configure() {
 	write_file /etc/slurm/gres.conf 0644 0:0 <<-EOF
 		NodeName=$host,$(node_list) Name=gpu File=/dev/nvidia[0-$((NODE_GPUS - 1))]
 	EOF
+	configure_containers
+}
+
+# configure_containers: what a compute node running apptainer and pyxis+enroot
+# has: /dev/fuse (apptainer mounts a SIF's squashfs with squashfuse in the
+# job's user namespace), a /dev/log socket (enroot binds it into containers
+# when /dev is restricted; nothing listens, as on a node without syslog), the
+# pyxis plugin in plugstack.conf (srun, sbatch and slurmstepd load it) and
+# enroot's site configuration: per-node, per-user runtime and data
+# directories on tmpfs (a container's root is unpacked there per job step, as
+# sites put it on node-local storage; the test nodes share the root's /run,
+# so the node's name is part of the path, or two nodes unpacking the same
+# step's container would collide), the user's home not mounted, /dev
+# restricted to the basic devices, read-only container roots by default.
+configure_containers() {
+	[ -c "$ROOT/dev/fuse" ] || mknod -m 0666 "$ROOT/dev/fuse" c 10 229
+	[ -S "$ROOT/dev/log" ] || inroot /usr/bin/python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind("/dev/log")'
+	if [ -f "$ROOT$PYXIS_PLUGIN" ]; then
+		echo "required $PYXIS_PLUGIN" | write_file /etc/slurm/plugstack.conf 0644 0:0
+	else
+		rm -f "$ROOT/etc/slurm/plugstack.conf"
+	fi
+	if [ -x "$ROOT/usr/local/bin/enroot" ]; then
+		write_file /etc/enroot/enroot.conf 0644 0:0 <<-'EOF'
+			# Written by runtime/slurmtest/cluster.sh: the test cluster's site configuration.
+			ENROOT_RUNTIME_PATH /run/enroot/runtime/$(hostname)/user-$(id -u)
+			ENROOT_CACHE_PATH /run/enroot/cache/$(hostname)/user-$(id -u)
+			ENROOT_DATA_PATH /run/enroot/data/$(hostname)/user-$(id -u)
+			ENROOT_MOUNT_HOME no
+			ENROOT_RESTRICT_DEV yes
+			ENROOT_ROOTFS_WRITABLE no
+		EOF
+	fi
 }
 
 node_list() { local IFS=,; echo "${NODES[*]}"; }
@@ -782,6 +1163,15 @@ runtime_dirs() {
 	install -d -m 0755 -o "${mysql_ids% *}" -g "${mysql_ids#* }" "$ROOT/run/mysqld"
 	install -d -m 0755 -o "${slurm_ids% *}" -g "${slurm_ids#* }" "$ROOT/run/slurm"
 	install -d -m 1777 "$ROOT/run/lock"
+	# enroot's per-node, per-user directories (configure_containers), made
+	# for the test account, private to it.
+	local d n
+	for d in runtime cache data; do
+		for n in $(all_nodes); do
+			install -d -m 0755 -o 0 -g 0 "$ROOT/run/enroot" "$ROOT/run/enroot/$d" "$ROOT/run/enroot/$d/$n"
+			install -d -m 0700 -o "$TEST_UID" -g "$TEST_UID" "$ROOT/run/enroot/$d/$n/user-$TEST_UID"
+		done
+	done
 }
 
 # ---------------------------------------------------------------------- daemons
@@ -913,7 +1303,7 @@ any_alive() {
 	return 1
 }
 
-healthy() { all_alive && net_ok && ctld_ok && node_ok && sacct_ok; }
+healthy() { mntns_ok && all_alive && net_ok && ctld_ok && node_ok && sacct_ok; }
 
 show_logs() {
 	local d
@@ -927,6 +1317,7 @@ show_logs() {
 # cold_reset: nothing of ours runs; clear every trace of an earlier run.
 cold_reset() {
 	sweep
+	mntns_down
 	umount_under "$ROOT"
 	rm -f "$STATE"/*.pid
 	# A fresh scheduler every cold start: after a crash, slurmctld's saved state
@@ -952,7 +1343,15 @@ start_all() {
 		return 1
 	fi
 	mount_root "$ROOT" || return 1
+	mount_devices "$ROOT" || return 1
 	runtime_dirs || return 1
+	if [ "$cold" = 1 ]; then
+		mntns_up || return 1
+		running_stamp >"$RUNNING"
+	elif ! mntns_ok; then
+		say "the cluster's mount namespace is gone"
+		return 1
+	fi
 	start_mariadbd || return 1
 	start_munged || return 1
 	start_slurmdbd || return 1
@@ -965,14 +1364,24 @@ start_all() {
 	wait_for 60 "sacct" sacct_ok
 }
 
+# refuse_other_running: one cluster at a time (the same ports and node
+# network): another version's cluster must be stopped first.
+refuse_other_running() {
+	local other
+	other=$(other_running) || return 0
+	die "the Slurm ${other%% *} test cluster (root ${other#* }) is running; stop it first: FLARE_SLURM_VERSION=${other%% *} $0 down (or just $0 down, which stops whichever runs)"
+}
+
 do_up() {
 	local t0=$SECONDS
 	lock
+	refuse_other_running
 	if ! root_is_current; then
 		any_alive && do_down_locked
 		build_root
 	fi
 	sync_nvflare
+	build_images
 	if healthy >/dev/null 2>&1; then
 		say "already up ($(host_short), $(inroot sbatch --version))"
 		return 0
@@ -1022,16 +1431,25 @@ do_down_locked() {
 			stop_daemon "${DAEMONS[i]}"
 		done
 		sweep
+		mntns_down
 		umount_under "$ROOT"
 	fi
+	mntns_down
 	net_down
-	rm -f "$STATE"/*.pid
+	rm -f "$STATE"/*.pid "$RUNNING"
 }
 
 do_down() {
 	lock
+	local other
+	# down stops whichever cluster runs, this version's or another's.
+	if other=$(other_running); then
+		VERSION=${other%% *}
+		ROOT=${other#* }
+		REAL_BIN=()
+	fi
 	do_down_locked
-	say "down"
+	say "down (Slurm $VERSION)"
 }
 
 do_status() {
@@ -1087,7 +1505,14 @@ do_env() {
 		MULTI_ADDRS=$(for n in "${NODES[@]}"; do printf '%s\n' "${NODE_ADDR[$n]}"; done | paste -sd, -)
 		LOGIN_ADDR=$LOGIN_ADDR
 		LOGIN_HOST=$LOGIN_HOST
+		SLURM_VERSION=$VERSION
+		APPTAINER_IMAGE=$IMAGE_DIR/$IMAGE_NAME.sif
+		PYXIS_IMAGE=$IMAGE_DIR/$IMAGE_NAME.sqsh
+		PYXIS_PLUGIN=$PYXIS_PLUGIN
 	EOF
+	if ! enroot_source >/dev/null || ! pyxis_source >/dev/null; then
+		echo "CONTAINERS_MISSING=$(runtime_missing_reason)"
+	fi
 	local src
 	if src=$(nvflare_source); then
 		echo "NVFLARE_SOURCE=$src"
@@ -1160,13 +1585,20 @@ build)
 	if root_is_current; then
 		say "root is current: $ROOT"
 	else
+		refuse_other_running
 		any_alive && do_down_locked
 		build_root
 	fi
+	sync_nvflare
+	build_images
+	;;
+versions)
+	printf '%s\n' "${SLURM_VERSIONS[@]}"
 	;;
 purge)
 	require_can_run
 	lock
+	refuse_other_running
 	do_down_locked
 	umount_under "$(dirname "$ROOT")"
 	rm -rf --one-file-system "$ROOT" "$ROOT".build.* "$ROOT".old.*

@@ -47,9 +47,10 @@ const EnvEnable = "FLARE_SLURM_IT"
 // EnvScript overrides the location of cluster.sh.
 const EnvScript = "FLARE_SLURM_CLUSTER_SH"
 
-// upTimeout bounds `cluster.sh up`; a cold start (building the root) takes
-// about a minute, the rest is slack for a slow mirror.
-const upTimeout = 8 * time.Minute
+// upTimeout bounds `cluster.sh up`; a cold start (building the root, the
+// worker image's root and the images) takes about five minutes on two busy
+// cores, the rest is slack for a slow mirror.
+const upTimeout = 20 * time.Minute
 
 // lockWait bounds how long a test waits for its turn on the cluster (an
 // exclusive user elsewhere, e.g. a fault-injection test in another package).
@@ -81,12 +82,23 @@ type Cluster struct {
 	Workspace string
 	// Path is the PATH that Command gives to processes in the root.
 	Path string
+	// SlurmVersion is the running cluster's Slurm release ("24.11", "26.05"),
+	// chosen by FLARE_SLURM_VERSION (cluster.sh versions lists them).
+	SlurmVersion string
+
+	// ApptainerImage and PyxisImage are the worker image inside the root in
+	// the two formats (SIF for apptainer, squashfs for pyxis+enroot): Python
+	// with NVFlare's dependencies and NVFlare at NVFlareRoot's path. Tests of
+	// the container sandboxes call RequireContainers first.
+	ApptainerImage, PyxisImage string
 
 	script    string
 	exclusive bool
 	// nvflareRoot, nvflareStamp: where cluster.sh copies the NVFlare source in
 	// the root and its stamp; nvflareMissing says why there is no source.
 	nvflareRoot, nvflareStamp, nvflareMissing string
+	// containersMissing says why the root has no pyxis and enroot.
+	containersMissing string
 	// multi: the multi-node partition (see RequireNodes).
 	multi Nodes
 }
@@ -310,7 +322,8 @@ func clusterEnv(script string) (map[string]string, error) {
 		}
 	}
 	for _, k := range []string{"ROOT", "STATE", "TEST_USER", "TEST_UID", "TEST_GID", "TEST_HOME", "TEST_WS", "PATH_IN_ROOT",
-		"NVFLARE_ROOT", "NVFLARE_STAMP", "MULTI_PARTITION", "MULTI_NODES", "MULTI_ADDRS", "LOGIN_ADDR", "LOGIN_HOST"} {
+		"NVFLARE_ROOT", "NVFLARE_STAMP", "MULTI_PARTITION", "MULTI_NODES", "MULTI_ADDRS", "LOGIN_ADDR", "LOGIN_HOST",
+		"SLURM_VERSION", "APPTAINER_IMAGE", "PYXIS_IMAGE"} {
 		if env[k] == "" {
 			return nil, fmt.Errorf("cluster.sh env: no %s in %q", k, out)
 		}
@@ -348,6 +361,11 @@ func newCluster(script string, env map[string]string) (*Cluster, error) {
 		LoginAddr:   env["LOGIN_ADDR"],
 		LoginHost:   env["LOGIN_HOST"],
 		script:      script,
+
+		SlurmVersion:      env["SLURM_VERSION"],
+		ApptainerImage:    env["APPTAINER_IMAGE"],
+		PyxisImage:        env["PYXIS_IMAGE"],
+		containersMissing: env["CONTAINERS_MISSING"],
 
 		multi: Nodes{Partition: env["MULTI_PARTITION"], Names: names, Addrs: addrs},
 
@@ -639,4 +657,39 @@ func sanitize(name string) string {
 		b = b[:40]
 	}
 	return string(b)
+}
+
+// Sandbox names the container runtimes of the test cluster, as slurm.yaml's
+// sandbox key spells them.
+const (
+	SandboxApptainer = "apptainer"
+	SandboxPyxis     = "pyxis"
+)
+
+// RequireContainers fails the test unless the root holds the real container
+// runtime of sandbox (apptainer, or pyxis with enroot) and its worker image,
+// and returns that image's path inside the root. There are no stand-ins: a
+// root built without the pinned enroot and pyxis sources cannot run the pyxis
+// tests, and says so.
+func (c *Cluster) RequireContainers(t testing.TB, sandbox string) string {
+	t.Helper()
+	var image string
+	var need []string
+	switch sandbox {
+	case SandboxApptainer:
+		image, need = c.ApptainerImage, []string{"/usr/bin/apptainer"}
+	case SandboxPyxis:
+		if c.containersMissing != "" {
+			t.Fatalf("slurmtest: the pyxis sandbox cannot run on this cluster: %s", c.containersMissing)
+		}
+		image, need = c.PyxisImage, []string{"/usr/local/bin/enroot", "/usr/local/lib/slurm/spank_pyxis.so", "/etc/slurm/plugstack.conf"}
+	default:
+		t.Fatalf("slurmtest: no container runtime %q (want %s or %s)", sandbox, SandboxApptainer, SandboxPyxis)
+	}
+	for _, p := range append(need, image) {
+		if _, err := os.Stat(c.HostPath(p)); err != nil {
+			t.Fatalf("slurmtest: the %s sandbox cannot run: %s is missing in the cluster root (%v); run runtime/slurmtest/cluster.sh up", sandbox, p, err)
+		}
+	}
+	return image
 }

@@ -47,6 +47,7 @@ _nvfl_command=("${NVFL_APPTAINER}" exec \
   --bind /cluster/lustre/site-1/startup:/cluster/lustre/site-1/startup:ro \
   --bind /cluster/lustre/site-1/local:/cluster/lustre/site-1/local:ro \
   --bind /etc/resolv.conf:/etc/resolv.conf:ro \
+  --bind /etc/hosts:/etc/hosts:ro \
   --pwd /cluster/lustre/site-1/3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60 \
   /cluster/images/nvflare-prod.sif \
   /opt/nvflare/bin/python3 -u -m nvflare.private.fed.app.client.worker_process -m /cluster/lustre/site-1 -w /cluster/lustre/site-1/startup -n 3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60 -c site-1 -p tcp://nvflare-site1.internal:8102 --parent_conn_sec clear -g server.example.org:8002 -scheme grpc -s fed_client.json --set secure_train=true uid=site-1 config_folder=config)

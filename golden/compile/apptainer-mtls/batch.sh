@@ -47,6 +47,7 @@ _nvfl_command=("${NVFL_APPTAINER}" exec \
   --bind /cluster/lustre/site-1/startup:/cluster/lustre/site-1/startup:ro \
   --bind /cluster/lustre/site-1/local:/cluster/lustre/site-1/local:ro \
   --bind /etc/resolv.conf:/etc/resolv.conf:ro \
+  --bind /etc/hosts:/etc/hosts:ro \
   --pwd /cluster/lustre/site-1/3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60 \
   /cluster/images/nvflare-prod.sif \
   /opt/nvflare/bin/python3 -u -m nvflare.private.fed.app.server.runner_process -m /cluster/lustre/site-1 -s fed_server.json -r /cluster/lustre/site-1/3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60/app_server -n 3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60 -p 'stcp://nvflare-site1.internal:8102/path?x=1' --parent_conn_sec mtls -u grpc://server.example.org:8002 --host server.example.org --port 8003 --set print_conf=True restore_snapshot=false)

@@ -47,6 +47,7 @@ _nvfl_command=("${NVFL_APPTAINER}" exec \
   --bind /cluster/lustre/site-1/startup:/cluster/lustre/site-1/startup:ro \
   --bind /cluster/lustre/site-1/local:/cluster/lustre/site-1/local:ro \
   --bind /etc/resolv.conf:/etc/resolv.conf:ro \
+  --bind /etc/hosts:/etc/hosts:ro \
   --bind /cluster/lustre/fl-comm:/cluster/lustre/fl-comm:rw \
   --bind /cluster/lustre/fl-attach:/cluster/lustre/fl-attach:rw \
   --pwd /cluster/lustre/site-1/3f6c9a1e-5b7d-4c2e-9f0a-1b2c3d4e5f60 \

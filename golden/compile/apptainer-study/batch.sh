@@ -63,6 +63,7 @@ _nvfl_command=("${NVFL_APPTAINER}" exec \
   --bind /cluster/lustre/site-1/startup:/cluster/lustre/site-1/startup:ro \
   --bind /cluster/lustre/site-1/local:/cluster/lustre/site-1/local:ro \
   --bind /etc/resolv.conf:/etc/resolv.conf:ro \
+  --bind /etc/hosts:/etc/hosts:ro \
   --bind /cluster/data/pathology/slides:/data/pathology/slides:ro \
   --bind /cluster/data/pathology/scratch:/data/pathology/scratch:rw \
   --bind /cluster/data/secrets/tls:/run/secrets/tls:ro \
