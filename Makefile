@@ -61,19 +61,34 @@ test: lint
 		$(MAKE) --no-print-directory test-unit; \
 	fi
 
-# test-slurm starts the cluster, runs the whole suite with the integration
-# tier enabled, and stops the cluster (KEEP_SLURM=1 leaves it running). It
-# prints progress as it goes (each top-level test's result and each
-# package's line); the full verbose log is SLURM_LOG, whose failing tests
-# are printed at the end.
-SLURM_LOG ?= bin/test-slurm.log
+# test-slurm runs the Slurm version matrix: for each of SLURM_VERSIONS
+# (cluster.sh versions: 24.11, then 26.05) it starts that version's cluster
+# (stopping whichever runs), runs the tests with the integration tier
+# enabled and FLARE_SLURM_VERSION set, and at the end stops the cluster
+# (KEEP_SLURM=1 leaves the last one running). The first version runs the
+# whole suite, every other one the tier's packages (SLURM_TIER_PKGS: every
+# package with a test that uses runtime/slurmtest; a test keeps the list
+# complete). It prints progress as it goes (each top-level test's result
+# and each package's line); the full verbose log of a version is
+# SLURM_LOG-VERSION.log, whose failing tests are printed at the end.
+# `make test-slurm SLURM_VERSIONS=26.05` runs one version.
+SLURM_VERSIONS ?= $(shell bash $(SLURM_CLUSTER) versions)
+SLURM_TIER_PKGS ?= ./runtime/integration/... ./runtime/slurmtest/...
+SLURM_LOG ?= bin/test-slurm
 test-slurm: test-third-party editor-deps
-	bash $(SLURM_CLUSTER) up
-	@mkdir -p $(dir $(SLURM_LOG)); rc=0; \
-	{ FLARE_SLURM_IT=1 $(GO) test -count=1 -timeout 30m -v ./... 2>&1; echo "go test exit $$?"; } | tee $(SLURM_LOG) | \
-		grep --line-buffered -E '^(--- (PASS|FAIL|SKIP): Test|ok |FAIL|panic:|go test exit)'; \
-	grep -q '^go test exit 0$$' $(SLURM_LOG) || { rc=1; echo "make test-slurm: failed; the failing tests (full log: $(SLURM_LOG)):"; \
-		awk '/^=== RUN/{buf=""} {buf=buf $$0 "\n"} /^--- FAIL/{printf "%s", buf; buf=""}' $(SLURM_LOG) | tail -n 400; }; \
+	@mkdir -p $(dir $(SLURM_LOG)); rc=0; pkgs=./...; \
+	for v in $(SLURM_VERSIONS); do \
+		log=$(SLURM_LOG)-$$v.log; \
+		echo "make test-slurm: Slurm $$v: $$pkgs"; \
+		bash $(SLURM_CLUSTER) down >/dev/null 2>&1 || true; \
+		if ! FLARE_SLURM_VERSION=$$v bash $(SLURM_CLUSTER) up; then \
+			echo "make test-slurm: the Slurm $$v cluster did not start"; rc=1; pkgs="$(SLURM_TIER_PKGS)"; continue; fi; \
+		{ FLARE_SLURM_VERSION=$$v FLARE_SLURM_IT=1 $(GO) test -count=1 -timeout 40m -v $$pkgs 2>&1; echo "go test exit $$?"; } | tee $$log | \
+			grep --line-buffered -E '^(--- (PASS|FAIL|SKIP): Test|ok |FAIL|panic:|go test exit)'; \
+		grep -q '^go test exit 0$$' $$log || { rc=1; echo "make test-slurm: Slurm $$v failed; the failing tests (full log: $$log):"; \
+			awk '/^=== RUN/{buf=""} {buf=buf $$0 "\n"} /^--- FAIL/{printf "%s", buf; buf=""}' $$log | tail -n 400; }; \
+		pkgs="$(SLURM_TIER_PKGS)"; \
+	done; \
 	if [ -z "$(KEEP_SLURM)" ]; then bash $(SLURM_CLUSTER) down || rc=1; fi; exit $$rc
 
 # golden rewrites the golden files from the templates and runs nothing

@@ -167,22 +167,32 @@ func TestMakeTestSlurmProgress(t *testing.T) {
 		}
 		return p
 	}
-	cluster := write("cluster.sh", "#!/bin/bash\ncase $1 in up|down) exit 0;; *) exit 99;; esac\n")
+	calls := filepath.Join(dir, "calls")
+	cluster := write("cluster.sh", `#!/bin/bash
+echo "cluster.sh $1 version=${FLARE_SLURM_VERSION:-unset}" >> `+calls+`
+case $1 in up|down) exit 0;; versions) printf '1.0\n2.0\n';; *) exit 99;; esac
+`)
 	goStand := write("go", `#!/bin/bash
 [ "$1" = test ] && [ "$FLARE_SLURM_IT" = 1 ] && [[ " $* " == *" -v "* ]] || exit 0
+echo "go ${*: -2} version=$FLARE_SLURM_VERSION" >> `+calls+`
+[ "$FLARE_SLURM_VERSION" = 2.0 ] && { printf '=== RUN   TestC\n--- PASS: TestC (0.01s)\nok  \texample/tier\t0.1s\n'; exit 0; }
 printf '=== RUN   TestA\n    a_test.go:1: quiet detail\n--- PASS: TestA (0.01s)\n=== RUN   TestB\n    b_test.go:2: boom\n--- FAIL: TestB (0.02s)\nFAIL\nFAIL\texample/pkg\t0.1s\n'
 exit 1
 `)
-	log := filepath.Join(dir, "slurm.log")
-	cmd := exec.Command("make", "--no-print-directory", "test-slurm", "GO="+goStand, "SLURM_CLUSTER="+cluster, "SLURM_LOG="+log)
+	log := filepath.Join(dir, "slurm")
+	cmd := exec.Command("make", "--no-print-directory", "test-slurm", "GO="+goStand, "SLURM_CLUSTER="+cluster, "SLURM_LOG="+log,
+		"SLURM_TIER_PKGS=./tier/a ./tier/b")
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err == nil {
 		t.Fatalf("make test-slurm passed with a failing test:\n%s", out)
 	}
 	text := string(out)
-	for _, want := range []string{"--- PASS: TestA (0.01s)\n", "FAIL\texample/pkg\t0.1s\n", "make test-slurm: failed; the failing tests (full log: " + log + "):\n",
-		"    b_test.go:2: boom\n--- FAIL: TestB (0.02s)\n"} {
+	for _, want := range []string{"--- PASS: TestA (0.01s)\n", "FAIL\texample/pkg\t0.1s\n",
+		"make test-slurm: Slurm 1.0 failed; the failing tests (full log: " + log + "-1.0.log):\n",
+		"    b_test.go:2: boom\n--- FAIL: TestB (0.02s)\n",
+		// The second version runs although the first failed.
+		"make test-slurm: Slurm 2.0: ./tier/a ./tier/b\n", "--- PASS: TestC (0.01s)\n"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("make test-slurm output lacks %q:\n%s", want, text)
 		}
@@ -190,7 +200,76 @@ exit 1
 	if strings.Contains(text, "quiet detail") {
 		t.Errorf("make test-slurm printed a passing test's log:\n%s", text)
 	}
-	if data, err := os.ReadFile(log); err != nil || !strings.Contains(string(data), "quiet detail") {
-		t.Errorf("the full log %s lacks the verbose output: %v", log, err)
+	if data, err := os.ReadFile(log + "-1.0.log"); err != nil || !strings.Contains(string(data), "quiet detail") {
+		t.Errorf("the full log %s-1.0.log lacks the verbose output: %v", log, err)
+	}
+	// The matrix: each version's cluster is started with FLARE_SLURM_VERSION
+	// (whichever ran is stopped first), the first runs the whole suite, the
+	// others the tier's packages, each with its version; the last is stopped.
+	got, _ := os.ReadFile(calls)
+	want := `cluster.sh versions version=unset
+cluster.sh down version=unset
+cluster.sh up version=1.0
+go -v ./... version=1.0
+cluster.sh down version=unset
+cluster.sh up version=2.0
+go ./tier/a ./tier/b version=2.0
+cluster.sh down version=unset
+`
+	if string(got) != want {
+		t.Errorf("calls:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestSlurmTierPackages: SLURM_TIER_PKGS, the packages make test-slurm runs
+// for every Slurm version after the first, holds every package with a test
+// that uses runtime/slurmtest (the Slurm tier), so each version runs the
+// whole tier.
+func TestSlurmTierPackages(t *testing.T) {
+	root := repoRoot()
+	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs := strings.Fields(makeVar(t, string(mk), "SLURM_TIER_PKGS"))
+	covered := func(dir string) bool {
+		for _, pat := range pkgs {
+			pat = strings.TrimPrefix(pat, "./")
+			if base, ok := strings.CutSuffix(pat, "/..."); ok && (dir == base || strings.HasPrefix(dir, base+"/")) || dir == pat {
+				return true
+			}
+		}
+		return false
+	}
+	uses := regexp.MustCompile(`\bslurmtest\.(Require|RequireExclusive|RequireNodes)\(`)
+	found := 0
+	err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "node_modules" || rel == "internal/third_party") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if uses.Match(src) || strings.HasPrefix(filepath.ToSlash(filepath.Dir(rel)), "runtime/slurmtest") && strings.Contains(string(src), "Require(t)") {
+			found++
+			if !covered(filepath.ToSlash(filepath.Dir(rel))) {
+				t.Errorf("%s uses the Slurm test cluster but its package is not in SLURM_TIER_PKGS (%s)", rel, strings.Join(pkgs, " "))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found < 5 {
+		t.Fatalf("found %d test files of the Slurm tier; the search is broken", found)
 	}
 }

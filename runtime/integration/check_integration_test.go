@@ -546,140 +546,58 @@ func TestCheckInterrupted(t *testing.T) {
 	}
 }
 
-// standInApptainer stands in for `apptainer exec` (there is no apptainer in
-// the test root): it records its argv, keeps only the APPTAINERENV_
-// variables (prefix removed) as --containall's clean environment would,
-// changes to --pwd and runs the command. It binds nothing: the container's
-// view of the file system is the host's.
-const standInApptainer = `#!/bin/bash
-printf '%s\n' "$@" > "$(dirname "$0")/apptainer-argv.$$"
-[ "$1" = exec ] || { echo "stand-in apptainer: only exec" >&2; exit 2; }
-shift
-pwd=/
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --pwd|--bind|--no-mount) [ "$1" = --pwd ] && pwd=$2; shift 2;;
-    --*) shift;;
-    *) break;;
-  esac
-done
-shift # the image
-vars=(PATH=/usr/local/bin:/usr/bin:/bin)
-for v in ${!APPTAINERENV_@}; do vars+=("${v#APPTAINERENV_}=${!v}"); done
-cd "$pwd" || exit 1
-exec env -i "${vars[@]}" "$@"
-`
-
-// TestCheckApptainerStandIn runs check on a sandbox-apptainer workspace
-// whose apptainer is the stand-in: the probes run through the apptainer
-// batch.sh (clean environment, APPTAINERENV_ names, --pwd). What a stand-in
-// cannot prove, filesystem says: startup/ is writable because nothing is
-// bound read-only (docs/check.md).
-func TestCheckApptainerStandIn(t *testing.T) {
-	c := slurmtest.Require(t)
-	base := c.TempDir(t)
-	bin := path.Join(base, "flare-slurm")
-	c.CopyIn(t, buildCLI(t), bin)
-	image := path.Join(base, "image.sif")
-	c.WriteFile(t, image, nil, 0o600)
-	stand := path.Join(base, "apptainer")
-	c.WriteFile(t, stand, []byte(standInApptainer), 0o700)
-	ws := preparedExample(t, c, bin, base, freePort(t),
-		"sandbox: apptainer\n  image: "+image+"\n  executables: {apptainer: "+stand+"}", "")
-	s := &site{t: t, c: c, base: base, ws: ws, bin: bin}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	out, errs, code := s.run(ctx, "check", "--workspace", ws, "--skip", "timeout", "--json", "--timeout", "100s")
-	var doc checkDoc
-	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatalf("check --json: %v\n%s\n%s", err, out, errs)
-	}
-	if code != 4 {
-		t.Errorf("exit %d, want 4 (filesystem fails under the stand-in)\n%s", code, errs)
-	}
-	t.Logf("progress:\n%s", errs)
-	results := map[string]string{"filesystem": check.Fail, "resources": check.Warn, "multi-node": check.Skip, "gpus": check.Skip}
-	for _, r := range doc.Data.Probes {
-		want := check.Pass
-		if w, ok := results[r.Name]; ok {
-			want = w
-		}
-		if r.Result != want {
-			t.Errorf("%s: %s (want %s): %s", r.Name, r.Result, want, r.Evidence)
-		}
-		if r.Name == "filesystem" && !strings.Contains(r.Evidence, "startup/ is writable inside the container, want read-only") {
-			t.Errorf("filesystem evidence: %s", r.Evidence)
-		}
-	}
-	calls, _ := filepath.Glob(c.HostPath(path.Join(base, "apptainer-argv.*")))
-	if len(calls) == 0 {
-		t.Fatal("the stand-in apptainer was never run")
-	}
-	argv, _ := os.ReadFile(calls[0])
-	if !strings.HasPrefix(string(argv), "exec\n") || !strings.Contains(string(argv), "--containall\n") || !strings.Contains(string(argv), "\n"+image+"\n") {
-		t.Errorf("apptainer argv:\n%s", argv)
-	}
-}
-
-// standInPyxisSrun stands in for srun with the pyxis plugin: it records its
-// argv, drops the --container-* options (no enroot here), changes to
-// --container-workdir and runs the real srun with the rest, whose
-// --export=NAMES hands the step only the names pyxis would get.
-const standInPyxisSrun = `#!/bin/bash
-printf '%s\n' "$@" > "$(dirname "$0")/srun-argv.$$"
-args=()
-for a in "$@"; do
-  case "$a" in
-    --container-workdir=*) cd "${a#--container-workdir=}" || exit 1;;
-    --container-*|--no-container-*) ;;
-    *) args+=("$a");;
-  esac
-done
-exec /usr/bin/srun "${args[@]}"
-`
-
-// TestCheckPyxisStandIn is TestCheckApptainerStandIn for sandbox pyxis:
-// the probes run as the srun step batch.sh starts, with the environment
-// --export names; filesystem fails for the same reason (nothing is
-// mounted read-only by the stand-in).
-func TestCheckPyxisStandIn(t *testing.T) {
-	c := slurmtest.Require(t)
-	base := c.TempDir(t)
-	bin := path.Join(base, "flare-slurm")
-	c.CopyIn(t, buildCLI(t), bin)
-	image := path.Join(base, "image.sqsh")
-	c.WriteFile(t, image, nil, 0o600)
-	stand := path.Join(base, "srun")
-	c.WriteFile(t, stand, []byte(standInPyxisSrun), 0o700)
-	ws := preparedExample(t, c, bin, base, freePort(t),
-		"sandbox: pyxis\n  image: "+image+"\n  executables: {srun: "+stand+"}", "")
-	s := &site{t: t, c: c, base: base, ws: ws, bin: bin}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	out, errs, code := s.run(ctx, "check", "--workspace", ws, "--skip", "timeout", "--json", "--timeout", "100s")
-	var doc checkDoc
-	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatalf("check --json: %v\n%s\n%s", err, out, errs)
-	}
-	if code != 4 {
-		t.Errorf("exit %d, want 4 (filesystem fails under the stand-in)\n%s", code, errs)
-	}
-	results := map[string]string{"filesystem": check.Fail, "resources": check.Warn, "multi-node": check.Skip, "gpus": check.Skip}
-	for _, r := range doc.Data.Probes {
-		want := check.Pass
-		if w, ok := results[r.Name]; ok {
-			want = w
-		}
-		if r.Result != want {
-			t.Errorf("%s: %s (want %s): %s", r.Name, r.Result, want, r.Evidence)
-		}
-	}
-	calls, _ := filepath.Glob(c.HostPath(path.Join(base, "srun-argv.*")))
-	if len(calls) == 0 {
-		t.Fatal("the stand-in srun was never run")
-	}
-	argv, _ := os.ReadFile(calls[0])
-	if !strings.Contains(string(argv), "--container-image="+image+"\n") || !strings.Contains(string(argv), "--container-readonly\n") {
-		t.Errorf("srun argv:\n%s", argv)
+// TestCheckContainers runs check with every probe (the 1-minute timeout
+// one included, and --gpus 1 on the cluster's stand-in GPU devices) on a
+// workspace of each container sandbox, with the real apptainer and
+// pyxis+enroot and the cluster's worker image: every row is judged against
+// the real runtime. filesystem passes (startup/ and local/ are mounted
+// read-only, which the stand-ins could not show), resources warns (the
+// test cluster enforces no CPU or memory limit), multi-node is skipped (no
+// --nodes); everything else passes.
+func TestCheckContainers(t *testing.T) {
+	t.Parallel() // before Require: a paused test must not hold the cluster
+	for _, sandbox := range []string{slurmtest.SandboxApptainer, slurmtest.SandboxPyxis} {
+		t.Run(sandbox, func(t *testing.T) {
+			t.Parallel()
+			c := slurmtest.Require(t)
+			image := c.RequireContainers(t, sandbox)
+			base := c.TempDir(t)
+			bin := path.Join(base, "flare-slurm")
+			c.CopyIn(t, buildCLI(t), bin)
+			ws := preparedExample(t, c, bin, base, freePort(t), "sandbox: "+sandbox+"\n  image: "+image, "")
+			s := &site{t: t, c: c, base: base, ws: ws, bin: bin}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			start := time.Now()
+			out, errs, code := s.run(ctx, "check", "--workspace", ws, "--gpus", "1", "--json", "--timeout", "270s")
+			t.Logf("check took %v", time.Since(start).Round(time.Second))
+			var doc checkDoc
+			if err := json.Unmarshal([]byte(out), &doc); err != nil {
+				t.Fatalf("check --json: %v\n%s\n%s", err, out, errs)
+			}
+			if code != 0 {
+				t.Errorf("exit %d, want 0\n%s", code, errs)
+			}
+			results := map[string]string{"resources": check.Warn, "multi-node": check.Skip}
+			seen := map[string]bool{}
+			for _, r := range doc.Data.Probes {
+				seen[r.Name] = true
+				want := check.Pass
+				if w, ok := results[r.Name]; ok {
+					want = w
+				}
+				if r.Result != want {
+					t.Errorf("%s: %s (want %s): %s", r.Name, r.Result, want, r.Evidence)
+				}
+				if r.Name == "filesystem" && !strings.Contains(r.Evidence, "mounts as configured") {
+					t.Errorf("filesystem evidence does not say every mount has its mode: %s", r.Evidence)
+				}
+			}
+			for _, name := range []string{"success", "timeout", "secrets", "environment", "filesystem", "connectivity", "gpus", "restart"} {
+				if !seen[name] {
+					t.Errorf("no %s row", name)
+				}
+			}
+		})
 	}
 }

@@ -58,9 +58,15 @@ func freeTCPPort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// fedSandboxes are the sandboxes of the server's and site-1's workers.
+type fedSandboxes struct{ server, client string }
+
 // newFederation provisions the project, prepares both kits with the
-// flare-slurm runtime and starts both parents.
-func newFederation(t *testing.T, c *slurmtest.Cluster, ctx context.Context) *federation {
+// flare-slurm runtime (each site's workers in its sandbox: none runs the
+// root's python3 with NVFlare on its path, a container sandbox the
+// cluster's worker image, where NVFlare is installed) and starts both
+// parents.
+func newFederation(t *testing.T, c *slurmtest.Cluster, ctx context.Context, sb fedSandboxes) *federation {
 	nvRoot := c.NVFlareRoot(t)
 	f := &federation{t: t, c: c, base: c.TempDir(t)}
 	t.Cleanup(f.stop)
@@ -115,8 +121,8 @@ func newFederation(t *testing.T, c *slurmtest.Cluster, ctx context.Context) *fed
 	}
 	t.Cleanup(func() { c.RootCommand(context.Background(), "scontrol", "delete", "PartitionName="+f.hold).Run() })
 
-	f.server = f.prepare(ctx, bin, c.LoginHost, "server", python, f.hold)
-	f.client = f.prepare(ctx, bin, "site-1", "site-1", python, c.Partition)
+	f.server = f.prepare(ctx, bin, c.LoginHost, "server", f.workerConfig(sb.server, python), f.hold)
+	f.client = f.prepare(ctx, bin, "site-1", "site-1", f.workerConfig(sb.client, python), c.Partition)
 	f.startParent(ctx, f.server, "server")
 	f.startParent(ctx, f.client, "site-1")
 	f.waitLog(path.Join(f.base, "parent-site-1.out"), "Successfully registered client:site-1", 3*time.Minute)
@@ -130,21 +136,29 @@ func newFederation(t *testing.T, c *slurmtest.Cluster, ctx context.Context) *fed
 	return f
 }
 
+// workerConfig is the slurm.yaml lines that say how a site's workers run.
+func (f *federation) workerConfig(sandbox, python string) string {
+	if sandbox == "none" {
+		return "sandbox: none\n  python_path: " + python
+	}
+	image := f.c.RequireContainers(f.t, sandbox)
+	return "sandbox: " + sandbox + "\n  image: " + image + "\n  python_path: /usr/bin/python3"
+}
+
 // prepare writes the site's slurm.yaml and prepares its kit with the
 // flare-slurm runtime; it returns the workspace.
-func (f *federation) prepare(ctx context.Context, bin, kit, name, python, partition string) string {
+func (f *federation) prepare(ctx context.Context, bin, kit, name, workers, partition string) string {
 	t := f.t
 	cfg := path.Join(f.base, name+"-slurm.yaml")
 	f.c.WriteFile(t, cfg, []byte(fmt.Sprintf(`runtime: slurm
 job_launcher:
-  sandbox: none
-  python_path: %s
+  %s
   internal_port: %d
   parent_host: %s
   poll_interval: 1
   sbatch_directives:
     partition: %s
-`, python, freeTCPPort(t), f.c.LoginHost, partition)), 0o600)
+`, workers, freeTCPPort(t), f.c.LoginHost, partition)), 0o600)
 	ws := path.Join(f.base, "ws-"+name)
 	out, err := f.c.Command(ctx, bin, "prepare", path.Join(f.kits, kit), "--config", cfg, "--output", ws,
 		"--launcher", "flare-slurm", "--json").CombinedOutput()
@@ -372,14 +386,28 @@ func (f *federation) accounting(jobID string, want []string, limit time.Duration
 //     partition is down): cancelled, FINISHED:ABNORMAL.
 //
 // Everything started is stopped at the end; a failure prints the parents'
-// and jobs' logs.
+// and jobs' logs. It runs twice: every worker with sandbox none, and every
+// worker inside a container with the real runtimes (the server's in pyxis,
+// site-1's in apptainer, NVFlare from the cluster's worker image).
 func TestNVFlareFederation(t *testing.T) {
 	t.Parallel() // before Require: a paused test must not hold the cluster
+	for name, sb := range map[string]fedSandboxes{
+		"none":       {"none", "none"},
+		"containers": {slurmtest.SandboxPyxis, slurmtest.SandboxApptainer},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testNVFlareFederation(t, sb)
+		})
+	}
+}
+
+func testNVFlareFederation(t *testing.T, sb fedSandboxes) {
 	c := slurmtest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	start := time.Now()
-	f := newFederation(t, c, ctx)
+	f := newFederation(t, c, ctx, sb)
 	t.Logf("federation up after %v", time.Since(start).Round(time.Second))
 	var runs []fedRun
 

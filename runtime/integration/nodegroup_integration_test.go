@@ -103,14 +103,24 @@ func nodeGroupSite(t *testing.T, sandbox string) (*site, slurmtest.Nodes, string
 // additional command both run nodeRank, in mode.
 func (s *site) nodeGroupJob(jobID, mode string) (req, token string) {
 	s.t.Helper()
+	return s.nodeGroupJobWith(jobID, mode, nil)
+}
+
+// nodeGroupJobWith is nodeGroupJob with more launcher_spec slurm keys.
+func (s *site) nodeGroupJobWith(jobID, mode string, slurm map[string]any) (req, token string) {
+	s.t.Helper()
 	run := path.Join(s.ws, jobID)
 	s.c.Mkdir(s.t, run, 0o700)
 	s.c.Mkdir(s.t, path.Join(run, "app_site-1"), 0o700)
 	s.c.WriteFile(s.t, path.Join(run, "rank.py"), []byte(nodeRank), 0o600)
 	s.c.WriteFile(s.t, path.Join(run, "mode"), []byte(mode+"\n"), 0o600)
 	command := shell.Join([]string{"python3", path.Join(run, "rank.py")})
+	spec := map[string]any{"nodes": 3, "additional_node_command": command}
+	for k, v := range slurm {
+		spec[k] = v
+	}
 	return s.job(jobID, "exec python3 ./rank.py", map[string]any{"study": "s1", "launcher_spec": map[string]any{
-		"site-1": map[string]any{"slurm": map[string]any{"nodes": 3, "additional_node_command": command}}}})
+		"site-1": map[string]any{"slurm": spec}}})
 }
 
 // ranks reads what each of the three ranks recorded.
@@ -217,6 +227,30 @@ func testNodeGroupJob(t *testing.T, sandbox string) {
 	if s.exists(l.JobDir) {
 		t.Error("job dir left behind after the end")
 	}
+}
+
+// TestNodeGroupGPUs, per sandbox: a three-node node group with
+// gpus_per_node 1 (sbatch --gres=gpu:1; the cluster's GPUs are stand-in
+// devices) starts on every Slurm version of the matrix, every rank sees
+// exactly one GPU in CUDA_VISIBLE_DEVICES (under apptainer through
+// APPTAINERENV_, node.sh per rank), and the job succeeds. NVFlare's own
+// multi-node GPU launch (upstream PR 5269) is what broke on Slurm 26.05.
+func TestNodeGroupGPUs(t *testing.T) {
+	t.Parallel() // before Require: a paused test must not hold the cluster
+	forEachSandbox(t, func(t *testing.T, sandbox string) {
+		s, _, _ := nodeGroupSite(t, sandbox)
+		req, _ := s.nodeGroupJobWith("job-ng-gpu", "ok", map[string]any{"gpus_per_node": 1})
+		l := s.launch(req)
+		st := s.wait("job-ng-gpu", 5*time.Minute)
+		if st.ReturnCode != 0 || st.State != "COMPLETED" {
+			t.Fatalf("result %+v\njob output:\n%s", st, s.slurmOut("job-ng-gpu", l.SlurmJobID))
+		}
+		for rank, r := range s.ranks("job-ng-gpu") {
+			if gpus := r.Env["CUDA_VISIBLE_DEVICES"]; gpus == "" || strings.Contains(gpus, ",") {
+				t.Errorf("rank %d on %s: CUDA_VISIBLE_DEVICES=%q, want one GPU", rank, r.Host, gpus)
+			}
+		}
+	})
 }
 
 // TestNodeGroupRankFailure: a non-zero exit on rank 2 ends the whole job

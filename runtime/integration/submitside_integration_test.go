@@ -51,15 +51,39 @@ func TestPercentPathAndSubmitSideEnv(t *testing.T) {
 	}
 }
 
-// TestSbatchRejectionIsNotUnavailable: a job Slurm cannot satisfy (64 CPUs
-// on a 4-CPU node) is reported as rejected by Slurm with sbatch's own
-// error lines and a hint, not as an unavailable scheduler, and its job dir
-// is removed.
+// TestSbatchRejectionIsNotUnavailable: a job no node can satisfy (64 CPUs
+// on 4-CPU nodes). Slurm 24.11 refuses it at submission: it is reported as
+// rejected by Slurm with sbatch's own error lines and a hint, not as an
+// unavailable scheduler, and its job dir is removed. Slurm 26.05 accepts
+// it and keeps it pending (reason PartitionConfig: EnforcePartLimits=NO,
+// the default, now covers a request beyond every node), so the runtime
+// reports PENDING, never a guessed end, until pending_timeout or a cancel
+// ends it (here a cancel: 9).
 func TestSbatchRejectionIsNotUnavailable(t *testing.T) {
 	t.Parallel()
 	c := slurmtest.Require(t)
 	s := newSite(t, c, siteOpts{})
 	req, _ := s.job("job-rejected", "exit 0", map[string]any{"resource_spec": map[string]any{"site-1": map[string]any{"num_of_cpus": 64}}})
+	if c.SlurmAtLeast("26.05") {
+		l := s.launch(req)
+		for i := 0; i < 4; i++ {
+			if st := s.status("job-rejected"); st.State != "PENDING" || st.Terminal {
+				t.Fatalf("an unsatisfiable job on Slurm %s: status %+v, want PENDING", c.SlurmVersion, st)
+			}
+			time.Sleep(time.Second)
+		}
+		reason := strings.TrimSpace(c.Run(t, "squeue", "-h", "-j", l.SlurmJobID, "-o", "%r"))
+		if reason != "PartitionConfig" {
+			t.Errorf("squeue reason %q, want PartitionConfig", reason)
+		}
+		if _, errs, code := s.run(context.Background(), "cancel", "--workspace", s.ws, "--job-id", "job-rejected"); code != 0 {
+			t.Fatalf("cancel: exit %d %s", code, errs)
+		}
+		if st := s.wait("job-rejected", 2*time.Minute); st.ReturnCode != 9 || st.State != "CANCELLED" {
+			t.Fatalf("after the cancel: %+v", st)
+		}
+		return
+	}
 	out, errs, code := s.run(context.Background(), "launch", "--workspace", s.ws, "--request", req)
 	if code != 1 || !strings.Contains(errs, "flare-slurm: error: Slurm rejected job job-rejected: sbatch: error: CPU count per node can not be satisfied; sbatch: error: Batch job submission failed: Requested node configuration is not available") ||
 		!strings.Contains(errs, "flare-slurm: hint: check the job's resources and directives") || strings.Contains(errs, "unavailable") {

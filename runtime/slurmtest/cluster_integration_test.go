@@ -44,6 +44,21 @@ func TestClusterBootstrapProbes(t *testing.T) {
 	if v[0] < 23 || v[0] == 23 && (v[1] < 2 || v[1] == 2 && v[2] < 3) {
 		t.Fatalf("Slurm %d.%d.%d is older than the required 23.02.3", v[0], v[1], v[2])
 	}
+	// The matrix runs the version it asks for (make test-slurm sets
+	// FLARE_SLURM_VERSION), and every daemon and node is that version.
+	release := fmt.Sprintf("%d.%02d", v[0], v[1])
+	if release != c.SlurmVersion {
+		t.Fatalf("sbatch --version = %q, but the cluster says it runs Slurm %s", out, c.SlurmVersion)
+	}
+	if want := os.Getenv("FLARE_SLURM_VERSION"); want != "" && want != release {
+		t.Fatalf("FLARE_SLURM_VERSION=%s, but the cluster runs Slurm %s", want, release)
+	}
+	nodes := c.Run(t, "scontrol", "show", "nodes", "--oneliner")
+	for _, line := range strings.Split(strings.TrimSpace(nodes), "\n") {
+		if !strings.Contains(line, " Version="+release+".") {
+			t.Errorf("a node runs another Slurm than %s: %s", release, line)
+		}
+	}
 	c.Run(t, "sacct", "-X", "-n", "--starttime=now", "--format=JobIDRaw")
 
 	if id := strings.TrimSpace(c.Run(t, "id", "-u")); id != strconv.Itoa(c.TestUID) || c.TestUID < 1000 {

@@ -53,8 +53,10 @@ const EnvScript = "FLARE_SLURM_CLUSTER_SH"
 const upTimeout = 20 * time.Minute
 
 // lockWait bounds how long a test waits for its turn on the cluster (an
-// exclusive user elsewhere, e.g. a fault-injection test in another package).
-const lockWait = 10 * time.Minute
+// exclusive user elsewhere, e.g. a fault-injection test in another package,
+// or, for an exclusive user, the shared users already running: a federation
+// test holds the cluster for up to 12 minutes).
+const lockWait = 20 * time.Minute
 
 // Cluster is the running test cluster. Paths named "in the root" are as the
 // jobs see them; HostPath maps them to this machine's file system.
@@ -193,7 +195,7 @@ func require(t testing.TB, exclusive bool) *Cluster {
 	}
 	// Take our turn first, so a start below never undoes an exclusive user's fault.
 	start := time.Now()
-	lockUse(t, filepath.Join(env["STATE"], "use.lock"), exclusive)
+	lockUse(t, env["STATE"], exclusive)
 	if d := time.Since(start); d > time.Second {
 		t.Logf("slurmtest: waited %v for the cluster", d.Round(time.Millisecond))
 	}
@@ -226,35 +228,56 @@ func require(t testing.TB, exclusive bool) *Cluster {
 	return c
 }
 
-// lockUse takes a shared or exclusive flock on path until the test ends.
-func lockUse(t testing.TB, path string, exclusive bool) {
+// lockUse takes shared or exclusive use of the cluster until the test ends:
+// a flock on STATE/use.lock, shared or exclusive. Exclusive users go first:
+// one that waits holds STATE/use.turnstile, which every new shared user must
+// pass (take shared and let go) before it takes use.lock, so a stream of
+// overlapping shared users (a long package of parallel tests) cannot starve
+// an exclusive one in another test process; the shared users already
+// running finish first.
+func lockUse(t testing.TB, state string, exclusive bool) {
+	t.Helper()
+	turnstile := openLock(t, filepath.Join(state, "use.turnstile"))
+	defer turnstile.Close()
+	use := openLock(t, filepath.Join(state, "use.lock"))
+	t.Cleanup(func() { use.Close() })
+	deadline := time.Now().Add(lockWait)
+	if exclusive {
+		flockUntil(t, turnstile, unix.LOCK_EX, deadline)
+		flockUntil(t, use, unix.LOCK_EX, deadline)
+	} else {
+		flockUntil(t, turnstile, unix.LOCK_SH, deadline)
+		flockUntil(t, use, unix.LOCK_SH, deadline)
+	}
+	// Closing the turnstile (deferred) lets it go.
+}
+
+func openLock(t testing.TB, path string) *os.File {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		t.Fatalf("slurmtest: %v", err)
 	}
-	how := unix.LOCK_SH
-	if exclusive {
-		how = unix.LOCK_EX
-	}
-	deadline := time.Now().Add(lockWait)
+	return f
+}
+
+// flockUntil takes the flock how on f, retrying until deadline.
+func flockUntil(t testing.TB, f *os.File, how int, deadline time.Time) {
+	t.Helper()
 	for {
-		err = unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
+		err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
 		if err == nil {
-			break
+			return
 		}
 		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
-			f.Close()
-			t.Fatalf("slurmtest: locking %s: %v", path, err)
+			t.Fatalf("slurmtest: locking %s: %v", f.Name(), err)
 		}
 		if time.Now().After(deadline) {
-			f.Close()
 			t.Fatalf("slurmtest: waited %v for the Slurm test cluster (%s); "+
-				"is a test holding Require while a subtest asks for RequireExclusive?", lockWait, path)
+				"is a test holding Require while a subtest asks for RequireExclusive?", lockWait, f.Name())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Cleanup(func() { f.Close() })
 }
 
 // scriptPath finds cluster.sh: $FLARE_SLURM_CLUSTER_SH, beside this source
@@ -692,4 +715,22 @@ func (c *Cluster) RequireContainers(t testing.TB, sandbox string) string {
 		}
 	}
 	return image
+}
+
+// SlurmAtLeast reports whether the cluster's Slurm release is release
+// ("YY.MM", e.g. "26.05") or newer, for tests whose expectation a Slurm
+// release changed.
+func (c *Cluster) SlurmAtLeast(release string) bool {
+	return releaseKey(c.SlurmVersion) >= releaseKey(release)
+}
+
+// releaseKey orders "YY.MM" releases: YY*100 + MM, or -1 when malformed.
+func releaseKey(release string) int {
+	y, m, ok := strings.Cut(release, ".")
+	yy, err1 := strconv.Atoi(y)
+	mm, err2 := strconv.Atoi(m)
+	if !ok || err1 != nil || err2 != nil || mm < 1 || mm > 12 {
+		return -1
+	}
+	return yy*100 + mm
 }
