@@ -5,6 +5,7 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -36,8 +37,10 @@ type buildVersion struct {
 	// GOOS/GOARCH.
 	GoVersion string `json:"go_version"`
 	Platform  string `json:"platform"`
-	// MinSlurm is the oldest Slurm release the runtime accepts.
-	MinSlurm string `json:"min_slurm"`
+	// MinSlurm is the oldest Slurm release the runtime accepts;
+	// TestedSlurm the releases the test tier runs on (oldest first).
+	MinSlurm    string   `json:"min_slurm"`
+	TestedSlurm []string `json:"tested_slurm"`
 }
 
 // develVersion is Version for a build that recorded no version.
@@ -54,10 +57,11 @@ func currentBuild() buildVersion {
 // carries no build information) with the -X override override.
 func describeBuild(bi *debug.BuildInfo, override string) buildVersion {
 	v := buildVersion{
-		Version:   develVersion,
-		GoVersion: runtime.Version(),
-		Platform:  runtime.GOOS + "/" + runtime.GOARCH,
-		MinSlurm:  scheduler.MinVersion.String(),
+		Version:     develVersion,
+		GoVersion:   runtime.Version(),
+		Platform:    runtime.GOOS + "/" + runtime.GOARCH,
+		MinSlurm:    scheduler.MinVersion.String(),
+		TestedSlurm: slices.Clone(scheduler.TestedReleases),
 	}
 	if bi == nil {
 		if override != "" {
@@ -109,7 +113,7 @@ func (v buildVersion) writeText(w io.Writer) error {
 		fmt.Fprintf(&b, "  committed  %s\n", v.Time)
 	}
 	fmt.Fprintf(&b, "  go         %s %s\n", v.GoVersion, v.Platform)
-	fmt.Fprintf(&b, "  slurm      %s or later\n", v.MinSlurm)
+	fmt.Fprintf(&b, "  slurm      %s or later (tested: %s)\n", v.MinSlurm, strings.Join(v.TestedSlurm, ", "))
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -119,11 +123,12 @@ func newVersionCommand(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "version [--json]",
-		Short: "Print the flare-slurm version, its commit and the minimum Slurm",
+		Short: "Print the flare-slurm version, its commit and the supported Slurm releases",
 		Long: `version prints the version of this binary: the module version for 'go install …@vX.Y.Z'
 or a build at a tag, otherwise a pseudo-version of the commit ("+dirty" when the checkout had
-uncommitted changes), then the commit and its time, the Go toolchain and platform, and the
-oldest Slurm release the runtime accepts. 'flare-slurm --version' prints the same.`,
+uncommitted changes), then the commit and its time, the Go toolchain and platform, the
+oldest Slurm release the runtime accepts and the releases its test tier runs on (the supported
+range). 'flare-slurm --version' prints the same.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			v := currentBuild()

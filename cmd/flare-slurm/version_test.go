@@ -1,6 +1,7 @@
 package main
 
 import (
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -31,6 +32,7 @@ const testRev = "ddec3cb0060d72b079bb0d1e328faaefc003a1d3"
 func TestDescribeBuild(t *testing.T) {
 	platform := runtime.GOOS + "/" + runtime.GOARCH
 	minSlurm := scheduler.MinVersion.String()
+	tested := strings.Join(scheduler.TestedReleases, ", ")
 	for _, c := range []struct {
 		name     string
 		bi       *debug.BuildInfo
@@ -42,21 +44,21 @@ func TestDescribeBuild(t *testing.T) {
 		bi: &debug.BuildInfo{GoVersion: "go1.26.8",
 			Main: debug.Module{Path: "github.com/flare-slurm/flare-slurm", Version: "v1.2.3", Sum: "h1:abc="}},
 		want: buildVersion{Version: "v1.2.3", GoVersion: "go1.26.8", Platform: platform, MinSlurm: minSlurm},
-		text: "flare-slurm v1.2.3\n  go         go1.26.8 " + platform + "\n  slurm      " + minSlurm + " or later\n",
+		text: "flare-slurm v1.2.3\n  go         go1.26.8 " + platform + "\n  slurm      " + minSlurm + " or later (tested: " + tested + ")\n",
 	}, {
 		name: "clean checkout",
 		bi:   checkoutBuild("v0.0.0-20261203083904-ddec3cb0060d", testRev, "false"),
 		want: buildVersion{Version: "v0.0.0-20261203083904-ddec3cb0060d", Revision: testRev, Time: "2026-12-03T08:39:04Z",
 			GoVersion: "go1.26.8", Platform: platform, MinSlurm: minSlurm},
 		text: "flare-slurm v0.0.0-20261203083904-ddec3cb0060d\n  revision   " + testRev + "\n  committed  2026-12-03T08:39:04Z\n" +
-			"  go         go1.26.8 " + platform + "\n  slurm      " + minSlurm + " or later\n",
+			"  go         go1.26.8 " + platform + "\n  slurm      " + minSlurm + " or later (tested: " + tested + ")\n",
 	}, {
 		name: "dirty checkout",
 		bi:   checkoutBuild("v0.0.0-20261203083904-ddec3cb0060d+dirty", testRev, "true"),
 		want: buildVersion{Version: "v0.0.0-20261203083904-ddec3cb0060d+dirty", Revision: testRev, Time: "2026-12-03T08:39:04Z",
 			Modified: true, GoVersion: "go1.26.8", Platform: platform, MinSlurm: minSlurm},
 		text: "flare-slurm v0.0.0-20261203083904-ddec3cb0060d+dirty\n  revision   " + testRev + "+dirty\n  committed  2026-12-03T08:39:04Z\n" +
-			"  go         go1.26.8 " + platform + "\n  slurm      " + minSlurm + " or later\n",
+			"  go         go1.26.8 " + platform + "\n  slurm      " + minSlurm + " or later (tested: " + tested + ")\n",
 	}, {
 		name: "checkout at a tag",
 		bi:   checkoutBuild("v1.2.3", testRev, "false"),
@@ -66,7 +68,7 @@ func TestDescribeBuild(t *testing.T) {
 		name: "no VCS information (-buildvcs=false, a git worktree)",
 		bi:   &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/flare-slurm/flare-slurm", Version: "(devel)"}},
 		want: buildVersion{Version: "devel", GoVersion: "go1.26.8", Platform: platform, MinSlurm: minSlurm},
-		text: "flare-slurm devel\n  go         go1.26.8 " + platform + "\n  slurm      " + minSlurm + " or later\n",
+		text: "flare-slurm devel\n  go         go1.26.8 " + platform + "\n  slurm      " + minSlurm + " or later (tested: " + tested + ")\n",
 	}, {
 		name:     "-X override of a source archive build",
 		bi:       &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/flare-slurm/flare-slurm", Version: "(devel)"}},
@@ -90,7 +92,8 @@ func TestDescribeBuild(t *testing.T) {
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			got := describeBuild(c.bi, c.override)
-			if got != c.want {
+			c.want.TestedSlurm = scheduler.TestedReleases
+			if !reflect.DeepEqual(got, c.want) {
 				t.Errorf("describeBuild = %+v\nwant            %+v", got, c.want)
 			}
 			if c.text == "" {

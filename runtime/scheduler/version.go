@@ -29,6 +29,12 @@ func (v Version) Less(w Version) bool {
 // MinVersion is the oldest Slurm release flare-slurm runs jobs on.
 var MinVersion = Version{23, 2, 3}
 
+// TestedReleases are the Slurm releases ("YY.MM") the project's test
+// cluster runs the whole Slurm tier on, oldest first (runtime/slurmtest
+// cluster.sh's SLURM_VERSIONS, which a test keeps equal): the supported
+// range a site can rely on, between MinVersion and the newest tested.
+var TestedReleases = []string{"24.11", "26.05"}
+
 // "slurm 23.02.3", "slurm-wlm 24.11.5", "slurm 24.05.1-1" and the like.
 var versionRE = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^slurm(?:-[A-Za-z0-9_.]+)?\s+([0-9]+)\.([0-9]+)\.([0-9]+)(?:[-+.~_][A-Za-z0-9.+~_-]*)?$`)

@@ -1,12 +1,17 @@
 package slurmtest
 
 import (
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 )
 
 // TestExclusiveUseIsNotStarved: while a shared user holds the cluster and
@@ -95,5 +100,24 @@ func TestSlurmAtLeast(t *testing.T) {
 		if got := (&Cluster{SlurmVersion: c.have}).SlurmAtLeast(c.want); got != c.ok {
 			t.Errorf("Slurm %s at least %s = %v, want %v", c.have, c.want, got, c.ok)
 		}
+	}
+}
+
+// TestVersionsAreTheTestedReleases: the Slurm versions cluster.sh builds
+// clusters of (the matrix make test-slurm runs) are the releases
+// `flare-slurm version` says are tested (scheduler.TestedReleases), in
+// the same order.
+func TestVersionsAreTheTestedReleases(t *testing.T) {
+	script, err := scriptPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("bash", script, "versions").Output()
+	if err != nil {
+		t.Fatalf("cluster.sh versions: %v", err)
+	}
+	got := strings.Fields(string(out))
+	if !slices.Equal(got, scheduler.TestedReleases) {
+		t.Fatalf("cluster.sh versions = %v, scheduler.TestedReleases = %v", got, scheduler.TestedReleases)
 	}
 }
