@@ -121,3 +121,22 @@ func TestVersionsAreTheTestedReleases(t *testing.T) {
 		t.Fatalf("cluster.sh versions = %v, scheduler.TestedReleases = %v", got, scheduler.TestedReleases)
 	}
 }
+
+// TestUnknownVersionRefused: a FLARE_SLURM_VERSION that is not one of
+// cluster.sh's versions is refused by every command (exit 2, naming the
+// accepted ones) before anything is built or started.
+func TestUnknownVersionRefused(t *testing.T) {
+	script, err := scriptPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"env", "up", "build", "down"} {
+		c := exec.Command("bash", script, cmd)
+		c.Env = append(c.Environ(), "FLARE_SLURM_VERSION=25.11", "FLARE_SLURM_STATE="+t.TempDir(), "FLARE_SLURM_ROOT="+t.TempDir()+"/root")
+		out, err := c.CombinedOutput()
+		if c.ProcessState == nil || c.ProcessState.ExitCode() != 2 ||
+			!strings.Contains(string(out), "FLARE_SLURM_VERSION=25.11 is not one of: "+strings.Join(scheduler.TestedReleases, " ")) {
+			t.Errorf("cluster.sh %s with FLARE_SLURM_VERSION=25.11: %v\n%s", cmd, err, out)
+		}
+	}
+}
