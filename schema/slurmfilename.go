@@ -21,10 +21,3 @@ func CheckWorkspacePath(path string) string {
 	}
 	return ""
 }
-
-// MaxSeconds bounds every duration in seconds the schemas allow (timeouts,
-// poll_interval, pending_timeout): 365 days. Larger values overflow a Go
-// time.Duration once multiplied out (1e10 s turned into a negative
-// duration) and mean nothing for a job; the JSON Schemas carry the same
-// maximum (a test ties them).
-const MaxSeconds = 365 * 24 * 60 * 60

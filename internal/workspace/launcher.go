@@ -270,9 +270,13 @@ func DecodeLauncherArgs(file string, data []byte, args *ojson.Value) (LauncherAr
 		if isNull(v) {
 			continue
 		}
+		// The bounds validate applied to slurm.yaml: a hand-edited
+		// poll_interval of 0.0001 must not make the runtime run squeue
+		// thousands of times a second.
+		bound, _ := schema.DurationBoundOf(t.key)
 		f, err := strconv.ParseFloat(v.Num, 64)
-		if v.Kind != ojson.Number || err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 || f > schema.MaxSeconds {
-			d.add(v, t.key, fmt.Sprintf("must be a number of seconds greater than 0 and at most %d (365 days)", schema.MaxSeconds), "")
+		if v.Kind != ojson.Number || err != nil || math.IsNaN(f) || math.IsInf(f, 0) || bound.Check(f) != "" {
+			d.add(v, t.key, "must be "+bound.Allowed(), "set job_launcher."+t.key+" in slurm.yaml and prepare again")
 			continue
 		}
 		*t.field = f
