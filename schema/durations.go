@@ -1,6 +1,9 @@
 package schema
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Bounds of every duration in seconds an input may set (slurm.yaml's
 // timeouts, poll_interval and pending_timeout, a job meta's
@@ -59,8 +62,10 @@ func (b DurationBound) Check(s float64) string {
 
 // Allowed says what the key allows, for messages and hints.
 func (b DurationBound) Allowed() string {
-	return fmt.Sprintf("a number of seconds from %g to %g (%s)", b.Min, b.Max, humanSeconds(b.Max))
+	return fmt.Sprintf("a number of seconds from %s to %s (%s)", number(b.Min), number(b.Max), humanSeconds(b.Max))
 }
+
+func number(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 func humanSeconds(s float64) string {
 	switch {

@@ -321,8 +321,8 @@ func (t *tree) checkNoSpace(n *yaml.Node, path string) {
 	if !isString(n) {
 		return
 	}
-	if strings.ContainsAny(n.Value, " \t\n\r\f") {
-		return // the schema reports it
+	if strings.ContainsAny(n.Value, " \t\n\r\f") || CheckText(n.Value, false) != "" {
+		return // the schema, or the text rule, reports it
 	}
 	if strings.IndexFunc(n.Value, unicode.IsSpace) >= 0 {
 		t.add(problem.Schema, n, path, fmt.Sprintf("must not contain whitespace (got %q)", n.Value), "")

@@ -14,10 +14,11 @@ func SlurmFilename(path string) string {
 // nothing): ':' and ',' separate Slurm and container bind lists, and a
 // '\' makes Slurm strip backslashes and turn off every % expansion in a
 // filename pattern (sbatch --output), so the job's output would land
-// elsewhere.
+// elsewhere. The path reaches every batch script and sbatch argv, so the
+// text rule of one-line values (CheckText) applies too.
 func CheckWorkspacePath(path string) string {
 	if strings.ContainsAny(path, `:,\`) {
 		return `must not contain ':', ',' or '\' (Slurm and container bind lists use ':' and ','; Slurm's filename patterns treat '\' as an escape)`
 	}
-	return ""
+	return CheckText(path, false)
 }

@@ -77,7 +77,12 @@ func (t *tree) lineText(l int) int {
 }
 
 // pathText is the path p of the document as problems name it.
-func (t *tree) pathText(p string) string { return joinPath(t.embed.Path, p) }
+func (t *tree) pathText(p string) string {
+	if p == "" {
+		return t.embed.Path
+	}
+	return joinPath(t.embed.Path, p)
+}
 
 // loc is one value in the tree: its key node (nil for the root and list
 // items), its value node and its dotted path.

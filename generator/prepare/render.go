@@ -372,7 +372,7 @@ func checkOutput(kit, output string) error {
 		return errorf(errcode.InvalidOutput, "check the permissions of the output path", "cannot inspect output %s: %v", output, err)
 	}
 	if msg := schema.CheckWorkspacePath(output); msg != "" {
-		return errorf(errcode.InvalidOutput, `choose a workspace path without ':', ',' or '\'`,
+		return errorf(errcode.InvalidOutput, `choose a workspace path without ':', ',', '\', control or invisible characters`,
 			"workspace path %s %s", output, msg)
 	}
 	return nil

@@ -159,6 +159,12 @@ func (d *argsDecoder) str(v *ojson.Value, key string) (string, bool) {
 		d.add(v, key, "must be a string, not "+v.Kind.String(), "")
 		return "", false
 	}
+	// The text rule validate applied: every value here reaches a script
+	// or an argv, and only setup may span lines.
+	if msg := schema.CheckText(v.Str, key == "setup"); msg != "" {
+		d.add(v, key, msg, "set it in slurm.yaml and prepare again")
+		return "", false
+	}
 	return v.Str, true
 }
 
@@ -250,9 +256,6 @@ func DecodeLauncherArgs(file string, data []byte, args *ojson.Value) (LauncherAr
 	}
 	d.directives(args.Get("sbatch_directives"), jl)
 	if s, ok := d.str(args.Get("setup"), "setup"); ok {
-		if strings.ContainsRune(s, 0) {
-			d.add(args.Get("setup"), "setup", "must not contain NUL", "")
-		}
 		jl.Setup = s
 	}
 	d.forwardEnv(args.Get("forward_env"), jl)
@@ -318,8 +321,12 @@ func (d *argsDecoder) executables(v *ojson.Value, jl *schema.JobLauncher) {
 		if isNull(m.Value) {
 			continue
 		}
-		if m.Value.Kind != ojson.String || m.Value.Str == "" || strings.ContainsRune(m.Value.Str, 0) {
+		if m.Value.Kind != ojson.String || m.Value.Str == "" {
 			d.add(m.Value, key, "must be a non-empty string", "")
+			continue
+		}
+		if msg := schema.CheckText(m.Value.Str, false); msg != "" {
+			d.add(m.Value, key, msg, "set it in slurm.yaml and prepare again")
 			continue
 		}
 		*field = m.Value.Str
@@ -344,6 +351,12 @@ func (d *argsDecoder) directives(v *ojson.Value, jl *schema.JobLauncher) {
 		}
 		if isNull(m.Value) {
 			continue
+		}
+		if m.Value.Kind == ojson.String {
+			if msg := schema.CheckText(m.Value.Str, false); msg != "" {
+				d.add(m.Value, key, msg, "set it in slurm.yaml and prepare again")
+				continue
+			}
 		}
 		value, ok := directiveValue(m.Value)
 		if !ok {

@@ -276,3 +276,34 @@ func FuzzLauncherArgs(f *testing.F) {
 		}
 	})
 }
+
+// TestLauncherArgsTextRule (issue 25 item 12): a hand-edited
+// resources.json.default holding a bidi override, a C1 control or an ESC
+// in a value that reaches the batch script or the sbatch argv is refused
+// at run time, as validate refuses it in slurm.yaml.
+func TestLauncherArgsTextRule(t *testing.T) {
+	data := []byte(`{
+  "sandbox": "none",
+  "python_path": "/usr/bin/python3\u202e",
+  "setup": "module load a\u2066",
+  "executables": {"sbatch": "/usr/bin/sbatch\u0085"},
+  "sbatch_directives": {"partition": "gpu\u001b[2J"},
+  "workspace_path": "/ws"
+}`)
+	_, ps := decode(t, data)
+	var got []string
+	for _, p := range ps {
+		got = append(got, p.Path+": "+p.Message)
+	}
+	all := strings.Join(got, "\n")
+	for _, want := range []string{
+		"slurm_launcher.args.python_path: must not contain the invisible Unicode character U+202E",
+		"slurm_launcher.args.setup: must not contain the invisible Unicode character U+2066",
+		"slurm_launcher.args.executables.sbatch: must not contain the C1 control character U+0085",
+		`slurm_launcher.args.sbatch_directives.partition: must not contain the control character '\x1b'`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("missing %q in:\n%s", want, all)
+		}
+	}
+}
