@@ -2,7 +2,9 @@ package ojson
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestParseOffsets: every parsed value and key knows where it starts, and
@@ -57,5 +59,55 @@ func TestParseReportingDuplicates(t *testing.T) {
 	}
 	if _, dups, _ := ParseReportingDuplicates([]byte(`{"a": 1}`)); dups != nil {
 		t.Errorf("no duplicates: got %+v", dups)
+	}
+}
+
+// manyKeys is one JSON object of n distinct keys, then the first key again.
+func manyKeys(n int) []byte {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range n {
+		fmt.Fprintf(&b, `"k%d": %d, `, i, i)
+	}
+	b.WriteString(`"k0": -1}`)
+	return []byte(b.String())
+}
+
+// TestDuplicateKeysLinear (issue 25 item 5): finding repeated keys took a
+// linear search per key, 5.9 s for 80,000 keys and more than a minute for
+// 300,000. 500,000 keys now parse well inside a budget the quadratic
+// search overruns many times (BenchmarkParseManyKeys has the figures; the
+// budget only stops a regression from hanging the suite).
+func TestDuplicateKeysLinear(t *testing.T) {
+	data := manyKeys(500_000)
+	done := make(chan error, 1)
+	go func() {
+		v, dups, err := ParseReportingDuplicates(data)
+		if err == nil && (len(dups) != 1 || dups[0].Key != "k0" || len(v.Members) != 500_000 || v.Get("k0").Num != "-1") {
+			err = fmt.Errorf("duplicates %+v, %d members", dups, len(v.Members))
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("500,000 keys did not parse within 60 s: duplicate detection is not linear")
+	}
+}
+
+func BenchmarkParseManyKeys(b *testing.B) {
+	for _, n := range []int{80_000, 300_000} {
+		data := manyKeys(n)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, _, err := ParseReportingDuplicates(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
