@@ -216,7 +216,7 @@ func Render(opts Options) (*Workspace, error) {
 	}
 
 	w := &Workspace{Output: output, Kit: kit, index: map[string]*File{}, force: opts.Force, ignore: opts.IgnoreWarnings}
-	for _, r := range readings {
+	for _, r := range problem.Cap(readings) {
 		w.warnf(schema.WarnYAML11Reading, "%s", r.String())
 	}
 	if imageWarning != "" {

@@ -40,6 +40,12 @@ CALL_TIMEOUT = 600.0
 # Seconds between two attempts when a wait call itself fails.
 RETRY_INTERVAL = 10.0
 
+# The most problems, and characters, of a failed call's answer that go into
+# the one exception NVFlare logs: a hostile job meta can hold thousands of
+# problems (the binary lists at most 100 per file).
+MAX_MESSAGE_PROBLEMS = 20
+MAX_MESSAGE_CHARS = 8192
+
 
 class FlareSlurmError(RuntimeError):
     """A flare-slurm call failed; the message is the binary's own."""
@@ -78,14 +84,24 @@ class _Binary:
             return data
         raw_error = answer.get("error")
         error: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {}
-        message = f"flare-slurm {command}: {error.get('message') or repr(answer)}"
-        problems = error.get("problems") or []
-        for p in problems if isinstance(problems, list) else []:
-            if isinstance(p, dict):
-                message += f"\n  {p.get('file', '')}: {p.get('path', '')}: {p.get('message', '')}"
-        if error.get("hint"):
-            message += f" ({error['hint']})"
-        raise FlareSlurmError(message)
+        raise FlareSlurmError(_failure_message(command, answer, error))
+
+
+def _failure_message(command: str, answer: dict[str, Any], error: dict[str, Any]) -> str:
+    """The message of a failed call: the binary's error, its first problems, its hint; bounded."""
+    message = f"flare-slurm {command}: {error.get('message') or repr(answer)}"
+    raw = error.get("problems")
+    problems = [p for p in raw if isinstance(p, dict)] if isinstance(raw, list) else []
+    for p in problems[:MAX_MESSAGE_PROBLEMS]:
+        message += f"\n  {p.get('file', '')}: {p.get('path', '')}: {p.get('message', '')}"
+    if len(problems) > MAX_MESSAGE_PROBLEMS:
+        message += (f"\n  ... {len(problems) - MAX_MESSAGE_PROBLEMS} more problem(s) not shown "
+                    f"(run flare-slurm {command} --json by hand to see them)")
+    if error.get("hint"):
+        message += f" ({error['hint']})"
+    if len(message) > MAX_MESSAGE_CHARS:
+        message = message[:MAX_MESSAGE_CHARS] + f"... ({len(message) - MAX_MESSAGE_CHARS} more characters not shown)"
+    return message
 
 
 def _return_code(data: dict[str, Any]) -> Optional[int]:

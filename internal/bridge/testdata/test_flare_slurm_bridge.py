@@ -221,6 +221,27 @@ class BridgeTest(unittest.TestCase):
         with self.assertRaisesRegex(B.FlareSlurmError, "cannot run .*/missing"):
             launcher.launch_job({"job_id": "job-1"}, self.ctx)
 
+    def test_failure_message_is_bounded(self):
+        # Issue 25 item 7: a request with thousands of problems made one
+        # exception of megabytes; the bridge names the first few, counts
+        # the rest, and cuts the message.
+        problems = [{"file": "-", "path": "meta.launcher_spec.site-1.slurm.k%d" % i, "message": "x" * 200}
+                    for i in range(101)]
+        self.script(launch=[error("invalid_request", "launch request - cannot be compiled", "fix the problems listed", problems)])
+        with self.assertRaises(B.FlareSlurmError) as e:
+            self.launch()
+        text = str(e.exception)
+        self.assertLessEqual(len(text), B.MAX_MESSAGE_CHARS + 80)
+        self.assertIn("slurm.k0: ", text)
+        self.assertNotIn("slurm.k%d:" % B.MAX_MESSAGE_PROBLEMS, text)
+        self.assertIn("more characters not shown", text)
+        few = [{"file": "-", "path": "p%d" % i, "message": "m"} for i in range(B.MAX_MESSAGE_PROBLEMS + 5)]
+        self.script(launch=[error("invalid_request", "bad", "fix", few)])
+        with self.assertRaises(B.FlareSlurmError) as e:
+            self.launch()
+        self.assertIn("... 5 more problem(s) not shown", str(e.exception))
+        self.assertTrue(str(e.exception).endswith("(fix)"))
+
     def test_poll(self):
         self.script(launch=[ok({"slurm_job_id": "4242"})],
                     status=[ok(status("RUNNING", False, 127)), ok(status("COMPLETED", True, 0)), error("x", "y")])
