@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -75,7 +76,7 @@ func invisibleWhy(r rune) string {
 // (job meta's NVFlare keys) are not walked.
 func (t *tree) checkText(doc map[string]any) {
 	w := textWalker{t: t, doc: doc}
-	w.walk(t.value, "", doc)
+	w.walk(t.value, nil, doc)
 }
 
 type textWalker struct {
@@ -100,7 +101,8 @@ func (w textWalker) deref(s map[string]any) map[string]any {
 	return s
 }
 
-func (w textWalker) walk(v any, ptr string, s map[string]any) {
+// walk checks value v at the JSON pointer tokens against schema node s.
+func (w textWalker) walk(v any, tokens []string, s map[string]any) {
 	s = w.deref(s)
 	if s == nil {
 		return
@@ -109,7 +111,7 @@ func (w textWalker) walk(v any, ptr string, s map[string]any) {
 	case string:
 		multi, _ := s[MultiLineKeyword].(bool)
 		if msg := CheckText(v, multi); msg != "" {
-			w.report(ptr, false, msg)
+			w.report(tokens, false, msg)
 		}
 	case map[string]any:
 		props, _ := s["properties"].(map[string]any)
@@ -120,7 +122,7 @@ func (w textWalker) walk(v any, ptr string, s map[string]any) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			child := ptr + "/" + escapePointer(k)
+			child := append(tokens, k)
 			cs, _ := props[k].(map[string]any)
 			if cs == nil && extra != nil {
 				// A name the schema describes (an environment, study or
@@ -138,21 +140,21 @@ func (w textWalker) walk(v any, ptr string, s map[string]any) {
 	case []any:
 		items, _ := s["items"].(map[string]any)
 		for i, item := range v {
-			w.walk(item, fmt.Sprintf("%s/%d", ptr, i), items)
+			w.walk(item, append(tokens, strconv.Itoa(i)), items)
 		}
 	}
 }
 
-// report records msg at the value (or key) at ptr and suppresses the
+// report records msg at the value (or key) at tokens and suppresses the
 // schema errors of that value.
-func (w textWalker) report(ptr string, key bool, msg string) {
-	l := w.t.locs[ptr]
+func (w textWalker) report(tokens []string, key bool, msg string) {
+	l := w.t.locate(tokens)
 	n := l.val
 	if key && l.key != nil {
 		n = l.key
 	}
 	w.t.add(problem.Schema, n, l.path, msg, "")
-	w.t.suppressed[ptr] = true
+	w.t.suppressed[l.val] = true
 }
 
 // Explicit YAML tags a file may carry: the plain core-schema tag of each
@@ -164,10 +166,10 @@ var coreTags = map[yaml.Kind][]string{
 	yaml.SequenceNode: {"!!seq"},
 }
 
-// checkTag reports an explicit tag on n other than a core-schema tag of its
-// kind, or a core scalar tag its value does not fit (!!int abc). ok is
-// false when n was reported.
-func (t *tree) checkTag(n *yaml.Node, path string) bool {
+// checkTagHere reports an explicit tag on n (the node convert is at)
+// other than a core-schema tag of its kind, or a core scalar tag its value
+// does not fit (!!int abc). ok is false when n was reported.
+func (t *tree) checkTagHere(n *yaml.Node) bool {
 	if n.Style&yaml.TaggedStyle == 0 {
 		return true
 	}
@@ -180,7 +182,7 @@ func (t *tree) checkTag(n *yaml.Node, path string) bool {
 		}
 	}
 	if !fits {
-		t.add(problem.Structure, n, path, fmt.Sprintf(msgTag+"%s is not supported on a %s", quoteTag(n.Tag), nodeKindName(n)),
+		t.addHere(problem.Structure, n, fmt.Sprintf(msgTag+"%s is not supported on a %s", quoteTag(n.Tag), nodeKindName(n)),
 			"remove the tag; the allowed explicit tags are "+strings.Join(allowed, ", "))
 		return false
 	}
@@ -204,7 +206,7 @@ func (t *tree) checkTag(n *yaml.Node, path string) bool {
 		}
 	}
 	if !fit {
-		t.add(problem.Structure, n, path, fmt.Sprintf(msgTag+"%s does not fit the value %q", tag, n.Value), "remove the tag or fix the value")
+		t.addHere(problem.Structure, n, fmt.Sprintf(msgTag+"%s does not fit the value %q", tag, n.Value), "remove the tag or fix the value")
 		return false
 	}
 	return true

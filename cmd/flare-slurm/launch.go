@@ -3,11 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/flare-slurm/flare-slurm/generator/compile"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/schema"
@@ -30,13 +29,7 @@ func newLaunchCommand(a *app) *cobra.Command {
 			if request == "" {
 				return usageErrorf("--request is required (a file, or - for standard input)")
 			}
-			var data []byte
-			var err error
-			if request == "-" {
-				data, err = io.ReadAll(io.LimitReader(a.stdin, 16<<20))
-			} else {
-				data, err = os.ReadFile(request)
-			}
+			data, err := compile.ReadRequest(request, a.stdin)
 			if err != nil {
 				return failure(errcode.InvalidRequest, fmt.Sprintf("cannot read launch request %s: %v", request, err), "pass a JSON file, or - for standard input", nil)
 			}

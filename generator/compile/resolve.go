@@ -94,7 +94,12 @@ func (r *resolver) studyProblem(path, msg, hint string) {
 // contract §5–§8 and §12 and returns the plan of effective values. All
 // problems found come back at once as schema.Problems; nothing is written.
 func Resolve(ws *workspace.Prepared, req *Request, env Environ) (*Plan, error) {
-	return resolve(ws, req, env, false)
+	plan, err := resolve(ws, req, env, false)
+	var ps schema.Problems
+	if errors.As(err, &ps) {
+		return nil, req.source().place(ps)
+	}
+	return plan, err
 }
 
 func resolve(ws *workspace.Prepared, req *Request, env Environ, review bool) (*Plan, error) {
