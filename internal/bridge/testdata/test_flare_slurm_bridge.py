@@ -225,7 +225,7 @@ class BridgeTest(unittest.TestCase):
         # Issue 25 item 7: a request with thousands of problems made one
         # exception of megabytes; the bridge names the first few, counts
         # the rest, and cuts the message.
-        problems = [{"file": "-", "path": "meta.launcher_spec.site-1.slurm.k%d" % i, "message": "x" * 200}
+        problems = [{"file": "-", "path": "meta.launcher_spec.site-1.slurm.k%d" % i, "message": "x" * 500}
                     for i in range(101)]
         self.script(launch=[error("invalid_request", "launch request - cannot be compiled", "fix the problems listed", problems)])
         with self.assertRaises(B.FlareSlurmError) as e:
