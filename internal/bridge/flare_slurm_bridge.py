@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import subprocess
 import threading
 from typing import Any, Optional
@@ -51,6 +52,47 @@ class FlareSlurmError(RuntimeError):
     """A flare-slurm call failed; the message is the binary's own."""
 
 
+def untrusted(path: str) -> Optional[str]:
+    """Why another account could replace the binary at path, or None.
+
+    The binary reads every job's credentials on its standard input, so it
+    gets the rule flare-slurm applies to the Slurm commands (Go's
+    internal/trust, which a Go test holds this function to): an absolute
+    path to an executable regular file that, like every directory above it,
+    is owned by root or by this account and writable by no other account:
+    not by every account, not by a group other than root's. A sticky
+    directory (like /tmp) may be writable by others.
+    """
+    if not os.path.isabs(path):
+        return f"{path!r} is not an absolute path"
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(real)
+    except OSError as e:
+        return f"cannot check {real}: {e.strerror}"
+    if not stat.S_ISREG(st.st_mode) or not os.access(real, os.X_OK) or st.st_mode & 0o111 == 0:
+        return f"{path} (resolved to {real}) is not an executable regular file"
+    euid = os.geteuid()
+    entry, is_dir = real, False
+    while True:
+        try:
+            st = os.stat(entry)
+        except OSError as e:
+            return f"cannot check {entry}, a directory above {real}: {e.strerror}"
+        what = f"{entry} is" if entry == real else f"{real} is in {entry}, which is"
+        if st.st_uid not in (0, euid):
+            return f"{what} owned by uid {st.st_uid}, neither root nor this account (uid {euid})"
+        if not (is_dir and st.st_mode & stat.S_ISVTX):
+            if st.st_mode & 0o002:
+                return f"{what} writable by every account (mode {stat.S_IMODE(st.st_mode):04o})"
+            if st.st_mode & 0o020 and st.st_gid != 0:
+                return f"{what} writable by group {st.st_gid} (mode {stat.S_IMODE(st.st_mode):04o})"
+        parent = os.path.dirname(entry)
+        if parent == entry:
+            return None
+        entry, is_dir = parent, True
+
+
 class _Binary:
     """Runs one flare-slurm command with --json and reads its envelope."""
 
@@ -62,6 +104,13 @@ class _Binary:
     def call(self, command: str, args: list[str], stdin: Optional[bytes] = None,
              timeout: Optional[float] = CALL_TIMEOUT) -> dict[str, Any]:
         argv = [self.path, command, "--workspace", self.workspace, *args, "--json"]
+        # Checked before every call: the binary could be replaced at any time.
+        if not os.path.exists(self.path):
+            raise FlareSlurmError(f"flare-slurm {command}: cannot run {self.path}: it does not exist")
+        why = untrusted(self.path)
+        if why is not None:
+            raise FlareSlurmError(f"flare-slurm {command}: not run: the flare-slurm binary is not trusted: {why} "
+                                  "(install it owned by root or the runtime account, writable by no other account)")
         try:
             done = subprocess.run(argv, input=stdin if stdin is not None else b"", capture_output=True,
                                   timeout=timeout, check=False)

@@ -242,6 +242,21 @@ class BridgeTest(unittest.TestCase):
         self.assertIn("... 5 more problem(s) not shown", str(e.exception))
         self.assertTrue(str(e.exception).endswith("(fix)"))
 
+    def test_untrusted_binary_is_never_run(self):
+        # Issue 25 item 9: the binary reads every job's credentials; one in a
+        # directory another account can write is refused before each call,
+        # at bootstrap and at launch alike, and never run.
+        os.chmod(self.dir, 0o777)
+        try:
+            with self.assertRaisesRegex(B.FlareSlurmError, "not run: the flare-slurm binary is not trusted: .* writable by every account"):
+                self.launcher.handle_event(EventType.SYSTEM_BOOTSTRAP, self.ctx)
+            with self.assertRaisesRegex(B.FlareSlurmError, "flare-slurm launch: not run"):
+                self.launch()
+        finally:
+            os.chmod(self.dir, 0o700)
+        self.assertEqual(self.calls(), [])
+        self.assertIsNone(B.untrusted(self.binary))
+
     def test_poll(self):
         self.script(launch=[ok({"slurm_job_id": "4242"})],
                     status=[ok(status("RUNNING", False, 127)), ok(status("COMPLETED", True, 0)), error("x", "y")])
