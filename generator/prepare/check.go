@@ -351,7 +351,12 @@ func (w *Workspace) open(f *File) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, w.readError(f, err)
 	}
-	return r, nil
+	// No more than the size the scan saw (and checked against the kit's
+	// limits) is read, whatever the file holds by now.
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(r, f.Expect.Size), r}, nil
 }
 
 func (w *Workspace) readError(f *File, err error) error {
