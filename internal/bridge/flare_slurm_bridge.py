@@ -34,9 +34,18 @@ from nvflare.apis.job_launcher_spec import (
 # worker loads this site's components too, and never launches jobs.
 CHILD_PROCESS_ENV = "NVFLARE_SLURM_CHILD_PROCESS"
 
-# How long one launch, status or cancel call may take before it counts as
-# failed; wait has no limit (it lasts as long as the job).
+# How long one launch, status or cancel call may take before the bridge
+# gives up on it; wait has no limit (it lasts as long as the job). Giving up
+# sends SIGTERM, never SIGKILL, to a launch: flare-slurm stops a launch that
+# has not submitted yet, and finishes one whose sbatch runs (its handle
+# written, or the job cancelled) and answers, which the bridge then reads.
 CALL_TIMEOUT = 600.0
+
+# How long any other call may take to end after SIGTERM before it is killed.
+TERMINATE_GRACE = 30.0
+
+# Error codes of a call that no retry can change: wait stops on them.
+PERMANENT_ERRORS = frozenset({"no_such_job"})
 
 # Seconds between two attempts when a wait call itself fails.
 RETRY_INTERVAL = 10.0
@@ -49,7 +58,11 @@ MAX_MESSAGE_CHARS = 8192
 
 
 class FlareSlurmError(RuntimeError):
-    """A flare-slurm call failed; the message is the binary's own."""
+    """A flare-slurm call failed; the message is the binary's own, code its error code ("" when none)."""
+
+    def __init__(self, message: str, code: str = ""):
+        super().__init__(message)
+        self.code = code
 
 
 def untrusted(path: str) -> Optional[str]:
@@ -102,7 +115,7 @@ class _Binary:
         self.logger = logger
 
     def call(self, command: str, args: list[str], stdin: Optional[bytes] = None,
-             timeout: Optional[float] = CALL_TIMEOUT) -> dict[str, Any]:
+             limited: bool = True) -> dict[str, Any]:
         argv = [self.path, command, "--workspace", self.workspace, *args, "--json"]
         # Checked before every call: the binary could be replaced at any time.
         if not os.path.exists(self.path):
@@ -112,10 +125,25 @@ class _Binary:
             raise FlareSlurmError(f"flare-slurm {command}: not run: the flare-slurm binary is not trusted: {why} "
                                   "(install it owned by root or the runtime account, writable by no other account)")
         try:
-            done = subprocess.run(argv, input=stdin if stdin is not None else b"", capture_output=True,
-                                  timeout=timeout, check=False)
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         except (OSError, subprocess.SubprocessError) as e:
             raise FlareSlurmError(f"flare-slurm {command}: cannot run {self.path}: {e}") from e
+        try:
+            out, err = proc.communicate(input=stdin if stdin is not None else b"", timeout=CALL_TIMEOUT if limited else None)
+        except subprocess.TimeoutExpired:
+            # Give up with SIGTERM, then read the answer: a launch stops
+            # before it submits, or finishes with the job's handle (never
+            # killed between sbatch and its handle: the job would run with
+            # live credentials and nobody watching it).
+            self.logger.warning("flare-slurm %s did not answer within %.0f s: asking it to stop (SIGTERM)", command, CALL_TIMEOUT)
+            proc.terminate()
+            try:
+                out, err = proc.communicate(timeout=None if command == "launch" else TERMINATE_GRACE)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                raise FlareSlurmError(f"flare-slurm {command}: did not end within {TERMINATE_GRACE:.0f} s of SIGTERM and was killed")
+        done = subprocess.CompletedProcess(argv, proc.returncode, out, err)
         stderr = done.stderr.decode("utf-8", "replace").strip()
         if stderr:
             self.logger.info("flare-slurm %s: %s", command, stderr)
@@ -133,7 +161,8 @@ class _Binary:
             return data
         raw_error = answer.get("error")
         error: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {}
-        raise FlareSlurmError(_failure_message(command, answer, error))
+        code = error.get("code")
+        raise FlareSlurmError(_failure_message(command, answer, error), code if isinstance(code, str) else "")
 
 
 def _failure_message(command: str, answer: dict[str, Any], error: dict[str, Any]) -> str:
@@ -196,8 +225,17 @@ class FlareSlurmJobHandle(JobHandleSpec):
             try:
                 # wait exits with the job's return code; the envelope says
                 # whether it is a result or a failure of the command.
-                self._record(self.binary.call("wait", ["--job-id", self.job_id], timeout=None))
+                self._record(self.binary.call("wait", ["--job-id", self.job_id], limited=False))
             except FlareSlurmError as e:
+                if e.code in PERMANENT_ERRORS:
+                    # The workspace knows no such job (neither its dir nor a
+                    # recorded result): asking again every RETRY_INTERVAL
+                    # forever would change nothing.
+                    self.binary.logger.error("job %s cannot be watched: %s", self.job_id, e)
+                    with self._lock:
+                        if self._result is None:
+                            self._result = int(JobReturnCode.INFRASTRUCTURE_ERROR)
+                    return
                 self.binary.logger.error("waiting for job %s failed, trying again: %s", self.job_id, e)
                 stop.wait(RETRY_INTERVAL)
 

@@ -227,6 +227,17 @@ func (m *Manager) launch(ctx context.Context, job Job) (*Handle, error) {
 	if pending <= 0 || pending > m.cfg.PendingTimeout {
 		pending = m.cfg.PendingTimeout // a job may only lower the site value
 	}
+	if err := ctx.Err(); err != nil {
+		m.cleanup(job.Dir)
+		return nil, fmt.Errorf("job %s: interrupted before it was submitted; nothing was launched: %w", job.JobID, err)
+	}
+	// From the submission on nothing interrupts the launch (a signal, a
+	// caller giving up): a job that sbatch handed to Slurm gets its
+	// handle, or is cancelled, before Launch returns. Every step is
+	// bounded by submit_timeout, query_timeout or cancel_timeout. An
+	// interrupted sbatch would leave a queued job with live credentials
+	// and no handle (issue 25 item 11).
+	ctx = context.WithoutCancel(ctx)
 	submitted := m.now()
 	id, cluster, err := m.cfg.Client.Submit(ctx, job.Argv, job.Env)
 	var late *scheduler.SubmittedError

@@ -31,7 +31,7 @@ from nvflare.apis.job_launcher_spec import JobHandleSpec, JobLauncherSpec, JobPr
 import flare_slurm_bridge as B  # noqa: E402
 
 FAKE = """#!{python}
-import json, os, sys
+import json, os, signal, sys, time
 here = os.path.dirname(os.path.abspath(__file__))
 stdin = sys.stdin.read()
 with open(os.path.join(here, "calls.jsonl"), "a") as f:
@@ -44,6 +44,17 @@ queue = answers.get(sys.argv[1]) or [{{"stdout": "", "exit": 97}}]
 answer = queue.pop(0) if len(queue) > 1 else queue[0]
 with open(script, "w") as f:
     json.dump(answers, f)
+if answer.get("busy"):
+    # A launch whose sbatch runs: SIGTERM is noted, not obeyed (as
+    # flare-slurm launch does), and the answer comes once the work is done.
+    termed = []
+    signal.signal(signal.SIGTERM, lambda *a: termed.append(1))
+    deadline = time.time() + 30
+    while not termed and time.time() < deadline:
+        time.sleep(0.05)
+    with open(os.path.join(here, "termed"), "w") as f:
+        f.write(str(len(termed)))
+    time.sleep(answer["busy"])
 sys.stdout.write(answer["stdout"])
 sys.stderr.write(answer.get("stderr", ""))
 sys.exit(answer["exit"])
@@ -256,6 +267,36 @@ class BridgeTest(unittest.TestCase):
             os.chmod(self.dir, 0o700)
         self.assertEqual(self.calls(), [])
         self.assertIsNone(B.untrusted(self.binary))
+
+    def test_launch_given_up_is_stopped_not_killed(self):
+        # Issue 25 item 11: the bridge's call timeout killed launch while
+        # sbatch ran, leaving a queued job with live credentials and no
+        # handle. It asks the binary to stop (SIGTERM) and reads its answer:
+        # the job's handle comes back.
+        saved = B.CALL_TIMEOUT
+        B.CALL_TIMEOUT = 0.5
+        try:
+            answer = ok({"slurm_job_id": "4242", "job_name": "nvfl-site-1-0a1b", "job_dir": "/j", "notes": []})
+            answer["busy"] = 0.5
+            self.script(launch=[answer])
+            with self.assertLogs(self.launcher.logger, "WARNING") as logs:
+                handle = self.launch()
+        finally:
+            B.CALL_TIMEOUT = saved
+        self.assertEqual(handle.slurm_job_id, "4242")
+        with open(os.path.join(self.dir, "termed")) as f:
+            self.assertEqual(f.read(), "1")  # SIGTERM, and it was not killed
+        self.assertIn("asking it to stop (SIGTERM)", "\n".join(logs.output))
+
+    def test_wait_stops_on_a_permanent_error(self):
+        # Issue 25 item 11: an unknown job was asked about every 10 s
+        # forever. no_such_job ends the wait with 104 (infrastructure).
+        self.script(launch=[ok({"slurm_job_id": "4242"})], wait=[error("no_such_job", "job job-1: no such job in this workspace")])
+        handle = self.launch()
+        with self.assertLogs(self.launcher.logger, "ERROR"):
+            handle.wait()
+        self.assertEqual(handle.poll(), JobReturnCode.INFRASTRUCTURE_ERROR)
+        self.assertEqual([c["argv"][0] for c in self.calls()], ["launch", "wait"])
 
     def test_poll(self):
         self.script(launch=[ok({"slurm_job_id": "4242"})],
