@@ -118,7 +118,7 @@ func resolve(ws *workspace.Prepared, req *Request, env Environ, review bool) (*P
 	v.Workspace = ws.Root
 	v.JobDir = workspace.JobDir(ws.Root, req.JobID)
 	v.JobName = workspace.JobName(req.Site, req.JobID)
-	v.Comment = workspace.CommentMarker(req.JobID)
+	v.Comment = workspace.CommentMarker(ws.Root, req.JobID)
 
 	if msg := jobIDProblem(req.JobID); msg != "" {
 		r.reqProblem("job_id", msg, jobIDHint)

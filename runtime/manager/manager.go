@@ -330,7 +330,7 @@ func (m *Manager) cancelVerified(ctx context.Context, info HandleInfo) string {
 	if err != nil {
 		return fmt.Sprintf("not sent, ownership could not be verified (%v); %s", err, manual)
 	}
-	row, found, err := q.Lookup(info.SlurmJobID, info.JobName, info.Marker, cl.UID)
+	row, found, err := q.Lookup(info.SlurmJobID, info.JobName, m.marker(info), cl.UID)
 	switch {
 	case err != nil:
 		return fmt.Sprintf("not sent (%v); %s", err, manual)
@@ -371,6 +371,15 @@ func (m *Manager) cancelByIdentity(ctx context.Context, name, marker string) str
 		return "cancelled Slurm job(s) " + strings.Join(cancelled, ", ") + " found by its name and marker"
 	}
 	return "no queued job of its name and marker was found"
+}
+
+// marker is the Slurm comment this workspace's job of handle info must
+// carry: this workspace's marker, not the one the handle recorded (a
+// handle copied from another workspace must not match that workspace's
+// job), except the legacy marker of a job launched before markers carried
+// the workspace.
+func (m *Manager) marker(info HandleInfo) string {
+	return workspace.ExpectedMarker(m.cfg.Workspace, info.JobID, info.Marker)
 }
 
 func (m *Manager) staleError(job Job) error {
