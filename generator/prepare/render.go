@@ -75,6 +75,9 @@ type Workspace struct {
 	index  map[string]*File
 	force  bool     // Options.Force
 	ignore []string // Options.IgnoreWarnings
+	// carried are the local/ files carried over from the existing
+	// workspace (local.go).
+	carried []carried
 }
 
 // File returns the entry at slash path p, or nil.
@@ -269,6 +272,9 @@ func Render(opts Options) (*Workspace, error) {
 		w.put(parentScript, parent, 0o700)
 	}
 	w.index["."].Mode = 0o700
+	if err := w.carryLocal(output); err != nil {
+		return nil, err
+	}
 	sort.SliceStable(w.Files, func(i, j int) bool { return workspace.StagingPathLess(w.Files[i].Path, w.Files[j].Path) })
 
 	w.Result = Result{
@@ -280,6 +286,7 @@ func Render(opts Options) (*Workspace, error) {
 		StartScript:  filepath.Join(output, filepath.FromSlash(startScript)),
 		Resources:    filepath.Join(output, filepath.FromSlash(resourcesDefault)),
 		Warnings:     w.Result.Warnings,
+		Kept:         w.Result.Kept,
 	}
 	if cfg.Parent != nil {
 		w.Result.SubmitCommand = shell.Join([]string{
