@@ -182,12 +182,12 @@ func ReadingWarningsData(kind, name string, data []byte) Problems {
 // ReadStdin reads standard input as an input file named name, with the
 // size limit of every input.
 func ReadStdin(name string, r io.Reader) ([]byte, Problems) {
-	data, err := io.ReadAll(io.LimitReader(r, maxInputBytes+1))
+	data, err := io.ReadAll(io.LimitReader(r, MaxInputBytes+1))
 	if err != nil {
 		return nil, Problems{{Kind: problem.Read, File: name, Message: "cannot read standard input: " + errText(err)}}
 	}
-	if len(data) > maxInputBytes {
-		return nil, Problems{{Kind: problem.Layout, File: name, Message: fmt.Sprintf("input is too large (more than %d bytes)", maxInputBytes),
+	if len(data) > MaxInputBytes {
+		return nil, Problems{{Kind: problem.Layout, File: name, Message: fmt.Sprintf("input is too large (more than %d bytes)", MaxInputBytes),
 			Hint: "inputs are small hand-written files: is this the right input?"}}
 	}
 	return data, nil

@@ -1,10 +1,10 @@
 package schema
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"strconv"
 )
 
 // FileKind names the type of a file in words, for messages: "file",
@@ -30,36 +30,52 @@ func FileKind(m fs.FileMode) string {
 	return "special file"
 }
 
+// Bounds of what prepare copies from a kit, checked on the scan before
+// anything is copied (validate checks them too). A provisioned kit is a
+// few hundred kilobytes; a sparse file of a 60 KB kit made prepare write
+// 51 GB.
+const (
+	// MaxKitFileBytes is the largest file prepare copies: 512 MiB.
+	MaxKitFileBytes = 512 << 20
+	// MaxKitBytes is the most prepare copies from one kit: 2 GiB.
+	MaxKitBytes = 2 << 30
+)
+
 // KitEntry classifies one entry of a startup kit whose own (lstat) type is
-// mode: the one rule, shared by validate and prepare, for what prepare can
-// copy. A directory or regular file is fine (target nil, message ""). A
-// symlink to a regular file is fine too and returns the file it points at
-// (prepare copies its content). Anything else returns a message and a hint
-// naming the kind in words: a dangling symlink, a symlink that cannot be
-// followed, a symlink to a directory or a special file, or a special file.
-func KitEntry(path string, mode fs.FileMode) (target fs.FileInfo, message, hint string) {
+// mode: the one rule, shared by validate, prepare and prepare --check, for
+// what prepare can copy. A directory or regular file is fine (message
+// ""). Anything else returns a message and a hint naming the kind in
+// words: a symlink (NVFlare's provisioned kits hold none, and a link makes
+// a root prepare copy, and prepare --check print, whatever it points at on
+// the host: a shadow file, /proc/self/environ), or a special file.
+func KitEntry(path string, mode fs.FileMode) (message, hint string) {
 	t := mode.Type()
 	switch {
 	case t.IsDir() || t.IsRegular():
-		return nil, "", ""
-	case t&fs.ModeSymlink == 0:
-		return nil, FileKind(mode) + "; a kit holds regular files and directories only", "remove it from the kit"
+		return "", ""
+	case t&fs.ModeSymlink != 0:
+		dest, err := os.Readlink(path)
+		if err != nil {
+			dest = "?"
+		}
+		return fmt.Sprintf("symlink (to %s); a kit holds no symlinks: prepare would copy what it points at, from anywhere on this host", strconv.Quote(dest)),
+			"replace the symlink with the file or directory itself; NVFlare's provisioned kits hold none"
 	}
-	target, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		dest, _ := os.Readlink(path)
-		return nil, fmt.Sprintf("dangling symlink: its target %s does not exist", dest),
-			"remove the symlink or make it point at a regular file"
-	case err != nil:
-		return nil, "symlink that cannot be followed: " + errText(err),
-			"remove the symlink or make it point at a regular file"
-	case target.IsDir():
-		return nil, "symlink to a directory; prepare copies regular files and real directories only",
-			"replace the symlink with a real directory"
-	case !target.Mode().IsRegular():
-		return nil, "symlink to a " + FileKind(target.Mode()) + "; a kit holds regular files and directories only",
-			"remove it from the kit"
+	return FileKind(mode) + "; a kit holds regular files and directories only", "remove it from the kit"
+}
+
+// KitFileSize says what is wrong with a kit file of size bytes, or "".
+func KitFileSize(size int64) string {
+	if size > MaxKitFileBytes {
+		return fmt.Sprintf("is %d bytes; prepare copies files of at most %d bytes (512 MiB)", size, MaxKitFileBytes)
 	}
-	return target, "", ""
+	return ""
+}
+
+// KitSize says what is wrong with a kit whose files hold total bytes, or "".
+func KitSize(total int64) string {
+	if total > MaxKitBytes {
+		return fmt.Sprintf("holds %d bytes of files; prepare copies at most %d bytes (2 GiB) from a kit", total, MaxKitBytes)
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -33,15 +34,31 @@ const AdditionalNodeCommandKey = "additional_node_command"
 //
 // With site "", every site the file names and default are checked, and
 // the returned value is the default reading (no resource_spec).
+//
+// A file whose name ends in .json is read as JSON, as NVFlare reads it
+// (Python's json.loads): comments, unquoted keys, single quotes, trailing
+// commas and raw control characters in strings are syntax errors, not
+// YAML that happens to parse.
 func ParseJobMeta(file string, data []byte, site string) (*JobMeta, Problems) {
-	return ParseJobMetaIn(file, data, site, Embedding{})
+	if isJSONName(file) {
+		return parseJobMeta(jsonMetaTree(file, data, site, Embedding{}), site)
+	}
+	return parseJobMeta(parseTree(file, data), site)
 }
 
-// ParseJobMetaIn is ParseJobMeta for a meta embedded in file (a launch
-// request's meta): every problem is made with the path and position the
+// ParseJobMetaIn is ParseJobMeta for a meta embedded in a launch request,
+// which is JSON: every problem is made with the path and position the
 // enclosing file gives it.
 func ParseJobMetaIn(file string, data []byte, site string, embed Embedding) (*JobMeta, Problems) {
-	t := parseTreeIn(file, data, embed)
+	return parseJobMeta(jsonMetaTree(file, data, site, embed), site)
+}
+
+// isJSONName says whether a file is JSON by its name.
+func isJSONName(file string) bool {
+	return strings.EqualFold(filepath.Ext(file), ".json")
+}
+
+func parseJobMeta(t *tree, site string) (*JobMeta, Problems) {
 	if t.root == nil {
 		return nil, t.result()
 	}

@@ -1,10 +1,13 @@
 package schema
 
 import (
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 func intp(i int) *int           { return &i }
@@ -101,7 +104,7 @@ func TestJobMetaProblems(t *testing.T) {
 		want             []string
 	}{
 		{"not an object", "", `[1, 2]`, []string{`meta.json:1:1: top level must be a mapping (got list)`}},
-		{"not JSON", "", `{"a": `, []string{`meta.json:1:1: not valid YAML: did not find expected node content`}},
+		{"not JSON", "", `{"a": `, []string{`meta.json:1:7: not valid JSON: expecting a value (NVFlare reads a job's meta with Python's json.loads: no comments, quoted keys, double quotes, no trailing commas)`}},
 		{"study empty", "", `{"study": ""}`, []string{`meta.json:1:11: study: must not be empty`}},
 		{"study type", "", `{"study": 3}`, []string{`meta.json:1:11: study: must be a string (got integer)`}},
 		{"unknown slurm key", "", `{"launcher_spec": {"default": {"slurm": {"node": 2, "partition": "x"}}}}`, []string{
@@ -114,7 +117,7 @@ func TestJobMetaProblems(t *testing.T) {
 			`meta.json:1:87: launcher_spec.s.slurm.cpus_per_node: must be an integer (got string)`,
 			`meta.json:1:108: launcher_spec.s.slurm.mem_per_node: must be at least 1 (got 0)`,
 			`meta.json:1:119: launcher_spec.s.slurm.time: must not contain whitespace (got "1 h")`,
-			`meta.json:1:145: launcher_spec.s.slurm.pending_timeout: must be greater than 0 (got 0)`,
+			`meta.json:1:145: launcher_spec.s.slurm.pending_timeout: must be at least 1 (got 0)`,
 			`meta.json:1:157: launcher_spec.s.slurm.image: must be an absolute path without ':' or ',' (got "rel")`,
 		}},
 		{"resources", "", `{"resource_spec": {"s": {"num_of_gpus": -1, "num_of_cpus": 0, "memory": "16G"}}}`, []string{
@@ -260,5 +263,82 @@ func TestParseJobMetaInMakesFinalProblems(t *testing.T) {
 		if got := embedded[i].String(); !strings.HasPrefix(got, want.embedded) {
 			t.Errorf("embedded: %s\nwant %s", got, want.embedded)
 		}
+	}
+}
+
+// TestJobMetaJSONReadAsJSON (issue 25 item 14): a .json job meta is read
+// as JSON, as NVFlare's json.loads reads it. Each of these passed as YAML.
+func TestJobMetaJSONReadAsJSON(t *testing.T) {
+	for _, c := range []struct{ name, text, want string }{
+		{"comment", "{\"study\": \"a\" # note\n}", "meta.json:1:15: not valid JSON: expecting ',' delimiter"},
+		{"unquoted key", `{study: "a"}`, "meta.json:1:2: not valid JSON: expecting a property name enclosed in double quotes"},
+		{"single quotes", `{'study': 'a'}`, "meta.json:1:2: not valid JSON: expecting a property name enclosed in double quotes"},
+		{"trailing comma", `{"study": "a",}`, "meta.json:1:15: not valid JSON: expecting a property name enclosed in double quotes"},
+		{"raw control character", "{\"name\": \"a\tb\"}", "meta.json:1:12: not valid JSON: invalid control character in string"},
+		{"YAML flow", `{study: a, launcher_spec: {}}`, "meta.json:1:2: not valid JSON: expecting a property name enclosed in double quotes"},
+	} {
+		_, probs := ParseJobMeta("meta.json", []byte(c.text), "")
+		got := problemLines(probs)
+		if len(got) != 1 || !strings.HasPrefix(got[0], c.want) || probs[0].Kind != problem.Syntax {
+			t.Errorf("%s: problems %q, want %q", c.name, got, c.want)
+		}
+	}
+	// The same text named .yaml is YAML, and valid.
+	if _, probs := ParseJobMeta("meta.yaml", []byte(`{study: a, launcher_spec: {}}`), ""); probs != nil {
+		t.Errorf("meta.yaml: %v", probs)
+	}
+	// A C1 control character is valid in a JSON string and refused by
+	// the text rule wherever flare-slurm reads it.
+	_, probs := ParseJobMeta("meta.json", []byte("{\"study\": \"a\u0085\"}"), "")
+	if got := problemLines(probs); len(got) != 1 || !strings.Contains(got[0], "meta.json:1:13: must not contain the control character U+0085") || probs[0].Kind != problem.Schema {
+		t.Errorf("C1 in a string: %q", got)
+	}
+}
+
+// TestJobMetaJSONReadsOnlyItsSections (issue 25 item 4): of a JSON meta
+// only study, launcher_spec and resource_spec are read as YAML (and of
+// those, with a site, only default, @default and that site): the NVFlare
+// keys and other sites cost no tree, lines and columns stay right after
+// blanked text with multi-byte characters, and repeated keys are still
+// found everywhere.
+func TestJobMetaJSONReadsOnlyItsSections(t *testing.T) {
+	meta := `{"name": "日本語の名前", "deploy_map": {"x": [1, 2], "x": [3]}, "study": 3,
+  "launcher_spec": {"other": {"slurm": {"bad": 1}}, "s": {"slurm": {"nodez": 2}}},
+  "resource_spec": {"other": {"num_of_gpus": "x"}, "s": {"num_of_gpus": -1}}}`
+	_, probs := ParseJobMeta("meta.json", []byte(meta), "s")
+	want := []string{
+		"meta.json:1:48: deploy_map.x: duplicate key (first defined at line 1) (remove one of them)",
+		"meta.json:1:68: study: must be a string (got integer)",
+		"meta.json:2:69: launcher_spec.s.slurm.nodez: unsupported job-owned Slurm key (allowed: image, nodes, gpus_per_node, cpus_per_node, mem_per_node, time, pending_timeout, additional_node_command) (did you mean `nodes`?)",
+		"meta.json:3:73: resource_spec.s.num_of_gpus: must be at least 0 (got -1)",
+	}
+	if got := problemLines(probs); !reflect.DeepEqual(got, want) {
+		t.Errorf("problems:\n got %q\nwant %q", got, want)
+	}
+	read := readJobMetaJSON([]byte(meta), "s")
+	for _, gone := range []string{"deploy_map", "日本", "other", "name"} {
+		if strings.Contains(string(read.text), gone) {
+			t.Errorf("%q is read: %s", gone, read.text)
+		}
+	}
+	if strings.Count(string(read.text), "\n") != 2 {
+		t.Errorf("lines changed: %q", read.text)
+	}
+	// Every site: other's sections are read too.
+	_, probs = ParseJobMeta("meta.json", []byte(meta), "")
+	if got := strings.Join(problemLines(probs), "\n"); !strings.Contains(got, "launcher_spec.other.slurm.bad") || !strings.Contains(got, "resource_spec.other.num_of_gpus") {
+		t.Errorf("every site: %s", got)
+	}
+}
+
+// TestJobMetaSectionTooLarge: a section larger than MaxJobMetaSectionBytes
+// is one problem at its key, and its content is not read.
+func TestJobMetaSectionTooLarge(t *testing.T) {
+	section := `{"slurm": {"time": [` + strings.Repeat("0,", MaxJobMetaSectionBytes) + `0]}}`
+	meta := `{"launcher_spec": {"s": ` + section + `}, "study": "a"}`
+	_, probs := ParseJobMeta("meta.json", []byte(meta), "s")
+	want := []string{fmt.Sprintf("meta.json:1:20: launcher_spec.s: is %d bytes long; flare-slurm reads at most 16384 bytes of a job meta section (a section holds a few Slurm or resource keys: is this the right job?)", len(section))}
+	if got := problemLines(probs); !reflect.DeepEqual(got, want) {
+		t.Errorf("problems:\n got %q\nwant %q", got, want)
 	}
 }

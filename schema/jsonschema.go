@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -210,16 +211,34 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 		}
 		return
 	}
-	ptr := pointer(e.InstanceLocation)
-	if r.isSuppressed(ptr) {
+	tokens := e.InstanceLocation
+	if r.t.suppressedAt(tokens) {
 		return
 	}
-	l := r.locate(ptr)
+	if r.t.full() {
+		// Counted, not made: locating and phrasing each of a hostile
+		// file's errors would cost what the cap saves.
+		n := 1
+		if k, ok := e.ErrorKind.(*kind.AdditionalProperties); ok {
+			n = len(k.Properties)
+		} else if k, ok := e.ErrorKind.(*kind.Required); ok {
+			n = len(k.Missing)
+		}
+		for range n {
+			r.t.omit(problem.Schema)
+		}
+		return
+	}
+	l := r.t.locate(tokens)
 	switch k := e.ErrorKind.(type) {
 	case *kind.AdditionalProperties:
 		allowed := r.allowedKeys(e.SchemaURL)
 		for _, key := range sortedCopy(k.Properties) {
-			child := r.locate(ptr + "/" + escapePointer(key))
+			if r.t.full() {
+				r.t.omit(problem.Schema)
+				continue
+			}
+			child := r.t.locate(append(slices.Clip(tokens), key))
 			n := child.key
 			if n == nil {
 				n = l.val
@@ -237,9 +256,8 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 					hint = didYouMean(key, allowed)
 				}
 			}
-			p := r.t.at(Problem{Kind: problem.Schema, File: r.t.file, Path: joinPath(l.path, key), Message: msg, Hint: hint}, n)
-			p.AtKey = true // the key is what is wrong
-			r.t.probs = append(r.t.probs, p)
+			r.t.add(problem.Schema, n, joinPath(l.path, key), msg, hint)
+			r.t.probs[len(r.t.probs)-1].AtKey = true // the key is what is wrong
 		}
 	case *kind.Required:
 		n := l.key
@@ -271,36 +289,6 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 		r.t.add(problem.Schema, l.val, l.path, r.message(e, l.path, l.val), hint)
 	default:
 		r.t.add(problem.Schema, l.val, l.path, r.message(e, l.path, l.val), "")
-	}
-}
-
-func (r *schemaReporter) isSuppressed(ptr string) bool {
-	for p := ptr; ; {
-		if r.t.suppressed[p] {
-			return true
-		}
-		i := strings.LastIndexByte(p, '/')
-		if i < 0 {
-			return false
-		}
-		p = p[:i]
-	}
-}
-
-// locate finds the location of ptr, or of its nearest known ancestor.
-func (r *schemaReporter) locate(ptr string) loc {
-	for p := ptr; ; {
-		if l, ok := r.t.locs[p]; ok {
-			if p != ptr {
-				return loc{val: l.val, path: l.path}
-			}
-			return l
-		}
-		i := strings.LastIndexByte(p, '/')
-		if i < 0 {
-			return loc{val: r.t.root}
-		}
-		p = p[:i]
 	}
 }
 

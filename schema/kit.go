@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"go.yaml.in/yaml/v3"
 
@@ -67,7 +69,7 @@ func loadKit(dir string) (*Kit, Problems) {
 	startup := filepath.Join(dir, "startup")
 	local := filepath.Join(dir, "local")
 	isDir := func(d string) bool {
-		st, err := os.Stat(d)
+		st, err := os.Lstat(d) // a symlink is walkKit's problem, and not followed
 		if err != nil || !st.IsDir() {
 			bad(problem.Layout, d, "", "must be a directory of the startup kit", "is this the top folder of a provisioned kit?")
 			return false
@@ -92,7 +94,7 @@ func loadKit(dir string) (*Kit, Problems) {
 func checkStartup(kit *Kit, startup string, bad func(k problem.Kind, file, path, msg, hint string), report func(Problem)) {
 	var roles []string
 	for _, f := range []string{ServerRoleFile, ClientRoleFile, AdminRoleFile} {
-		if isFile(filepath.Join(startup, f)) {
+		if isKitFile(filepath.Join(startup, f)) {
 			roles = append(roles, f)
 		}
 	}
@@ -110,7 +112,7 @@ func checkStartup(kit *Kit, startup string, bad func(k problem.Kind, file, path,
 	}
 
 	// rootCA.pem belongs to every kit, whatever its role.
-	if p := filepath.Join(startup, "rootCA.pem"); !isFile(p) {
+	if p := filepath.Join(startup, "rootCA.pem"); !isKitFile(p) {
 		what := "a startup kit needs startup/rootCA.pem"
 		if kit.Role != "" {
 			leaf := leafName(kit.Role)
@@ -127,7 +129,7 @@ func checkStartup(kit *Kit, startup string, bad func(k problem.Kind, file, path,
 	var roleDoc map[string]any
 	var nameNode *yaml.Node
 	var namePath string
-	if data, err := os.ReadFile(roleFile); err != nil {
+	if data, err := readKitFile(roleFile); err != nil {
 		bad(problem.Read, roleFile, "", "cannot read file: "+errText(err), "")
 	} else if err := json.Unmarshal(data, &roleDoc); err != nil || roleDoc == nil {
 		bad(problem.Structure, roleFile, "", "is not a JSON object", "")
@@ -147,12 +149,12 @@ func checkStartup(kit *Kit, startup string, bad func(k problem.Kind, file, path,
 	// Leaf certificate, key and organisation.
 	leaf := leafName(kit.Role)
 	for _, f := range []string{leaf + ".crt", leaf + ".key"} {
-		if p := filepath.Join(startup, f); !isFile(p) {
+		if p := filepath.Join(startup, f); !isKitFile(p) {
 			bad(problem.Layout, p, "", "is missing: a "+kit.Role+" kit needs startup/rootCA.pem, "+leaf+".crt and "+leaf+".key", "")
 		}
 	}
 	certPath := filepath.Join(startup, leaf+".crt")
-	if isFile(certPath) {
+	if isKitFile(certPath) {
 		org, msg := certOrganization(certPath)
 		if msg != "" {
 			bad(problem.Rule, certPath, "", msg, "provision the kit with an organisation for this site")
@@ -175,13 +177,13 @@ func leafName(role string) string {
 func checkLocal(kit *Kit, local string) Problems {
 	var probs Problems
 	res := filepath.Join(local, ResourcesDefaultFile)
-	if !isFile(res) {
+	if !isKitFile(res) {
 		// Not read unless regular: opening a named pipe would block.
 		if _, err := os.Stat(res); err != nil {
 			probs = append(probs, Problem{Kind: problem.Read, File: res, Message: "cannot read file: " + errText(err),
 				Hint: "every provisioned kit has local/resources.json.default"})
 		} // a special file is reported by the walk of the kit
-	} else if data, err := os.ReadFile(res); err != nil {
+	} else if data, err := readKitFile(res); err != nil {
 		probs = append(probs, Problem{Kind: problem.Read, File: res, Message: "cannot read file: " + errText(err),
 			Hint: "every provisioned kit has local/resources.json.default"})
 	} else {
@@ -199,7 +201,7 @@ func checkLocal(kit *Kit, local string) Problems {
 	_, err = os.Lstat(legacyPath)
 	kit.HasLegacyStudyData = err == nil
 	switch {
-	case kit.HasStudyRuntime && !isFile(runtimePath):
+	case kit.HasStudyRuntime && !isKitFile(runtimePath):
 		// A special file or a bad symlink: the walk of the kit reports it,
 		// and reading a named pipe would block.
 		if kit.HasLegacyStudyData {
@@ -255,9 +257,8 @@ const (
 )
 
 // walkKit reports every entry under the kit that prepare cannot copy: a
-// symlink to a directory or to a special file, a dangling symlink, a named
-// pipe, socket or device, an unreadable directory. A symlink to a regular
-// file is fine (prepare copies its content). KIT/prepared (prepare's
+// symlink, a named pipe, socket or device, an unreadable directory, a file
+// larger than MaxKitFileBytes, and files larger than MaxKitBytes in all. KIT/prepared (prepare's
 // default output, left out of the copy) is not entered, but it and
 // KIT/prepared/slurm must not be symlinks: the default output would lead
 // out of the kit. dir is the kit as the caller named it (for messages),
@@ -276,6 +277,7 @@ func walkKit(dir, abs string) Problems {
 		probs = append(probs, Problem{Kind: k, File: name, Message: msg, Hint: hint})
 	}
 	prepared := filepath.Join(root, PreparedDir)
+	var total int64
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p == root {
@@ -299,11 +301,23 @@ func walkKit(dir, abs string) Problems {
 			}
 			return nil
 		}
-		if _, msg, hint := KitEntry(p, d.Type()); msg != "" {
+		if msg, hint := KitEntry(p, d.Type()); msg != "" {
 			bad(problem.Layout, p, msg, hint)
+			return nil
+		}
+		if d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				if msg := KitFileSize(info.Size()); msg != "" {
+					bad(problem.Layout, p, msg, "a provisioned kit holds small files: remove it from the kit")
+				}
+				total += info.Size()
+			}
 		}
 		return nil
 	})
+	if msg := KitSize(total); msg != "" {
+		probs = append(probs, Problem{Kind: problem.Layout, File: dir, Message: msg, Hint: "a provisioned kit is a few hundred kilobytes: remove what does not belong to it"})
+	}
 	return probs
 }
 
@@ -334,7 +348,7 @@ func siteNameNode(role string, root *yaml.Node) (*yaml.Node, string) {
 // certOrganization returns the first non-empty O= of the leaf certificate's
 // subject, or a message saying why there is none.
 func certOrganization(path string) (string, string) {
-	data, err := os.ReadFile(path)
+	data, err := readKitFile(path)
 	if err != nil {
 		return "", "cannot read certificate: " + errText(err)
 	}
@@ -363,4 +377,34 @@ func certOrganization(path string) (string, string) {
 func isFile(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.Mode().IsRegular()
+}
+
+// isKitFile says whether p is a regular file itself, not a symlink to one:
+// the kit files LoadKit reads (a symlink is reported by walkKit, and its
+// target is never read).
+func isKitFile(p string) bool {
+	st, err := os.Lstat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// readKitFile reads a regular file of the kit without following a symlink
+// or waiting on a named pipe, at most MaxInputBytes.
+func readKitFile(p string) ([]byte, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("is a %s, not a regular file", FileKind(st.Mode()))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxInputBytes+1))
+	if err == nil && len(data) > MaxInputBytes {
+		err = fmt.Errorf("is larger than %d bytes", MaxInputBytes)
+	}
+	return data, err
 }

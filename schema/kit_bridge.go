@@ -3,7 +3,6 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/flare-slurm/flare-slurm/internal/bridge"
@@ -18,10 +17,10 @@ import (
 // no problem here.
 func kitBridgeProblems(dir string) Problems {
 	res := filepath.Join(dir, LocalDir, ResourcesDefaultFile)
-	if !isFile(res) {
+	if !isKitFile(res) {
 		return nil
 	}
-	data, err := os.ReadFile(res)
+	data, err := readKitFile(res)
 	if err != nil {
 		return nil // checkLocal reports it
 	}

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -284,8 +285,9 @@ func TestValidateKitChecksConfigDespiteKitProblems(t *testing.T) {
 }
 
 // TestLoadKitWalk: entries prepare cannot copy are problems naming their
-// path in words; a symlink to a regular file is fine; KIT/prepared is not
-// entered.
+// path in words; every symlink is one (issue 25 item 1: a link to a
+// regular file was copied from wherever it pointed, a host file into a
+// root prepare's workspace); KIT/prepared is not entered.
 func TestLoadKitWalk(t *testing.T) {
 	dir := makeKit(t, "client", "site-1", nil)
 	must := func(err error) {
@@ -308,10 +310,14 @@ func TestLoadKitWalk(t *testing.T) {
 	defer l.Close()
 
 	_, probs := LoadKit(dir)
+	linkProblem := func(name, to string) string {
+		return dir + "/" + name + ": symlink (to \"" + to + "\"); a kit holds no symlinks: prepare would copy what it points at, from anywhere on this host (replace the symlink with the file or directory itself; NVFlare's provisioned kits hold none)"
+	}
 	want := []string{
-		dir + "/dangling: dangling symlink: its target " + dir + "/nowhere does not exist (remove the symlink or make it point at a regular file)",
-		dir + "/local/dir-link: symlink to a directory; prepare copies regular files and real directories only (replace the symlink with a real directory)",
-		dir + "/local/null-link: symlink to a character device; a kit holds regular files and directories only (remove it from the kit)",
+		linkProblem("dangling", dir+"/nowhere"),
+		linkProblem("local/dir-link", dir+"/startup"),
+		linkProblem("local/file-link", dir+"/startup/client.key"),
+		linkProblem("local/null-link", "/dev/null"),
 		dir + "/local/sock: socket; a kit holds regular files and directories only (remove it from the kit)",
 		dir + "/transfer/deep/fifo: named pipe (FIFO); a kit holds regular files and directories only (remove it from the kit)",
 	}
@@ -357,5 +363,43 @@ func TestLoadKitFIFOStudyRuntime(t *testing.T) {
 	_, probs = LoadStudyRuntime(fifo)
 	if got := problemLines(probs); len(got) != 1 || got[0] != fifo+": is a named pipe (FIFO), not a regular file" {
 		t.Errorf("LoadStudyRuntime of a FIFO: %q", got)
+	}
+}
+
+// TestLoadKitSizeLimits (issue 25 item 1): a sparse file of a 60 KB kit
+// made prepare write 51 GB. A file above MaxKitFileBytes, and files above
+// MaxKitBytes in all, are problems before anything is copied.
+func TestLoadKitSizeLimits(t *testing.T) {
+	dir := makeKit(t, "client", "site-1", nil)
+	sparse := func(name string, size int64) {
+		t.Helper()
+		f, err := os.Create(filepath.Join(dir, "transfer", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := f.Truncate(size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "transfer"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sparse("huge", 51<<30)
+	_, probs := LoadKit(dir)
+	got := problemLines(probs)
+	if len(got) != 2 || !strings.Contains(got[1], "transfer/huge: is 54760833024 bytes; prepare copies files of at most 536870912 bytes (512 MiB)") ||
+		!strings.Contains(got[0], "holds 54760") {
+		t.Errorf("a 51 GB sparse file: %q", got)
+	}
+	if err := os.Remove(filepath.Join(dir, "transfer", "huge")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		sparse(fmt.Sprintf("part%d", i), MaxKitFileBytes)
+	}
+	_, probs = LoadKit(dir)
+	if got := problemLines(probs); len(got) != 1 || !strings.Contains(got[0], "prepare copies at most 2147483648 bytes (2 GiB) from a kit") {
+		t.Errorf("2.5 GiB of files: %q", got)
 	}
 }

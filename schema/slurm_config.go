@@ -94,12 +94,12 @@ func readInput(path string) ([]byte, Problems) {
 	if st, err := f.Stat(); err == nil && st.IsDir() {
 		return nil, Problems{{Kind: problem.Layout, File: path, Message: "is a directory, not a file"}}
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxInputBytes+1))
+	data, err := io.ReadAll(io.LimitReader(f, MaxInputBytes+1))
 	if err != nil {
 		return nil, Problems{{Kind: problem.Read, File: path, Message: "cannot read file: " + errText(err)}}
 	}
-	if len(data) > maxInputBytes {
-		return nil, Problems{{Kind: problem.Layout, File: path, Message: fmt.Sprintf("file is too large (more than %d bytes)", maxInputBytes),
+	if len(data) > MaxInputBytes {
+		return nil, Problems{{Kind: problem.Layout, File: path, Message: fmt.Sprintf("file is too large (more than %d bytes)", MaxInputBytes),
 			Hint: "inputs are small hand-written files: is this the right path?"}}
 	}
 	return data, nil
@@ -194,6 +194,10 @@ func (t *tree) result() Problems {
 			continue
 		}
 		out = append(out, p)
+	}
+	if t.omitted > 0 {
+		out = append(out, problem.OmittedNote(t.file, t.kindOmitted, t.omitted))
+		t.omitted = 0
 	}
 	t.probs = out
 	return out
@@ -321,8 +325,8 @@ func (t *tree) checkNoSpace(n *yaml.Node, path string) {
 	if !isString(n) {
 		return
 	}
-	if strings.ContainsAny(n.Value, " \t\n\r\f") {
-		return // the schema reports it
+	if strings.ContainsAny(n.Value, " \t\n\r\f") || CheckText(n.Value, false) != "" {
+		return // the schema, or the text rule, reports it
 	}
 	if strings.IndexFunc(n.Value, unicode.IsSpace) >= 0 {
 		t.add(problem.Schema, n, path, fmt.Sprintf("must not contain whitespace (got %q)", n.Value), "")

@@ -14,17 +14,11 @@ func SlurmFilename(path string) string {
 // nothing): ':' and ',' separate Slurm and container bind lists, and a
 // '\' makes Slurm strip backslashes and turn off every % expansion in a
 // filename pattern (sbatch --output), so the job's output would land
-// elsewhere.
+// elsewhere. The path reaches every batch script and sbatch argv, so the
+// text rule of one-line values (CheckText) applies too.
 func CheckWorkspacePath(path string) string {
 	if strings.ContainsAny(path, `:,\`) {
 		return `must not contain ':', ',' or '\' (Slurm and container bind lists use ':' and ','; Slurm's filename patterns treat '\' as an escape)`
 	}
-	return ""
+	return CheckText(path, false)
 }
-
-// MaxSeconds bounds every duration in seconds the schemas allow (timeouts,
-// poll_interval, pending_timeout): 365 days. Larger values overflow a Go
-// time.Duration once multiplied out (1e10 s turned into a negative
-// duration) and mean nothing for a job; the JSON Schemas carry the same
-// maximum (a test ties them).
-const MaxSeconds = 365 * 24 * 60 * 60

@@ -74,12 +74,7 @@ func ParseStudyRuntime(file string, data []byte) (*StudyRuntime, Problems) {
 	if probs := t.result(); probs != nil {
 		return nil, probs
 	}
-	sr := &StudyRuntime{File: file, pos: make(map[string][2]int, len(t.locs))}
-	for _, l := range t.locs {
-		if l.path != "" {
-			sr.pos[l.path] = [2]int{l.val.Line, l.val.Column}
-		}
-	}
+	sr := &StudyRuntime{File: file, root: t.root}
 	for _, s := range pairs(studies) {
 		sr.Studies = append(sr.Studies, decodeStudy(s.name, s.val))
 	}

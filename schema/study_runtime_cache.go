@@ -47,8 +47,8 @@ func (r *StudyRuntimeReader) Load(path string) (*StudyRuntime, Problems) {
 // clone returns a deep copy: callers may change what they get without
 // touching the remembered value.
 func (s *StudyRuntime) clone() *StudyRuntime {
-	// pos is never written after parsing: the copies share it.
-	c := &StudyRuntime{File: s.File, Studies: make([]Study, len(s.Studies)), pos: s.pos}
+	// root is never written after parsing: the copies share it.
+	c := &StudyRuntime{File: s.File, Studies: make([]Study, len(s.Studies)), root: s.root}
 	for i, st := range s.Studies {
 		st.Datasets = append([]Dataset(nil), st.Datasets...)
 		st.Env = append([]EnvVar(nil), st.Env...)

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 
@@ -17,29 +19,53 @@ import (
 const MultiLineKeyword = "x-multiline"
 
 // CheckText is the one rule for the characters of a string value that an
-// input describes: no NUL anywhere (no C string, argv entry or environment
-// value can carry it), and no carriage return or line feed in a one-line
-// value (a path, a name, a directive, a command), nor any other control
-// character but tab (ESC, DEL, ...) there. It returns what is wrong, or "".
+// input describes, every one of which may reach a generated script or an
+// sbatch argv: no NUL anywhere (no C string, argv entry or environment
+// value can carry it); no carriage return or line feed in a one-line
+// value (a path, a name, a directive, a command); and, in every value,
+// one-line or not, no other C0 control character but tab, no DEL, no C1
+// control character (U+0080..U+009F) and no invisible Unicode format
+// character (category Cf: the bidi overrides and isolates U+202A..U+202E
+// and U+2066..U+2069, zero-width characters, U+FEFF, ...) or line or
+// paragraph separator (U+2028, U+2029): each makes the text a reviewer
+// reads differ from what runs (a right-to-left override reorders what a
+// terminal or an editor shows). It returns what is wrong, or "".
 func CheckText(s string, multiLine bool) string {
 	if i := strings.IndexByte(s, 0); i >= 0 {
 		return fmt.Sprintf("must not contain NUL (byte %d of the value)", i+1)
 	}
-	if multiLine {
-		return ""
-	}
-	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
-		return fmt.Sprintf("must be one line: no carriage return or line feed (byte %d of the value)", i+1)
-	}
-	// Other control characters (ESC, DEL, ...; a tab is kept, paths may
-	// hold one) have no place in a path, a name or a directive, and would
-	// reach Slurm's argv and messages (a terminal escape in a partition).
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < 0x20 && c != '\t') || c == 0x7f {
-			return fmt.Sprintf("must not contain the control character %q (byte %d of the value)", rune(c), i+1)
+	for i, r := range s {
+		switch {
+		case r == '\t':
+		case r == '\n' || r == '\r':
+			if !multiLine {
+				return fmt.Sprintf("must be one line: no carriage return or line feed (byte %d of the value)", i+1)
+			}
+		case r < 0x20 || r == 0x7f:
+			// ESC, ... have no place in a path, a name or a directive,
+			// and would reach Slurm's argv and messages (a terminal
+			// escape in a partition); in bash setup text a terminal
+			// escape can hide or rewrite lines a reviewer reads (write
+			// printf '\033' where a script needs one).
+			return fmt.Sprintf("must not contain the control character %q (byte %d of the value)", r, i+1)
+		case r >= 0x80 && r <= 0x9f:
+			return fmt.Sprintf("must not contain the C1 control character U+%04X (byte %d of the value)", r, i+1)
+		case r == 0x2028 || r == 0x2029 || unicode.Is(unicode.Cf, r):
+			return fmt.Sprintf("must not contain the invisible Unicode character U+%04X (byte %d of the value): %s", r, i+1, invisibleWhy(r))
 		}
 	}
 	return ""
+}
+
+// invisibleWhy says what an invisible character CheckText refuses would do.
+func invisibleWhy(r rune) string {
+	switch {
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+		return "a bidi control reorders how the text is shown, so a reviewer would not read what runs"
+	case r == 0x2028 || r == 0x2029:
+		return "a line separator an editor shows as a line break that the shell does not see"
+	}
+	return "a format character is not shown, so a reviewer would not read what runs"
 }
 
 // checkText applies CheckText to every string value (and every name used
@@ -50,7 +76,7 @@ func CheckText(s string, multiLine bool) string {
 // (job meta's NVFlare keys) are not walked.
 func (t *tree) checkText(doc map[string]any) {
 	w := textWalker{t: t, doc: doc}
-	w.walk(t.value, "", doc)
+	w.walk(t.value, nil, doc)
 }
 
 type textWalker struct {
@@ -75,7 +101,8 @@ func (w textWalker) deref(s map[string]any) map[string]any {
 	return s
 }
 
-func (w textWalker) walk(v any, ptr string, s map[string]any) {
+// walk checks value v at the JSON pointer tokens against schema node s.
+func (w textWalker) walk(v any, tokens []string, s map[string]any) {
 	s = w.deref(s)
 	if s == nil {
 		return
@@ -84,7 +111,7 @@ func (w textWalker) walk(v any, ptr string, s map[string]any) {
 	case string:
 		multi, _ := s[MultiLineKeyword].(bool)
 		if msg := CheckText(v, multi); msg != "" {
-			w.report(ptr, false, msg)
+			w.report(tokens, false, msg)
 		}
 	case map[string]any:
 		props, _ := s["properties"].(map[string]any)
@@ -95,7 +122,7 @@ func (w textWalker) walk(v any, ptr string, s map[string]any) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			child := ptr + "/" + escapePointer(k)
+			child := append(tokens, k)
 			cs, _ := props[k].(map[string]any)
 			if cs == nil && extra != nil {
 				// A name the schema describes (an environment, study or
@@ -113,21 +140,21 @@ func (w textWalker) walk(v any, ptr string, s map[string]any) {
 	case []any:
 		items, _ := s["items"].(map[string]any)
 		for i, item := range v {
-			w.walk(item, fmt.Sprintf("%s/%d", ptr, i), items)
+			w.walk(item, append(tokens, strconv.Itoa(i)), items)
 		}
 	}
 }
 
-// report records msg at the value (or key) at ptr and suppresses the
+// report records msg at the value (or key) at tokens and suppresses the
 // schema errors of that value.
-func (w textWalker) report(ptr string, key bool, msg string) {
-	l := w.t.locs[ptr]
+func (w textWalker) report(tokens []string, key bool, msg string) {
+	l := w.t.locate(tokens)
 	n := l.val
 	if key && l.key != nil {
 		n = l.key
 	}
 	w.t.add(problem.Schema, n, l.path, msg, "")
-	w.t.suppressed[ptr] = true
+	w.t.suppressed[l.val] = true
 }
 
 // Explicit YAML tags a file may carry: the plain core-schema tag of each
@@ -139,10 +166,10 @@ var coreTags = map[yaml.Kind][]string{
 	yaml.SequenceNode: {"!!seq"},
 }
 
-// checkTag reports an explicit tag on n other than a core-schema tag of its
-// kind, or a core scalar tag its value does not fit (!!int abc). ok is
-// false when n was reported.
-func (t *tree) checkTag(n *yaml.Node, path string) bool {
+// checkTagHere reports an explicit tag on n (the node convert is at)
+// other than a core-schema tag of its kind, or a core scalar tag its value
+// does not fit (!!int abc). ok is false when n was reported.
+func (t *tree) checkTagHere(n *yaml.Node) bool {
 	if n.Style&yaml.TaggedStyle == 0 {
 		return true
 	}
@@ -155,7 +182,7 @@ func (t *tree) checkTag(n *yaml.Node, path string) bool {
 		}
 	}
 	if !fits {
-		t.add(problem.Structure, n, path, fmt.Sprintf(msgTag+"%s is not supported on a %s", quoteTag(n.Tag), nodeKindName(n)),
+		t.addHere(problem.Structure, n, fmt.Sprintf(msgTag+"%s is not supported on a %s", quoteTag(n.Tag), nodeKindName(n)),
 			"remove the tag; the allowed explicit tags are "+strings.Join(allowed, ", "))
 		return false
 	}
@@ -179,7 +206,7 @@ func (t *tree) checkTag(n *yaml.Node, path string) bool {
 		}
 	}
 	if !fit {
-		t.add(problem.Structure, n, path, fmt.Sprintf(msgTag+"%s does not fit the value %q", tag, n.Value), "remove the tag or fix the value")
+		t.addHere(problem.Structure, n, fmt.Sprintf(msgTag+"%s does not fit the value %q", tag, n.Value), "remove the tag or fix the value")
 		return false
 	}
 	return true

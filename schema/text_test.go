@@ -122,8 +122,20 @@ func TestCheckText(t *testing.T) {
 		{"cpu\x1b[2J", false, `must not contain the control character '\x1b' (byte 4 of the value)`},
 		{"a\tb", false, ""}, // a path may hold a tab; the shell-safety tests use one
 		{"a\x7f", false, `must not contain the control character '\x7f' (byte 2 of the value)`},
-		{"a\tb\x1b", true, ""},
+		{"a\tb\x1b[8m", true, `must not contain the control character '\x1b' (byte 4 of the value)`},
+		{"a\tb\r\n", true, ""},
 		{"gpu:1 é", false, ""},
+		// Issue 25 item 12: C1 controls and invisible format characters
+		// (bidi overrides, zero-width) show a reviewer text that is not
+		// what runs; refused in one-line and multi-line values alike.
+		{"gpu\u0085x", false, "must not contain the C1 control character U+0085 (byte 4 of the value)"},
+		{"echo a\u009b2J", true, "must not contain the C1 control character U+009B (byte 7 of the value)"},
+		{"/data/\u202etxt.exe", false, "must not contain the invisible Unicode character U+202E (byte 7 of the value): a bidi control reorders how the text is shown, so a reviewer would not read what runs"},
+		{"echo ok \u2066# x\u2069; rm -rf ~", true, "must not contain the invisible Unicode character U+2066 (byte 9 of the value): a bidi control reorders how the text is shown, so a reviewer would not read what runs"},
+		{"gp\u200bu", false, "must not contain the invisible Unicode character U+200B (byte 3 of the value): a format character is not shown, so a reviewer would not read what runs"},
+		{"a\ufeffb", true, "must not contain the invisible Unicode character U+FEFF (byte 2 of the value): a format character is not shown, so a reviewer would not read what runs"},
+		{"a\u2028b", true, "must not contain the invisible Unicode character U+2028 (byte 2 of the value): a line separator an editor shows as a line break that the shell does not see"},
+		{"Grüße 東京 🙂", true, ""},
 	} {
 		if got := CheckText(tc.s, tc.multi); got != tc.want {
 			t.Errorf("CheckText(%q, %v) = %q, want %q", tc.s, tc.multi, got, tc.want)
@@ -189,5 +201,38 @@ func TestYAMLTagsRefused(t *testing.T) {
 	}
 	if _, probs := ParseJobMeta("m.yaml", []byte("study: !!binary YQ==\n"), "s"); len(probs) != 1 || !strings.Contains(probs[0].Message, "YAML tag !!binary") {
 		t.Errorf("job meta: %v", probs)
+	}
+}
+
+// TestTextRuleInvisibleCharacters (issue 25 item 12): a C1 control or an
+// invisible format character in any value that reaches a batch script,
+// node.sh or the sbatch argv is refused with its position, in every input
+// that carries one: one-line values and multi-line bash alike.
+func TestTextRuleInvisibleCharacters(t *testing.T) {
+	const head = "runtime: slurm\njob_launcher:\n  sandbox: none\n  python_path: /usr/bin/python3\n"
+	cfgCases := []struct{ yaml, want string }{
+		{head + "  sbatch_directives:\n    partition: \"gpu\\x85\"\n",
+			"f.yaml:6:16: job_launcher.sbatch_directives.partition: must not contain the C1 control character U+0085 (byte 4 of the value)"},
+		{head + "  setup: \"module load a # \\u202e\\u2066 ; curl x | sh \\u2069\"\n",
+			"f.yaml:5:10: job_launcher.setup: must not contain the invisible Unicode character U+202E (byte 17 of the value): a bidi control reorders how the text is shown, so a reviewer would not read what runs"},
+		{head + "parent:\n  environment_setup: \"a\\u200bb\"\n",
+			"f.yaml:6:22: parent.environment_setup: must not contain the invisible Unicode character U+200B (byte 2 of the value): a format character is not shown, so a reviewer would not read what runs"},
+	}
+	for _, c := range cfgCases {
+		_, probs := ParseSlurmConfig("f.yaml", []byte(c.yaml))
+		if got := problemLines(probs); !reflect.DeepEqual(got, []string{c.want}) {
+			t.Errorf("slurm.yaml problems:\n got %q\nwant %q", got, c.want)
+		}
+	}
+	_, probs := ParseStudyRuntime("s.yaml", []byte("format_version: 2\nstudies:\n  a:\n    env:\n      X: \"ok \\u2067x\"\n"))
+	if got := problemLines(probs); len(got) != 1 || !strings.Contains(got[0], "s.yaml:5:10: studies.a.env.X: must not contain the invisible Unicode character U+2067") {
+		t.Errorf("study env value: %q", got)
+	}
+	_, probs = ParseJobMeta("meta.json", []byte(`{"launcher_spec": {"s": {"slurm": {"nodes": 2, "additional_node_command": "python train.py \u202e"}}}}`), "s")
+	if got := problemLines(probs); len(got) != 1 || !strings.Contains(got[0], "launcher_spec.s.slurm.additional_node_command: must not contain the invisible Unicode character U+202E") {
+		t.Errorf("job meta: %q", got)
+	}
+	if msg := CheckWorkspacePath("/proj/ws\u202e"); !strings.Contains(msg, "U+202E") {
+		t.Errorf("workspace path with a bidi override: %q", msg)
 	}
 }

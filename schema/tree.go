@@ -18,9 +18,10 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
-// maxInputBytes caps what a loader reads: every input is a small hand-written
+// MaxInputBytes caps what a loader reads: every input is a small hand-written
 // file, and a cap keeps a mistaken path (an image, a log) from being slurped.
-const maxInputBytes = 4 << 20
+// A launch request has the same cap (compile.ReadRequest).
+const MaxInputBytes = 4 << 20
 
 // Messages of the problems of a file's YAML structure rather than of its
 // keys and values (problem.Structure; problem.Syntax for msgNotYAML).
@@ -41,13 +42,25 @@ type tree struct {
 	file  string
 	root  *yaml.Node // the top-level mapping; nil when the file is unusable
 	value any        // root as map[string]any / []any / string / json.Number / bool / nil
-	// locs maps a JSON pointer ("/job_launcher/sandbox") to its node.
-	locs  map[string]loc
 	probs Problems
-	// suppressed holds pointers whose value was already reported while
-	// parsing (an alias, a non-finite number): schema errors there would
-	// only repeat it.
-	suppressed map[string]bool
+	// omitted counts the problems not kept once problem.MaxPerFile were
+	// (result adds the note that says so).
+	omitted int
+	// kindOmitted is the kind of the first problem omitted.
+	kindOmitted problem.Kind
+	// suppressed holds the value nodes already reported while parsing (an
+	// alias, a non-finite number, a value the text rule refused): schema
+	// errors there would only repeat it.
+	suppressed map[*yaml.Node]bool
+	// steps is the way from the root to the node convert is at; a path
+	// is built from it only for a problem (paths of every node would cost
+	// memory quadratic in the nesting depth).
+	steps []step
+	// keyIndexes indexes the keys of wide mappings looked up by key.
+	keyIndexes map[*yaml.Node]map[string]int
+	// jsonDuplicates: the repeated keys of the document were reported from
+	// its JSON text (Scan); the YAML reading does not report them again.
+	jsonDuplicates bool
 	// offline skips the checks that need this host (ValidateOptions);
 	// skipped lists each one skipped.
 	offline bool
@@ -77,7 +90,12 @@ func (t *tree) lineText(l int) int {
 }
 
 // pathText is the path p of the document as problems name it.
-func (t *tree) pathText(p string) string { return joinPath(t.embed.Path, p) }
+func (t *tree) pathText(p string) string {
+	if p == "" {
+		return t.embed.Path
+	}
+	return joinPath(t.embed.Path, p)
+}
 
 // loc is one value in the tree: its key node (nil for the root and list
 // items), its value node and its dotted path.
@@ -85,6 +103,43 @@ type loc struct {
 	key  *yaml.Node
 	val  *yaml.Node
 	path string
+}
+
+// step is one step from a node to its child: a mapping key, or a list
+// index (key "" and list true).
+type step struct {
+	key   string
+	index int
+	list  bool
+}
+
+// pathOf is the dotted path of steps ("a.b[2].c").
+func pathOf(steps []step) string {
+	var b strings.Builder
+	for _, s := range steps {
+		if s.list {
+			b.WriteString("[" + strconv.Itoa(s.index) + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(s.key)
+	}
+	return b.String()
+}
+
+// full says whether the tree holds problem.MaxPerFile problems: later ones
+// are counted, not made (a hostile file can hold hundreds of thousands,
+// each with a path and a message).
+func (t *tree) full() bool { return len(t.probs) >= problem.MaxPerFile }
+
+// omit counts one problem of kind k that is not made.
+func (t *tree) omit(k problem.Kind) {
+	if t.omitted == 0 {
+		t.kindOmitted = k
+	}
+	t.omitted++
 }
 
 // Regular expressions are compiled on first use, not at package init,
@@ -103,9 +158,15 @@ func parseTree(file string, data []byte) *tree {
 
 // parseTreeIn is parseTree for a document embedded in file.
 func parseTreeIn(file string, data []byte, embed Embedding) *tree {
-	t := &tree{file: file, locs: map[string]loc{}, suppressed: map[string]bool{}, embed: embed}
-	if len(data) > maxInputBytes {
-		t.add(problem.Layout, nil, "", fmt.Sprintf("file is too large (%d bytes, at most %d)", len(data), maxInputBytes),
+	return parseTreeWith(&tree{file: file, suppressed: map[*yaml.Node]bool{}, embed: embed}, data)
+}
+
+// parseTreeWith parses data into t, a tree with its file, embedding and
+// options set.
+func parseTreeWith(t *tree, data []byte) *tree {
+	file := t.file
+	if len(data) > MaxInputBytes {
+		t.add(problem.Layout, nil, "", fmt.Sprintf("file is too large (%d bytes, at most %d)", len(data), MaxInputBytes),
 			"inputs are small hand-written files: is this the right path?")
 		return t
 	}
@@ -143,7 +204,7 @@ func parseTreeIn(file string, data []byte, embed Embedding) *tree {
 		return t
 	}
 	t.root = root
-	t.value = t.convert(root, nil, "", "")
+	t.value = t.convert(root)
 	return t
 }
 
@@ -186,9 +247,24 @@ func decodeOne(data []byte) (*yaml.Node, error) {
 	return &doc, nil
 }
 
-// add records a problem of kind k at node n (nil: no position).
+// add records a problem of kind k at node n (nil: no position), or only
+// counts it once the tree is full.
 func (t *tree) add(k problem.Kind, n *yaml.Node, path, message, hint string) {
+	if t.full() {
+		t.omit(k)
+		return
+	}
 	t.probs = append(t.probs, t.at(Problem{Kind: k, File: t.file, Path: path, Message: message, Hint: hint}, n))
+}
+
+// addHere is add at the node convert is at, whose path is built only
+// when the problem is kept.
+func (t *tree) addHere(k problem.Kind, n *yaml.Node, message, hint string) {
+	if t.full() {
+		t.omit(k)
+		return
+	}
+	t.add(k, n, pathOf(t.steps), message, hint)
 }
 
 // at places p at node n (nil: the document's start when it is embedded,
@@ -218,20 +294,18 @@ func (t *tree) final(p Problem) Problem {
 	return p
 }
 
-// convert turns node n (at JSON pointer ptr and dotted path) into a plain
-// value, recording its location, and reports explicit tags other than the
-// core-schema ones, duplicate keys, aliases, merge keys and non-finite
-// numbers.
-func (t *tree) convert(n *yaml.Node, key *yaml.Node, ptr, path string) any {
-	t.locs[ptr] = loc{key: key, val: n, path: path}
-	if !t.checkTag(n, path) {
-		t.suppressed[ptr] = true
+// convert turns node n into a plain value and reports explicit tags other
+// than the core-schema ones, duplicate keys, aliases, merge keys and
+// non-finite numbers. t.steps is the way to n.
+func (t *tree) convert(n *yaml.Node) any {
+	if !t.checkTagHere(n) {
+		t.suppressed[n] = true
 		return nil
 	}
 	switch n.Kind {
 	case yaml.AliasNode:
-		t.add(problem.Structure, n, path, msgAlias, "write the value out in full")
-		t.suppressed[ptr] = true
+		t.addHere(problem.Structure, n, msgAlias, "write the value out in full")
+		t.suppressed[n] = true
 		return nil
 	case yaml.MappingNode:
 		m := make(map[string]any, len(n.Content)/2)
@@ -239,40 +313,170 @@ func (t *tree) convert(n *yaml.Node, key *yaml.Node, ptr, path string) any {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Kind != yaml.ScalarNode {
-				t.add(problem.Structure, k, path, msgKeyNotString, "")
+				t.addHere(problem.Structure, k, msgKeyNotString, "")
 				continue
 			}
 			if k.ShortTag() == "!!merge" {
-				t.add(problem.Structure, k, path, msgMergeKey, "write the keys out in full")
+				t.addHere(problem.Structure, k, msgMergeKey, "write the keys out in full")
 				continue
 			}
 			name := k.Value
-			childPath := joinPath(path, name)
-			if !t.checkTag(k, childPath) {
-				continue
+			t.steps = append(t.steps, step{key: name})
+			ok := t.checkTagHere(k)
+			if prev, dup := first[name]; ok && dup {
+				if !t.jsonDuplicates {
+					t.addHere(problem.Structure, k, fmt.Sprintf(msgDuplicate+" (first defined at line %d)", t.lineText(prev.Line)), "remove one of them")
+				}
+				ok = false
 			}
-			if prev, dup := first[name]; dup {
-				t.add(problem.Structure, k, childPath, fmt.Sprintf(msgDuplicate+" (first defined at line %d)", t.lineText(prev.Line)), "remove one of them")
-				continue
+			if ok {
+				first[name] = k
+				m[name] = t.convert(v)
 			}
-			first[name] = k
-			m[name] = t.convert(v, k, ptr+"/"+escapePointer(name), childPath)
+			t.steps = t.steps[:len(t.steps)-1]
 		}
 		return m
 	case yaml.SequenceNode:
 		s := make([]any, len(n.Content))
 		for i, item := range n.Content {
-			s[i] = t.convert(item, nil, ptr+"/"+strconv.Itoa(i), fmt.Sprintf("%s[%d]", path, i))
+			t.steps = append(t.steps, step{index: i, list: true})
+			s[i] = t.convert(item)
+			t.steps = t.steps[:len(t.steps)-1]
 		}
 		return s
 	case yaml.ScalarNode:
 		v, ok := scalarValue(n)
 		if !ok {
-			t.add(problem.Schema, n, path, fmt.Sprintf("must be a finite number (got %s)", n.Value), "")
-			t.suppressed[ptr] = true
+			t.addHere(problem.Schema, n, fmt.Sprintf("must be a finite number (got %s)", n.Value), "")
+			t.suppressed[n] = true
 			return json.Number("0")
 		}
 		return v
+	}
+	return nil
+}
+
+// locate finds the value at the steps of a JSON pointer (tokens), or its
+// nearest ancestor in the tree (then with no key node). It follows the
+// first of repeated keys, as convert does.
+func (t *tree) locate(tokens []string) loc {
+	l := loc{val: t.root}
+	var steps []step
+	for i, tok := range tokens {
+		var key, val *yaml.Node
+		switch l.val.Kind {
+		case yaml.MappingNode:
+			if j := t.keyIndex(l.val, tok); j >= 0 {
+				key, val = l.val.Content[j], l.val.Content[j+1]
+				steps = append(steps, step{key: tok})
+			}
+		case yaml.SequenceNode:
+			if n, err := strconv.Atoi(tok); err == nil && n >= 0 && n < len(l.val.Content) {
+				val = l.val.Content[n]
+				steps = append(steps, step{index: n, list: true})
+			}
+		}
+		if val == nil {
+			return loc{val: l.val, path: pathOf(steps[:i])}
+		}
+		l.key, l.val = key, val
+	}
+	l.path = pathOf(steps)
+	return l
+}
+
+// suppressedAt says whether the value at tokens, or one above it, was
+// reported already.
+func (t *tree) suppressedAt(tokens []string) bool {
+	n := t.root
+	for _, tok := range tokens {
+		if t.suppressed[n] {
+			return true
+		}
+		switch n.Kind {
+		case yaml.MappingNode:
+			j := t.keyIndex(n, tok)
+			if j < 0 {
+				return false
+			}
+			n = n.Content[j+1]
+		case yaml.SequenceNode:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(n.Content) {
+				return false
+			}
+			n = n.Content[i]
+		default:
+			return false
+		}
+	}
+	return t.suppressed[n]
+}
+
+// keyIndex is the index in m.Content of key's first key node, or -1; the
+// keys of a wide mapping are indexed once, so that looking up each of its
+// keys stays linear in all.
+func (t *tree) keyIndex(m *yaml.Node, key string) int {
+	if len(m.Content) < 32 {
+		return keyIndex(m, key)
+	}
+	idx, ok := t.keyIndexes[m]
+	if !ok {
+		idx = make(map[string]int, len(m.Content)/2)
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			k := m.Content[i]
+			if _, seen := idx[k.Value]; !seen && k.Kind == yaml.ScalarNode && k.ShortTag() != "!!merge" {
+				idx[k.Value] = i
+			}
+		}
+		if t.keyIndexes == nil {
+			t.keyIndexes = map[*yaml.Node]map[string]int{}
+		}
+		t.keyIndexes[m] = idx
+	}
+	if i, ok := idx[key]; ok {
+		return i
+	}
+	return -1
+}
+
+// nodeAt finds the value node at a dotted path ("studies.a.env.X",
+// "a.b[2]") below root. A key may hold a '.' itself: the readings of the
+// path are tried in turn, within a budget.
+func nodeAt(root *yaml.Node, path string) *yaml.Node {
+	budget := 256
+	return nodeAtPath(root, path, &budget)
+}
+
+func nodeAtPath(n *yaml.Node, rest string, budget *int) *yaml.Node {
+	if rest == "" {
+		return n
+	}
+	if *budget <= 0 || n == nil {
+		return nil
+	}
+	*budget--
+	if rest[0] == '[' {
+		end := strings.IndexByte(rest, ']')
+		if end < 0 || n.Kind != yaml.SequenceNode {
+			return nil
+		}
+		i, err := strconv.Atoi(rest[1:end])
+		if err != nil || i < 0 || i >= len(n.Content) {
+			return nil
+		}
+		return nodeAtPath(n.Content[i], strings.TrimPrefix(rest[end+1:], "."), budget)
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for _, p := range pairs(n) {
+		if !strings.HasPrefix(rest, p.name) || len(rest) > len(p.name) && rest[len(p.name)] != '.' && rest[len(p.name)] != '[' {
+			continue
+		}
+		if found := nodeAtPath(p.val, strings.TrimPrefix(rest[len(p.name):], "."), budget); found != nil {
+			return found
+		}
 	}
 	return nil
 }
@@ -345,20 +549,6 @@ func joinPath(parent, key string) string {
 		return key
 	}
 	return parent + "." + key
-}
-
-func escapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
-// pointer joins unescaped JSON pointer tokens.
-func pointer(tokens []string) string {
-	var b strings.Builder
-	for _, tok := range tokens {
-		b.WriteByte('/')
-		b.WriteString(escapePointer(tok))
-	}
-	return b.String()
 }
 
 // pair is one key/value of a mapping node.

@@ -4,7 +4,11 @@ package schema
 // this package return these values only when the input has no problem, so
 // the generator and the runtime never re-check what is settled here.
 
-import "strings"
+import (
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
 
 // Directive is one sbatch directive, in the order the YAML lists it.
 // Integer values are kept in their decimal string form.
@@ -120,9 +124,10 @@ type SlurmConfig struct {
 type StudyRuntime struct {
 	File    string
 	Studies []Study // in file order
-	// pos is the line and column of each value by dotted path, for the
-	// problems a launch request meets in the file after it loaded (At).
-	pos map[string][2]int
+	// root is the file's YAML tree, where At finds the line and column
+	// of a value by its dotted path, for the problems a launch request
+	// meets in the file after it loaded.
+	root *yaml.Node
 }
 
 // At gives p (a problem in this file) the line and column of the value at
@@ -133,8 +138,8 @@ func (s *StudyRuntime) At(p Problem) Problem {
 		return p
 	}
 	for path := p.Path; path != ""; {
-		if lc, ok := s.pos[path]; ok {
-			p.Line, p.Column = lc[0], lc[1]
+		if n := nodeAt(s.root, path); n != nil {
+			p.Line, p.Column = n.Line, n.Column
 			return p
 		}
 		i := strings.LastIndexByte(path, '.')

@@ -25,6 +25,9 @@ const (
 	WarnPrepareRootOwned = "prepare-root-owned"
 	// WarnPrepareImage: an image absent on this host, rendered as written.
 	WarnPrepareImage = "prepare-image"
+	// WarnPrepareLocalKept: prepare kept a file a person wrote in the
+	// workspace's local/ (issue 25 item 2).
+	WarnPrepareLocalKept = "prepare-local-kept"
 	// WarnPrepareStaging: the staging of the workspace left something to
 	// clean up by hand.
 	WarnPrepareStaging = "prepare-staging"
@@ -33,7 +36,7 @@ const (
 // WarningCodes lists every warning code, for --ignore-warning.
 var WarningCodes = []string{
 	WarnYAML11Reading, WarnKitConfigName, WarnPrepareComponent, WarnPrepareSnapshot,
-	WarnPrepareForce, WarnPrepareRootOwned, WarnPrepareImage, WarnPrepareStaging,
+	WarnPrepareForce, WarnPrepareRootOwned, WarnPrepareImage, WarnPrepareStaging, WarnPrepareLocalKept,
 }
 
 // IsWarningCode says whether code is one of WarningCodes.

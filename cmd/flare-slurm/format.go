@@ -183,6 +183,7 @@ func writeJUnit(path, suite string, cases []cireport.Case) error {
 
 // problemsText renders problems one a line (a JUnit failure's detail).
 func problemsText(ps schema.Problems) string {
+	ps = problem.Cap(ps)
 	lines := make([]string, len(ps))
 	for i, p := range ps {
 		lines[i] = p.String()

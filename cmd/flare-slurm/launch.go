@@ -3,11 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/flare-slurm/flare-slurm/generator/compile"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/schema"
@@ -30,17 +32,17 @@ func newLaunchCommand(a *app) *cobra.Command {
 			if request == "" {
 				return usageErrorf("--request is required (a file, or - for standard input)")
 			}
-			var data []byte
-			var err error
-			if request == "-" {
-				data, err = io.ReadAll(io.LimitReader(a.stdin, 16<<20))
-			} else {
-				data, err = os.ReadFile(request)
-			}
+			data, err := compile.ReadRequest(request, a.stdin)
 			if err != nil {
 				return failure(errcode.InvalidRequest, fmt.Sprintf("cannot read launch request %s: %v", request, err), "pass a JSON file, or - for standard input", nil)
 			}
-			rt, err := openSite(cmd.Context(), a, workspace, true)
+			// SIGINT, SIGTERM and SIGHUP (the bridge giving up) stop a
+			// launch before it submits; once sbatch runs, the launch ends
+			// with the job's handle written (or the job cancelled), and
+			// prints its answer (issue 25 item 11).
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+			defer stop()
+			rt, err := openSite(ctx, a, workspace, true)
 			if err != nil {
 				return err
 			}
@@ -48,9 +50,9 @@ func newLaunchCommand(a *app) *cobra.Command {
 			var notes []string
 			attached := false
 			if attach {
-				h, attached, notes, err = rt.LaunchOrAttach(cmd.Context(), request, data)
+				h, attached, notes, err = rt.LaunchOrAttach(ctx, request, data)
 			} else {
-				h, notes, err = rt.LaunchWithNotes(cmd.Context(), request, data)
+				h, notes, err = rt.LaunchWithNotes(ctx, request, data)
 			}
 			a.printNotes(notes)
 			if err != nil {

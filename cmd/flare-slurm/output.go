@@ -8,6 +8,7 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/internal/cireport"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 	"github.com/flare-slurm/flare-slurm/internal/visible"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
@@ -115,6 +116,10 @@ func (a *app) writeJSON(v any) error {
 // also GitHub Actions annotations on stdout; with --format sarif stdout is
 // one SARIF log of the problems (and the text goes to stderr as usual).
 func (a *app) reportError(cmd *cobra.Command, e *cliError) {
+	// At most problem.MaxPerFile problems per file, each text at most
+	// problem.MaxText bytes: a hostile request made a 42 MB envelope.
+	e.Problems, e.Warnings, e.Skipped = problem.Cap(e.Problems), problem.Cap(e.Warnings), problem.Cap(e.Skipped)
+	e.Message, e.Hint = problem.ShortenText(e.Message), problem.ShortenText(e.Hint)
 	switch outputFormat(cmd) {
 	case "github":
 		_ = cireport.GitHub(a.stdout, "flare-slurm", append(findings(e.Problems), warningFindings(e.Warnings)...))

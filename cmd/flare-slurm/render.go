@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -73,13 +72,7 @@ func (a *app) render(workspace, request, output string, asJSON, reveal, force bo
 }
 
 func (a *app) renderReview(wsPath, request, output string, asJSON, reveal, force bool) error {
-	var data []byte
-	var err error
-	if request == "-" {
-		data, err = io.ReadAll(a.stdin)
-	} else {
-		data, err = os.ReadFile(request)
-	}
+	data, err := compile.ReadRequest(request, a.stdin)
 	if err != nil {
 		return failure(errcode.InvalidRequest, fmt.Sprintf("cannot read the launch request %s: %v", request, err), "pass a JSON file, or - for standard input", nil)
 	}

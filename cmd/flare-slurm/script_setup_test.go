@@ -1,10 +1,22 @@
 package main
 
-import "github.com/rogpeppe/go-internal/testscript"
+import (
+	"path/filepath"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
+)
 
 // scriptSetup gives every script $REPO (the repository root, for the
-// examples) before it runs.
+// examples) and $WS_ID, the workspace identity a job's marker carries for
+// the workspace $WORK/ws (nvfl:<job id>@$WS_ID), before it runs.
 func scriptSetup(env *testscript.Env) error {
 	env.Setenv("REPO", repoRoot())
+	work := env.Getenv("WORK")
+	if real, err := filepath.EvalSymlinks(work); err == nil {
+		work = real
+	}
+	env.Setenv("WS_ID", workspace.WorkspaceID(filepath.Join(work, "ws")))
 	return nil
 }

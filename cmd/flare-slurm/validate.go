@@ -192,6 +192,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 			warnings = schema.WithoutCodes(warnings, ignoreWarnings)
 			warnings.Sort()
 			skipped.Sort()
+			warnings, skipped = problem.Cap(warnings), problem.Cap(skipped)
 			if len(all) > 0 {
 				// every file is reported: the valid ones too
 				if outFormat != "json" && outFormat != "sarif" {

@@ -30,6 +30,18 @@ func TestResolveRejects(t *testing.T) {
 		{"job id transfer", "none", func(f *fixture) { f.Request["job_id"] = "transfer" }, []string{"job_id", `"transfer" names a directory`}},
 		{"job id jobs-storage", "none", func(f *fixture) { f.Request["job_id"] = "jobs-storage" }, []string{"job_id", `"jobs-storage" names a directory`}},
 		{"job id snapshot-storage", "none", func(f *fixture) { f.Request["job_id"] = "snapshot-storage" }, []string{"job_id", `"snapshot-storage" names a directory`}},
+		// Issue 25 item 12: text that a reviewer of node.sh, batch.sh or
+		// sbatch.argv.json would not read as it runs.
+		{"bidi override in a job argument", "none", func(f *fixture) {
+			f.args()["parent_url"] = []any{"-p", "tcp://localhost:8102\u202e"}
+		}, []string{"job_args.parent_url", "U+202E"}},
+		{"bidi isolate in the node command", "none", func(f *fixture) {
+			f.setMeta(map[string]any{"launcher_spec": map[string]any{"site-1": map[string]any{"slurm": map[string]any{
+				"nodes": 2, "additional_node_command": "python worker.py \u2066--rm\u2069"}}}})
+		}, []string{"meta.launcher_spec.site-1.slurm.additional_node_command", "U+2066"}},
+		{"C1 control in the study", "none", func(f *fixture) {
+			f.setMeta(map[string]any{"study": "s1\u009b"})
+		}, []string{"request.json:1:", "meta", "control character"}},
 		{"run dir missing", "none", func(f *fixture) { f.noRunDir = true }, []string{"job_id", "does not exist"}},
 		{"run dir symlink", "none", func(f *fixture) {
 			f.noRunDir = true
@@ -195,8 +207,11 @@ func TestLoadWorkspaceRejects(t *testing.T) {
 		{"unknown args key", func(f *fixture) { f.Args["internal_connection_security"] = "mtls" }, []string{"slurm_launcher.args", "internal_connection_security"}},
 		// A hand-edited resources.json: a duration beyond 365 days would
 		// overflow time.Duration (issue 14 item 4).
-		{"poll_interval beyond 365 days", func(f *fixture) { f.Args["poll_interval"] = 1e10 }, []string{"poll_interval", "at most 31536000"}},
-		{"pending_timeout beyond 365 days", func(f *fixture) { f.Args["pending_timeout"] = 31536001.0 }, []string{"pending_timeout", "at most 31536000"}},
+		{"poll_interval beyond 365 days", func(f *fixture) { f.Args["poll_interval"] = 1e10 }, []string{"poll_interval", "from 1 to 3600"}},
+		{"pending_timeout beyond 365 days", func(f *fixture) { f.Args["pending_timeout"] = 31536001.0 }, []string{"pending_timeout", "from 1 to 31536000"}},
+		// Issue 25 item 8: below the floor (a poll of 0.0001 s ran squeue
+		// continuously).
+		{"poll_interval below a second", func(f *fixture) { f.Args["poll_interval"] = 0.0001 }, []string{"poll_interval", "from 1 to 3600"}},
 		{"bad sandbox", func(f *fixture) { f.Args["sandbox"] = "docker" }, []string{"slurm_launcher.args.sandbox", "allowed: apptainer, pyxis, none"}},
 		{"relative python", func(f *fixture) { f.Args["python_path"] = "python3" }, []string{"python_path", "absolute"}},
 		{"bad port", func(f *fixture) { f.Args["internal_port"] = 70000.0 }, []string{"internal_port"}},

@@ -3,11 +3,13 @@ package compile
 import (
 	"bytes"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sebdah/goldie/v2"
 
 	"github.com/flare-slurm/flare-slurm/golden"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 )
 
 // goldenBase replaces the fixture's temp dir in golden files, so paths are
@@ -213,7 +215,11 @@ func renderReview(t *testing.T, f *fixture) []ReviewFile {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The workspace's identity in the job's marker is that of the temporary
+	// path: shown as that of the path the golden files name.
+	ws := strings.Replace(f.Root, f.Base, goldenBase, 1)
 	for i := range files {
+		files[i].Data = bytes.ReplaceAll(files[i].Data, []byte(workspace.WorkspaceID(f.Root)), []byte(workspace.WorkspaceID(ws)))
 		files[i].Data = bytes.ReplaceAll(files[i].Data, []byte(f.Base), []byte(goldenBase))
 	}
 	return files

@@ -1,38 +1,34 @@
 package compile
 
 import (
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/flare-slurm/flare-slurm/internal/ojson"
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
-// requestSource is the text of a parsed request, so that problems found
-// later (by Resolve) can name the line and column of the field they are
-// about. Positions are computed once, on the first problem.
+// requestSource is the text of a parsed request, so that its problems can
+// name the line and column of the field they are about. Nothing is kept
+// per value of the text: the repeated keys are found by one scan
+// (ojson.Scan, a few bytes per key), and a position is looked up by path
+// in the text (ojson.Locate) only for the problems that are shown, after
+// problem.Cap. A request's memory thus stays linear in its size whatever
+// it holds (a deeply nested meta made every value carry its whole path).
 type requestSource struct {
+	file string
 	data []byte
-	once sync.Once
-	pos  *positions
+
+	once    sync.Once
+	scan    ojson.ScanResult
+	scanErr error
 }
 
-// positions maps dotted paths ("job_args.parent_url",
-// "meta.resource_spec.site-1.num_of_gpus", array elements as "[i]") to the
-// byte offsets of their values and of their keys.
-type positions struct {
-	value map[string]int
-	key   map[string]int
-	dups  []dupKey // keys that appear again in one object
-}
-
-func (s *requestSource) positions() *positions {
-	if s == nil {
-		return nil
-	}
-	s.once.Do(func() { s.pos = scanPositions(s.data) })
-	return s.pos
+// scanned is the result of scanning the request text once.
+func (s *requestSource) scanned() (ojson.ScanResult, error) {
+	s.once.Do(func() { s.scan, s.scanErr = ojson.Scan(s.data, problem.MaxPerFile) })
+	return s.scan, s.scanErr
 }
 
 // embedding places the document at path of the request (a job's meta)
@@ -40,83 +36,62 @@ func (s *requestSource) positions() *positions {
 // lacks), the document's problems have none.
 func (s *requestSource) embedding(path string) schema.Embedding {
 	e := schema.Embedding{Path: path}
-	if ps := s.positions(); ps != nil {
-		if off, ok := ps.value[path]; ok {
-			e.Line, e.Column = ojson.Position(s.data, off)
-		}
+	if s == nil {
+		return e
+	}
+	if _, off, ok := ojson.Locate(s.data, path); ok {
+		e.Line, e.Column = ojson.Position(s.data, off)
 	}
 	return e
 }
 
-// at fills p's Line and Column from the request text: the value of path,
-// else (for an unknown key) its key, else the nearest enclosing field.
-func (s *requestSource) at(p schema.Problem) schema.Problem {
-	ps := s.positions()
-	if ps == nil {
-		return p
-	}
-	path := p.Path
-	if p.AtKey {
-		if off, ok := ps.key[path]; ok {
-			p.Line, p.Column = ojson.Position(s.data, off)
-			return p
-		}
-	}
-	for {
-		if off, ok := ps.value[path]; ok {
-			p.Line, p.Column = ojson.Position(s.data, off)
-			return p
-		}
-		i := strings.LastIndexAny(path, ".[")
-		if i < 0 {
-			break
-		}
-		path = path[:i]
-	}
-	if off, ok := ps.value[""]; ok {
+// at marks p as a problem of the request whose position place finds
+// later (when it is shown).
+func (s *requestSource) at(p schema.Problem) schema.Problem { return p }
+
+// atPath is p placed now at the value of path.
+func (s *requestSource) atPath(p schema.Problem, path string) schema.Problem {
+	if _, off, ok := ojson.Locate(s.data, path); ok {
 		p.Line, p.Column = ojson.Position(s.data, off)
 	}
 	return p
 }
 
-// scanPositions records where each value and key of JSON text starts
-// (internal/ojson's offsets). Text ojson refuses (encoding/json accepted
-// it: invalid UTF-8) has no positions.
-func scanPositions(data []byte) *positions {
-	ps := &positions{value: map[string]int{}, key: map[string]int{}}
-	root, dups, err := ojson.ParseReportingDuplicates(data)
-	if err != nil {
+// place caps ps (problem.Cap) and fills the Line and Column of each
+// problem of the request that has none from the request text: the value of
+// its path, or (for an unknown key, AtKey) the key, else the nearest
+// enclosing field, else the whole request.
+func (s *requestSource) place(ps schema.Problems) schema.Problems {
+	ps = problem.Cap(ps)
+	if s == nil {
 		return ps
 	}
-	paths := map[*ojson.Value]string{}
-	var walk func(path string, v *ojson.Value)
-	walk = func(path string, v *ojson.Value) {
-		ps.value[path] = v.Offset
-		paths[v] = path
-		switch v.Kind {
-		case ojson.Object:
-			for _, m := range v.Members {
-				child := joinPath(path, m.Key)
-				ps.key[child] = m.KeyOffset
-				walk(child, m.Value)
+	for i := range ps {
+		p := &ps[i]
+		if p.File != s.file || p.Line > 0 || p.Omitted > 0 {
+			continue
+		}
+		for path := p.Path; ; {
+			key, value, ok := ojson.Locate(s.data, path)
+			if ok {
+				off := value
+				if p.AtKey && path == p.Path && key >= 0 {
+					off = key
+				}
+				p.Line, p.Column = ojson.Position(s.data, off)
+				break
 			}
-		case ojson.Array:
-			for i, item := range v.Items {
-				walk(path+"["+strconv.Itoa(i)+"]", item)
+			if path == "" {
+				break
 			}
+			j := strings.LastIndexAny(path, ".[")
+			if j < 0 {
+				j = 0
+			}
+			path = path[:j]
 		}
 	}
-	walk("", root)
-	for _, d := range dups {
-		ps.dups = append(ps.dups, dupKey{path: joinPath(paths[d.Object], d.Key), off: d.KeyOffset})
-	}
 	return ps
-}
-
-// dupKey is a key given again: its path and the offset of the repetition.
-type dupKey struct {
-	path string
-	off  int
 }
 
 func joinPath(parent, name string) string {

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -110,9 +111,17 @@ func isCredentialArg(name string) bool {
 func ParseRequest(file string, data []byte) (*Request, error) {
 	req, ps := parseRequest(file, data, "")
 	if ps != nil {
-		return nil, ps
+		return nil, req.source().place(ps)
 	}
 	return req, nil
+}
+
+// source is the request's text, nil for a request that did not parse.
+func (r *Request) source() *requestSource {
+	if r == nil {
+		return nil
+	}
+	return r.src
 }
 
 // ParseAndResolve parses a launch request and resolves it against ws. It
@@ -141,7 +150,10 @@ func parseAndResolve(ws *workspace.Prepared, file string, data []byte, env Envir
 	}
 	req, ps := parseRequest(file, data, ws.Role)
 	if req == nil || req.JobID == "" || req.Site == "" || req.Role == "" {
-		return nil, req, ps
+		if ps == nil {
+			return nil, req, nil
+		}
+		return nil, req, req.source().place(ps)
 	}
 	plan, err := resolve(ws, req, env, review)
 	if err == nil && ps == nil {
@@ -154,7 +166,7 @@ func parseAndResolve(ws *workspace.Prepared, file string, data []byte, env Envir
 		}
 		ps = append(ps, rps...)
 	}
-	return nil, req, ps
+	return nil, req, req.source().place(ps)
 }
 
 var requestKeys = []string{"job_id", "site", "role", "meta", "job_args"}
@@ -164,7 +176,7 @@ var requestKeys = []string{"job_id", "site", "role", "meta", "job_args"}
 // argRole, when set, is the role job argument names are checked against
 // (the workspace's); else the request's own role is used.
 func parseRequest(file string, data []byte, argRole string) (*Request, schema.Problems) {
-	src := &requestSource{data: data}
+	src := &requestSource{file: file, data: data}
 	req := &Request{File: file, JobArgs: map[string][]string{}, src: src}
 	var ps schema.Problems
 	add := func(path, msg, hint string) {
@@ -186,29 +198,35 @@ func parseRequest(file string, data []byte, argRole string) (*Request, schema.Pr
 		return schema.Problems{p}
 	}
 
-	var whole json.RawMessage
-	if err := decodeStrict(data, &whole); err != nil {
+	if err := checkJSON(data); err != nil {
 		return nil, structural(problem.Syntax, err)
 	}
-	var top map[string]json.RawMessage
-	if jsonKind(whole) != "object" || json.Unmarshal(whole, &top) != nil {
+	whole := json.RawMessage(bytes.TrimSpace(data))
+	// JSON as Python reads it too (NVFlare's parent wrote it with
+	// json.dumps): no more than 1000 levels of nesting, valid UTF-8.
+	scan, err := src.scanned()
+	if err != nil {
+		p := schema.Problem{Kind: problem.Syntax, File: file, Message: "not a valid launch request: " + err.Error(),
+			Hint: "a launch request is one JSON object with job_id, site, role, meta and job_args (contract §12)"}
+		var se *ojson.SyntaxError
+		if errors.As(err, &se) {
+			p.Line, p.Column, p.Message = se.Line, se.Column, "not a valid launch request: "+se.Msg
+		}
+		return nil, schema.Problems{p}
+	}
+	if jsonKind(whole) != "object" {
 		return nil, structural(problem.Structure, errors.New("got a JSON "+jsonKind(data)+" where an object is required"))
 	}
-	for _, dup := range src.positions().dups {
-		if !strings.ContainsAny(dup.path, ".[") {
+	for _, dup := range scan.Duplicates {
+		if !strings.ContainsAny(dup.Path, ".[") {
 			ps = append(ps, dupProblem(file, data, dup, "give each key once"))
 		}
 	}
-	keys := make([]string, 0, len(top))
-	for k := range top {
-		keys = append(keys, k)
+	top, unknown, more := members(whole, func(k string) bool { return slices.Contains(requestKeys, k) })
+	for _, k := range unknown {
+		addKey(k, "is not a launch request key", "allowed: "+strings.Join(requestKeys, ", ")+didYouMeanKey(k))
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if !slices.Contains(requestKeys, k) {
-			addKey(k, "is not a launch request key", "allowed: "+strings.Join(requestKeys, ", ")+didYouMeanKey(k))
-		}
-	}
+	ps = append(ps, omitted(file, problem.Schema, more)...)
 	// str returns a string field; ok is false when it is missing or was
 	// reported as not a string.
 	str := func(key string) (string, bool, bool) {
@@ -254,17 +272,25 @@ func parseRequest(file string, data []byte, argRole string) (*Request, schema.Pr
 		}
 	}
 	meta := top["meta"]
+	nameRole := req.Role
+	if argRole != "" {
+		nameRole = argRole
+	}
 	var rawArgs map[string]json.RawMessage
+	var unknownArgs []string
+	argsMore := 0
 	argsPresent := false
 	if raw, ok := top["job_args"]; ok && string(bytes.TrimSpace(raw)) != "null" {
 		argsPresent = true
-		if err := json.Unmarshal(raw, &rawArgs); err != nil {
+		if jsonKind(raw) != "object" {
 			add("job_args", "must be an object of [flag, value] pairs, not a JSON "+jsonKind(raw), "")
 			req.badArgs = true
+		} else {
+			rawArgs, unknownArgs, argsMore = members(raw, func(name string) bool { return isJobArg(nameRole, name) })
 		}
 	}
-	for _, dup := range src.positions().dups {
-		if rest, ok := strings.CutPrefix(dup.path, "job_args."); ok && !strings.ContainsAny(rest, ".[") {
+	for _, dup := range scan.Duplicates {
+		if rest, ok := strings.CutPrefix(dup.Path, "job_args."); ok && !strings.ContainsAny(rest, ".[") {
 			ps = append(ps, dupProblem(file, data, dup, "give each job argument once"))
 		}
 	}
@@ -280,9 +306,9 @@ func parseRequest(file string, data []byte, argRole string) (*Request, schema.Pr
 		req.badArgs = true
 	}
 
-	nameRole := req.Role
-	if argRole != "" {
-		nameRole = argRole
+	for _, name := range unknownArgs {
+		allowed := append(append([]string{}, argOrder(nameRole)...), "auth_token", "auth_signature", "ssid")
+		addKey("job_args."+name, "is not a "+nameRole+" job argument", "allowed: "+strings.Join(allowed, ", "))
 	}
 	names := make([]string, 0, len(rawArgs))
 	for name := range rawArgs {
@@ -291,12 +317,6 @@ func parseRequest(file string, data []byte, argRole string) (*Request, schema.Pr
 	sort.Strings(names)
 	for _, name := range names {
 		path := "job_args." + name
-		if !isJobArg(nameRole, name) {
-			allowed := append(append([]string{}, argOrder(nameRole)...), "auth_token", "auth_signature", "ssid")
-			addKey(path, "is not a "+nameRole+" job argument", "allowed: "+strings.Join(allowed, ", "))
-			req.markBad(name)
-			continue
-		}
 		var pair []string
 		if json.Unmarshal(rawArgs[name], &pair) != nil || len(pair) != 2 {
 			add(path, "must be a [flag, value] pair of two strings", "")
@@ -319,21 +339,59 @@ func parseRequest(file string, data []byte, argRole string) (*Request, schema.Pr
 		req.JobArgs[name] = pair
 	}
 	if id, ok := req.JobArgs["job_id"]; ok && req.JobID != "" && id[1] != req.JobID {
-		ps = append(ps, src.at(schema.Problem{Kind: problem.Rule, File: file, Path: "job_args.job_id[1]",
-			Message: fmt.Sprintf("value %q differs from job_id %q", id[1], req.JobID)}))
-		ps[len(ps)-1].Path = "job_args.job_id"
+		ps = append(ps, src.atPath(schema.Problem{Kind: problem.Rule, File: file, Path: "job_args.job_id",
+			Message: fmt.Sprintf("value %q differs from job_id %q", id[1], req.JobID)}, "job_args.job_id[1]"))
 	}
+	ps = append(ps, omitted(file, problem.Schema, argsMore)...)
 	req.invalid = ps != nil
 	return req, ps
+}
+
+// members reads the JSON object raw (checked JSON) member by member,
+// decoding nothing it does not need: the values of the keys want accepts
+// (of repeated keys the last, as json.loads reads them), and the other
+// keys, distinct and sorted, at most problem.MaxPerFile of them, with how
+// many more there were. A request with a million keys costs a scan, not a
+// map of a million entries and a problem for each.
+func members(raw []byte, want func(string) bool) (map[string]json.RawMessage, []string, int) {
+	kept := map[string]json.RawMessage{}
+	seen := map[string]bool{}
+	var others []string
+	more := 0
+	ojson.EachMember(raw, ojson.SkipSpace(raw, 0), func(k, v, e int) bool {
+		key := ojson.KeyText(raw, k)
+		switch {
+		case want(key):
+			kept[key] = json.RawMessage(raw[v:e])
+		case seen[key]:
+		case len(others) < problem.MaxPerFile:
+			seen[key] = true
+			others = append(others, key)
+		default:
+			more++
+		}
+		return true
+	})
+	sort.Strings(others)
+	return kept, others, more
+}
+
+// omitted is the note on n problems of file that were not made (none for
+// n = 0).
+func omitted(file string, kind problem.Kind, n int) schema.Problems {
+	if n == 0 {
+		return nil
+	}
+	return schema.Problems{problem.OmittedNote(file, kind, n)}
 }
 
 // Invalid says whether parsing found problems in the request itself (as
 // opposed to problems of the plan Resolve found).
 func (r *Request) Invalid() bool { return r.invalid }
 
-func dupProblem(file string, data []byte, dup dupKey, hint string) schema.Problem {
-	line, col := ojson.Position(data, dup.off)
-	return schema.Problem{Kind: problem.Structure, File: file, Line: line, Column: col, Path: dup.path, Message: "appears more than once", Hint: hint}
+func dupProblem(file string, data []byte, dup ojson.ScanDuplicate, hint string) schema.Problem {
+	line, col := ojson.Position(data, dup.KeyOffset)
+	return schema.Problem{Kind: problem.Structure, File: file, Line: line, Column: col, Path: dup.Path, Message: "appears more than once", Hint: hint}
 }
 
 // markBad records a job argument that was given but is unusable, so that
@@ -389,19 +447,22 @@ func didYouMeanKey(k string) string {
 
 var errTrailingData = errors.New("data after the JSON object")
 
-// decodeStrict decodes exactly one JSON value into v, refusing unknown
-// object fields and anything after the value.
-func decodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
+// checkJSON checks that data is exactly one JSON value, without copying
+// it: a *json.SyntaxError, or errTrailingData for anything after the value.
+func checkJSON(data []byte) error {
+	var nc noCopy
+	err := json.Unmarshal(data, &nc)
+	var se *json.SyntaxError
+	if errors.As(err, &se) && se.Offset > 1 && json.Valid(data[:se.Offset-1]) {
 		return errTrailingData
 	}
-	return nil
+	return err
 }
+
+// noCopy takes a checked JSON value and keeps nothing.
+type noCopy struct{}
+
+func (noCopy) UnmarshalJSON([]byte) error { return nil }
 
 // isJobArg says whether name is a job argument of role (either role when
 // role is unknown, so that only the role problem is reported).
@@ -429,4 +490,28 @@ func jsonMessage(err error) string {
 		return fmt.Sprintf("%v (at byte %d)", se, se.Offset)
 	}
 	return err.Error()
+}
+
+// ReadRequest reads a launch request from the file path, or from stdin
+// when path is "-": at most schema.MaxInputBytes, like every input (a
+// request is a few kilobytes; its reading costs at most 16 bytes of memory
+// per byte, TestHostileRequestMemoryBounded).
+func ReadRequest(path string, stdin io.Reader) ([]byte, error) {
+	r := stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, schema.MaxInputBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > schema.MaxInputBytes {
+		return nil, fmt.Errorf("the request is larger than %d bytes", schema.MaxInputBytes)
+	}
+	return data, nil
 }

@@ -94,7 +94,12 @@ func (r *resolver) studyProblem(path, msg, hint string) {
 // contract §5–§8 and §12 and returns the plan of effective values. All
 // problems found come back at once as schema.Problems; nothing is written.
 func Resolve(ws *workspace.Prepared, req *Request, env Environ) (*Plan, error) {
-	return resolve(ws, req, env, false)
+	plan, err := resolve(ws, req, env, false)
+	var ps schema.Problems
+	if errors.As(err, &ps) {
+		return nil, req.source().place(ps)
+	}
+	return plan, err
 }
 
 func resolve(ws *workspace.Prepared, req *Request, env Environ, review bool) (*Plan, error) {
@@ -113,7 +118,7 @@ func resolve(ws *workspace.Prepared, req *Request, env Environ, review bool) (*P
 	v.Workspace = ws.Root
 	v.JobDir = workspace.JobDir(ws.Root, req.JobID)
 	v.JobName = workspace.JobName(req.Site, req.JobID)
-	v.Comment = workspace.CommentMarker(req.JobID)
+	v.Comment = workspace.CommentMarker(ws.Root, req.JobID)
 
 	if msg := jobIDProblem(req.JobID); msg != "" {
 		r.reqProblem("job_id", msg, jobIDHint)

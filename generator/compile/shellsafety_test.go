@@ -153,9 +153,12 @@ func newSafetyRun(t *testing.T, rng *rand.Rand, base, stub string, w, i int) *sa
 	// One hostile workspace per worker; ':' and ',' are refused there.
 	r.ws = filepath.Join(base, "ws-"+hostileName(rand.New(rand.NewSource(int64(w))), ":,\n\r"))
 	r.jobID = fmt.Sprintf("job-%d-%d", w, i)
-	r.python = filepath.Join(base, "bin", fmt.Sprintf("py-%d-", i)+hostileName(rng, ""))
-	r.tool = filepath.Join(base, "bin", fmt.Sprintf("tool-%d-", i)+hostileName(rng, ""))
-	r.image = filepath.Join(base, "images", fmt.Sprintf("img-%d-", i)+hostileName(rng, ""))
+	// One-line settings of the workspace: a line break there is refused
+	// when the workspace is read (schema.CheckText), so it never reaches a
+	// script.
+	r.python = filepath.Join(base, "bin", fmt.Sprintf("py-%d-", i)+hostileName(rng, "\n\r"))
+	r.tool = filepath.Join(base, "bin", fmt.Sprintf("tool-%d-", i)+hostileName(rng, "\n\r"))
+	r.image = filepath.Join(base, "images", fmt.Sprintf("img-%d-", i)+hostileName(rng, "\n\r"))
 	r.env = map[string]string{}
 	for k := 0; k < 4; k++ {
 		r.env[fmt.Sprintf("STUDY_VAR_%d", k)] = hostile(rng, "\r")

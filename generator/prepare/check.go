@@ -100,6 +100,12 @@ func DiffAgainst(w *Workspace, dir string) (*Drift, error) {
 	if err != nil {
 		return nil, &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot resolve the workspace copy %s: %v", dir, err), Hint: "give an absolute path", Err: err}
 	}
+	// The files a person wrote in the copy's local/ are what prepare
+	// would keep: compared with themselves, not reported as removed.
+	if err := w.carryLocal(abs); err != nil {
+		return nil, err
+	}
+	sort.SliceStable(w.Files, func(i, j int) bool { return workspace.StagingPathLess(w.Files[i].Path, w.Files[j].Path) })
 	return diff(w, abs)
 }
 
@@ -351,7 +357,12 @@ func (w *Workspace) open(f *File) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, w.readError(f, err)
 	}
-	return r, nil
+	// No more than the size the scan saw (and checked against the kit's
+	// limits) is read, whatever the file holds by now.
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(r, f.Expect.Size), r}, nil
 }
 
 func (w *Workspace) readError(f *File, err error) error {

@@ -93,7 +93,7 @@ func TestCheckNeverPrintsSecrets(t *testing.T) {
 	if err := os.MkdirAll(jobDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(out, "local", "secret.env"), jobSecret, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(out, "startup", "secret.env"), jobSecret, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(jobDir, "secret.env"), jobSecret, 0o600); err != nil {
@@ -131,7 +131,7 @@ func TestCheckNeverPrintsSecrets(t *testing.T) {
 		"Secret file only in prepared: ws/local/extra.pem (sha256 " + sum(append([]byte("# not a cert\n"), rsaKey...)) + "; content not shown)",
 		"Secret file only in prepared: ws/startup/server_context.tenseal (sha256 " + sum(he) + "; content not shown)",
 		"Secret file only in prepared: ws/transfer/deploy.key",
-		"Secret file only in " + filepath.Join(out, "local") + ": secret.env (sha256 " + sum(jobSecret) + "; content not shown)",
+		"Secret file only in " + filepath.Join(out, "startup") + ": secret.env (sha256 " + sum(jobSecret) + "; content not shown)",
 		"Secret file only in " + filepath.Join(out, "transfer") + ": bundle.crt",
 	} {
 		if !strings.Contains(d.Text, want) {

@@ -78,7 +78,7 @@ func TestGoldenTCPCommConfigFromKit(t *testing.T) {
 func TestGoldenEscaping(t *testing.T) {
 	f := newFixture(t, "site-1", bareConfig+
 		"  setup: \"echo \\\"h\\u00e9llo \\U0001F600\\\" <&> \\\\ \\t done\"\n"+
-		"  poll_interval: 0.00001\n  pending_timeout: 3.1536e7\n  parent_host: \"node-\\u00e9\"\n")
+		"  poll_interval: 1.5\n  pending_timeout: 3.1536e7\n  parent_host: \"node-\\u00e9\"\n")
 	writeKitFile(t, f, "local/resources.json.default",
 		`{"description": "Z\u00fcrich <site> & \"friends\"", "ratio": 0.50, "big": 123456789012345678901234567890, "neg": -0, "components": []}`)
 	ws := f.render(t, goldenOutput)

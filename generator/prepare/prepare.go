@@ -73,6 +73,9 @@ type Result struct {
 	// DiscardedStorage lists the entries of a server workspace's job store
 	// and snapshot storage ("jobs-storage/<name>") a forced prepare removed.
 	DiscardedStorage []string `json:"discarded_storage,omitempty"`
+	// Kept lists the files a person wrote in the workspace's local/ that
+	// prepare carried over into the new workspace (slash paths).
+	Kept []string `json:"kept,omitempty"`
 }
 
 // Fields returns the result as ordered key/value pairs for people

@@ -143,7 +143,9 @@ func TestStartScriptRunsSubStartWithHostileWorkspacePath(t *testing.T) {
 	if err := os.Chmod(filepath.Join(f.kit, "startup/sub_start.sh"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(f.dir, "it's a $HOME `touch pwned` dir; \"x\" \n*")
+	// A line break is refused in a workspace path (schema.CheckText, issue
+	// 25 item 12); a tab, quotes, $, backticks and globs are quoted.
+	out := filepath.Join(f.dir, "it's a $HOME `touch pwned` dir; \"x\" \t*")
 	f.run(t, out)
 	cmd := exec.Command(filepath.Join(out, "startup/start_slurm.sh"))
 	cmd.Dir = f.dir
@@ -291,23 +293,38 @@ func TestJobArtifactsNeedForce(t *testing.T) {
 	}
 }
 
+// TestKitSymlinks (issue 25 item 1): a symlink in the kit, to a regular
+// file too, is refused with its path, and nothing it points at is read or
+// copied: a root prepare copied a host file (a shadow file,
+// /proc/self/environ) into the workspace, and --check printed it.
 func TestKitSymlinks(t *testing.T) {
 	f := newFixture(t, "site-1", bareConfig)
-	target := filepath.Join(f.dir, "outside.txt")
-	if err := os.WriteFile(target, []byte("linked content"), 0o640); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(target, filepath.Join(f.kit, "local", "linked.txt")); err != nil {
-		t.Fatal(err)
-	}
 	out := filepath.Join(f.dir, "ws")
 	f.run(t, out)
-	st, err := os.Lstat(filepath.Join(out, "local", "linked.txt"))
-	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o640 {
-		t.Fatalf("a symlinked file should be copied as a regular file with the target's mode: %v %v", st, err)
+	target := filepath.Join(f.dir, "outside.txt")
+	if err := os.WriteFile(target, []byte("host secret"), 0o640); err != nil {
+		t.Fatal(err)
 	}
-	if string(readFile(t, filepath.Join(out, "local", "linked.txt"))) != "linked content" {
-		t.Error("wrong content")
+	for _, link := range []string{target, "/proc/self/environ"} {
+		p := filepath.Join(f.kit, "local", "linked.txt")
+		os.Remove(p)
+		if err := os.Symlink(link, p); err != nil {
+			t.Fatal(err)
+		}
+		before := digest(t, out)
+		_, err := Run(context.Background(), f.opts(out))
+		pe := wantCode(t, err, errcode.InvalidKit)
+		if len(pe.Problems) != 1 || pe.Problems[0].File != p || !strings.Contains(pe.Problems[0].Message, "a kit holds no symlinks") {
+			t.Errorf("link to %s: problems %q, want one naming the link %s", link, pe.Problems, p)
+		}
+		assertUntouched(t, out, before)
+		// prepare --check renders the same way: refused, nothing printed.
+		_, err = Render(f.opts(out))
+		pe = wantCode(t, err, errcode.InvalidKit)
+		if strings.Contains(pe.Error()+pe.Problems.Error(), "host secret") {
+			t.Errorf("--check printed the link's target: %v", pe)
+		}
+		os.Remove(p)
 	}
 
 	for name, link := range map[string]string{"directory": f.dir, "dangling": filepath.Join(f.dir, "missing")} {

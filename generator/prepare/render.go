@@ -75,6 +75,9 @@ type Workspace struct {
 	index  map[string]*File
 	force  bool     // Options.Force
 	ignore []string // Options.IgnoreWarnings
+	// carried are the local/ files carried over from the existing
+	// workspace (local.go).
+	carried []carried
 }
 
 // File returns the entry at slash path p, or nil.
@@ -216,7 +219,7 @@ func Render(opts Options) (*Workspace, error) {
 	}
 
 	w := &Workspace{Output: output, Kit: kit, index: map[string]*File{}, force: opts.Force, ignore: opts.IgnoreWarnings}
-	for _, r := range readings {
+	for _, r := range problem.Cap(readings) {
 		w.warnf(schema.WarnYAML11Reading, "%s", r.String())
 	}
 	if imageWarning != "" {
@@ -269,6 +272,9 @@ func Render(opts Options) (*Workspace, error) {
 		w.put(parentScript, parent, 0o700)
 	}
 	w.index["."].Mode = 0o700
+	if err := w.carryLocal(output); err != nil {
+		return nil, err
+	}
 	sort.SliceStable(w.Files, func(i, j int) bool { return workspace.StagingPathLess(w.Files[i].Path, w.Files[j].Path) })
 
 	w.Result = Result{
@@ -280,6 +286,7 @@ func Render(opts Options) (*Workspace, error) {
 		StartScript:  filepath.Join(output, filepath.FromSlash(startScript)),
 		Resources:    filepath.Join(output, filepath.FromSlash(resourcesDefault)),
 		Warnings:     w.Result.Warnings,
+		Kept:         w.Result.Kept,
 	}
 	if cfg.Parent != nil {
 		w.Result.SubmitCommand = shell.Join([]string{
@@ -372,7 +379,7 @@ func checkOutput(kit, output string) error {
 		return errorf(errcode.InvalidOutput, "check the permissions of the output path", "cannot inspect output %s: %v", output, err)
 	}
 	if msg := schema.CheckWorkspacePath(output); msg != "" {
-		return errorf(errcode.InvalidOutput, `choose a workspace path without ':', ',' or '\'`,
+		return errorf(errcode.InvalidOutput, `choose a workspace path without ':', ',', '\', control or invisible characters`,
 			"workspace path %s %s", output, msg)
 	}
 	return nil

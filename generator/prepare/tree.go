@@ -4,11 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
+	"time"
 
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
@@ -20,28 +19,36 @@ import (
 
 // scanKit lists the kit into w.Files. Regular files and directories are
 // copied with their permission bits (setuid, setgid and sticky bits are
-// dropped) and files keep their modification time. A symlink to a regular
-// file is copied as the file it points to, as NVFlare's copytree does, so
-// the workspace holds no link back into the kit. A symlink to a
-// directory, a dangling symlink, any special file and anything that cannot
-// be read are refused: the whole kit is scanned and every such path is
-// reported at once, one problem each.
+// dropped) and files keep their modification time. Symlinks (a kit holds
+// none: a link made a root prepare copy whatever it pointed at on the
+// host), special files, anything that cannot be read, a file larger than
+// schema.MaxKitFileBytes and more than schema.MaxKitBytes in all are
+// refused: the whole kit is scanned and every such path is reported at
+// once, one problem each, before anything is copied. The scan works
+// through directory descriptors (internal/dirfd), never following a
+// symlink: a directory swapped for a link while it runs is not entered.
 //
 // Left out: the output itself and, when the output lies inside the kit,
 // KIT/prepared (NVFlare's rule), plus every staging directory of a prepare
 // of this output (".<base>.prepare-*" beside it).
 func (w *Workspace) scanKit() error {
-	st, err := os.Stat(w.Kit)
+	root, err := dirfd.Open(w.Kit)
 	if err != nil {
-		return errorf(errcode.InvalidKit, "check the kit path", "cannot read the kit %s: %v", w.Kit, err)
+		return errorf(errcode.InvalidKit, "check the kit path", "cannot read the kit %s: %v", w.Kit, unwrapPathError(err))
 	}
-	w.addDir(".", st.Mode())
+	defer root.Close()
+	st := root.Stat()
+	w.addDir(".", dirfd.ModeOf(st.Mode))
 	excluded := map[string]bool{w.Output: true}
 	if within(w.Output, w.Kit) {
 		excluded[filepath.Join(w.Kit, "prepared")] = true
 	}
 	var problems schema.Problems
-	w.scanDir(w.Kit, ".", excluded, &problems)
+	var total int64
+	w.scanDir(root, w.Kit, ".", excluded, &problems, &total)
+	if msg := schema.KitSize(total); msg != "" {
+		problems = append(problems, kitPathProblem(problem.Layout, w.Kit, msg, "a provisioned kit is a few hundred kilobytes: remove what does not belong to it"))
+	}
 	if len(problems) > 0 {
 		return &Error{Code: errcode.InvalidKit, Problems: problems,
 			Message: fmt.Sprintf("the startup kit %s holds %d path(s) prepare cannot copy", w.Kit, len(problems)),
@@ -61,58 +68,55 @@ func kitPathProblem(k problem.Kind, abs, message, hint string) schema.Problem {
 	return schema.Problem{Kind: k, File: abs, Message: message, Hint: hint}
 }
 
-// scanDir adds the entries of dir (rel in the workspace) and appends a
-// problem for every entry it cannot copy; it goes on after a problem.
-func (w *Workspace) scanDir(dir, rel string, excluded map[string]bool, problems *schema.Problems) {
-	entries, err := os.ReadDir(dir)
+// scanDir adds the entries of the kit directory d (abs on disk, rel in the
+// workspace) and appends a problem for every entry it cannot copy; it goes
+// on after a problem.
+func (w *Workspace) scanDir(d *dirfd.Dir, abs, rel string, excluded map[string]bool, problems *schema.Problems, total *int64) {
+	entries, err := d.Entries()
 	if err != nil {
-		*problems = append(*problems, kitPathProblem(problem.Read, dir, fmt.Sprintf("cannot read this kit directory: %v", unwrapPathError(err)),
+		*problems = append(*problems, kitPathProblem(problem.Read, abs, fmt.Sprintf("cannot read this kit directory: %v", unwrapPathError(err)),
 			"check the permissions of the kit"))
-		// ReadDir returns the entries it could read before the error.
+		// Entries returns the entries it could read before the error.
 	}
 	stagePrefix := workspace.StagingPrefix(w.Output)
 	outParent := filepath.Dir(w.Output)
 	for _, e := range entries {
-		abs := filepath.Join(dir, e.Name())
-		if excluded[abs] || (dir == outParent && strings.HasPrefix(e.Name(), stagePrefix)) {
+		childAbs := filepath.Join(abs, e.Name())
+		if excluded[childAbs] || (abs == outParent && strings.HasPrefix(e.Name(), stagePrefix)) {
 			continue
 		}
 		childRel := path.Join(rel, e.Name())
-		info, err := e.Info()
+		st, err := d.Lstat(e.Name())
 		if err != nil {
-			*problems = append(*problems, kitPathProblem(problem.Read, abs, fmt.Sprintf("cannot inspect it: %v", unwrapPathError(err)), "check the kit"))
+			*problems = append(*problems, kitPathProblem(problem.Read, childAbs, fmt.Sprintf("cannot inspect it: %v", unwrapPathError(err)), "check the kit"))
 			continue
 		}
-		target, msg, hint := schema.KitEntry(abs, info.Mode())
-		if msg != "" {
-			*problems = append(*problems, kitPathProblem(problem.Layout, abs, msg, hint))
+		mode := dirfd.ModeOf(st.Mode)
+		if msg, hint := schema.KitEntry(childAbs, mode); msg != "" {
+			*problems = append(*problems, kitPathProblem(problem.Layout, childAbs, msg, hint))
 			continue
 		}
-		source := abs
-		if target != nil {
-			// A symlink to a regular file: copy its content. It is
-			// resolved once, here; the copy opens the resolved path
-			// without following symlinks and checks it is still the file
-			// seen now.
-			real, err := filepath.EvalSymlinks(abs)
+		if mode.IsDir() {
+			sub, err := d.OpenDir(e.Name())
 			if err != nil {
-				*problems = append(*problems, kitPathProblem(problem.Layout, abs, fmt.Sprintf("cannot resolve this symlink: %v", unwrapPathError(err)), "check the kit"))
+				*problems = append(*problems, kitPathProblem(problem.Read, childAbs, fmt.Sprintf("cannot read this kit directory: %v", unwrapPathError(err)),
+					"check the permissions of the kit"))
 				continue
 			}
-			info, source = target, real
+			w.addDir(childRel, mode)
+			w.scanDir(sub, childAbs, childRel, excluded, problems, total)
+			sub.Close()
+			continue
 		}
-		switch {
-		case info.IsDir():
-			w.addDir(childRel, info.Mode())
-			w.scanDir(abs, childRel, excluded, problems)
-		case info.Mode().IsRegular():
-			f := &File{Path: childRel, Mode: info.Mode().Perm(), Source: source, ModTime: info.ModTime()}
-			if st, ok := info.Sys().(*syscall.Stat_t); ok {
-				f.Expect = dirfd.Expect{ID: dirfd.FileID{Dev: uint64(st.Dev), Ino: st.Ino}, Size: st.Size}
-			}
-			w.index[childRel] = f
-			w.Files = append(w.Files, f)
+		if msg := schema.KitFileSize(st.Size); msg != "" {
+			*problems = append(*problems, kitPathProblem(problem.Layout, childAbs, msg, "a provisioned kit holds small files: remove it from the kit"))
+			continue
 		}
+		*total += st.Size
+		f := &File{Path: childRel, Mode: mode.Perm(), Source: childAbs, ModTime: time.Unix(st.Mtim.Unix()),
+			Expect: dirfd.ExpectOf(&st)}
+		w.index[childRel] = f
+		w.Files = append(w.Files, f)
 	}
 }
 

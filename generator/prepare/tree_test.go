@@ -43,8 +43,8 @@ func TestKitTreeProblemsAreAllReported(t *testing.T) {
 	_, err = Run(context.Background(), f.opts(out))
 	pe := wantCode(t, err, errcode.InvalidKit)
 	want := map[string]string{
-		dirLink:  "symlink to a directory",
-		dangling: "dangling symlink: its target " + filepath.Join(f.dir, "missing") + " does not exist",
+		dirLink:  "symlink (to \"" + f.dir + "\"); a kit holds no symlinks",
+		dangling: "symlink (to \"" + filepath.Join(f.dir, "missing") + "\"); a kit holds no symlinks",
 		fifo:     "named pipe (FIFO)",
 		sock:     "socket",
 	}
@@ -86,5 +86,34 @@ func TestKitTreeProblemsAreAllReported(t *testing.T) {
 	}
 	if pe.Message != "the startup kit "+f.kit+" holds 4 path(s) prepare cannot copy" || pe.Hint != hintFixProblems {
 		t.Errorf("scanKit message %q, hint %q", pe.Message, pe.Hint)
+	}
+}
+
+// TestKitSizeLimitsRefusedBeforeCopying (issue 25 item 1): a 60 KB kit
+// whose sparse file reads as 51 GB made prepare write 51 GB. The scan
+// refuses it, naming the file and the limit, and nothing is written.
+func TestKitSizeLimitsRefusedBeforeCopying(t *testing.T) {
+	f := newFixture(t, "site-1", bareConfig)
+	huge := filepath.Join(f.kit, "transfer", "huge.bin")
+	if err := os.MkdirAll(filepath.Dir(huge), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(huge, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(huge, 51<<30); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(f.dir, "ws")
+	_, err := Run(context.Background(), f.opts(out))
+	pe := wantCode(t, err, errcode.InvalidKit)
+	if !strings.Contains(pe.Problems.Error(), huge+": is 54760833024 bytes; prepare copies files of at most 536870912 bytes (512 MiB)") {
+		t.Errorf("problems %s", pe.Problems.Error())
+	}
+	if _, err := os.Lstat(out); !os.IsNotExist(err) {
+		t.Errorf("prepare wrote %s: %v", out, err)
+	}
+	if s := siblings(t, f.dir, stagingPrefix(out)); len(s) > 0 {
+		t.Errorf("staging directories left: %v", s)
 	}
 }

@@ -14,10 +14,11 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flare-slurm/flare-slurm/internal/trust"
 )
 
 // GetentTimeout bounds one run of getent (an NSS source that does not
@@ -50,21 +51,18 @@ func lookup(ctx context.Context, uid int, path string, lookupID func(string) (*u
 	return "", fmt.Errorf("uid %d: %v; getent: %v", uid, err, gerr)
 }
 
-// getent runs `getent passwd UID` and reads its one line strictly.
+// getent runs `getent passwd UID` and reads its one line strictly. getent
+// is found on path like the Slurm commands, and like them refused when
+// another account could replace it (internal/trust): it runs as this
+// account, and its answer names the account the runtime checks jobs by.
 func getent(ctx context.Context, uid int, path string, timeout time.Duration) (string, error) {
-	bin := ""
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" || !filepath.IsAbs(dir) {
-			continue
-		}
-		c := filepath.Join(dir, "getent")
-		if st, err := os.Stat(c); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			bin = c
-			break
-		}
-	}
-	if bin == "" {
+	found := trust.Find("getent", path)
+	if found == "" {
 		return "", errors.New("getent was not found on PATH")
+	}
+	bin, err := trust.Resolve(found, os.Geteuid())
+	if err != nil {
+		return "", fmt.Errorf("getent on PATH is not used: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -73,7 +71,7 @@ func getent(ctx context.Context, uid int, path string, timeout time.Duration) (s
 	cmd.WaitDelay = time.Second
 	out := &limitedBuffer{limit: maxGetentOutput}
 	cmd.Stdout = out
-	err := cmd.Run()
+	err = cmd.Run()
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
 		return "", fmt.Errorf("%s did not answer within %v", bin, timeout)

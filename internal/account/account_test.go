@@ -108,3 +108,40 @@ func TestNoGetentOnPath(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestGetentOnAHostilePathRefused (issue 25 item 10): getent, found on the
+// parent's PATH, was run without the trust check the Slurm commands get:
+// a PATH directory any account can write let that account answer for the
+// runtime account (or run its code as it). Such a getent is refused and
+// never run, like an untrusted sbatch.
+func TestGetentOnAHostilePathRefused(t *testing.T) {
+	path, argv := standIn(t, "echo 'mallory:x:4242:1::/:/bin/sh'\n")
+	if err := os.Chmod(path, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	_, err := lookup(context.Background(), 4242, path, unknown, 5*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "getent on PATH is not used") || !strings.Contains(err.Error(), "writable by every account (mode 0777)") {
+		t.Errorf("getent in a world-writable PATH directory: %v", err)
+	}
+	if _, serr := os.Stat(argv); serr == nil {
+		t.Error("the untrusted getent ran")
+	}
+	if err := os.Chmod(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(path, "getent"), 0o757); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lookup(context.Background(), 4242, path, unknown, 5*time.Second); err == nil || !strings.Contains(err.Error(), "writable by every account (mode 0757)") {
+		t.Errorf("a world-writable getent: %v", err)
+	}
+	if os.Geteuid() == 0 {
+		os.Chmod(filepath.Join(path, "getent"), 0o755)
+		if err := os.Chown(filepath.Join(path, "getent"), 4242, 4242); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lookup(context.Background(), 4242, path, unknown, 5*time.Second); err == nil || !strings.Contains(err.Error(), "owned by uid 4242") {
+			t.Errorf("a getent of another account: %v", err)
+		}
+	}
+}

@@ -19,6 +19,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/flare-slurm/flare-slurm/internal/trust"
 )
 
 // Source is the Python module prepare writes to File.
@@ -111,11 +113,17 @@ func CheckBinary(path string) string {
 	if st.Mode().Perm()&0o111 == 0 {
 		return fmt.Sprintf("the flare-slurm binary %s has no execute permission (mode %04o)", path, st.Mode().Perm())
 	}
+	// The binary reads every job's credentials on its standard input:
+	// the trust rule of the Slurm commands applies (the bridge applies
+	// the same rule before every call).
+	if _, err := trust.Resolve(path, os.Geteuid()); err != nil {
+		return fmt.Sprintf("the flare-slurm binary is not trusted: %v", err)
+	}
 	return ""
 }
 
 // BinaryHint is what to do about a binary CheckBinary refused.
-const BinaryHint = "install flare-slurm at that path, or prepare the workspace again with --launcher flare-slurm using the binary the parent's account should run"
+const BinaryHint = "install flare-slurm at that path, owned by root or the runtime account and writable by no other account (nor any directory above it), or prepare the workspace again with --launcher flare-slurm using the binary the parent's account should run"
 
 func unwrap(err error) error {
 	var pe *fs.PathError

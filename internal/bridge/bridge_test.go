@@ -143,3 +143,81 @@ func TestCheckBinary(t *testing.T) {
 		}
 	}
 }
+
+// trustCase is one binary on disk that the trust rule accepts or refuses.
+type trustCase struct {
+	name    string
+	setup   func(t *testing.T, dir, exe string)
+	trusted bool
+}
+
+// trustCases are the binaries issue 25 item 9 is about: one another
+// account could replace is refused; the same rule as the Slurm commands.
+func trustCases() []trustCase {
+	cs := []trustCase{
+		{"owned by this account, 0755", func(*testing.T, string, string) {}, true},
+		{"writable by every account", func(_ *testing.T, _, exe string) { os.Chmod(exe, 0o757) }, false},
+		{"in a directory every account can write", func(_ *testing.T, dir, _ string) { os.Chmod(dir, 0o777) }, false},
+		{"in a sticky directory", func(_ *testing.T, dir, _ string) { os.Chmod(dir, 0o777|os.ModeSticky) }, true},
+	}
+	if os.Geteuid() == 0 {
+		cs = append(cs,
+			trustCase{"writable by a group other than root's", func(_ *testing.T, _, exe string) { os.Chown(exe, 0, 100); os.Chmod(exe, 0o775) }, false},
+			trustCase{"writable by root's group", func(_ *testing.T, _, exe string) { os.Chown(exe, 0, 0); os.Chmod(exe, 0o775) }, true},
+			trustCase{"owned by another account", func(_ *testing.T, _, exe string) { os.Chown(exe, 4242, 4242) }, false},
+			trustCase{"in a directory of another account", func(_ *testing.T, dir, _ string) { os.Chown(dir, 4242, 0) }, false},
+		)
+	}
+	return cs
+}
+
+// TestCheckBinaryTrust (issue 25 item 9): the recorded binary reads every
+// job's credentials, so bootstrap-check and validate W refuse one another
+// account could replace, as the Slurm commands are refused.
+func TestCheckBinaryTrust(t *testing.T) {
+	for _, c := range trustCases() {
+		dir := filepath.Join(t.TempDir(), "bin")
+		os.Mkdir(dir, 0o755)
+		exe := filepath.Join(dir, "flare-slurm")
+		if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		c.setup(t, dir, exe)
+		got := bridge.CheckBinary(exe)
+		if c.trusted != (got == "") || !c.trusted && !strings.Contains(got, "is not trusted") {
+			t.Errorf("%s: CheckBinary = %q, want trusted=%v", c.name, got, c.trusted)
+		}
+	}
+}
+
+// TestPythonTrustRuleIsGos: the bridge checks the binary before every call
+// in Python (untrusted()); on every case it agrees with the Go rule.
+func TestPythonTrustRuleIsGos(t *testing.T) {
+	src := nvflaresrc.Dir()
+	py, why := interpreter(t, src)
+	if py == "" {
+		testenv.Unavailable(t, "the bridge's Python rule cannot be run: %s (set NVFLARE_PYTHON, NVFLARE_SRC)", why)
+	}
+	for _, c := range trustCases() {
+		dir := filepath.Join(t.TempDir(), "bin")
+		os.Mkdir(dir, 0o755)
+		exe := filepath.Join(dir, "flare-slurm")
+		if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		c.setup(t, dir, exe)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := exec.CommandContext(ctx, py, "-c", nvflareProbe+"\nimport flare_slurm_bridge as B\nprint(B.untrusted(sys.argv[2]) or 'TRUSTED')", src, exe)
+		cmd.Env = append(os.Environ(), "PYTHONPATH=.", "PYTHONDONTWRITEBYTECODE=1")
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: python: %v\n%s", c.name, err, out)
+		}
+		pyTrusted := strings.TrimSpace(string(out)) == "TRUSTED"
+		goTrusted := bridge.CheckBinary(exe) == ""
+		if pyTrusted != goTrusted || pyTrusted != c.trusted {
+			t.Errorf("%s: Python says %q, Go trusted=%v, want trusted=%v", c.name, strings.TrimSpace(string(out)), goTrusted, c.trusted)
+		}
+	}
+}

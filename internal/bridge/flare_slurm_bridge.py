@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import subprocess
 import threading
 from typing import Any, Optional
@@ -33,16 +34,76 @@ from nvflare.apis.job_launcher_spec import (
 # worker loads this site's components too, and never launches jobs.
 CHILD_PROCESS_ENV = "NVFLARE_SLURM_CHILD_PROCESS"
 
-# How long one launch, status or cancel call may take before it counts as
-# failed; wait has no limit (it lasts as long as the job).
+# How long one launch, status or cancel call may take before the bridge
+# gives up on it; wait has no limit (it lasts as long as the job). Giving up
+# sends SIGTERM, never SIGKILL, to a launch: flare-slurm stops a launch that
+# has not submitted yet, and finishes one whose sbatch runs (its handle
+# written, or the job cancelled) and answers, which the bridge then reads.
 CALL_TIMEOUT = 600.0
+
+# How long any other call may take to end after SIGTERM before it is killed.
+TERMINATE_GRACE = 30.0
+
+# Error codes of a call that no retry can change: wait stops on them.
+PERMANENT_ERRORS = frozenset({"no_such_job"})
 
 # Seconds between two attempts when a wait call itself fails.
 RETRY_INTERVAL = 10.0
 
+# The most problems, and characters, of a failed call's answer that go into
+# the one exception NVFlare logs: a hostile job meta can hold thousands of
+# problems (the binary lists at most 100 per file).
+MAX_MESSAGE_PROBLEMS = 20
+MAX_MESSAGE_CHARS = 8192
+
 
 class FlareSlurmError(RuntimeError):
-    """A flare-slurm call failed; the message is the binary's own."""
+    """A flare-slurm call failed; the message is the binary's own, code its error code ("" when none)."""
+
+    def __init__(self, message: str, code: str = ""):
+        super().__init__(message)
+        self.code = code
+
+
+def untrusted(path: str) -> Optional[str]:
+    """Why another account could replace the binary at path, or None.
+
+    The binary reads every job's credentials on its standard input, so it
+    gets the rule flare-slurm applies to the Slurm commands (Go's
+    internal/trust, which a Go test holds this function to): an absolute
+    path to an executable regular file that, like every directory above it,
+    is owned by root or by this account and writable by no other account:
+    not by every account, not by a group other than root's. A sticky
+    directory (like /tmp) may be writable by others.
+    """
+    if not os.path.isabs(path):
+        return f"{path!r} is not an absolute path"
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(real)
+    except OSError as e:
+        return f"cannot check {real}: {e.strerror}"
+    if not stat.S_ISREG(st.st_mode) or not os.access(real, os.X_OK) or st.st_mode & 0o111 == 0:
+        return f"{path} (resolved to {real}) is not an executable regular file"
+    euid = os.geteuid()
+    entry, is_dir = real, False
+    while True:
+        try:
+            st = os.stat(entry)
+        except OSError as e:
+            return f"cannot check {entry}, a directory above {real}: {e.strerror}"
+        what = f"{entry} is" if entry == real else f"{real} is in {entry}, which is"
+        if st.st_uid not in (0, euid):
+            return f"{what} owned by uid {st.st_uid}, neither root nor this account (uid {euid})"
+        if not (is_dir and st.st_mode & stat.S_ISVTX):
+            if st.st_mode & 0o002:
+                return f"{what} writable by every account (mode {stat.S_IMODE(st.st_mode):04o})"
+            if st.st_mode & 0o020 and st.st_gid != 0:
+                return f"{what} writable by group {st.st_gid} (mode {stat.S_IMODE(st.st_mode):04o})"
+        parent = os.path.dirname(entry)
+        if parent == entry:
+            return None
+        entry, is_dir = parent, True
 
 
 class _Binary:
@@ -54,13 +115,35 @@ class _Binary:
         self.logger = logger
 
     def call(self, command: str, args: list[str], stdin: Optional[bytes] = None,
-             timeout: Optional[float] = CALL_TIMEOUT) -> dict[str, Any]:
+             limited: bool = True) -> dict[str, Any]:
         argv = [self.path, command, "--workspace", self.workspace, *args, "--json"]
+        # Checked before every call: the binary could be replaced at any time.
+        if not os.path.exists(self.path):
+            raise FlareSlurmError(f"flare-slurm {command}: cannot run {self.path}: it does not exist")
+        why = untrusted(self.path)
+        if why is not None:
+            raise FlareSlurmError(f"flare-slurm {command}: not run: the flare-slurm binary is not trusted: {why} "
+                                  "(install it owned by root or the runtime account, writable by no other account)")
         try:
-            done = subprocess.run(argv, input=stdin if stdin is not None else b"", capture_output=True,
-                                  timeout=timeout, check=False)
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         except (OSError, subprocess.SubprocessError) as e:
             raise FlareSlurmError(f"flare-slurm {command}: cannot run {self.path}: {e}") from e
+        try:
+            out, err = proc.communicate(input=stdin if stdin is not None else b"", timeout=CALL_TIMEOUT if limited else None)
+        except subprocess.TimeoutExpired:
+            # Give up with SIGTERM, then read the answer: a launch stops
+            # before it submits, or finishes with the job's handle (never
+            # killed between sbatch and its handle: the job would run with
+            # live credentials and nobody watching it).
+            self.logger.warning("flare-slurm %s did not answer within %.0f s: asking it to stop (SIGTERM)", command, CALL_TIMEOUT)
+            proc.terminate()
+            try:
+                out, err = proc.communicate(timeout=None if command == "launch" else TERMINATE_GRACE)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                raise FlareSlurmError(f"flare-slurm {command}: did not end within {TERMINATE_GRACE:.0f} s of SIGTERM and was killed")
+        done = subprocess.CompletedProcess(argv, proc.returncode, out, err)
         stderr = done.stderr.decode("utf-8", "replace").strip()
         if stderr:
             self.logger.info("flare-slurm %s: %s", command, stderr)
@@ -78,14 +161,25 @@ class _Binary:
             return data
         raw_error = answer.get("error")
         error: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {}
-        message = f"flare-slurm {command}: {error.get('message') or repr(answer)}"
-        problems = error.get("problems") or []
-        for p in problems if isinstance(problems, list) else []:
-            if isinstance(p, dict):
-                message += f"\n  {p.get('file', '')}: {p.get('path', '')}: {p.get('message', '')}"
-        if error.get("hint"):
-            message += f" ({error['hint']})"
-        raise FlareSlurmError(message)
+        code = error.get("code")
+        raise FlareSlurmError(_failure_message(command, answer, error), code if isinstance(code, str) else "")
+
+
+def _failure_message(command: str, answer: dict[str, Any], error: dict[str, Any]) -> str:
+    """The message of a failed call: the binary's error, its first problems, its hint; bounded."""
+    message = f"flare-slurm {command}: {error.get('message') or repr(answer)}"
+    raw = error.get("problems")
+    problems = [p for p in raw if isinstance(p, dict)] if isinstance(raw, list) else []
+    for p in problems[:MAX_MESSAGE_PROBLEMS]:
+        message += f"\n  {p.get('file', '')}: {p.get('path', '')}: {p.get('message', '')}"
+    if len(problems) > MAX_MESSAGE_PROBLEMS:
+        message += (f"\n  ... {len(problems) - MAX_MESSAGE_PROBLEMS} more problem(s) not shown "
+                    f"(run flare-slurm {command} --json by hand to see them)")
+    if error.get("hint"):
+        message += f" ({error['hint']})"
+    if len(message) > MAX_MESSAGE_CHARS:
+        message = message[:MAX_MESSAGE_CHARS] + f"... ({len(message) - MAX_MESSAGE_CHARS} more characters not shown)"
+    return message
 
 
 def _return_code(data: dict[str, Any]) -> Optional[int]:
@@ -131,8 +225,17 @@ class FlareSlurmJobHandle(JobHandleSpec):
             try:
                 # wait exits with the job's return code; the envelope says
                 # whether it is a result or a failure of the command.
-                self._record(self.binary.call("wait", ["--job-id", self.job_id], timeout=None))
+                self._record(self.binary.call("wait", ["--job-id", self.job_id], limited=False))
             except FlareSlurmError as e:
+                if e.code in PERMANENT_ERRORS:
+                    # The workspace knows no such job (neither its dir nor a
+                    # recorded result): asking again every RETRY_INTERVAL
+                    # forever would change nothing.
+                    self.binary.logger.error("job %s cannot be watched: %s", self.job_id, e)
+                    with self._lock:
+                        if self._result is None:
+                            self._result = int(JobReturnCode.INFRASTRUCTURE_ERROR)
+                    return
                 self.binary.logger.error("waiting for job %s failed, trying again: %s", self.job_id, e)
                 stop.wait(RETRY_INTERVAL)
 

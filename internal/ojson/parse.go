@@ -80,6 +80,12 @@ type parser struct {
 
 	reportDuplicates bool
 	duplicates       []Duplicate
+
+	// scan: check the text without building values (Scan); path is the
+	// way to the value being read, found the repeated keys.
+	scan  bool
+	path  []pathStep
+	found scanFound
 }
 
 func (p *parser) errorf(format string, args ...any) error {
@@ -143,32 +149,50 @@ func (p *parser) bareValue(depth int) (*Value, error) {
 	case c == '[':
 		return p.array(depth)
 	case c == '"':
+		if p.scan {
+			return nil, p.skipStr()
+		}
 		s, err := p.str()
 		if err != nil {
 			return nil, err
 		}
 		return StringValue(s), nil
 	case p.literal("null"):
-		return NullValue(), nil
+		return p.built(NullValue), nil
 	case p.literal("true"):
-		return BoolValue(true), nil
+		return p.built(func() *Value { return BoolValue(true) }), nil
 	case p.literal("false"):
-		return BoolValue(false), nil
+		return p.built(func() *Value { return BoolValue(false) }), nil
 	case p.literal("NaN"):
-		return &Value{Kind: Number, Num: "NaN"}, nil
+		return p.built(func() *Value { return &Value{Kind: Number, Num: "NaN"} }), nil
 	case p.literal("Infinity"):
-		return &Value{Kind: Number, Num: "Infinity"}, nil
+		return p.built(func() *Value { return &Value{Kind: Number, Num: "Infinity"} }), nil
 	case p.literal("-Infinity"):
-		return &Value{Kind: Number, Num: "-Infinity"}, nil
+		return p.built(func() *Value { return &Value{Kind: Number, Num: "-Infinity"} }), nil
 	case c == '-' || ('0' <= c && c <= '9'):
 		return p.number()
 	}
 	return nil, p.errorf("expecting a value")
 }
 
+// built is make() unless the parser only scans.
+func (p *parser) built(make func() *Value) *Value {
+	if p.scan {
+		return nil
+	}
+	return make()
+}
+
 func (p *parser) object(depth int) (*Value, error) {
+	if p.scan {
+		return nil, p.scanObject(depth)
+	}
 	p.pos++ // {
 	obj := NewObject()
+	// index maps each key to its member, so that finding a repeated key
+	// costs the same for the millionth key as for the first (a linear
+	// search made a 300,000-key object take minutes).
+	var index map[string]int
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
@@ -195,12 +219,16 @@ func (p *parser) object(depth int) (*Value, error) {
 		}
 		// A repeated key keeps its first position and its last value,
 		// as a Python dict built from the pairs does.
-		if obj.Has(key) {
+		if index == nil {
+			index = map[string]int{}
+		}
+		if i, dup := index[key]; dup {
 			if p.reportDuplicates {
 				p.duplicates = append(p.duplicates, Duplicate{Object: obj, Key: key, KeyOffset: keyOffset})
 			}
-			obj.Set(key, val)
+			obj.Members[i].Value = val
 		} else {
+			index[key] = len(obj.Members)
 			obj.Members = append(obj.Members, Member{Key: key, Value: val, KeyOffset: keyOffset})
 		}
 		p.skipSpace()
@@ -222,6 +250,9 @@ func (p *parser) object(depth int) (*Value, error) {
 
 func (p *parser) array(depth int) (*Value, error) {
 	p.pos++ // [
+	if p.scan {
+		return nil, p.scanArray(depth)
+	}
 	arr := NewArray()
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == ']' {
@@ -295,8 +326,11 @@ func (p *parser) number() (*Value, error) {
 			i = j
 		}
 	}
-	text := string(d[start:i])
 	p.pos = i
+	if p.scan {
+		return nil, nil
+	}
+	text := string(d[start:i])
 	if !isFloat {
 		if text == "-0" {
 			text = "0"
@@ -314,8 +348,30 @@ func (p *parser) number() (*Value, error) {
 // is stored as its 3-byte generalised UTF-8 form so that writing the value
 // back reproduces the same escape.
 func (p *parser) str() (string, error) {
-	p.pos++ // "
 	var b strings.Builder
+	err := p.readStrInto(&b)
+	return b.String(), err
+}
+
+// skipStr checks a string without keeping it.
+func (p *parser) skipStr() error { return p.readStrInto(discard{}) }
+
+// strSink is where readStrInto writes a string's characters.
+type strSink interface {
+	Write(p []byte) (int, error)
+	WriteByte(c byte) error
+	WriteRune(r rune) (int, error)
+}
+
+// discard is a strSink that keeps nothing.
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error)   { return len(p), nil }
+func (discard) WriteByte(byte) error          { return nil }
+func (discard) WriteRune(r rune) (int, error) { return utf8.RuneLen(r), nil }
+
+func (p *parser) readStrInto(b strSink) error {
+	p.pos++ // "
 	for {
 		start := p.pos
 		for p.pos < len(p.data) && p.data[p.pos] != '"' && p.data[p.pos] != '\\' && p.data[p.pos] >= 0x20 {
@@ -323,19 +379,19 @@ func (p *parser) str() (string, error) {
 		}
 		b.Write(p.data[start:p.pos])
 		if p.pos >= len(p.data) {
-			return "", p.errorf("unterminated string")
+			return p.errorf("unterminated string")
 		}
 		c := p.data[p.pos]
 		switch {
 		case c == '"':
 			p.pos++
-			return b.String(), nil
+			return nil
 		case c < 0x20:
-			return "", p.errorf("invalid control character in string")
+			return p.errorf("invalid control character in string")
 		}
 		// Backslash escape.
 		if p.pos+1 >= len(p.data) {
-			return "", p.errorf("unterminated string")
+			return p.errorf("unterminated string")
 		}
 		esc := p.data[p.pos+1]
 		p.pos += 2
@@ -355,7 +411,7 @@ func (p *parser) str() (string, error) {
 		case 'u':
 			u, ok := p.hex4()
 			if !ok {
-				return "", p.errorf("invalid \\uXXXX escape")
+				return p.errorf("invalid \\uXXXX escape")
 			}
 			if 0xD800 <= u && u <= 0xDBFF && p.pos+1 < len(p.data) && p.data[p.pos] == '\\' && p.data[p.pos+1] == 'u' {
 				save := p.pos
@@ -373,7 +429,7 @@ func (p *parser) str() (string, error) {
 			b.WriteRune(rune(u))
 		default:
 			p.pos -= 2
-			return "", p.errorf("invalid \\escape")
+			return p.errorf("invalid \\escape")
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/flare-slurm/flare-slurm/internal/visible"
 )
@@ -69,6 +70,9 @@ type Problem struct {
 	// key), not about its value: a reader that places the problem in
 	// another text points at the key.
 	AtKey bool `json:"-"`
+	// Omitted, when not 0, makes this problem the note that this many
+	// problems of File were left out (Cap).
+	Omitted int `json:"-"`
 }
 
 // String renders "file:line:column: path: message (hint)", leaving out the
@@ -111,6 +115,9 @@ func (ps Problems) Sort() {
 		if a.File != b.File {
 			return a.File < b.File
 		}
+		if (a.Omitted > 0) != (b.Omitted > 0) {
+			return b.Omitted > 0 // the note on left-out problems comes last
+		}
 		if a.Line != b.Line {
 			return a.Line < b.Line
 		}
@@ -122,4 +129,85 @@ func (ps Problems) Sort() {
 		}
 		return a.Message < b.Message
 	})
+}
+
+// MaxPerFile is how many problems of one file are listed: every problem
+// at once helps a person fix a file, but a hostile input (any job
+// submitter writes a launch request's meta) can hold hundreds of
+// thousands, which made a 42 MB error envelope. The rest are counted.
+const MaxPerFile = 100
+
+// MaxText is the longest file name, path, message or hint a problem shows,
+// in bytes: a message may quote a value, and a value may be megabytes
+// long. A longer text is cut and says how much was left out.
+const MaxText = 4096
+
+// OmittedNote is the problem that stands for n problems of file that are
+// not listed; kind is the kind of the first of them.
+func OmittedNote(file string, kind Kind, n int) Problem {
+	return Problem{Kind: kind, File: file, Omitted: n,
+		Message: fmt.Sprintf("%d more problem(s) in this file are not listed (at most %d are shown per file)", n, MaxPerFile),
+		Hint:    "fix the problems listed and run again to see the rest"}
+}
+
+// Cap keeps, for each file, its first MaxPerFile problems in the order
+// given, cuts every text to MaxText bytes, and ends the problems of a file
+// whose problems were left out with one OmittedNote counting all of them
+// (notes already among ps are added up, not repeated).
+func Cap(ps Problems) Problems {
+	if ps == nil {
+		return nil
+	}
+	type fileCount struct {
+		listed, omitted int
+		kind            Kind
+		seen            bool
+	}
+	counts := map[string]*fileCount{}
+	var order []string
+	out := make(Problems, 0, min(len(ps), 4*MaxPerFile))
+	for _, p := range ps {
+		c := counts[p.File]
+		if c == nil {
+			c = &fileCount{}
+			counts[p.File] = c
+			order = append(order, p.File)
+		}
+		if p.Omitted > 0 || c.listed >= MaxPerFile {
+			n := max(p.Omitted, 1)
+			if !c.seen {
+				c.kind, c.seen = p.Kind, true
+			}
+			c.omitted += n
+			continue
+		}
+		c.listed++
+		out = append(out, p.Shortened())
+	}
+	for _, f := range order {
+		if c := counts[f]; c.omitted > 0 {
+			out = append(out, OmittedNote(ShortenText(f), c.kind, c.omitted))
+		}
+	}
+	return out
+}
+
+// Shortened is p with each text cut to MaxText bytes.
+func (p Problem) Shortened() Problem {
+	p.File, p.Path, p.Message, p.Hint = ShortenText(p.File), ShortenText(p.Path), ShortenText(p.Message), ShortenText(p.Hint)
+	return p
+}
+
+// ShortenText cuts s to at most MaxText bytes (at a character boundary)
+// and says how many bytes were left out.
+func ShortenText(s string) string {
+	if len(s) <= MaxText {
+		return s
+	}
+	const room = MaxText - 64 // for the note
+	cut := room
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… (%d more bytes not shown)", len(s)-cut)
 }

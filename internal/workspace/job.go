@@ -55,12 +55,56 @@ func JobName(site, jobID string) string {
 	return jobNamePrefix + firstRunes(site, jobNameSiteChars) + "-" + JobKey(jobID)[:8]
 }
 
-// CommentMarker is the Slurm comment of the job jobID.
-func CommentMarker(jobID string) string { return CommentMarkerPrefix + jobID }
+// workspaceIDChars is how many hex digits of the workspace identity a
+// marker carries.
+const workspaceIDChars = 12
 
-// JobIDOfComment is the job id a Slurm comment marks, if it is a marker.
-func JobIDOfComment(comment string) (string, bool) {
-	return strings.CutPrefix(comment, CommentMarkerPrefix)
+// WorkspaceID is the identity of the workspace at root (its canonical
+// path) in a job's marker: the first 12 hex digits of its SHA-256.
+func WorkspaceID(root string) string {
+	sum := sha256.Sum256([]byte(root))
+	return hex.EncodeToString(sum[:])[:workspaceIDChars]
+}
+
+// CommentMarker is the Slurm comment of the job jobID of the workspace at
+// root: "nvfl:<job id>@<workspace id>". NVFlare's own launcher writes
+// "nvfl:<job id>"; the workspace's identity is added because workspaces of
+// one account share job names and ids, so that a handle copied into
+// another workspace (a copy of the workspace, a test one beside the real
+// one) never matches, watches or cancels the original's job (job ids hold
+// no '@').
+func CommentMarker(root, jobID string) string {
+	return CommentMarkerPrefix + jobID + "@" + WorkspaceID(root)
+}
+
+// LegacyCommentMarker is the marker of a job launched before markers
+// carried the workspace ("nvfl:<job id>", NVFlare's form): accepted for
+// such a job's recorded handle only.
+func LegacyCommentMarker(jobID string) string { return CommentMarkerPrefix + jobID }
+
+// ExpectedMarker is the marker the runtime of the workspace at root
+// matches for a job whose handle recorded marker: this workspace's marker
+// of the job, whatever the handle says (a handle copied from another
+// workspace names that workspace's marker), or the legacy marker of a job
+// launched before markers carried the workspace.
+func ExpectedMarker(root, jobID, recorded string) string {
+	if recorded == LegacyCommentMarker(jobID) {
+		return recorded
+	}
+	return CommentMarker(root, jobID)
+}
+
+// JobIDOfComment is the job id a Slurm comment marks, and the workspace
+// id it names ("" for a legacy marker), if it is a marker.
+func JobIDOfComment(comment string) (jobID, workspaceID string, ok bool) {
+	rest, ok := strings.CutPrefix(comment, CommentMarkerPrefix)
+	if !ok {
+		return "", "", false
+	}
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		return rest[:i], rest[i+1:], true
+	}
+	return rest, "", true
 }
 
 // firstRunes is the first n characters of s.

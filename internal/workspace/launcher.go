@@ -159,6 +159,12 @@ func (d *argsDecoder) str(v *ojson.Value, key string) (string, bool) {
 		d.add(v, key, "must be a string, not "+v.Kind.String(), "")
 		return "", false
 	}
+	// The text rule validate applied: every value here reaches a script
+	// or an argv, and only setup may span lines.
+	if msg := schema.CheckText(v.Str, key == "setup"); msg != "" {
+		d.add(v, key, msg, "set it in slurm.yaml and prepare again")
+		return "", false
+	}
 	return v.Str, true
 }
 
@@ -250,9 +256,6 @@ func DecodeLauncherArgs(file string, data []byte, args *ojson.Value) (LauncherAr
 	}
 	d.directives(args.Get("sbatch_directives"), jl)
 	if s, ok := d.str(args.Get("setup"), "setup"); ok {
-		if strings.ContainsRune(s, 0) {
-			d.add(args.Get("setup"), "setup", "must not contain NUL", "")
-		}
 		jl.Setup = s
 	}
 	d.forwardEnv(args.Get("forward_env"), jl)
@@ -270,9 +273,13 @@ func DecodeLauncherArgs(file string, data []byte, args *ojson.Value) (LauncherAr
 		if isNull(v) {
 			continue
 		}
+		// The bounds validate applied to slurm.yaml: a hand-edited
+		// poll_interval of 0.0001 must not make the runtime run squeue
+		// thousands of times a second.
+		bound, _ := schema.DurationBoundOf(t.key)
 		f, err := strconv.ParseFloat(v.Num, 64)
-		if v.Kind != ojson.Number || err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 || f > schema.MaxSeconds {
-			d.add(v, t.key, fmt.Sprintf("must be a number of seconds greater than 0 and at most %d (365 days)", schema.MaxSeconds), "")
+		if v.Kind != ojson.Number || err != nil || math.IsNaN(f) || math.IsInf(f, 0) || bound.Check(f) != "" {
+			d.add(v, t.key, "must be "+bound.Allowed(), "set job_launcher."+t.key+" in slurm.yaml and prepare again")
 			continue
 		}
 		*t.field = f
@@ -314,8 +321,12 @@ func (d *argsDecoder) executables(v *ojson.Value, jl *schema.JobLauncher) {
 		if isNull(m.Value) {
 			continue
 		}
-		if m.Value.Kind != ojson.String || m.Value.Str == "" || strings.ContainsRune(m.Value.Str, 0) {
+		if m.Value.Kind != ojson.String || m.Value.Str == "" {
 			d.add(m.Value, key, "must be a non-empty string", "")
+			continue
+		}
+		if msg := schema.CheckText(m.Value.Str, false); msg != "" {
+			d.add(m.Value, key, msg, "set it in slurm.yaml and prepare again")
 			continue
 		}
 		*field = m.Value.Str
@@ -340,6 +351,12 @@ func (d *argsDecoder) directives(v *ojson.Value, jl *schema.JobLauncher) {
 		}
 		if isNull(m.Value) {
 			continue
+		}
+		if m.Value.Kind == ojson.String {
+			if msg := schema.CheckText(m.Value.Str, false); msg != "" {
+				d.add(m.Value, key, msg, "set it in slurm.yaml and prepare again")
+				continue
+			}
 		}
 		value, ok := directiveValue(m.Value)
 		if !ok {

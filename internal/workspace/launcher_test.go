@@ -42,8 +42,8 @@ var launcherConfigs = map[string]string{
   internal_connection_security: clear
   submit_timeout: 45
   query_timeout: 2.5
-  cancel_timeout: 0.001
-  poll_interval: 31536000
+  cancel_timeout: 1
+  poll_interval: 3600
   pending_timeout: 3600
   multi_node_port_range: "40000-40100"
 `,
@@ -158,7 +158,7 @@ func TestLauncherArgsProblems(t *testing.T) {
   "sbatch_directives": {"nodes": 2, "time": "1 h"},
   "forward_env": ["SLURM_JOB_ID", "A", "A", 3],
   "parent_host": "a b",
-  "poll_interval": 0,
+  "poll_interval": 0.0001,
   "multi_node_port_range": "9-1",
   "extra": true,
   "workspace_path": "relative"
@@ -176,7 +176,7 @@ func TestLauncherArgsProblems(t *testing.T) {
 		`resources.json.default:7:40: slurm_launcher.args.forward_env[2]: "A" is listed twice`,
 		`resources.json.default:7:45: slurm_launcher.args.forward_env[3]: a number is not an allowed environment name`,
 		`resources.json.default:8:18: slurm_launcher.args.parent_host: `,
-		`resources.json.default:9:20: slurm_launcher.args.poll_interval: must be a number of seconds greater than 0`,
+		`resources.json.default:9:20: slurm_launcher.args.poll_interval: must be a number of seconds from 1 to 3600 (one hour) (set job_launcher.poll_interval in slurm.yaml and prepare again)`,
 		`resources.json.default:10:28: slurm_launcher.args.multi_node_port_range: ports must be within 1024..65535 (got 9-1)`,
 		`resources.json.default:11:3: slurm_launcher.args.extra: is not a launcher setting`,
 		`resources.json.default:12:21: slurm_launcher.args.workspace_path: must be an absolute path`,
@@ -275,4 +275,35 @@ func FuzzLauncherArgs(f *testing.F) {
 			t.Fatalf("encoding is not stable:\n%s\n%s", enc, again)
 		}
 	})
+}
+
+// TestLauncherArgsTextRule (issue 25 item 12): a hand-edited
+// resources.json.default holding a bidi override, a C1 control or an ESC
+// in a value that reaches the batch script or the sbatch argv is refused
+// at run time, as validate refuses it in slurm.yaml.
+func TestLauncherArgsTextRule(t *testing.T) {
+	data := []byte(`{
+  "sandbox": "none",
+  "python_path": "/usr/bin/python3\u202e",
+  "setup": "module load a\u2066",
+  "executables": {"sbatch": "/usr/bin/sbatch\u0085"},
+  "sbatch_directives": {"partition": "gpu\u001b[2J"},
+  "workspace_path": "/ws"
+}`)
+	_, ps := decode(t, data)
+	var got []string
+	for _, p := range ps {
+		got = append(got, p.Path+": "+p.Message)
+	}
+	all := strings.Join(got, "\n")
+	for _, want := range []string{
+		"slurm_launcher.args.python_path: must not contain the invisible Unicode character U+202E",
+		"slurm_launcher.args.setup: must not contain the invisible Unicode character U+2066",
+		"slurm_launcher.args.executables.sbatch: must not contain the C1 control character U+0085",
+		`slurm_launcher.args.sbatch_directives.partition: must not contain the control character '\x1b'`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("missing %q in:\n%s", want, all)
+		}
+	}
 }

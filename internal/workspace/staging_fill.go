@@ -183,7 +183,7 @@ func writeFile(d *dirfd.Dir, f *StagingFile, mask fs.FileMode) (err error) {
 		if _, err := out.Write(f.Data); err != nil {
 			return err
 		}
-	} else if err := copyData(int(in.Fd()), int(out.Fd())); err != nil {
+	} else if err := copyData(int(in.Fd()), int(out.Fd()), f.Expect.Size); err != nil {
 		return &os.PathError{Op: "copy", Path: f.Source, Err: err}
 	}
 	if !f.ModTime.IsZero() {
@@ -195,30 +195,38 @@ func writeFile(d *dirfd.Dir, f *StagingFile, mask fs.FileMode) (err error) {
 	return nil
 }
 
-// copyData copies in to out until EOF.
-func copyData(in, out int) error {
-	for {
-		n, err := unix.CopyFileRange(in, nil, out, nil, 1<<30, 0)
+// copyData copies in to out until EOF, or until limit bytes (the size the
+// scan saw) when limit is not 0: a file that grew since, or a file that
+// reports one size and holds more (/proc), is not copied beyond it.
+func copyData(in, out int, limit int64) error {
+	left := int64(1<<62 - 1)
+	if limit > 0 {
+		left = limit
+	}
+	for left > 0 {
+		n, err := unix.CopyFileRange(in, nil, out, nil, int(min(left, 1<<30)), 0)
 		if err == nil && n == 0 {
 			return nil
 		}
 		if err == nil {
+			left -= int64(n)
 			continue
 		}
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if errors.Is(err, unix.EXDEV) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
-			return readWrite(in, out)
+			return readWrite(in, out, left)
 		}
 		return err
 	}
+	return nil
 }
 
-func readWrite(in, out int) error {
+func readWrite(in, out int, left int64) error {
 	buf := make([]byte, 256<<10)
-	for {
-		n, err := unix.Read(in, buf)
+	for left > 0 {
+		n, err := unix.Read(in, buf[:min(int64(len(buf)), left)])
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
@@ -228,6 +236,7 @@ func readWrite(in, out int) error {
 		if n == 0 {
 			return nil
 		}
+		left -= int64(n)
 		for b := buf[:n]; len(b) > 0; {
 			m, err := unix.Write(out, b)
 			if errors.Is(err, unix.EINTR) {
@@ -239,6 +248,7 @@ func readWrite(in, out int) error {
 			b = b[m:]
 		}
 	}
+	return nil
 }
 
 // processUmask returns the process umask, read from /proc/self/status

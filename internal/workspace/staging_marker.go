@@ -36,6 +36,10 @@ const (
 // kilobytes.
 const markerLimit = 4 << 20
 
+// IsWorkspaceOf says whether the directory out is a workspace prepared
+// for output (its marker names output).
+func IsWorkspaceOf(out *dirfd.Dir, output string) bool { return markerReason(out, output) == "" }
+
 // markerReason says why the directory out is not a workspace prepared for
 // output, or "" when it is one.
 func markerReason(out *dirfd.Dir, output string) string {

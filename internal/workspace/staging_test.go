@@ -731,3 +731,93 @@ func TestCancelledFillLeavesNothing(t *testing.T) {
 		t.Errorf("the parents Stage created were left: %v", err)
 	}
 }
+
+// stageUntilInstall opens, checks, stages, fills and syncs a new tree for
+// out, and returns the staging ready to install.
+func stageUntilInstall(t *testing.T, out, tag string) (*StagingTarget, *Staging) {
+	t.Helper()
+	target, err := StagingOpen(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { target.Close() })
+	if err := target.CheckReplace(false); err != nil {
+		t.Fatal(err)
+	}
+	s, err := target.Stage(StagingOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Fill(context.Background(), tree(out, tag)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	return target, s
+}
+
+// TestInstallRefusesAnOutputSwappedAfterItsCheck (issue 25 item 15: a
+// mutant without this check went unnoticed): the output is checked to be
+// the directory StagingOpen opened (device and inode) right before the
+// exchange; a directory swapped in there meanwhile is neither replaced
+// nor moved.
+func TestInstallRefusesAnOutputSwappedAfterItsCheck(t *testing.T) {
+	d := tempDir(t)
+	out := filepath.Join(d, "ws")
+	mustStage(t, out, "one")
+	_, s := stageUntilInstall(t, out, "two")
+	if err := os.Rename(out, filepath.Join(d, "ws-moved")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(out, "data"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "data", "thesis.tex"), []byte("years of work"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	victim := digest(t, out)
+	err := s.Install()
+	if !errors.Is(err, dirfd.ErrChanged) {
+		t.Fatalf("Install over a swapped output: %v, want ErrChanged", err)
+	}
+	if digest(t, out) != victim {
+		t.Fatal("the directory swapped in at the output was replaced")
+	}
+	if readTag(t, filepath.Join(d, "ws-moved")) != "one" {
+		t.Fatal("the old workspace changed")
+	}
+}
+
+// TestInstallRefusesAStagedTreeSwappedAfterTheFill (issue 25 item 15):
+// the staged tree is checked to be the one Stage made (device and inode)
+// before it is moved into place; another directory put there is never
+// installed.
+func TestInstallRefusesAStagedTreeSwappedAfterTheFill(t *testing.T) {
+	d := tempDir(t)
+	out := filepath.Join(d, "ws")
+	mustStage(t, out, "one")
+	_, s := stageUntilInstall(t, out, "two")
+	staged := filepath.Join(s.path, newName)
+	if err := os.Rename(staged, filepath.Join(d, "staged-moved")); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range tree(out, "planted") {
+		p := filepath.Join(staged, filepath.FromSlash(f.Path))
+		if f.Dir {
+			if err := os.MkdirAll(p, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.WriteFile(p, f.Data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := s.Install()
+	if !errors.Is(err, dirfd.ErrChanged) {
+		t.Fatalf("Install of a swapped staged tree: %v, want ErrChanged", err)
+	}
+	if got := readTag(t, out); got != "one" {
+		t.Fatalf("the output holds %q, want the old workspace", got)
+	}
+}

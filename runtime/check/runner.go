@@ -23,6 +23,7 @@ import (
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 	"github.com/flare-slurm/flare-slurm/runtime/site"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 type runner struct {
@@ -226,6 +227,12 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 		extra = append(extra, compile.Directive{Key: "begin", Value: "now+1hour"})
 	}
 	ready := func(plan *compile.Plan) error { return writeSpec(ws.Root, jobID, sp, plan) }
+	// The job's secret.env holds the credentials and the study's secrets
+	// until its batch script starts: a probe job that never started (held,
+	// cancelled while pending, kept live by --keep, or check interrupted)
+	// would leave it on disk. Whatever happened, it does not outlive the
+	// probe, and the row says so (runs after r.stop, deferred below).
+	defer func() { secretGone(ws.Root, jobID, &row) }()
 	// The submission is not interrupted (Ctrl-C, --timeout): sbatch killed
 	// after slurmctld took the job would leave a probe job queued with no
 	// handle. submit_timeout still bounds it, and once the handle exists
@@ -476,6 +483,45 @@ func writeSpec(root, jobID string, sp spec, plan *compile.Plan) error {
 	}
 	defer run.Close()
 	return writeFile(run, SpecFile, append(data, '\n'))
+}
+
+// secretGone removes the probe job's secret.env if it is still there (the
+// job never started) and says so in the row's evidence; a secret.env that
+// cannot be removed fails the row, naming it.
+func secretGone(root, jobID string, row *Row) {
+	removed, err := removeSecretFile(root, jobID)
+	switch {
+	case err != nil:
+		row.Result = Fail
+		row.Evidence += fmt.Sprintf("; the probe job's %s, which holds its credentials and the study's secrets, could not be removed: %v: remove it by hand",
+			filepath.Join(workspace.JobDir(root, jobID), workspace.SecretEnvFile), err)
+	case removed:
+		row.Evidence += "; removed the probe job's secret.env (the job never started): no secret is left on disk"
+	}
+}
+
+// removeSecretFile removes <job dir>/secret.env of jobID through
+// directory descriptors; removed says whether it was there.
+func removeSecretFile(root, jobID string) (removed bool, err error) {
+	wsd, err := dirfd.Open(root)
+	if err != nil {
+		return false, err
+	}
+	defer wsd.Close()
+	rel := filepath.ToSlash(filepath.Join(schema.ControlDir, workspace.JobsDir, workspace.JobKey(jobID)))
+	jd, err := wsd.OpenBeneath(rel)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil // the runtime removed the job dir: the job ended
+	}
+	if err != nil {
+		return false, err
+	}
+	defer jd.Close()
+	err = unix.Unlinkat(jd.Fd(), workspace.SecretEnvFile, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return false, nil // the batch script removed it
+	}
+	return err == nil, err
 }
 
 // knownRunFiles are the entries check removes from a probe's run dir: what

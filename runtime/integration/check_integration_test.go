@@ -75,6 +75,8 @@ func preparedExample(t *testing.T, c *slurmtest.Cluster, bin, base string, port 
 		yaml = strings.Replace(yaml, "parent_host: localhost", setup, 1)
 	case strings.HasPrefix(setup, "sandbox: "):
 		yaml = strings.Replace(yaml, "sandbox: none", setup, 1)
+	case strings.HasPrefix(setup, "poll_interval: "):
+		yaml = strings.Replace(yaml, "poll_interval: 1", setup, 1)
 	case setup != "":
 		yaml += "  setup: " + setup + "\n"
 	}
@@ -599,5 +601,88 @@ func TestCheckContainers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCheckInterruptedLeavesNoSecret (issue 25 item 3): a probe job that
+// never starts keeps its secret.env, with the job's credentials and the
+// study's secrets, in its job dir; check interrupted while such a job is
+// queued, with --keep (which leaves live jobs alone), left it on disk and
+// did not say so. The probe removes it when it ends, whatever happened,
+// and its row says so. A 30 s poll interval holds the probe before it
+// sees the job pending, so the interrupt lands while the job is queued.
+func TestCheckInterruptedLeavesNoSecret(t *testing.T) {
+	c := slurmtest.Require(t)
+	base := c.TempDir(t)
+	bin := path.Join(base, "flare-slurm")
+	c.CopyIn(t, buildCLI(t), bin)
+	studies := "format_version: 2\nstudies:\n  s1:\n    secret_env:\n      S1_KEY: {source: CHECK_S1_KEY}\n"
+	ws := preparedExample(t, c, bin, base, freePort(t), "poll_interval: 30", studies)
+	secret := "s1-secret-" + fmt.Sprint(time.Now().UnixNano())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := c.Command(ctx, bin, "check", "--workspace", ws, "--study", "s1", "--only", "pending-abort", "--keep", "--json")
+	cmd.Env = append(cmd.Env, "CHECK_S1_KEY="+secret)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	var progress strings.Builder
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			progress.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), "pending-abort") && strings.HasSuffix(sc.Text(), "started") {
+				close(started)
+			}
+		}
+	}()
+	select {
+	case <-started:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the pending-abort probe did not start within 60 s")
+	}
+	// Submitted (sbatch returns at once), not yet seen pending: the
+	// first observation after the submission comes one poll interval later.
+	jobs := c.HostPath(path.Join(ws, ".nvflare_slurm", "jobs"))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if m, _ := filepath.Glob(filepath.Join(jobs, "*", "handle.json")); len(m) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no handle.json within 20 s\n%s", progress.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	var doc checkDoc
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || len(doc.Data.Probes) != 1 {
+		t.Fatalf("rows after SIGINT: %v %s\n%s", err, out.String(), progress.String())
+	}
+	r := doc.Data.Probes[0]
+	if r.SlurmJobID != "" {
+		defer c.Run(t, "scancel", r.SlurmJobID) // --keep left it queued
+	}
+	left, _ := filepath.Glob(filepath.Join(jobs, "*", "secret.env"))
+	if len(left) != 0 {
+		t.Errorf("secret.env left on disk after an interrupted probe: %v", left)
+	}
+	if !strings.Contains(r.Evidence, "removed the probe job's secret.env (the job never started)") {
+		t.Errorf("the row does not say the secret file was removed: %+v", r)
+	}
+	if strings.Contains(out.String()+progress.String(), secret) {
+		t.Error("the study secret reached check's output")
 	}
 }

@@ -431,8 +431,9 @@ func testNVFlareFederation(t *testing.T, sb fedSandboxes) {
 		for {
 			q := f.queue(id)
 			if q[s][0] == "RUNNING" && q[cl][0] == "RUNNING" {
-				if q[s][1] != "nvfl:"+id || q[cl][1] != "nvfl:"+id {
-					t.Errorf("squeue comments %v, want nvfl:%s", q, id)
+				// nvfl:<job id>@<the workspace's id> (issue 25 item 13).
+				if !strings.HasPrefix(q[s][1], "nvfl:"+id+"@") || !strings.HasPrefix(q[cl][1], "nvfl:"+id+"@") || q[s][1] == q[cl][1] {
+					t.Errorf("squeue comments %v, want nvfl:%s@<workspace id>, one per workspace", q, id)
 				}
 				break
 			}

@@ -81,7 +81,7 @@ func flagValue(argv []string, name string) string {
 	return ""
 }
 
-func (f *fakeSlurm) Run(_ context.Context, c scheduler.Command) scheduler.Result {
+func (f *fakeSlurm) Run(ctx context.Context, c scheduler.Command) scheduler.Result {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	cmd := filepath.Base(c.Argv[0])
@@ -106,6 +106,10 @@ func (f *fakeSlurm) Run(_ context.Context, c scheduler.Command) scheduler.Result
 			uid: 1000, user: "alice", state: "PENDING", exit: "0:0", derived: "0:0", submit: f.now(), inQueue: true, inAcct: true}
 		if f.sbatchHook != nil {
 			f.sbatchHook(f.jobs[id])
+		}
+		if ctx.Err() != nil {
+			// Interrupted after slurmctld took the job: killed, no answer.
+			return scheduler.Result{ExitCode: -1, Stderr: "sbatch: killed"}
 		}
 		if f.sbatchOut != "" {
 			return scheduler.Result{Stdout: []byte(strings.ReplaceAll(f.sbatchOut, "ID", id))}

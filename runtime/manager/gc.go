@@ -125,7 +125,7 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 				ge.Reason = qerr.Error()
 				continue
 			}
-			row, found, err := q.Lookup(j.info.SlurmJobID, j.info.JobName, j.info.Marker, cl.UID)
+			row, found, err := q.Lookup(j.info.SlurmJobID, j.info.JobName, m.marker(j.info), cl.UID)
 			switch {
 			case err != nil:
 				ge.Reason = err.Error()
@@ -215,7 +215,9 @@ func (m *Manager) launchGrace() time.Duration {
 }
 
 // queuedKeys lists this account's queue and returns the job keys of the
-// rows whose comment is an NVFlare marker (nvfl:<job id>).
+// rows whose comment is an NVFlare marker (nvfl:<job id>[@<workspace>]),
+// of any workspace: a dir without a handle is kept while a queued job of
+// its key may be its own (keeping is the safe side).
 func (m *Manager) queuedKeys(ctx context.Context) (map[string]bool, error) {
 	q, err := m.cfg.Client.QueueAll(ctx)
 	if err != nil {
@@ -223,7 +225,7 @@ func (m *Manager) queuedKeys(ctx context.Context) (map[string]bool, error) {
 	}
 	keys := map[string]bool{}
 	for _, r := range q.Rows {
-		if id, ok := workspace.JobIDOfComment(r.Comment); ok && r.UID == m.cfg.Client.UID {
+		if id, _, ok := workspace.JobIDOfComment(r.Comment); ok && r.UID == m.cfg.Client.UID {
 			keys[workspace.JobKey(id)] = true
 		}
 	}

@@ -227,6 +227,17 @@ func (m *Manager) launch(ctx context.Context, job Job) (*Handle, error) {
 	if pending <= 0 || pending > m.cfg.PendingTimeout {
 		pending = m.cfg.PendingTimeout // a job may only lower the site value
 	}
+	if err := ctx.Err(); err != nil {
+		m.cleanup(job.Dir)
+		return nil, fmt.Errorf("job %s: interrupted before it was submitted; nothing was launched: %w", job.JobID, err)
+	}
+	// From the submission on nothing interrupts the launch (a signal, a
+	// caller giving up): a job that sbatch handed to Slurm gets its
+	// handle, or is cancelled, before Launch returns. Every step is
+	// bounded by submit_timeout, query_timeout or cancel_timeout. An
+	// interrupted sbatch would leave a queued job with live credentials
+	// and no handle (issue 25 item 11).
+	ctx = context.WithoutCancel(ctx)
 	submitted := m.now()
 	id, cluster, err := m.cfg.Client.Submit(ctx, job.Argv, job.Env)
 	var late *scheduler.SubmittedError
@@ -319,7 +330,7 @@ func (m *Manager) cancelVerified(ctx context.Context, info HandleInfo) string {
 	if err != nil {
 		return fmt.Sprintf("not sent, ownership could not be verified (%v); %s", err, manual)
 	}
-	row, found, err := q.Lookup(info.SlurmJobID, info.JobName, info.Marker, cl.UID)
+	row, found, err := q.Lookup(info.SlurmJobID, info.JobName, m.marker(info), cl.UID)
 	switch {
 	case err != nil:
 		return fmt.Sprintf("not sent (%v); %s", err, manual)
@@ -360,6 +371,15 @@ func (m *Manager) cancelByIdentity(ctx context.Context, name, marker string) str
 		return "cancelled Slurm job(s) " + strings.Join(cancelled, ", ") + " found by its name and marker"
 	}
 	return "no queued job of its name and marker was found"
+}
+
+// marker is the Slurm comment this workspace's job of handle info must
+// carry: this workspace's marker, not the one the handle recorded (a
+// handle copied from another workspace must not match that workspace's
+// job), except the legacy marker of a job launched before markers carried
+// the workspace.
+func (m *Manager) marker(info HandleInfo) string {
+	return workspace.ExpectedMarker(m.cfg.Workspace, info.JobID, info.Marker)
 }
 
 func (m *Manager) staleError(job Job) error {

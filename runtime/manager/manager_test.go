@@ -739,3 +739,66 @@ func TestControlDirsOwnerAndMode(t *testing.T) {
 		t.Fatalf("symlink: %v", err)
 	}
 }
+
+// TestCopiedHandleNeverMatchesTheOriginalsJob (issue 25 item 13):
+// workspaces of one account share job names, and markers held only the job
+// id, so a handle copied into another workspace (a copy of a workspace, a
+// test one beside the real one) cancelled the original's job. The marker
+// names the workspace, and the runtime matches its own workspace's marker,
+// not the one a handle recorded.
+func TestCopiedHandleNeverMatchesTheOriginalsJob(t *testing.T) {
+	a := newEnv(t)
+	job := a.job(a.m, "j")
+	job.Marker = workspace.CommentMarker(a.ws, "j")
+	for i, arg := range job.Argv {
+		if strings.HasPrefix(arg, "--comment=") {
+			job.Argv[i] = "--comment=" + job.Marker
+		}
+	}
+	if _, err := a.m.Launch(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	// A second workspace of the same account, on the same scheduler, with
+	// a copy of the first one's job dir.
+	b := newEnv(t)
+	b.slurm = a.slurm
+	b.m = b.manager()
+	src, dst := a.m.JobDir("j"), b.m.JobDir("j")
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(src, HandleFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dst, HandleFile), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h, err := b.m.Open("j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(10 * time.Second)
+	if _, err := h.Terminate(context.Background()); err == nil {
+		t.Error("cancel through a copied handle succeeded")
+	}
+	if n := a.slurm.count("scancel"); n != 0 {
+		t.Errorf("scancel calls = %d: the copy cancelled the original's job", n)
+	}
+	st, _ := h.Poll(context.Background())
+	if st.Terminal || !strings.Contains(st.Detail, "does not match its handle") {
+		t.Errorf("status through the copy: %+v", st)
+	}
+	// The original still watches and cancels its job.
+	orig, err := a.manager().Open("j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.clock.Advance(10 * time.Second)
+	if _, err := orig.Terminate(context.Background()); err != nil {
+		t.Fatalf("the original workspace cannot cancel its job: %v", err)
+	}
+	if n := a.slurm.count("scancel"); n != 1 {
+		t.Errorf("scancel calls = %d after the original's cancel, want 1", n)
+	}
+}

@@ -426,7 +426,7 @@ func (o *observer) refresh(ctx context.Context, c *cache, extra []*Handle) {
 			o.note(c, j, "", "no fresh answer: "+qerr.Error(), now)
 			continue
 		}
-		row, found, err := q.Lookup(j.info.SlurmJobID, j.info.JobName, j.info.Marker, cl.UID)
+		row, found, err := q.Lookup(j.info.SlurmJobID, j.info.JobName, o.m.marker(j.info), cl.UID)
 		if err != nil {
 			o.m.log.Error("job remains non-terminal after a scheduler protocol error", "job_id", j.info.JobID, "slurm_job_id", j.info.SlurmJobID, "err", err)
 			o.note(c, j, "", err.Error(), now)

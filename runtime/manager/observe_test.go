@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -171,6 +172,51 @@ func TestPendingTimeoutBoundedBySite(t *testing.T) {
 		e.poll(h)
 		if n := e.slurm.count("scancel"); n != 0 {
 			t.Errorf("job value %v: cancelled after 20 s of pending", d)
+		}
+	}
+}
+
+// TestPendingTimeoutClampedAtObserveTime (issue 25 item 15: a mutant
+// without the clamp went unnoticed): a handle.json whose pending timeout
+// is above the site's, or not positive (damaged, or copied from another
+// workspace), is held to the site's value by every process that watches
+// it, not only by the launch that wrote it.
+func TestPendingTimeoutClampedAtObserveTime(t *testing.T) {
+	for _, recorded := range []float64{1e9, 0, -5} {
+		e := newEnv(t) // site pending timeout 600 s
+		e.launch("j")
+		path := filepath.Join(e.m.JobDir("j"), HandleFile)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		doc["pending_timeout"] = recorded
+		data, _ = json.Marshal(doc)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		h, err := e.manager().Open("j") // another process reads the handle
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.poll(h) // first pending observation
+		e.clock.Advance(590 * time.Second)
+		if _, err := h.Poll(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if n := e.slurm.count("scancel"); n != 0 {
+			t.Errorf("recorded %v: cancelled %d time(s) before the site's 600 s", recorded, n)
+		}
+		e.clock.Advance(20 * time.Second)
+		if _, err := h.Poll(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if n := e.slurm.count("scancel"); n != 1 {
+			t.Errorf("recorded %v: scancel calls = %d after the site's 600 s, want 1", recorded, n)
 		}
 	}
 }

@@ -132,3 +132,21 @@ func TestGCReportsAFailedRemovalAsKept(t *testing.T) {
 		t.Fatalf("the job dir is gone after all: %v", err)
 	}
 }
+
+// TestUnparsedSubmitAnswerCancelsOnlyThisAccountsJob (issue 25 item 15: a
+// mutant without the uid filter went unnoticed): the job found by name and
+// marker after an unparsable sbatch answer is cancelled only when squeue
+// shows it under this account's uid; another account's job of the same
+// name and marker is left alone.
+func TestUnparsedSubmitAnswerCancelsOnlyThisAccountsJob(t *testing.T) {
+	e := newEnv(t)
+	e.slurm.sbatchOut = "Submitted batch job ID\n"
+	e.slurm.sbatchHook = func(j *fakeJob) { j.uid, j.user = 2000, "mallory" }
+	_, err := e.m.Launch(e.deadline(), e.job(e.m, "j"))
+	if err == nil || !strings.Contains(err.Error(), "no queued job of its name and marker was found") {
+		t.Errorf("err = %v", err)
+	}
+	if n := e.slurm.count("scancel"); n != 0 {
+		t.Errorf("scancel calls = %d: another account's job was cancelled", n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 
@@ -57,5 +58,40 @@ func TestSbatchPrintedIDThenFailedIsTracked(t *testing.T) {
 	e.slurm.sbatchFail = true
 	if _, err := e.m.Launch(context.Background(), e.job(e.m, "j")); err == nil || !strings.Contains(err.Error(), "not launched") {
 		t.Fatalf("sbatch without an id: %v", err)
+	}
+}
+
+// TestLaunchNotInterruptedBetweenSubmitAndHandle (issue 25 item 11): a
+// launch whose context ends while sbatch runs (the bridge gave up, a
+// signal) killed sbatch after Slurm took the job: the job was queued with
+// live credentials and no handle, and its relaunch was refused as stale.
+// From the submission on the launch is not interrupted: the job gets its
+// handle. A context that ended before the submission submits nothing.
+func TestLaunchNotInterruptedBetweenSubmitAndHandle(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	e.slurm.sbatchHook = func(*fakeJob) { cancel() }
+	h, err := e.m.Launch(ctx, e.job(e.m, "j"))
+	if err != nil {
+		t.Fatalf("launch interrupted during sbatch: %v", err)
+	}
+	if h.Info().SlurmJobID != "101" {
+		t.Errorf("handle %+v", h.Info())
+	}
+	if _, err := readHandle(e.m.JobDir("j")); err != nil {
+		t.Errorf("no handle.json for the submitted job: %v", err)
+	}
+
+	e.slurm.sbatchHook = nil
+	ctx, cancel = context.WithCancel(context.Background())
+	cancel()
+	if _, err := e.m.Launch(ctx, e.job(e.m, "k")); err == nil || !strings.Contains(err.Error(), "interrupted before it was submitted; nothing was launched") {
+		t.Errorf("launch with an ended context: %v", err)
+	}
+	if n := e.slurm.count("sbatch"); n != 1 {
+		t.Errorf("sbatch calls = %d, want 1", n)
+	}
+	if _, err := os.Lstat(e.m.JobDir("k")); !os.IsNotExist(err) {
+		t.Errorf("job dir of the interrupted launch left: %v", err)
 	}
 }

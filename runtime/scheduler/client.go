@@ -10,14 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/flare-slurm/flare-slurm/internal/trust"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -67,85 +64,15 @@ func resolve(name, configured, path, settings string) (string, error) {
 	where := entry
 	if candidate == "" {
 		where = "the parent's PATH"
-		for _, dir := range filepath.SplitList(path) {
-			if dir == "" || !filepath.IsAbs(dir) {
-				continue
-			}
-			c := filepath.Join(dir, name)
-			if st, err := os.Stat(c); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-				candidate = c
-				break
-			}
-		}
-		if candidate == "" {
+		if candidate = trust.Find(name, path); candidate == "" {
 			return "", fmt.Errorf("required Slurm command %s was not found on the parent's PATH; set %s or add its directory to the parent's PATH", name, entry)
 		}
 	}
-	if !filepath.IsAbs(candidate) {
-		return "", fmt.Errorf("%s: %q is not an absolute path", where, candidate)
-	}
-	real, err := filepath.EvalSymlinks(candidate)
+	real, err := trust.Resolve(candidate, os.Geteuid())
 	if err != nil {
-		return "", fmt.Errorf("%s: cannot resolve %s: %v", where, candidate, err)
-	}
-	st, err := os.Stat(real)
-	if err != nil || !st.Mode().IsRegular() || unix.Access(real, unix.X_OK) != nil {
-		return "", fmt.Errorf("%s: %s (resolved to %s) is not an executable regular file", where, candidate, real)
-	}
-	if err := trusted(real, st, os.Geteuid()); err != nil {
-		return "", fmt.Errorf("%s: %s: %w", where, candidate, err)
+		return "", fmt.Errorf("%s: %w", where, err)
 	}
 	return real, nil
-}
-
-// trusted refuses a command that another account could replace: the file
-// and every directory above it must be owned by root or by the account
-// that runs it (euid), and none may be writable by another account: not by
-// every account, and not by a group other than root's (gid 0). A sticky
-// directory (like /tmp) may be writable by others, since they cannot
-// rename or remove what they do not own in it.
-func trusted(real string, st os.FileInfo, euid int) error {
-	if err := trustedEntry(real, real, st, euid, false); err != nil {
-		return err
-	}
-	for dir := filepath.Dir(real); ; dir = filepath.Dir(dir) {
-		dst, err := os.Stat(dir)
-		if err != nil {
-			return fmt.Errorf("cannot check %s, a directory above %s: %v", dir, real, err)
-		}
-		if err := trustedEntry(real, dir, dst, euid, true); err != nil {
-			return err
-		}
-		if dir == "/" || dir == "." {
-			return nil
-		}
-	}
-}
-
-// trustedEntry checks one entry (the command or a directory above it).
-func trustedEntry(command, path string, st os.FileInfo, euid int, isDir bool) error {
-	what := path + " is"
-	if path != command {
-		what = command + " is in " + path + ", which is"
-	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil
-	}
-	if sys.Uid != 0 && int(sys.Uid) != euid {
-		return fmt.Errorf("%s owned by uid %d, neither root nor this account (uid %d), so that account could replace the command; fix: use the site's Slurm installation (owned by root) or one you own", what, sys.Uid, euid)
-	}
-	m := st.Mode()
-	if isDir && m&os.ModeSticky != 0 {
-		return nil
-	}
-	switch {
-	case m.Perm()&0o002 != 0:
-		return fmt.Errorf("%s writable by every account (mode %04o), so any of them could replace the command; fix: chmod o-w %s", what, m.Perm(), path)
-	case m.Perm()&0o020 != 0 && sys.Gid != 0:
-		return fmt.Errorf("%s writable by group %d (mode %04o), so its members could replace the command; fix: chmod g-w %s", what, sys.Gid, m.Perm(), path)
-	}
-	return nil
 }
 
 // Timeouts are the per-call limits of job_launcher.

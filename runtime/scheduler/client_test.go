@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flare-slurm/flare-slurm/internal/trust"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -323,7 +324,6 @@ func TestResolvePathsTrust(t *testing.T) {
 
 	// Owned by another account: as root, give the file to uid 4242; as
 	// any other account, check it against a different euid.
-	st, _ := os.Stat(sbatch)
 	euid := os.Geteuid()
 	if euid == 0 {
 		if err := os.Chown(sbatch, 4242, 4242); err != nil {
@@ -332,7 +332,7 @@ func TestResolvePathsTrust(t *testing.T) {
 		if _, err := ResolvePaths(schema.Executables{}, bin, ""); err == nil || !strings.Contains(err.Error(), "is owned by uid 4242, neither root nor this account (uid 0)") {
 			t.Errorf("foreign owner: err = %v", err)
 		}
-	} else if err := trusted(sbatch, st, euid+1); err == nil || !strings.Contains(err.Error(), "neither root nor this account") {
+	} else if err := trust.Check(sbatch, euid+1); err == nil || !strings.Contains(err.Error(), "neither root nor this account") {
 		t.Errorf("foreign owner: err = %v", err)
 	}
 }

@@ -105,7 +105,7 @@ func TestLaunchThroughCompiler(t *testing.T) {
 		t.Fatal(err)
 	}
 	info := h.Info()
-	if info.SlurmJobID != "4242" || info.PendingTimeout != 42 || info.Marker != "nvfl:job-1" {
+	if info.SlurmJobID != "4242" || info.PendingTimeout != 42 || info.Marker != workspace.CommentMarker(ws, "job-1") {
 		t.Fatalf("handle %+v", info)
 	}
 	if rt.Manager.JobDir("job-1") != workspace.JobDir(ws, "job-1") {

@@ -31,7 +31,7 @@ from nvflare.apis.job_launcher_spec import JobHandleSpec, JobLauncherSpec, JobPr
 import flare_slurm_bridge as B  # noqa: E402
 
 FAKE = """#!{python}
-import json, os, sys
+import json, os, signal, sys, time
 here = os.path.dirname(os.path.abspath(__file__))
 stdin = sys.stdin.read()
 with open(os.path.join(here, "calls.jsonl"), "a") as f:
@@ -44,6 +44,17 @@ queue = answers.get(sys.argv[1]) or [{{"stdout": "", "exit": 97}}]
 answer = queue.pop(0) if len(queue) > 1 else queue[0]
 with open(script, "w") as f:
     json.dump(answers, f)
+if answer.get("busy"):
+    # A launch whose sbatch runs: SIGTERM is noted, not obeyed (as
+    # flare-slurm launch does), and the answer comes once the work is done.
+    termed = []
+    signal.signal(signal.SIGTERM, lambda *a: termed.append(1))
+    deadline = time.time() + 30
+    while not termed and time.time() < deadline:
+        time.sleep(0.05)
+    with open(os.path.join(here, "termed"), "w") as f:
+        f.write(str(len(termed)))
+    time.sleep(answer["busy"])
 sys.stdout.write(answer["stdout"])
 sys.stderr.write(answer.get("stderr", ""))
 sys.exit(answer["exit"])
@@ -220,6 +231,72 @@ class BridgeTest(unittest.TestCase):
         self.ctx.set_prop(FLContextKey.JOB_PROCESS_ARGS, self.job_args(), private=True, sticky=False)
         with self.assertRaisesRegex(B.FlareSlurmError, "cannot run .*/missing"):
             launcher.launch_job({"job_id": "job-1"}, self.ctx)
+
+    def test_failure_message_is_bounded(self):
+        # Issue 25 item 7: a request with thousands of problems made one
+        # exception of megabytes; the bridge names the first few, counts
+        # the rest, and cuts the message.
+        problems = [{"file": "-", "path": "meta.launcher_spec.site-1.slurm.k%d" % i, "message": "x" * 500}
+                    for i in range(101)]
+        self.script(launch=[error("invalid_request", "launch request - cannot be compiled", "fix the problems listed", problems)])
+        with self.assertRaises(B.FlareSlurmError) as e:
+            self.launch()
+        text = str(e.exception)
+        self.assertLessEqual(len(text), B.MAX_MESSAGE_CHARS + 80)
+        self.assertIn("slurm.k0: ", text)
+        self.assertNotIn("slurm.k%d:" % B.MAX_MESSAGE_PROBLEMS, text)
+        self.assertIn("more characters not shown", text)
+        few = [{"file": "-", "path": "p%d" % i, "message": "m"} for i in range(B.MAX_MESSAGE_PROBLEMS + 5)]
+        self.script(launch=[error("invalid_request", "bad", "fix", few)])
+        with self.assertRaises(B.FlareSlurmError) as e:
+            self.launch()
+        self.assertIn("... 5 more problem(s) not shown", str(e.exception))
+        self.assertTrue(str(e.exception).endswith("(fix)"))
+
+    def test_untrusted_binary_is_never_run(self):
+        # Issue 25 item 9: the binary reads every job's credentials; one in a
+        # directory another account can write is refused before each call,
+        # at bootstrap and at launch alike, and never run.
+        os.chmod(self.dir, 0o777)
+        try:
+            with self.assertRaisesRegex(B.FlareSlurmError, "not run: the flare-slurm binary is not trusted: .* writable by every account"):
+                self.launcher.handle_event(EventType.SYSTEM_BOOTSTRAP, self.ctx)
+            with self.assertRaisesRegex(B.FlareSlurmError, "flare-slurm launch: not run"):
+                self.launch()
+        finally:
+            os.chmod(self.dir, 0o700)
+        self.assertEqual(self.calls(), [])
+        self.assertIsNone(B.untrusted(self.binary))
+
+    def test_launch_given_up_is_stopped_not_killed(self):
+        # Issue 25 item 11: the bridge's call timeout killed launch while
+        # sbatch ran, leaving a queued job with live credentials and no
+        # handle. It asks the binary to stop (SIGTERM) and reads its answer:
+        # the job's handle comes back.
+        saved = B.CALL_TIMEOUT
+        B.CALL_TIMEOUT = 0.5
+        try:
+            answer = ok({"slurm_job_id": "4242", "job_name": "nvfl-site-1-0a1b", "job_dir": "/j", "notes": []})
+            answer["busy"] = 0.5
+            self.script(launch=[answer])
+            with self.assertLogs(self.launcher.logger, "WARNING") as logs:
+                handle = self.launch()
+        finally:
+            B.CALL_TIMEOUT = saved
+        self.assertEqual(handle.slurm_job_id, "4242")
+        with open(os.path.join(self.dir, "termed")) as f:
+            self.assertEqual(f.read(), "1")  # SIGTERM, and it was not killed
+        self.assertIn("asking it to stop (SIGTERM)", "\n".join(logs.output))
+
+    def test_wait_stops_on_a_permanent_error(self):
+        # Issue 25 item 11: an unknown job was asked about every 10 s
+        # forever. no_such_job ends the wait with 104 (infrastructure).
+        self.script(launch=[ok({"slurm_job_id": "4242"})], wait=[error("no_such_job", "job job-1: no such job in this workspace")])
+        handle = self.launch()
+        with self.assertLogs(self.launcher.logger, "ERROR"):
+            handle.wait()
+        self.assertEqual(handle.poll(), JobReturnCode.INFRASTRUCTURE_ERROR)
+        self.assertEqual([c["argv"][0] for c in self.calls()], ["launch", "wait"])
 
     def test_poll(self):
         self.script(launch=[ok({"slurm_job_id": "4242"})],

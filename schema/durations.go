@@ -1,0 +1,80 @@
+package schema
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Bounds of every duration in seconds an input may set (slurm.yaml's
+// timeouts, poll_interval and pending_timeout, a job meta's
+// pending_timeout), shared by validate, prepare and the runtime, which
+// reads them back from the workspace (internal/workspace). The JSON Schemas
+// carry the same minimum and maximum (a test ties them).
+const (
+	// MinSeconds is the floor of every duration: a poll interval of
+	// 0.0001 s ran squeue thousands of times a second, and a timeout
+	// below a second fails every call on a loaded controller.
+	MinSeconds = 1
+	// MaxCallSeconds is the ceiling of the scheduler call timeouts and of
+	// poll_interval: one hour. A call that needs longer is hung, and a
+	// job watched less often than hourly ends unnoticed for hours.
+	MaxCallSeconds = 60 * 60
+	// MaxSeconds is the ceiling of pending_timeout: 365 days. Larger
+	// values overflow a Go time.Duration once multiplied out (1e10 s
+	// turned into a negative duration) and mean nothing for a job.
+	MaxSeconds = 365 * 24 * 60 * 60
+)
+
+// DurationBound is the allowed range of one duration key, in seconds.
+type DurationBound struct {
+	Key      string
+	Min, Max float64
+}
+
+// DurationBounds are the durations of job_launcher, in the order prepare
+// writes them (a job meta's pending_timeout has the bound of the site's).
+var DurationBounds = []DurationBound{
+	{"submit_timeout", MinSeconds, MaxCallSeconds},
+	{"query_timeout", MinSeconds, MaxCallSeconds},
+	{"cancel_timeout", MinSeconds, MaxCallSeconds},
+	{"poll_interval", MinSeconds, MaxCallSeconds},
+	{"pending_timeout", MinSeconds, MaxSeconds},
+}
+
+// DurationBoundOf is the bound of duration key; ok is false for a key
+// that is not a duration.
+func DurationBoundOf(key string) (DurationBound, bool) {
+	for _, b := range DurationBounds {
+		if b.Key == key {
+			return b, true
+		}
+	}
+	return DurationBound{}, false
+}
+
+// Check says what is wrong with seconds s for this key ("" when nothing).
+func (b DurationBound) Check(s float64) string {
+	if s >= b.Min && s <= b.Max {
+		return ""
+	}
+	return "must be " + b.Allowed()
+}
+
+// Allowed says what the key allows, for messages and hints.
+func (b DurationBound) Allowed() string {
+	return fmt.Sprintf("a number of seconds from %s to %s (%s)", number(b.Min), number(b.Max), humanSeconds(b.Max))
+}
+
+func number(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+func humanSeconds(s float64) string {
+	switch {
+	case s >= 24*60*60 && int64(s)%(24*60*60) == 0:
+		return fmt.Sprintf("%d days", int64(s)/(24*60*60))
+	case s == 60*60:
+		return "one hour"
+	case s >= 60*60 && int64(s)%(60*60) == 0:
+		return fmt.Sprintf("%d hours", int64(s)/(60*60))
+	}
+	return fmt.Sprintf("%g s", s)
+}

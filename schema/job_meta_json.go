@@ -1,0 +1,219 @@
+package schema
+
+import (
+	"fmt"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/flare-slurm/flare-slurm/internal/ojson"
+	"github.com/flare-slurm/flare-slurm/internal/problem"
+)
+
+// MaxJobMetaSectionBytes bounds each section of a JSON job meta that
+// flare-slurm reads: the study, and each launcher_spec.<name> and
+// resource_spec.<name>. A real one is a few keys (a hundred bytes);
+// anything beyond this is refused, so that a hostile meta (any job
+// submitter writes one) cannot make the YAML tree of what is read, the
+// part that costs memory per value, large.
+const MaxJobMetaSectionBytes = 16 << 10
+
+// Top-level keys of a job meta that flare-slurm reads (the schema's
+// properties); every other key is NVFlare's.
+var jobMetaReadKeys = map[string]bool{"study": true, "launcher_spec": true, "resource_spec": true}
+
+// jsonJobMeta is the part of a JSON job meta that is read as YAML for its
+// checks: the same text with everything flare-slurm does not read (the
+// NVFlare keys; the sections of other sites when one site is read; a
+// section larger than MaxJobMetaSectionBytes) blanked out, character for
+// character, so that every line and column stays where it was.
+type jsonJobMeta struct {
+	text      []byte
+	oversized []oversizedSection
+}
+
+// oversizedSection is a section larger than MaxJobMetaSectionBytes.
+type oversizedSection struct {
+	path   string
+	keyOff int
+	size   int
+}
+
+// span is a piece of the original text that is kept, or replaced by text.
+type span struct {
+	start, end int
+	text       string // when set, written instead of the original bytes
+}
+
+// readJobMetaJSON blanks out of data (checked JSON) what the reading of
+// site ("" for every site) does not look at.
+func readJobMetaJSON(data []byte, site string) jsonJobMeta {
+	root := ojson.SkipSpace(data, 0)
+	if root >= len(data) || data[root] != '{' {
+		return jsonJobMeta{text: data} // the schema says what is wrong
+	}
+	var m jsonJobMeta
+	var keep []span
+	end := ojson.SkipValue(data, root)
+	keep = append(keep, span{start: root, end: root + 1})
+	keepMembers(data, root, &keep, func(key string) bool { return jobMetaReadKeys[key] }, func(key string, k, v, e int) {
+		switch {
+		case (key == "launcher_spec" || key == "resource_spec") && data[v] == '{':
+			keep = append(keep, span{start: k, end: v + 1})
+			sectionDefault := "default"
+			if key == "resource_spec" {
+				sectionDefault = PortableDefaultKey
+			}
+			keepMembers(data, v, &keep, func(name string) bool { return site == "" || name == sectionDefault || name == site }, func(name string, k, v, e int) {
+				m.keepSection(data, &keep, key+"."+name, k, v, e)
+			})
+			keep = append(keep, span{start: e - 1, end: e})
+		case data[v] == '[':
+			// The schema refuses a list here: keep its brackets only.
+			keep = append(keep, span{start: k, end: v + 1}, span{start: e - 1, end: e})
+		default:
+			m.keepSection(data, &keep, key, k, v, e)
+		}
+	})
+	keep = append(keep, span{start: end - 1, end: end})
+	m.text = blankExcept(data, keep)
+	return m
+}
+
+// keepSection keeps the member at k..e whole, unless its value is larger
+// than MaxJobMetaSectionBytes: then only its key, with null for a value.
+func (m *jsonJobMeta) keepSection(data []byte, keep *[]span, path string, k, v, e int) {
+	if e-v <= MaxJobMetaSectionBytes {
+		*keep = append(*keep, span{start: k, end: e})
+		return
+	}
+	m.oversized = append(m.oversized, oversizedSection{path: path, keyOff: k, size: e - v})
+	// null stands for the value, over its last four characters (not
+	// bytes: the columns after it stay where they were), so that no
+	// blank follows the plain scalar (YAML would buffer it).
+	n := e
+	for range 4 {
+		_, size := utf8.DecodeLastRune(data[v:n])
+		n -= max(size, 1)
+	}
+	*keep = append(*keep, span{start: k, end: v}, span{start: n, end: e, text: "null"})
+}
+
+// keepMembers calls kept for each member of the object at off whose key
+// keep accepts, and keeps the comma after each such member: YAML reads a
+// trailing comma in a flow mapping, and a blank right after a plain
+// scalar (a number, null) would make it buffer the blank.
+func keepMembers(data []byte, off int, spans *[]span, keep func(string) bool, kept func(key string, k, v, e int)) {
+	ojson.EachMember(data, off, func(k, v, e int) bool {
+		key := ojson.KeyText(data, k)
+		if !keep(key) {
+			return true
+		}
+		kept(key, k, v, e)
+		if c := ojson.SkipSpace(data, e); c < len(data) && data[c] == ',' {
+			*spans = append(*spans, span{start: c, end: c + 1})
+		}
+		return true
+	})
+}
+
+// blankExcept copies data, writing one space for every character outside
+// the kept spans (sorted, not overlapping) except line breaks.
+func blankExcept(data []byte, keep []span) []byte {
+	out := make([]byte, 0, len(data))
+	blank := func(from, to int) {
+		for i := from; i < to; {
+			c := data[i]
+			if c == '\n' || c == '\r' {
+				out = append(out, c)
+				i++
+				continue
+			}
+			_, size := utf8.DecodeRune(data[i:min(to, i+utf8.UTFMax)])
+			out = append(out, ' ')
+			i += max(size, 1)
+		}
+	}
+	at := 0
+	for _, s := range keep {
+		blank(at, s.start)
+		if s.text != "" {
+			out = append(out, s.text...) // as many characters as it replaces
+		} else {
+			out = append(out, data[s.start:s.end]...)
+		}
+		at = s.end
+	}
+	blank(at, len(data))
+	return out
+}
+
+// jsonMetaTree parses a JSON job meta: the text must be JSON as Python's
+// json.loads reads it (NVFlare reads meta.json so), its repeated keys are
+// reported from the text, and only what the reading of site looks at is
+// read as YAML for the checks.
+func jsonMetaTree(file string, data []byte, site string, embed Embedding) *tree {
+	t := &tree{file: file, suppressed: map[*yaml.Node]bool{}, embed: embed, jsonDuplicates: true}
+	scan, err := ojson.Scan(data, problem.MaxPerFile)
+	if err != nil {
+		p := Problem{Kind: problem.Syntax, File: file, Message: "not valid JSON: " + err.Error(),
+			Hint: "NVFlare reads a job's meta with Python's json.loads: no comments, quoted keys, double quotes, no trailing commas"}
+		if se, ok := err.(*ojson.SyntaxError); ok {
+			p.Line, p.Column, p.Message = se.Line, se.Column, "not valid JSON: "+se.Msg
+		}
+		t.probs = append(t.probs, t.final(p))
+		return t
+	}
+	read := readJobMetaJSON(data, site)
+	if i, r := firstUnreadable(read.text); i >= 0 {
+		// Valid JSON that YAML does not read as JSON does: DEL and C1
+		// controls (YAML refuses them, or takes U+0085 for a line break)
+		// and the line separators U+2028 and U+2029. The text rule refuses
+		// each of them in every value anyway.
+		line, col := ojson.Position(read.text, i)
+		msg := fmt.Sprintf("must not contain the control character U+%04X", r)
+		if r == 0x2028 || r == 0x2029 {
+			msg = fmt.Sprintf("must not contain the invisible Unicode character U+%04X", r)
+		}
+		t.probs = append(t.probs, t.final(Problem{Kind: problem.Schema, File: file, Line: line, Column: col, Message: msg, Hint: "remove it"}))
+		return t
+	}
+	parseTreeWith(t, read.text)
+	for _, d := range scan.Duplicates {
+		line, col := ojson.Position(data, d.KeyOffset)
+		first, _ := ojson.Position(data, d.FirstOffset)
+		if t.full() {
+			t.omit(problem.Structure)
+			continue
+		}
+		t.probs = append(t.probs, t.final(Problem{Kind: problem.Structure, File: file, Line: line, Column: col, Path: d.Path,
+			Message: fmt.Sprintf(msgDuplicate+" (first defined at line %d)", t.lineText(first)), Hint: "remove one of them"}))
+	}
+	for range scan.More {
+		t.omit(problem.Structure)
+	}
+	for _, o := range read.oversized {
+		line, col := ojson.Position(data, o.keyOff)
+		if t.full() {
+			t.omit(problem.Schema)
+			continue
+		}
+		t.probs = append(t.probs, t.final(Problem{Kind: problem.Schema, File: file, Line: line, Column: col, Path: o.path, AtKey: true,
+			Message: fmt.Sprintf("is %d bytes long; flare-slurm reads at most %d bytes of a job meta section", o.size, MaxJobMetaSectionBytes),
+			Hint:    "a section holds a few Slurm or resource keys: is this the right job?"}))
+	}
+	return t
+}
+
+// firstUnreadable is the offset and character of the first DEL, C1
+// control or line separator in text, or -1.
+func firstUnreadable(text []byte) (int, rune) {
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRune(text[i:])
+		if r == 0x7f || r >= 0x80 && r <= 0x9f || r == 0x2028 || r == 0x2029 {
+			return i, r
+		}
+		i += size
+	}
+	return -1, 0
+}
