@@ -104,8 +104,17 @@ type ValidateOptions struct {
 	// Site selects the site of a job meta ("" checks every site it names).
 	Site string
 	// Offline skips every check that needs this host (today: that a
-	// container image file exists); each skipped check is returned.
+	// container image file exists, the site's and each study's); each
+	// skipped check is returned.
 	Offline bool
+}
+
+// hostChecks is the study runtime's host checks these options ask for.
+func (o ValidateOptions) hostChecks() hostChecks {
+	if o.Offline {
+		return hostChecksOffline
+	}
+	return hostChecksOn
 }
 
 // ValidateWith is Validate with options. It returns the problems (nil when
@@ -117,7 +126,7 @@ func ValidateWith(kind, path string, o ValidateOptions) (probs, skipped Problems
 	case KindSlurmConfig:
 		_, probs, skipped = loadSlurmConfig(path, o.Offline)
 	case KindStudyRuntime:
-		_, probs = LoadStudyRuntime(path)
+		probs, skipped = validateStudyRuntime(path, nil, o.hostChecks())
 	case KindJobMeta:
 		data, p := readInput(path)
 		if p != nil {
@@ -125,8 +134,8 @@ func ValidateWith(kind, path string, o ValidateOptions) (probs, skipped Problems
 		}
 		_, probs = ParseJobMeta(path, data, site)
 	case KindKit:
-		kit, kp := loadKit(path)
-		probs = append(probs, kp...)
+		kit, kp, sk := loadKit(path, o.hostChecks())
+		probs, skipped = append(probs, kp...), sk
 		// A workspace prepared with --launcher flare-slurm names the binary its parent runs.
 		probs = append(probs, kitBridgeProblems(path)...)
 		// KIT/config.yaml is prepare's default config: check it whatever
@@ -159,7 +168,7 @@ func ValidateData(kind, name string, data []byte, o ValidateOptions) (probs, ski
 	case KindSlurmConfig:
 		_, probs, skipped = parseSlurmConfig(name, data, o.Offline)
 	case KindStudyRuntime:
-		_, probs = ParseStudyRuntime(name, data)
+		probs, skipped = validateStudyRuntime(name, data, o.hostChecks())
 	case KindJobMeta:
 		_, probs = ParseJobMeta(name, data, o.Site)
 	case KindKit:
@@ -200,7 +209,7 @@ func ReadStdin(name string, r io.Reader) ([]byte, Problems) {
 // config given replaces it, as prepare --config does. The kit's
 // local/study_runtime.yaml is validated with the kit.
 func ValidatePair(kitDir, cfgName string, data []byte, o ValidateOptions) (probs, skipped Problems) {
-	kit, kp := loadKit(kitDir)
+	kit, kp, kitSkipped := loadKit(kitDir, o.hostChecks())
 	probs = append(probs, kp...)
 	var cfg *SlurmConfig
 	var p Problems
@@ -209,7 +218,7 @@ func ValidatePair(kitDir, cfgName string, data []byte, o ValidateOptions) (probs
 	} else {
 		cfg, p, skipped = parseSlurmConfig(cfgName, data, o.Offline)
 	}
-	probs = append(probs, p...)
+	probs, skipped = append(probs, p...), append(skipped, kitSkipped...)
 	if kit != nil && kit.Role != "" {
 		probs = append(probs, CheckConfigForKit(cfg, kit)...)
 	}

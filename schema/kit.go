@@ -33,7 +33,7 @@ const (
 // when it depends on an earlier one that failed (no leaf certificate to
 // read when the role is unknown, nothing to read in a missing startup/).
 func LoadKit(dir string) (*Kit, Problems) {
-	kit, probs := loadKit(dir)
+	kit, probs, _ := loadKit(dir, noHostChecks)
 	if probs != nil {
 		return nil, probs
 	}
@@ -42,11 +42,12 @@ func LoadKit(dir string) (*Kit, Problems) {
 
 // loadKit is LoadKit returning what it learnt of the kit even when there
 // are problems: nil only when dir is not a readable directory; Role is ""
-// when the role file does not tell it.
-func loadKit(dir string) (*Kit, Problems) {
+// when the role file does not tell it. host selects validate's host checks
+// of the kit's study runtime; the checks it skipped are returned last.
+func loadKit(dir string, host hostChecks) (*Kit, Problems, Problems) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, Problems{{Kind: problem.Read, File: dir, Message: "cannot resolve path: " + err.Error()}}
+		return nil, Problems{{Kind: problem.Read, File: dir, Message: "cannot resolve path: " + err.Error()}}, nil
 	}
 	abs = filepath.Clean(abs)
 	var probs Problems
@@ -55,10 +56,10 @@ func loadKit(dir string) (*Kit, Problems) {
 	}
 	st, err := os.Stat(abs)
 	if err != nil {
-		return nil, Problems{{Kind: problem.Read, File: dir, Message: "cannot read startup kit: " + errText(err)}}
+		return nil, Problems{{Kind: problem.Read, File: dir, Message: "cannot read startup kit: " + errText(err)}}, nil
 	}
 	if !st.IsDir() {
-		return nil, Problems{{Kind: problem.Layout, File: dir, Message: "is not a directory; a startup kit is a folder with startup/ and local/"}}
+		return nil, Problems{{Kind: problem.Layout, File: dir, Message: "is not a directory; a startup kit is a folder with startup/ and local/"}}, nil
 	}
 	kit := &Kit{Dir: abs, Name: filepath.Base(abs)}
 	probs = append(probs, walkKit(dir, abs)...)
@@ -79,11 +80,14 @@ func loadKit(dir string) (*Kit, Problems) {
 	if startupOK {
 		checkStartup(kit, startup, bad, func(p Problem) { probs = append(probs, p) })
 	}
+	var skipped Problems
 	if localOK {
-		probs = append(probs, checkLocal(kit, local)...)
+		var lp Problems
+		lp, skipped = checkLocal(kit, local, host)
+		probs = append(probs, lp...)
 	}
 	probs.Sort()
-	return kit, probs
+	return kit, probs, skipped
 }
 
 // checkStartup checks startup/: exactly one role file (it sets kit.Role and
@@ -171,9 +175,10 @@ func leafName(role string) string {
 
 // checkLocal checks local/: resources.json.default is a JSON object, and
 // the study files (study_runtime.yaml validated, a legacy study_data.yaml
-// refused). It sets kit.HasStudyRuntime and kit.HasLegacyStudyData.
-func checkLocal(kit *Kit, local string) Problems {
-	var probs Problems
+// refused). It sets kit.HasStudyRuntime and kit.HasLegacyStudyData, and
+// returns the host checks it skipped.
+func checkLocal(kit *Kit, local string, host hostChecks) (Problems, Problems) {
+	var probs, skipped Problems
 	res := filepath.Join(local, ResourcesDefaultFile)
 	if !isFile(res) {
 		// Not read unless regular: opening a named pipe would block.
@@ -209,14 +214,15 @@ func checkLocal(kit *Kit, local string) Problems {
 		}
 	case kit.HasStudyRuntime:
 		// LoadStudyRuntime also reports a legacy file beside it.
-		_, sp := LoadStudyRuntime(runtimePath)
+		var sp Problems
+		sp, skipped = validateStudyRuntime(runtimePath, nil, host)
 		probs = append(probs, sp...)
 	case kit.HasLegacyStudyData:
 		probs = append(probs, Problem{Kind: problem.Layout, File: legacyPath,
 			Message: "legacy study_data.yaml (format 1) is not supported under Slurm",
 			Hint:    "migrate it to local/study_runtime.yaml (format_version: 2) and delete study_data.yaml"})
 	}
-	return probs
+	return probs, skipped
 }
 
 // Files of a kit's local/ directory that prepare rewrites and the compiler

@@ -64,8 +64,8 @@ are booleans there, an env value 0o17 is text there and 15 here. Every plain
 value the two read differently is a warning, with the quoted spelling to
 use; --strict makes those warnings errors (use it in CI).
 
---offline skips every check that needs this host (that a container image
-file exists) and lists each skipped check ("skipped:" lines on stderr, a
+--offline skips every check that needs this host (that the site's and each
+study's container image file exists) and lists each skipped check ("skipped:" lines on stderr, a
 "skipped" list with --json); everything else still runs. Use it where the
 image is absent (a CI runner, a laptop); prepare always runs the host checks.
 Exit status: 0 valid, 1 invalid, 2 usage error.`,
