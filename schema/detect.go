@@ -47,6 +47,13 @@ func DetectKind(path string) (string, Problems) {
 	return detectData(path, ext, inputName, data)
 }
 
+// IsKitPath says whether DetectKind takes path for a startup kit: a
+// directory.
+func IsKitPath(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}
+
 // DetectKindData is DetectKind for content that has no file name (standard
 // input, shown as name): its top-level keys decide, and content that is not
 // a YAML mapping comes back with its problems.
@@ -220,6 +227,25 @@ func ValidatePair(kitDir, cfgName string, data []byte, o ValidateOptions) (probs
 	}
 	probs, skipped = append(probs, p...), append(skipped, kitSkipped...)
 	if kit != nil && kit.Role != "" {
+		probs = append(probs, CheckConfigForKit(cfg, kit)...)
+	}
+	probs.Sort()
+	return probs, skipped
+}
+
+// ValidateConfigForKit checks a Slurm config (read from cfgName, or data
+// when it is not nil) as ValidateWith does, plus its fit with the kit at
+// kitDir as prepare checks it (a parent block on a server kit). The kit's
+// own problems are not returned: validate checks a kit given beside its
+// config as its own PATH, once.
+func ValidateConfigForKit(kitDir, cfgName string, data []byte, o ValidateOptions) (probs, skipped Problems) {
+	var cfg *SlurmConfig
+	if data == nil {
+		cfg, probs, skipped = loadSlurmConfig(cfgName, o.Offline)
+	} else {
+		cfg, probs, skipped = parseSlurmConfig(cfgName, data, o.Offline)
+	}
+	if kit, _, _ := loadKit(kitDir, noHostChecks); kit != nil && kit.Role != "" {
 		probs = append(probs, CheckConfigForKit(cfg, kit)...)
 	}
 	probs.Sort()

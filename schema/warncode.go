@@ -14,6 +14,10 @@ const (
 	// WarnKitConfigName: a kit's slurm.yaml/slurm.yml that validate checks
 	// but prepare does not read by default.
 	WarnKitConfigName = "kit-config-name"
+	// WarnUnpairedConfig: validate was given Slurm configs and several
+	// kits, so it checked each config alone, not as prepare reads it with
+	// a kit.
+	WarnUnpairedConfig = "unpaired-config"
 	// WarnPrepareComponent: prepare replaces or removes a component of
 	// the kit's resources.json.default.
 	WarnPrepareComponent = "prepare-component"
@@ -32,7 +36,7 @@ const (
 
 // WarningCodes lists every warning code, for --ignore-warning.
 var WarningCodes = []string{
-	WarnYAML11Reading, WarnKitConfigName, WarnPrepareComponent, WarnPrepareSnapshot,
+	WarnYAML11Reading, WarnKitConfigName, WarnUnpairedConfig, WarnPrepareComponent, WarnPrepareSnapshot,
 	WarnPrepareForce, WarnPrepareRootOwned, WarnPrepareImage, WarnPrepareStaging,
 }
 

@@ -84,7 +84,7 @@ batch jobs.
 
 Site and study admins check their inputs, then build the runtime workspace:
 
-    flare-slurm validate slurm.yaml site-1/            # every problem at once
+    flare-slurm validate --kit site-1/ slurm.yaml      # the pair, as prepare reads it
     flare-slurm prepare site-1 --config slurm.yaml     # the workspace the NVFlare parent starts from
 
 Reviewers see exactly what a job would run, without submitting it:

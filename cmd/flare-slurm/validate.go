@@ -46,7 +46,9 @@ default) and a slurm.yaml or slurm.yml (with a warning: prepare reads
 config.yaml unless given --config).
 --kit KIT checks each PATH as the Slurm config of KIT, as 'prepare KIT
 --config PATH' would (a parent block on a server kit is refused); without
-PATH it checks KIT/config.yaml.
+PATH it checks KIT/config.yaml. Without --kit, one kit among the PATHs is
+paired the same way with every Slurm config beside it (with several kits
+each config is checked alone, with an unpaired-config warning).
 --site selects the site whose reading of a job meta is checked (the top level,
 launcher_spec.default, launcher_spec.SITE and resource_spec.SITE); without it
 every site the meta names (and default) is.
@@ -98,6 +100,13 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 			if len(slices.DeleteFunc(slices.Clone(paths), func(p string) bool { return p != "-" })) > 1 {
 				return usageErrorf("'-' (standard input) can be given once")
 			}
+			// One kit among the PATHs pairs with the Slurm configs beside
+			// it: each is checked as 'prepare KIT --config PATH' reads it.
+			pairKit, kitPaths := kitDir, givenKits(paths, kind)
+			if pairKit == "" && len(kitPaths) == 1 {
+				pairKit = kitPaths[0]
+			}
+			var unpaired []string // configs checked alone: several kits given
 			var files []validatedFile
 			var all, warnings, skipped schema.Problems
 			var cases []cireport.Case
@@ -154,10 +163,23 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 						ws = schema.ReadingWarnings(k, p)
 					}
 					ws = append(ws, schema.ReadingWarnings(schema.KindStudyRuntime, filepath.Join(kitDir, "local", schema.StudyRuntimeFile))...)
+				case k == schema.KindSlurmConfig && pairKit != "":
+					probs, sk = schema.ValidateConfigForKit(pairKit, name, data, opts)
+					if data != nil {
+						ws = schema.ReadingWarningsData(k, name, data)
+					} else {
+						ws = schema.ReadingWarnings(k, p)
+					}
 				case data != nil:
+					if k == schema.KindSlurmConfig && len(kitPaths) > 1 {
+						unpaired = append(unpaired, name)
+					}
 					probs, sk = schema.ValidateData(k, name, data, opts)
 					ws = schema.ReadingWarningsData(k, name, data)
 				default:
+					if k == schema.KindSlurmConfig && len(kitPaths) > 1 {
+						unpaired = append(unpaired, name)
+					}
 					probs, sk = schema.ValidateWith(k, p, opts)
 					ws = schema.ReadingWarnings(k, p)
 					if k == schema.KindKit {
@@ -183,6 +205,11 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 				}
 				all = append(all, probs...)
 				files = append(files, validatedFile{Path: name, Kind: k, Valid: probs == nil})
+			}
+			for _, u := range unpaired {
+				warnings = append(warnings, schema.Problem{Kind: problem.Rule, File: u, Code: schema.WarnUnpairedConfig,
+					Message: fmt.Sprintf("is checked alone: %d kits were given, so it is not checked against one", len(kitPaths)),
+					Hint:    "run 'flare-slurm validate --kit KIT " + u + "' to check it as 'prepare KIT --config " + u + "' reads it"})
 			}
 			if junit != "" {
 				if err := writeJUnit(junit, "flare-slurm validate", cases); err != nil {
@@ -247,6 +274,21 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 	cmd.Flags().BoolVar(&strict, "strict", false, "treat values that NVFlare's YAML 1.1 reader reads differently as errors, not warnings")
 	bindIgnoreWarning(cmd, &ignoreWarnings)
 	return cmd
+}
+
+// givenKits are the PATHs that are startup kits (directories), unless
+// --kind names another kind.
+func givenKits(paths []string, kind string) []string {
+	if kind != "" && kind != schema.KindKit {
+		return nil
+	}
+	var kits []string
+	for _, p := range paths {
+		if p != "-" && schema.IsKitPath(p) {
+			kits = append(kits, p)
+		}
+	}
+	return kits
 }
 
 // stdinName names standard input (a PATH of "-") in problems and results.
