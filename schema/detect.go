@@ -114,6 +114,14 @@ type ValidateOptions struct {
 	// container image file exists, the site's and each study's); each
 	// skipped check is returned.
 	Offline bool
+	// ExcludeSecrets accepts a kit without its private key (a CI
+	// repository holds none); the skipped check is returned.
+	ExcludeSecrets bool
+}
+
+// kitOptions are the kit checks these options ask for.
+func (o ValidateOptions) kitOptions() kitOptions {
+	return kitOptions{host: o.hostChecks(), keyOptional: o.ExcludeSecrets}
 }
 
 // hostChecks is the study runtime's host checks these options ask for.
@@ -141,7 +149,7 @@ func ValidateWith(kind, path string, o ValidateOptions) (probs, skipped Problems
 		}
 		_, probs = ParseJobMeta(path, data, site)
 	case KindKit:
-		kit, kp, sk := loadKit(path, o.hostChecks())
+		kit, kp, sk := loadKit(path, o.kitOptions())
 		probs, skipped = append(probs, kp...), sk
 		// A workspace prepared with --launcher flare-slurm names the binary its parent runs.
 		probs = append(probs, kitBridgeProblems(path)...)
@@ -216,7 +224,7 @@ func ReadStdin(name string, r io.Reader) ([]byte, Problems) {
 // config given replaces it, as prepare --config does. The kit's
 // local/study_runtime.yaml is validated with the kit.
 func ValidatePair(kitDir, cfgName string, data []byte, o ValidateOptions) (probs, skipped Problems) {
-	kit, kp, kitSkipped := loadKit(kitDir, o.hostChecks())
+	kit, kp, kitSkipped := loadKit(kitDir, o.kitOptions())
 	probs = append(probs, kp...)
 	var cfg *SlurmConfig
 	var p Problems
@@ -245,7 +253,7 @@ func ValidateConfigForKit(kitDir, cfgName string, data []byte, o ValidateOptions
 	} else {
 		cfg, probs, skipped = parseSlurmConfig(cfgName, data, o.Offline)
 	}
-	if kit, _, _ := loadKit(kitDir, noHostChecks); kit != nil && kit.Role != "" {
+	if kit, _, _ := loadKit(kitDir, kitOptions{keyOptional: true}); kit != nil && kit.Role != "" {
 		probs = append(probs, CheckConfigForKit(cfg, kit)...)
 	}
 	probs.Sort()

@@ -33,18 +33,37 @@ const (
 // when it depends on an earlier one that failed (no leaf certificate to
 // read when the role is unknown, nothing to read in a missing startup/).
 func LoadKit(dir string) (*Kit, Problems) {
-	kit, probs, _ := loadKit(dir, noHostChecks)
+	return loadKitValid(dir, kitOptions{})
+}
+
+// LoadKitWithoutSecrets is LoadKit for a kit checked out without its
+// secret files (a CI repository): a missing leaf private key
+// (startup/client.key, startup/server.key) is not a problem. Every other
+// rule holds; prepare --check --exclude-secrets uses it.
+func LoadKitWithoutSecrets(dir string) (*Kit, Problems) {
+	return loadKitValid(dir, kitOptions{keyOptional: true})
+}
+
+func loadKitValid(dir string, o kitOptions) (*Kit, Problems) {
+	kit, probs, _ := loadKit(dir, o)
 	if probs != nil {
 		return nil, probs
 	}
 	return kit, nil
 }
 
+// kitOptions tune loadKit: validate's host checks of the study runtime,
+// and whether the leaf private key may be absent.
+type kitOptions struct {
+	host        hostChecks
+	keyOptional bool
+}
+
 // loadKit is LoadKit returning what it learnt of the kit even when there
 // are problems: nil only when dir is not a readable directory; Role is ""
 // when the role file does not tell it. host selects validate's host checks
 // of the kit's study runtime; the checks it skipped are returned last.
-func loadKit(dir string, host hostChecks) (*Kit, Problems, Problems) {
+func loadKit(dir string, o kitOptions) (*Kit, Problems, Problems) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, Problems{{Kind: problem.Read, File: dir, Message: "cannot resolve path: " + err.Error()}}, nil
@@ -77,14 +96,18 @@ func loadKit(dir string, host hostChecks) (*Kit, Problems, Problems) {
 	}
 	startupOK, localOK := isDir(startup), isDir(local)
 
-	if startupOK {
-		checkStartup(kit, startup, bad, func(p Problem) { probs = append(probs, p) })
-	}
 	var skipped Problems
+	if startupOK {
+		checkStartup(kit, startup, o.keyOptional, bad, func(p Problem) { probs = append(probs, p) })
+		if key := filepath.Join(dir, filepath.FromSlash(LeafKeyFile(kit.Role))); o.keyOptional && kit.Role != "" && !exists(key) {
+			skipped = append(skipped, Problem{Kind: problem.Layout, File: key,
+				Message: "not checked (--exclude-secrets): the kit's private key is present",
+				Hint:    "prepare needs it; validate without --exclude-secrets where the kit has it"})
+		}
+	}
 	if localOK {
-		var lp Problems
-		lp, skipped = checkLocal(kit, local, host)
-		probs = append(probs, lp...)
+		lp, sk := checkLocal(kit, local, o.host)
+		probs, skipped = append(probs, lp...), append(skipped, sk...)
 	}
 	probs.Sort()
 	return kit, probs, skipped
@@ -93,7 +116,7 @@ func loadKit(dir string, host hostChecks) (*Kit, Problems, Problems) {
 // checkStartup checks startup/: exactly one role file (it sets kit.Role and
 // kit.Name), rootCA.pem, and the leaf certificate, key and organisation of
 // the role.
-func checkStartup(kit *Kit, startup string, bad func(k problem.Kind, file, path, msg, hint string), report func(Problem)) {
+func checkStartup(kit *Kit, startup string, keyOptional bool, bad func(k problem.Kind, file, path, msg, hint string), report func(Problem)) {
 	var roles []string
 	for _, f := range []string{ServerRoleFile, ClientRoleFile, AdminRoleFile} {
 		if isFile(filepath.Join(startup, f)) {
@@ -151,7 +174,7 @@ func checkStartup(kit *Kit, startup string, bad func(k problem.Kind, file, path,
 	// Leaf certificate, key and organisation.
 	leaf := leafName(kit.Role)
 	for _, f := range []string{leaf + ".crt", leaf + ".key"} {
-		if p := filepath.Join(startup, f); !isFile(p) {
+		if p := filepath.Join(startup, f); !isFile(p) && !(keyOptional && f == leaf+".key" && !exists(p)) {
 			bad(problem.Layout, p, "", "is missing: a "+kit.Role+" kit needs startup/rootCA.pem, "+leaf+".crt and "+leaf+".key", "")
 		}
 	}
@@ -164,6 +187,16 @@ func checkStartup(kit *Kit, startup string, bad func(k problem.Kind, file, path,
 		kit.Organization = org
 	}
 }
+
+// exists says whether anything (a file, a directory, a symlink) is at p.
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+// LeafKeyFile is the slash path, relative to the kit, of the leaf private
+// key of a kit of role ("server" or "client").
+func LeafKeyFile(role string) string { return "startup/" + leafName(role) + ".key" }
 
 // leafName is the base name of the leaf certificate and key of a role.
 func leafName(role string) string {

@@ -29,6 +29,10 @@ const (
 	WarnPrepareRootOwned = "prepare-root-owned"
 	// WarnPrepareImage: an image absent on this host, rendered as written.
 	WarnPrepareImage = "prepare-image"
+	// WarnPrepareSecretCopy: prepare --check --exclude-secrets found
+	// secret files in the workspace copy it compared with (a copy
+	// published for CI should hold none).
+	WarnPrepareSecretCopy = "prepare-secret-copy"
 	// WarnPrepareStaging: the staging of the workspace left something to
 	// clean up by hand.
 	WarnPrepareStaging = "prepare-staging"
@@ -37,7 +41,7 @@ const (
 // WarningCodes lists every warning code, for --ignore-warning.
 var WarningCodes = []string{
 	WarnYAML11Reading, WarnKitConfigName, WarnUnpairedConfig, WarnPrepareComponent, WarnPrepareSnapshot,
-	WarnPrepareForce, WarnPrepareRootOwned, WarnPrepareImage, WarnPrepareStaging,
+	WarnPrepareForce, WarnPrepareRootOwned, WarnPrepareImage, WarnPrepareSecretCopy, WarnPrepareStaging,
 }
 
 // IsWarningCode says whether code is one of WarningCodes.

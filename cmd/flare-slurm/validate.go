@@ -28,7 +28,7 @@ type validatedFile struct {
 func newValidateCommand(a *app) *cobra.Command {
 	var kind, site, junit, kitDir string
 	var ignoreWarnings []string
-	var strict, offline bool
+	var strict, offline, excludeSecrets bool
 	var format formatFlags
 	cmd := &cobra.Command{
 		Use:   "validate [--kind slurm-config|study-runtime|job-meta|kit] [--kit KIT] [--site NAME] [--format text|json|github|sarif] [--junit FILE] PATH...",
@@ -70,6 +70,9 @@ use; --strict makes those warnings errors (use it in CI).
 study's container image file exists) and lists each skipped check ("skipped:" lines on stderr, a
 "skipped" list with --json); everything else still runs. Use it where the
 image is absent (a CI runner, a laptop); prepare always runs the host checks.
+--exclude-secrets accepts a kit without its private key (a CI repository
+that holds no secret material) and lists that check as skipped, as
+'prepare --check --exclude-secrets' does.
 Exit status: 0 valid, 1 invalid, 2 usage error.`,
 		RunE: func(cmd *cobra.Command, paths []string) error {
 			outFormat, err := format.resolve()
@@ -112,7 +115,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 			var cases []cireport.Case
 			bad := map[string]bool{}
 			schemas := map[string]bool{} // schemas that describe a key or value with a problem
-			opts := schema.ValidateOptions{Site: site, Offline: offline}
+			opts := schema.ValidateOptions{Site: site, Offline: offline, ExcludeSecrets: excludeSecrets}
 			for _, p := range paths {
 				// A path of "-" is standard input, named <stdin>.
 				var data []byte
@@ -245,7 +248,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 			switch outFormat {
 			case "json":
 				data := map[string]any{"files": files, "warnings": warnings}
-				if offline {
+				if offline || excludeSecrets {
 					if skipped == nil {
 						skipped = schema.Problems{}
 					}
@@ -270,6 +273,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 	format.bind(cmd)
 	cmd.Flags().StringVar(&junit, "junit", "", "also write a JUnit XML report to `FILE` (one test case per PATH)")
 	cmd.Flags().BoolVar(&offline, "offline", false, "skip the checks that need this host (the image file) and list each one skipped")
+	cmd.Flags().BoolVar(&excludeSecrets, "exclude-secrets", false, "accept a kit without its private key (a CI repository holds none) and list that check as skipped")
 	cmd.Flags().StringVar(&kitDir, "kit", "", "check each PATH as the Slurm config of this startup `KIT`, as prepare would (default PATH: KIT/config.yaml)")
 	cmd.Flags().BoolVar(&strict, "strict", false, "treat values that NVFlare's YAML 1.1 reader reads differently as errors, not warnings")
 	bindIgnoreWarning(cmd, &ignoreWarnings)

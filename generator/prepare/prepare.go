@@ -39,6 +39,13 @@ type Options struct {
 	// refusing it: for a drift check of a deployed workspace from another
 	// host (prepare --check --against). Render only; Run ignores it.
 	ImageAsWritten bool
+	// ExcludeSecrets leaves secret files (secretFile, holdsPrivateKey) out
+	// of a drift check on both sides, so that it needs no secret
+	// material: the kit may lack its private key, the compared copy may
+	// lack every secret file, and neither side's secret content is read
+	// into a result (only the paths are listed). Render and Diff only; Run
+	// refuses it.
+	ExcludeSecrets bool
 	// Launcher is the job launcher the workspace names (bridge.Launchers):
 	// "" or bridge.LauncherNVFlare for NVFlare's own Slurm launcher (the
 	// workspace is byte-equal to NVFlare's prepare), bridge.LauncherFlareSlurm
@@ -128,6 +135,7 @@ func errorf(code, hint, format string, args ...any) *Error {
 // directory behind.
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	opts.ImageAsWritten = false
+	opts.ExcludeSecrets = false // a workspace is never written without its kit's key
 	ws, err := Render(opts)
 	if err != nil {
 		return nil, err

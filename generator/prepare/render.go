@@ -75,6 +75,11 @@ type Workspace struct {
 	index  map[string]*File
 	force  bool     // Options.Force
 	ignore []string // Options.IgnoreWarnings
+	// excludeSecrets is Options.ExcludeSecrets: Diff leaves secret files
+	// out on both sides. absentSecrets are the kit's secret files it
+	// lacks (its leaf key), which Diff lists as not compared.
+	excludeSecrets bool
+	absentSecrets  []string
 }
 
 // File returns the entry at slash path p, or nil.
@@ -149,7 +154,7 @@ func Render(opts Options) (*Workspace, error) {
 	// Config, then kit; every problem of both is reported at once.
 	if opts.Config == "" {
 		if _, err := os.Lstat(configPath); errors.Is(err, fs.ErrNotExist) {
-			_, kitProblems := schema.LoadKit(kit)
+			_, kitProblems := loadKit(kit, opts)
 			hint := "give the Slurm config with --config FILE (or put it at KIT/config.yaml); nothing was written"
 			// a slurm.yaml in the kit is what the user meant: name it
 			if cfgs := schema.KitConfigs(kit); len(cfgs) > 0 {
@@ -168,7 +173,7 @@ func Render(opts Options) (*Workspace, error) {
 	} else {
 		cfg, cfgProblems = schema.LoadSlurmConfig(configPath)
 	}
-	k, kitProblems := schema.LoadKit(kit)
+	k, kitProblems := loadKit(kit, opts)
 	if len(cfgProblems) > 0 || len(kitProblems) > 0 {
 		problems := append(append(schema.Problems{}, cfgProblems...), kitProblems...)
 		if len(cfgProblems) > 0 {
@@ -215,7 +220,13 @@ func Render(opts Options) (*Workspace, error) {
 		return nil, err
 	}
 
-	w := &Workspace{Output: output, Kit: kit, index: map[string]*File{}, force: opts.Force, ignore: opts.IgnoreWarnings}
+	w := &Workspace{Output: output, Kit: kit, index: map[string]*File{}, force: opts.Force, ignore: opts.IgnoreWarnings,
+		excludeSecrets: opts.ExcludeSecrets}
+	if key := schema.LeafKeyFile(k.Role); opts.ExcludeSecrets {
+		if _, err := os.Lstat(filepath.Join(kit, filepath.FromSlash(key))); errors.Is(err, fs.ErrNotExist) {
+			w.absentSecrets = append(w.absentSecrets, key)
+		}
+	}
 	for _, r := range readings {
 		w.warnf(schema.WarnYAML11Reading, "%s", r.String())
 	}
@@ -382,4 +393,13 @@ func checkOutput(kit, output string) error {
 func within(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// loadKit validates the kit as opts ask: without its secret files for a
+// drift check that excludes them.
+func loadKit(kit string, opts Options) (*schema.Kit, schema.Problems) {
+	if opts.ExcludeSecrets {
+		return schema.LoadKitWithoutSecrets(kit)
+	}
+	return schema.LoadKit(kit)
 }
