@@ -66,8 +66,11 @@ YAML 1.1 reader reads differently (an unquoted 12:00:00, yes, 0o17) is a
 warning; --strict makes it an error.
 --launcher flare-slurm names the flare-slurm launcher bridge instead of
 NVFlare's Slurm launcher: prepare writes local/custom/flare_slurm_bridge.py
-and records the absolute path of this binary, which the parent then calls
-for every job (docs/nvflare-bridge.md). Without it the workspace is the one
+and records the absolute path of the flare-slurm binary the parent then
+calls for every job (docs/nvflare-bridge.md): --binary PATH as given, else
+the path this binary was run as, symlinks kept (an upgrade that retargets
+a symlink or a "current" directory needs no new prepare; give --binary
+for --check --against on another host). Without it the workspace is the one
 'nvflare deploy prepare' writes; give the same --launcher to --check.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
@@ -98,6 +101,9 @@ for every job (docs/nvflare-bridge.md). Without it the workspace is the one
 			}
 			if against != "" && !check {
 				return usageErrorf("--against needs --check: it names the copy of the workspace a drift check compares with")
+			}
+			if opts.Binary != "" && opts.Launcher != bridge.LauncherFlareSlurm {
+				return usageErrorf("--binary needs --launcher %s: only the flare-slurm launcher bridge calls a binary", bridge.LauncherFlareSlurm)
 			}
 			if opts.ExcludeSecrets && !check {
 				return usageErrorf("--exclude-secrets needs --check: prepare never writes a workspace without its secret files")
@@ -152,6 +158,7 @@ for every job (docs/nvflare-bridge.md). Without it the workspace is the one
 	f.BoolVar(&opts.Strict, "strict", false, "treat values that NVFlare's YAML 1.1 reader reads differently as errors, not warnings")
 	bindIgnoreWarning(cmd, &opts.IgnoreWarnings)
 	f.StringVar(&opts.Launcher, "launcher", bridge.LauncherNVFlare, "the job launcher the workspace names: nvflare (NVFlare's own Slurm launcher) or flare-slurm (the parent hands its jobs to this binary)")
+	f.StringVar(&opts.Binary, "binary", "", "with --launcher flare-slurm, the absolute `PATH` of the flare-slurm binary the parent runs, recorded as given (default: the path this binary was run as, symlinks kept)")
 	f.BoolVar(&check, "check", false, "write nothing; print a diff and exit 3 if the workspace differs")
 	f.StringVar(&against, "against", "", "with --check, compare with the copy of the workspace in `DIR` (rendered for --output, the deployed path)")
 	f.BoolVar(&opts.ExcludeSecrets, "exclude-secrets", false, "with --check, leave secret files (private keys, secret.env, unknown startup files) out on both sides: the kit and the copy may lack them")

@@ -52,8 +52,10 @@ type Options struct {
 	// for the bridge that hands the parent's jobs to flare-slurm.
 	Launcher string
 	// Binary is the absolute path of the flare-slurm binary the bridge
-	// calls; "" means this binary (bridge.Executable). Only with
-	// Launcher bridge.LauncherFlareSlurm.
+	// calls, recorded as given (cleaned, symlinks kept: a stable path such
+	// as .../flare-slurm/current/bin/flare-slurm survives upgrades); ""
+	// means the path this binary was run as (bridge.Executable). Only
+	// with Launcher bridge.LauncherFlareSlurm.
 	Binary string
 
 	// euid is the effective user id Run checks for root (os.Geteuid when

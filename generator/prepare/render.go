@@ -305,6 +305,9 @@ func Render(opts Options) (*Workspace, error) {
 // addBridge writes the bridge module into local/custom/ and records the
 // binary it calls in the launcher args; it returns the component path
 // that replaces NVFlare's launcher.
+// A binary given with --binary is recorded as given and not checked here:
+// the prepare host may differ from the parent's, where bootstrap-check
+// and validate W check it.
 func (w *Workspace) addBridge(role, binary string, args *workspace.LauncherArgs) (string, error) {
 	if binary == "" {
 		var err error
@@ -315,6 +318,7 @@ func (w *Workspace) addBridge(role, binary string, args *workspace.LauncherArgs)
 	if !filepath.IsAbs(binary) {
 		return "", errorf(errcode.PrepareFailed, "give an absolute path", "the flare-slurm binary %q is not an absolute path", binary)
 	}
+	binary = filepath.Clean(binary)
 	dir := path.Dir(bridge.File)
 	switch f := w.File(dir); {
 	case f == nil:
