@@ -28,7 +28,7 @@ func newGcCommand(a *app) *cobra.Command {
 			}
 			entries, err := rt.Manager.GC(cmd.Context(), yes)
 			if err != nil {
-				return runtimeFailure(errcode.GCFailed, err, "nothing was removed; check the Slurm commands with 'flare-slurm bootstrap-check' and run gc again")
+				return runtimeFailure(errcode.GCFailed, err, "nothing was removed; check the Slurm commands with "+bootstrapCommand(workspace)+" and run gc again")
 			}
 			if entries == nil {
 				entries = []manager.GCEntry{}

@@ -91,8 +91,8 @@ for --check --against on another host). Without it the workspace is the one
 				return err
 			}
 			switch {
-			case workspaceFlag != "" && opts.Output != "" && workspaceFlag != opts.Output:
-				return usageErrorf("--workspace and --output name the same directory (--output is NVFlare's spelling): give one")
+			case workspaceFlag != "" && opts.Output != "" && !sameArgPath(workspaceFlag, opts.Output):
+				return usageErrorf("--workspace %s and --output %s name different directories, but they are one flag (--output is NVFlare's spelling): give one", workspaceFlag, opts.Output)
 			case workspaceFlag != "":
 				opts.Output = workspaceFlag
 			}
@@ -253,6 +253,14 @@ func excludedSecrets(d *prepare.Drift, compared string, exclude bool) schema.Pro
 			Message: "secret file not compared (--exclude-secrets)"})
 	}
 	return out
+}
+
+// sameArgPath says whether two path arguments name one path once made
+// absolute and cleaned (ws, ./ws and $PWD/ws do).
+func sameArgPath(a, b string) bool {
+	absA, errA := filepath.Abs(a)
+	absB, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && absA == absB
 }
 
 func prepareFailure(err error) error {

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
+	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 )
 
@@ -33,7 +34,7 @@ func newStatusCommand(a *app) *cobra.Command {
 			}
 			st, err := h.Poll(cmd.Context())
 			if err != nil {
-				return runtimeFailure(errcode.StatusFailed, err, "the job keeps its last known state; run status again, or 'flare-slurm bootstrap-check' to check the Slurm commands")
+				return runtimeFailure(errcode.StatusFailed, err, "the job keeps its last known state; run status again, or "+bootstrapCommand(t.workspace)+" to check the Slurm commands")
 			}
 			return a.printStatus(st, t.asJSON)
 		},
@@ -54,7 +55,7 @@ func (a *app) statusAllLive(cmd *cobra.Command, t jobTarget) error {
 	}
 	live, err := rt.Manager.LiveStatuses(cmd.Context())
 	if err != nil {
-		return runtimeFailure(errcode.StatusFailed, err, "check the workspace with 'flare-slurm bootstrap-check'")
+		return runtimeFailure(errcode.StatusFailed, err, "check the workspace with "+bootstrapCommand(t.workspace))
 	}
 	if t.asJSON {
 		return a.printOK(map[string]any{"jobs": live})
@@ -84,7 +85,7 @@ func openJob(cmd *cobra.Command, a *app, workspace, jobID string) (*manager.Hand
 			"check the job id; results of finished jobs are kept for 7 days", nil)
 	}
 	if err != nil {
-		return nil, runtimeFailure(errcode.NoSuchJob, err, "check the job id; 'flare-slurm gc --workspace "+workspace+"' lists the job dirs of the workspace")
+		return nil, runtimeFailure(errcode.NoSuchJob, err, "check the job id; 'flare-slurm gc --workspace "+shell.Quote(workspace)+"' lists the job dirs of the workspace")
 	}
 	return h, nil
 }

@@ -82,7 +82,17 @@ func (r *resolver) reqProblem(path, msg, hint string) {
 	r.ps = append(r.ps, r.req.problem(problem.Rule, path, msg, hint))
 }
 
+// wsProblem is a problem of the workspace's launcher settings. Their file
+// is generated: when it is prepare's resources.json.default, the hint
+// sends the operator to slurm.yaml, where the setting is owned.
 func (r *resolver) wsProblem(path, msg, hint string) {
+	if fix := workspace.SettingsFix(r.ws.ResourcesFile, path); fix != "" {
+		if hint == "" {
+			hint = fix
+		} else {
+			hint += "; " + fix
+		}
+	}
 	r.ps = append(r.ps, schema.Problem{Kind: problem.Rule, File: r.ws.ResourcesFile, Path: "slurm_launcher.args." + path, Message: msg, Hint: hint})
 }
 
