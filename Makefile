@@ -13,8 +13,11 @@ GOLDEN_PKGS ?= ./generator/... ./internal/workspace
 # The project's own single-machine Slurm cluster (runtime/slurmtest/README.md).
 SLURM_CLUSTER ?= runtime/slurmtest/cluster.sh
 
+# build makes the static binary a release ships (CGO_ENABLED=0, as make
+# dist): Go's own resolver and user lookup, no libc to match on the nodes,
+# and the tests run the binary a site runs (docs/install.md).
 build:
-	$(GO) build -o $(BIN) ./cmd/flare-slurm
+	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/flare-slurm
 
 lint:
 	$(GO) vet ./...

@@ -270,11 +270,11 @@ func TestSlurmConfigProblems(t *testing.T) {
 			[]string{"f.yaml:5:33: job_launcher.internal_connection_security: must be one of mtls, clear (got \"tls\") (did you mean `mtls`?)"}},
 		{"timeouts", head + "  submit_timeout: 0\n  query_timeout: -1\n  cancel_timeout: .nan\n  poll_interval: .inf\n  pending_timeout: \"600\"\n",
 			[]string{
-				`f.yaml:5:19: job_launcher.submit_timeout: must be greater than 0 (got 0)`,
-				`f.yaml:6:18: job_launcher.query_timeout: must be greater than 0 (got -1)`,
+				`f.yaml:5:19: job_launcher.submit_timeout: must be greater than 0 seconds (got 0)`,
+				`f.yaml:6:18: job_launcher.query_timeout: must be greater than 0 seconds (got -1)`,
 				`f.yaml:7:19: job_launcher.cancel_timeout: must be a finite number (got .nan)`,
 				`f.yaml:8:18: job_launcher.poll_interval: must be a finite number (got .inf)`,
-				`f.yaml:9:20: job_launcher.pending_timeout: must be a number (got string)`,
+				`f.yaml:9:20: job_launcher.pending_timeout: must be a number, in seconds (got string)`,
 			}},
 		{"executables", head + "  executables:\n    sbatch: sbatch\n    srun: \"\"\n    mpirun: /x\n",
 			[]string{

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,17 @@ import (
 // script for, each with cobra's generator.
 var completionShells = []string{"bash", "zsh", "fish", "powershell"}
 
+// bashCompletionNeeds starts the bash script: cobra's script needs the
+// bash-completion package (_get_comp_words_by_ref); without it completion
+// failed silently at the first Tab. Sourced without the package, the
+// script now says so on stderr and defines nothing (issue 28 item 7).
+const bashCompletionNeeds = `# flare-slurm completion for bash; it needs the bash-completion package.
+if ! declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
+    echo "flare-slurm: completion not enabled: it needs the bash-completion package (Debian, Ubuntu: apt install bash-completion; RHEL, Fedora: dnf install bash-completion), loaded before this script" >&2
+    return 0 2>/dev/null || exit 0
+fi
+`
+
 // newCompletionCommand builds `flare-slurm completion`.
 func newCompletionCommand(a *app) *cobra.Command {
 	var noDesc bool
@@ -31,7 +43,8 @@ and their values: the kinds of --kind, the schema names of 'schema', the job ids
 --job-id (read from the jobs of the --workspace given before it), directories for
 --workspace, --kit and --output, YAML files for --config and JSON files for --request.
 
-bash (needs the bash-completion package), in ~/.bashrc or once for all users:
+bash needs the bash-completion package (sourced without it, the script says so on
+stderr and enables nothing); in ~/.bashrc or once for all users:
 
     source <(flare-slurm completion bash)
     flare-slurm completion bash > /usr/share/bash-completion/completions/flare-slurm
@@ -54,6 +67,9 @@ The release tarballs carry the bash, zsh and fish scripts under share/ (docs/ins
 			root := cmd.Root()
 			switch args[0] {
 			case "bash":
+				if _, err := io.WriteString(a.stdout, bashCompletionNeeds); err != nil {
+					return err
+				}
 				return root.GenBashCompletionV2(a.stdout, !noDesc)
 			case "zsh":
 				if noDesc {
