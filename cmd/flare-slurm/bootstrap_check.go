@@ -69,7 +69,7 @@ func newBootstrapCheckCommand(a *app) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
+	bindWorkspace(a, cmd, &workspace, "prepared runtime workspace")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
 }
@@ -83,7 +83,7 @@ func openSite(ctx context.Context, a *app, workspace string, check bool) (*site.
 // openSiteEnv is openSite with the environment the workspace runs with.
 func openSiteEnv(ctx context.Context, a *app, workspace string, check bool, environ []string) (*site.Runtime, error) {
 	if workspace == "" {
-		return nil, usageErrorf("--workspace is required")
+		return nil, workspaceRequired()
 	}
 	if ctx == nil {
 		ctx = context.Background()

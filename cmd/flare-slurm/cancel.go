@@ -16,7 +16,7 @@ import (
 func newCancelCommand(a *app) *cobra.Command {
 	var t jobTarget
 	var allLive, cleanup bool
-	cmd := t.bind(&cobra.Command{
+	cmd := t.bind(a, &cobra.Command{
 		Use:   "cancel --workspace W (--job-id ID | --all-live)",
 		Short: "Abort a job: record a user abort, verify ownership, then scancel it",
 		Long: "cancel records a user abort in the job dir (so every wait reports 9 once the job ends),\n" +

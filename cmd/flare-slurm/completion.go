@@ -12,6 +12,7 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/generator/compile"
 	"github.com/flare-slurm/flare-slurm/internal/bridge"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/runtime/check"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/schema"
@@ -214,6 +215,9 @@ func completeSchemaNames(_ *cobra.Command, args []string, toComplete string) ([]
 // must never print errors into the user's command line.
 func completeJobIDs(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	ws, _ := cmd.Flags().GetString("workspace")
+	if ws == "" {
+		ws = workspace.FromEnv()
+	}
 	if ws == "" {
 		cobra.CompDebugln("--job-id completes from the jobs of the --workspace given before it", false)
 		return nil, cobra.ShellCompDirectiveNoFileComp

@@ -39,6 +39,7 @@ var subcommands = []func(*app) *cobra.Command{
 	newCompletionCommand,
 	newGcCommand,
 	newLaunchCommand,
+	newLogsCommand,
 	newPrepareCommand,
 	newRenderCommand,
 	newSchemaCommand,

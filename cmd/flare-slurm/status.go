@@ -14,17 +14,25 @@ import (
 // newStatusCommand builds `flare-slurm status`.
 func newStatusCommand(a *app) *cobra.Command {
 	var t jobTarget
-	var allLive bool
-	cmd := t.bind(&cobra.Command{
-		Use:   "status --workspace W (--job-id ID | --all-live)",
+	var allLive, all bool
+	cmd := t.bind(a, &cobra.Command{
+		Use:   "status --workspace W (--job-id ID | --all | --all-live)",
 		Short: "Print a job's state and, once it ended, its NVFlare return code",
 		Long: "status prints the job's latest observed state (shared by every process on the workspace,\n" +
 			"at most one poll interval old). The return code is 127 until the job is terminal.\n" +
 			"--all-live prints every job of the workspace that has not ended (the launcher bridge\n" +
 			"reports them when an NVFlare parent starts: NVFlare does not resume a previous parent\n" +
-			"process's jobs).",
+			"process's jobs).\n" +
+			"--all prints every job the workspace knows: each job with a handle (live or ended) and each\n" +
+			"recorded result (kept for 7 days), one line per job, sorted by job id.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if all && allLive {
+				return usageErrorf("--all and --all-live exclude each other")
+			}
+			if all {
+				return a.statusAll(cmd, t)
+			}
 			if allLive {
 				return a.statusAllLive(cmd, t)
 			}
@@ -40,6 +48,7 @@ func newStatusCommand(a *app) *cobra.Command {
 		},
 	})
 	cmd.Flags().BoolVar(&allLive, "all-live", false, "print every job of the workspace that has not ended (instead of --job-id)")
+	cmd.Flags().BoolVar(&all, "all", false, "print every job the workspace knows, live and recorded results (instead of --job-id)")
 	return cmd
 }
 
@@ -65,6 +74,34 @@ func (a *app) statusAllLive(cmd *cobra.Command, t jobTarget) error {
 	}
 	if len(live) == 0 {
 		fmt.Fprintln(a.stdout, "no live job in the workspace")
+	}
+	return nil
+}
+
+// statusAll is status --all: manager.AllStatuses, one line (or one JSON
+// entry) per job.
+func (a *app) statusAll(cmd *cobra.Command, t jobTarget) error {
+	if t.jobID != "" {
+		return usageErrorf("--all and --job-id exclude each other")
+	}
+	rt, err := openSite(cmd.Context(), a, t.workspace, false)
+	if err != nil {
+		return err
+	}
+	jobs, err := rt.Manager.AllStatuses(cmd.Context())
+	if err != nil {
+		return runtimeFailure(errcode.StatusFailed, err, "check the workspace with "+bootstrapCommand(t.workspace))
+	}
+	if t.asJSON {
+		return a.printOK(map[string]any{"jobs": jobs})
+	}
+	for _, st := range jobs {
+		if err := a.printStatus(st, false); err != nil {
+			return err
+		}
+	}
+	if len(jobs) == 0 {
+		fmt.Fprintln(a.stdout, "no job in the workspace (results are kept for 7 days)")
 	}
 	return nil
 }
@@ -113,8 +150,8 @@ type jobTarget struct {
 }
 
 // bind registers --workspace, --job-id and --json on cmd and returns it.
-func (t *jobTarget) bind(cmd *cobra.Command) *cobra.Command {
-	cmd.Flags().StringVar(&t.workspace, "workspace", "", "prepared runtime workspace (required)")
+func (t *jobTarget) bind(a *app, cmd *cobra.Command) *cobra.Command {
+	bindWorkspace(a, cmd, &t.workspace, "prepared runtime workspace")
 	cmd.Flags().StringVar(&t.jobID, "job-id", "", "NVFlare job id (required)")
 	cmd.Flags().BoolVar(&t.asJSON, "json", false, "print the result as JSON")
 	return cmd

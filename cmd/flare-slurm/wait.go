@@ -18,7 +18,7 @@ const memoryReleaseInterval = 5 * time.Second
 // newWaitCommand builds `flare-slurm wait`.
 func newWaitCommand(a *app) *cobra.Command {
 	var t jobTarget
-	return t.bind(&cobra.Command{
+	return t.bind(a, &cobra.Command{
 		Use:   "wait --workspace W --job-id ID",
 		Short: "Poll a job until it ends and print its NVFlare return code",
 		Long: "wait polls once per poll interval (±10 %) until the job is terminal, prints the result and\n" +

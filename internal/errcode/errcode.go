@@ -30,6 +30,7 @@ const (
 	NoSuchJob        = "no_such_job"       // status, wait, cancel: the job id is unknown
 	StatusFailed     = "status_failed"     // status: the state could not be read
 	WaitFailed       = "wait_failed"       // wait: watching the job failed
+	LogsFailed       = "logs_failed"       // logs: the job's Slurm output cannot be read
 	CancelFailed     = "cancel_failed"     // cancel: Slurm did not cancel the job
 	CancelPending    = "cancel_pending"    // cancel: recorded; scancel follows once squeue proves the job is ours
 	GCFailed         = "gc_failed"         // gc: nothing was removed
@@ -42,6 +43,6 @@ var All = []string{
 	Usage, Internal, InvalidInput,
 	InvalidKit, InvalidOutput, JobsPresent, NotAWorkspace, PrepareFailed, Interrupted, Drift,
 	JUnitFailed, DocsFailed, WriteFailed, InvalidRequest,
-	InvalidWorkspace, LaunchRefused, LaunchFailed, JobFailed, NoSuchJob, StatusFailed, WaitFailed,
+	InvalidWorkspace, LaunchRefused, LaunchFailed, JobFailed, NoSuchJob, StatusFailed, WaitFailed, LogsFailed,
 	CancelFailed, CancelPending, GCFailed, BootstrapFailed, CheckFailed,
 }

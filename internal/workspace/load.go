@@ -36,6 +36,14 @@ const (
 // parent looks for them: an existing ResourcesActivePath wins.
 var ResourcesFiles = []string{ResourcesActivePath, ResourcesDefaultPath}
 
+// EnvWorkspace names the environment variable whose value is the
+// default of --workspace for the commands that use a prepared workspace
+// (not prepare, which creates one).
+const EnvWorkspace = "FLARE_SLURM_WORKSPACE"
+
+// FromEnv is the value of EnvWorkspace ("" when unset).
+func FromEnv() string { return os.Getenv(EnvWorkspace) }
+
 // SettingsFix says where to fix the launcher setting key (a key of the
 // launcher args, "executables.sbatch") read from file, a workspace's
 // settings file: prepare's generated resources.json.default is not edited

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -50,6 +52,9 @@ func (h *Handle) covered(c *cache) bool {
 
 // Info returns the persisted handle.
 func (h *Handle) Info() HandleInfo { return h.info }
+
+// Workspace is the root (a real path) of the workspace the job belongs to.
+func (h *Handle) Workspace() string { return h.m.cfg.Workspace }
 
 // Poll returns the job's status from an observation at most one poll
 // interval old; it asks the scheduler only when no process on the
@@ -270,4 +275,38 @@ func (m *Manager) LiveStatuses(ctx context.Context) ([]Status, error) {
 	out := []Status{}
 	err := m.eachLive(ctx, func(_ *Handle, st Status, _ error) { out = append(out, st) })
 	return out, err
+}
+
+// AllStatuses is the status of every job this workspace knows (status
+// --all): each job with a handle, polled as status does (live or ended),
+// and each recorded result whose job dir is gone (results are kept for
+// seven days), sorted by job id. Nothing is changed.
+func (m *Manager) AllStatuses(ctx context.Context) ([]Status, error) {
+	infos, err := ListHandles(m.cfg.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("list the jobs of workspace %s: %w", m.cfg.Workspace, err)
+	}
+	out := []Status{}
+	seen := map[string]bool{}
+	for _, info := range infos {
+		seen[info.JobID] = true
+		h, err := m.Open(info.JobID)
+		if err != nil {
+			out = append(out, Status{JobID: info.JobID, SlurmJobID: info.SlurmJobID, State: StateSubmitted, ReturnCode: RCUnknown, Detail: err.Error()})
+			continue
+		}
+		st, _ := h.Poll(ctx)
+		out = append(out, st)
+	}
+	c, err := m.obs.read()
+	if err != nil {
+		return nil, fmt.Errorf("read the recorded results of workspace %s: %w", m.cfg.Workspace, err)
+	}
+	for id, f := range c.Finished {
+		if !seen[id] {
+			out = append(out, Status{JobID: id, SlurmJobID: f.SlurmJobID, State: f.State, Terminal: true, ReturnCode: f.ReturnCode, Detail: f.Detail})
+		}
+	}
+	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.JobID, b.JobID) })
+	return out, nil
 }
