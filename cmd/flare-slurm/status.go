@@ -3,11 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/shell"
+	"github.com/flare-slurm/flare-slurm/internal/visible"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 )
 
@@ -71,6 +73,9 @@ func (a *app) statusAllLive(cmd *cobra.Command, t jobTarget) error {
 	}
 	for _, st := range live {
 		fmt.Fprintf(a.stdout, "job %s (Slurm job %s): %s, not finished\n", st.JobID, st.SlurmJobID, st.State)
+		if p := st.Pending(time.Now()); p != "" {
+			fmt.Fprintf(a.stdout, "  %s\n", visible.Lines(p))
+		}
 	}
 	if len(live) == 0 {
 		fmt.Fprintln(a.stdout, "no live job in the workspace")
@@ -139,7 +144,24 @@ func (a *app) printStatus(st manager.Status, asJSON bool) error {
 	if st.Detail != "" {
 		fmt.Fprintf(a.stdout, "  %s\n", st.Detail)
 	}
+	if p := st.Pending(time.Now()); p != "" {
+		fmt.Fprintf(a.stdout, "  %s\n", visible.Lines(p))
+	}
 	return nil
+}
+
+// pendingReporter is what wait says on stderr while the job is pending:
+// one line when Slurm's reason for the wait first shows or changes (the
+// launcher bridge logs these lines as the parent's).
+func (a *app) pendingReporter() func(manager.Status) {
+	last := ""
+	return func(st manager.Status) {
+		if !manager.IsPending(st.State) || st.PendingSince.IsZero() || st.Reason == last {
+			return
+		}
+		last = st.Reason
+		fmt.Fprintf(a.stderr, "flare-slurm: job %s (Slurm job %s) %s\n", st.JobID, st.SlurmJobID, visible.Lines(st.Pending(time.Now())))
+	}
 }
 
 // jobTarget holds the flags of the commands that act on one job of a

@@ -57,19 +57,47 @@ class _Binary:
              timeout: Optional[float] = CALL_TIMEOUT) -> dict[str, Any]:
         argv = [self.path, command, "--workspace", self.workspace, *args, "--json"]
         try:
-            done = subprocess.run(argv, input=stdin if stdin is not None else b"", capture_output=True,
-                                  timeout=timeout, check=False)
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         except (OSError, subprocess.SubprocessError) as e:
             raise FlareSlurmError(f"flare-slurm {command}: cannot run {self.path}: {e}") from e
-        stderr = done.stderr.decode("utf-8", "replace").strip()
-        if stderr:
-            self.logger.info("flare-slurm %s: %s", command, stderr)
+        # stderr is logged line by line as the binary writes it: a wait
+        # says there why its job is still pending, long before it ends.
+        lines: list[str] = []
+        relay = threading.Thread(target=self._relay, args=(command, proc, lines), daemon=True)
+        relay.start()
+        feed = threading.Thread(target=_feed, args=(proc, stdin if stdin is not None else b""), daemon=True)
+        feed.start()
+        timed_out = threading.Event()
+
+        def kill() -> None:
+            timed_out.set()
+            proc.kill()
+
+        timer = threading.Timer(timeout, kill) if timeout is not None else None
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
         try:
-            answer = json.loads(done.stdout)
+            assert proc.stdout is not None
+            stdout = proc.stdout.read()
+            proc.wait()
+        finally:
+            if timer is not None:
+                timer.cancel()
+            relay.join()
+            feed.join()
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+        stderr = "\n".join(lines)
+        if timed_out.is_set():
+            raise FlareSlurmError(f"flare-slurm {command}: cannot run {self.path}: no answer within {timeout} seconds")
+        try:
+            answer = json.loads(stdout)
         except ValueError as e:
             raise FlareSlurmError(
-                f"flare-slurm {command} exited {done.returncode} without a JSON answer: "
-                f"{stderr or done.stdout.decode('utf-8', 'replace') or '(no output)'}"
+                f"flare-slurm {command} exited {proc.returncode} without a JSON answer: "
+                f"{stderr or stdout.decode('utf-8', 'replace') or '(no output)'}"
             ) from e
         if not isinstance(answer, dict):
             raise FlareSlurmError(f"flare-slurm {command} answered {answer!r}, not a JSON object")
@@ -86,6 +114,24 @@ class _Binary:
         if error.get("hint"):
             message += f" ({error['hint']})"
         raise FlareSlurmError(message)
+
+    def _relay(self, command: str, proc: subprocess.Popen[bytes], lines: list[str]) -> None:
+        assert proc.stderr is not None
+        for raw in proc.stderr:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            if line.strip():
+                lines.append(line)
+                self.logger.info("flare-slurm %s: %s", command, line)
+
+
+def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    """Writes the request (or nothing) to the binary's standard input."""
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(data)
+        proc.stdin.close()
+    except OSError:
+        pass  # the binary exited without reading it: its answer says why
 
 
 def _return_code(data: dict[str, Any]) -> Optional[int]:

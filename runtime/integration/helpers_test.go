@@ -271,6 +271,10 @@ type status struct {
 	Terminal   bool   `json:"terminal"`
 	ReturnCode int    `json:"return_code"`
 	Detail     string `json:"detail"`
+	// a pending job's reason, since when and its pending timeout
+	Reason         string  `json:"reason"`
+	PendingSince   string  `json:"pending_since"`
+	PendingTimeout float64 `json:"pending_timeout"`
 }
 
 func (s *site) status(jobID string) status {

@@ -21,6 +21,34 @@ type Status struct {
 	Terminal   bool   `json:"terminal"`
 	ReturnCode int    `json:"return_code"` // 127 until terminal
 	Detail     string `json:"detail,omitempty"`
+	// A pending job says why it waits: Slurm's reason (squeue %r,
+	// "" when Slurm gives none), since when it is pending and the pending
+	// timeout (seconds) that cancels it then.
+	Reason         string    `json:"reason,omitempty"`
+	PendingSince   time.Time `json:"pending_since,omitzero"`
+	PendingTimeout float64   `json:"pending_timeout,omitempty"`
+}
+
+// Pending says, for people, how long a pending job has waited, of its
+// pending timeout, and why, as of now: "pending for 9m0s of its 10m0s
+// pending timeout; Slurm's reason: Priority (jobs of higher priority are
+// ahead of it)". "" unless the job is pending and that is known.
+func (s Status) Pending(now time.Time) string {
+	if s.PendingSince.IsZero() || !IsPending(s.State) {
+		return ""
+	}
+	out := fmt.Sprintf("pending for %s", now.Sub(s.PendingSince).Round(time.Second))
+	if s.PendingTimeout > 0 {
+		out += fmt.Sprintf(" of its %s pending timeout", (time.Duration(s.PendingTimeout * float64(time.Second))).Round(time.Second))
+	}
+	if s.Reason == "" {
+		return out + "; Slurm gives no reason"
+	}
+	out += "; Slurm's reason: " + s.Reason
+	if why := PendingReasonText(s.Reason); why != "" {
+		out += " (" + why + ")"
+	}
+	return out
 }
 
 // Handle is one submitted job.
@@ -77,9 +105,23 @@ func (h *Handle) from(c *cache) Status {
 		return h.finished(f)
 	}
 	if o, ok := c.Jobs[h.info.SlurmJobID]; ok {
-		return h.unknown(o.State, o.Detail)
+		st := h.unknown(o.State, o.Detail)
+		if IsPending(o.State) && !o.PendingSince.IsZero() {
+			st.Reason, st.PendingSince, st.PendingTimeout = o.Reason, o.PendingSince, h.pendingLimit().Seconds()
+		}
+		return st
 	}
 	return h.unknown(StateSubmitted, "")
+}
+
+// pendingLimit is the job's effective pending timeout: its own, which may
+// only lower the site's.
+func (h *Handle) pendingLimit() time.Duration {
+	limit := time.Duration(h.info.PendingTimeout * float64(time.Second))
+	if limit <= 0 || limit > h.m.cfg.PendingTimeout {
+		limit = h.m.cfg.PendingTimeout
+	}
+	return limit
 }
 
 func (h *Handle) unknown(state, detail string) Status {
@@ -94,10 +136,20 @@ func (h *Handle) finished(f Finished) Status {
 // interval ±10 % between polls. Errors of a single poll (a lock or file
 // problem) are logged and retried; they never end the wait.
 func (h *Handle) Wait(ctx context.Context) (Status, error) {
+	return h.WaitReporting(ctx, nil)
+}
+
+// WaitReporting is Wait that calls report with each status a poll sees
+// before the end (nil: none), so that a caller can say what the job waits
+// for while it waits.
+func (h *Handle) WaitReporting(ctx context.Context, report func(Status)) (Status, error) {
 	for {
 		st, err := h.Poll(ctx)
 		if st.Terminal {
 			return st, nil
+		}
+		if err == nil && report != nil {
+			report(st)
 		}
 		if err != nil && ctx.Err() == nil {
 			h.m.log.Warn("poll failed; retrying", "job_id", h.info.JobID, "err", err)

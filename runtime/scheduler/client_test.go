@@ -114,7 +114,7 @@ func testClient(f *fakeRunner) *Client {
 
 func TestClientArgvAndClassification(t *testing.T) {
 	f := &fakeRunner{answer: func(c Command) Result {
-		return Result{Stdout: []byte("12|RUNNING|1000|nvfl:a|n\n")}
+		return Result{Stdout: []byte("12|RUNNING|1000|nvfl:a|n|None\n")}
 	}}
 	c := testClient(f)
 	q, err := c.Queue(context.Background(), []string{"12", "13"})
@@ -122,7 +122,7 @@ func TestClientArgvAndClassification(t *testing.T) {
 		t.Fatalf("q=%+v err=%v", q, err)
 	}
 	got := strings.Join(f.calls[0].Argv, " ")
-	if got != "/s/squeue -h --user=1000 --jobs=12,13 --format=%i|%T|%U|%k|%j" {
+	if got != "/s/squeue -h --user=1000 --jobs=12,13 --format=%i|%T|%U|%k|%j|%r" {
 		t.Fatalf("argv %s", got)
 	}
 	if f.calls[0].Timeout != 10*time.Second || strings.Join(f.calls[0].Env, " ") != "HOME=/h LC_ALL=C SLURM_TIME_FORMAT=standard" {
@@ -365,7 +365,7 @@ func TestQueueAllAsksForHiddenPartitions(t *testing.T) {
 	if _, err := c.QueueAll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(f.calls[0].Argv, " "); got != "/s/squeue -h --all --user=1000 --format=%i|%T|%U|%k|%j" {
+	if got := strings.Join(f.calls[0].Argv, " "); got != "/s/squeue -h --all --user=1000 --format=%i|%T|%U|%k|%j|%r" {
 		t.Fatalf("argv %s", got)
 	}
 }
