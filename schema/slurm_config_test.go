@@ -182,7 +182,7 @@ func TestSlurmConfigProblems(t *testing.T) {
 		{"unknown top-level key with suggestion", head + "parnet: {}\n",
 			[]string{"f.yaml:5:1: parnet: unknown key (allowed: job_launcher, parent, runtime) (did you mean `parent`?)"}},
 		{"unknown nested key", head + "  pyhton_path: /x\n",
-			[]string{"f.yaml:5:3: job_launcher.pyhton_path: unknown key (allowed: cancel_timeout, executables, forward_env, image, internal_connection_security, internal_port, multi_node_port_range, parent_host, pending_timeout, poll_interval, python_path, query_timeout, sandbox, sbatch_directives, setup, submit_timeout) (did you mean `python_path`?)"}},
+			[]string{"f.yaml:5:3: job_launcher.pyhton_path: unknown key (allowed: cancel_timeout, executables, forward_env, image, internal_connection_security, internal_port, multi_node_port_range, parent_host, pending_timeout, poll_interval, python_path, query_timeout, sandbox, sbatch_directives, setup, submit_timeout, time_limit_signal) (did you mean `python_path`?)"}},
 		{"parent_host with a port", head + "  parent_host: login01:8102\n",
 			[]string{`f.yaml:5:16: job_launcher.parent_host: "login01:8102" is neither a host name nor an IPv6 address (the port is always internal_port) (set the host name or address compute nodes use to reach the parent)`}},
 		{"parent_host with a path", head + "  parent_host: login01/x\n",

@@ -269,6 +269,9 @@ func (p *Plan) SbatchArgv() []string {
 	if res.MemPerNodeMiB != nil {
 		argv = append(argv, "--mem="+strconv.Itoa(*res.MemPerNodeMiB)+"M")
 	}
+	if v.TimeLimitSignal != "" {
+		argv = append(argv, "--signal="+v.TimeLimitSignal)
+	}
 	for _, d := range v.Directives {
 		argv = append(argv, "--"+d.Key+"="+d.Value)
 	}

@@ -371,6 +371,11 @@ func (r *resolver) effective(p *Plan, meta *schema.JobMeta) {
 		}
 		eff["time"] = meta.Slurm.Time
 	}
+	if t := r.ws.Launcher.TimeLimitSignal; t != nil {
+		// B: the batch shell, which is the worker (exec), Apptainer or
+		// srun; each passes the signal on to the worker.
+		v.TimeLimitSignal = fmt.Sprintf("B:%s@%d", t.Signal, t.SecondsBefore)
+	}
 	v.Directives = []Directive{}
 	for _, key := range schema.DirectiveKeys {
 		if val, ok := eff[key]; ok {

@@ -200,6 +200,13 @@ func Render(opts Options) (*Workspace, error) {
 		return nil, errorf(errcode.InvalidKit, "use a server or client startup kit", "%s is a %s kit; prepare supports server and client kits only", kit, k.Role)
 	}
 	jl := cfg.JobLauncher
+	if jl.TimeLimitSignal != nil && opts.Launcher != bridge.LauncherFlareSlurm {
+		p := schema.Problem{Kind: problem.Rule, File: cfg.File, Path: "job_launcher." + schema.TimeLimitSignalKey,
+			Message: "is a setting of flare-slurm's runtime: NVFlare's own Slurm launcher does not take it (its parent would not start)",
+			Hint:    "prepare with --launcher flare-slurm, or remove time_limit_signal"}
+		return nil, &Error{Code: errcode.InvalidInput, Problems: schema.Problems{p},
+			Message: fmt.Sprintf("%s cannot be used with --launcher %s", configPath, bridge.LauncherNVFlare), Hint: hintFixProblems}
+	}
 	var imageWarning string
 	if jl.Sandbox != schema.SandboxNone {
 		real, err := schema.ImageRealPath(jl.Image)
