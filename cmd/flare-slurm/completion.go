@@ -123,6 +123,10 @@ var flagCompletions = map[string]cobra.CompletionFunc{
 	"study":          cobra.NoFileCompletions, // a study name of the workspace: free text
 	"gpus":           cobra.NoFileCompletions, // a count
 	"nodes":          cobra.NoFileCompletions, // a count
+	"schema":         completeSchemaFlag,
+	"binary": func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return nil, cobra.ShellCompDirectiveDefault
+	}, // a file
 }
 
 // completeProbes offers check's probe names for the last element of a
@@ -190,6 +194,11 @@ func completeKinds(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Com
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeSchemaFlag offers the schema names for explain --schema.
+func completeSchemaFlag(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return completeSchemaNames(cmd, nil, toComplete)
 }
 
 // completeSchemaNames offers the schema names, with their titles, as the
