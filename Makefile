@@ -76,7 +76,7 @@ test: lint
 # SLURM_LOG-VERSION.log, whose failing tests are printed at the end.
 # `make test-slurm SLURM_VERSIONS=26.05` runs one version.
 SLURM_VERSIONS ?= $(shell bash $(SLURM_CLUSTER) versions)
-SLURM_TIER_PKGS ?= ./runtime/integration/... ./runtime/slurmtest/...
+SLURM_TIER_PKGS ?= ./runtime/integration/... ./runtime/slurmtest/... ./internal/slurmenv/...
 SLURM_LOG ?= bin/test-slurm
 test-slurm: test-third-party editor-deps
 	@mkdir -p $(dir $(SLURM_LOG)); rc=0; pkgs=./...; \
