@@ -8,13 +8,16 @@ JSONSCHEMA_DIR ?= internal/third_party/jsonschema
 # they accept -update).
 GOLDEN_PKGS ?= ./generator/... ./internal/workspace
 
-.PHONY: editor-deps build test test-unit test-third-party test-slurm golden golden-scripts bench bench-process demo lint fuzz clean docs dist
+.PHONY: editor-deps build test test-unit test-third-party test-slurm golden golden-scripts bench bench-process demo lint fuzz clean docs dist notices
 
 # The project's own single-machine Slurm cluster (runtime/slurmtest/README.md).
 SLURM_CLUSTER ?= runtime/slurmtest/cluster.sh
 
+# build makes the static binary a release ships (CGO_ENABLED=0, as make
+# dist): Go's own resolver and user lookup, no libc to match on the nodes,
+# and the tests run the binary a site runs (docs/install.md).
 build:
-	$(GO) build -o $(BIN) ./cmd/flare-slurm
+	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/flare-slurm
 
 lint:
 	$(GO) vet ./...
@@ -73,7 +76,7 @@ test: lint
 # SLURM_LOG-VERSION.log, whose failing tests are printed at the end.
 # `make test-slurm SLURM_VERSIONS=26.05` runs one version.
 SLURM_VERSIONS ?= $(shell bash $(SLURM_CLUSTER) versions)
-SLURM_TIER_PKGS ?= ./runtime/integration/... ./runtime/slurmtest/...
+SLURM_TIER_PKGS ?= ./runtime/integration/... ./runtime/slurmtest/... ./internal/slurmenv/...
 SLURM_LOG ?= bin/test-slurm
 test-slurm: test-third-party editor-deps
 	@mkdir -p $(dir $(SLURM_LOG)); rc=0; pkgs=./...; \
@@ -152,6 +155,13 @@ docs:
 	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || date +%s)} \
 		./$(DOCGEN) docs --markdown docs/cli --man $(MANDIR)
 
+# notices rewrites THIRD_PARTY_NOTICES, the license texts of every module
+# linked into the binary (read from its build information, as go version
+# -m prints it) and of Go's standard library; make dist ships it with
+# LICENSE. internal/notices' test fails when it is stale.
+notices:
+	$(GO) run ./internal/notices/gen > THIRD_PARTY_NOTICES.tmp && mv THIRD_PARTY_NOTICES.tmp THIRD_PARTY_NOTICES
+
 # dist builds the release artefacts of the last commit into DIST (see
 # docs/install.md): per platform a static binary flare-slurm-OS-ARCH and a
 # tarball flare-slurm-OS-ARCH.tar.gz (bin/, share/man/man1, shell
@@ -165,6 +175,8 @@ docs:
 #   no -X: the toolchain derives the version from the commit's tags;
 # - the CPU baselines are pinned (GOAMD64=v1, GOARM64=v8.0, GOPPC64=power8),
 #   so the environment cannot change the code generated;
+# - LICENSE and THIRD_PARTY_NOTICES (make notices) go beside the binaries
+#   and into each tarball's share/doc/flare-slurm/;
 # - man pages and every tarball entry are dated by the commit time
 #   (SOURCE_DATE_EPOCH), owned by 0:0, sorted, modes u=rwX,go=rX;
 #   gzip -n stores no name or time.
@@ -184,7 +196,8 @@ dist:
 	cd "$$tmp/src"; \
 	$(GO) build $(DIST_GOFLAGS) -tags gendocs -o "$$tmp/docgen" ./cmd/flare-slurm; \
 	share="$$tmp/share"; mkdir -p "$$share/man/man1" "$$share/bash-completion/completions" \
-		"$$share/zsh/site-functions" "$$share/fish/vendor_completions.d"; \
+		"$$share/zsh/site-functions" "$$share/fish/vendor_completions.d" "$$share/doc/flare-slurm"; \
+	cp LICENSE THIRD_PARTY_NOTICES "$$share/doc/flare-slurm/"; cp LICENSE THIRD_PARTY_NOTICES "$$out/"; \
 	"$$tmp/docgen" docs --man "$$share/man/man1" >/dev/null; \
 	"$$tmp/docgen" completion bash > "$$share/bash-completion/completions/flare-slurm"; \
 	"$$tmp/docgen" completion zsh > "$$share/zsh/site-functions/_flare-slurm"; \
@@ -198,7 +211,7 @@ dist:
 		tar --create --format=ustar --sort=name --mtime="@$$SOURCE_DATE_EPOCH" --owner=0 --group=0 \
 			--numeric-owner --mode=u=rwX,go=rX -C "$$tmp/stage" "$$name" | gzip -9 -n > "$$out/$$name.tar.gz"; \
 	done; \
-	cd "$$out"; sha256sum flare-slurm-* > SHA256SUMS; chmod 0644 SHA256SUMS ./*.tar.gz; \
+	cd "$$out"; sha256sum LICENSE THIRD_PARTY_NOTICES flare-slurm-* > SHA256SUMS; chmod 0644 SHA256SUMS LICENSE THIRD_PARTY_NOTICES ./*.tar.gz; \
 	echo "make dist: $$(ls | wc -l) files of commit $$commit in $(DIST)"
 
 clean:

@@ -63,6 +63,9 @@ func TestSchemaMatchesGoConstants(t *testing.T) {
 	if got := memberKeys(jl.Get("executables").Get("properties")); !slices.Equal(got, ExecutableKeys) {
 		t.Errorf("slurm-config executables %v, Go ExecutableKeys %v", got, ExecutableKeys)
 	}
+	if got := stringItems(jl.Get(TimeLimitSignalKey).Get("properties").Get("signal").Get("enum")); !slices.Equal(got, TimeLimitSignals) {
+		t.Errorf("slurm-config time_limit_signal.signal enum %v, Go TimeLimitSignals %v", got, TimeLimitSignals)
+	}
 	sec := jl.Get("internal_connection_security")
 	if sec.Get("default").Str != DefaultConnSecurity {
 		t.Errorf("internal_connection_security default %q, Go %q", sec.Get("default").Str, DefaultConnSecurity)

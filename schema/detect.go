@@ -47,6 +47,13 @@ func DetectKind(path string) (string, Problems) {
 	return detectData(path, ext, inputName, data)
 }
 
+// IsKitPath says whether DetectKind takes path for a startup kit: a
+// directory.
+func IsKitPath(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}
+
 // DetectKindData is DetectKind for content that has no file name (standard
 // input, shown as name): its top-level keys decide, and content that is not
 // a YAML mapping comes back with its problems.
@@ -104,8 +111,25 @@ type ValidateOptions struct {
 	// Site selects the site of a job meta ("" checks every site it names).
 	Site string
 	// Offline skips every check that needs this host (today: that a
-	// container image file exists); each skipped check is returned.
+	// container image file exists, the site's and each study's); each
+	// skipped check is returned.
 	Offline bool
+	// ExcludeSecrets accepts a kit without its private key (a CI
+	// repository holds none); the skipped check is returned.
+	ExcludeSecrets bool
+}
+
+// kitOptions are the kit checks these options ask for.
+func (o ValidateOptions) kitOptions() kitOptions {
+	return kitOptions{host: o.hostChecks(), keyOptional: o.ExcludeSecrets}
+}
+
+// hostChecks is the study runtime's host checks these options ask for.
+func (o ValidateOptions) hostChecks() hostChecks {
+	if o.Offline {
+		return hostChecksOffline
+	}
+	return hostChecksOn
 }
 
 // ValidateWith is Validate with options. It returns the problems (nil when
@@ -117,7 +141,7 @@ func ValidateWith(kind, path string, o ValidateOptions) (probs, skipped Problems
 	case KindSlurmConfig:
 		_, probs, skipped = loadSlurmConfig(path, o.Offline)
 	case KindStudyRuntime:
-		_, probs = LoadStudyRuntime(path)
+		probs, skipped = validateStudyRuntime(path, nil, o.hostChecks())
 	case KindJobMeta:
 		data, p := readInput(path)
 		if p != nil {
@@ -125,8 +149,8 @@ func ValidateWith(kind, path string, o ValidateOptions) (probs, skipped Problems
 		}
 		_, probs = ParseJobMeta(path, data, site)
 	case KindKit:
-		kit, kp := loadKit(path)
-		probs = append(probs, kp...)
+		kit, kp, sk := loadKit(path, o.kitOptions())
+		probs, skipped = append(probs, kp...), sk
 		// A workspace prepared with --launcher flare-slurm names the binary its parent runs.
 		probs = append(probs, kitBridgeProblems(path)...)
 		// KIT/config.yaml is prepare's default config: check it whatever
@@ -159,7 +183,7 @@ func ValidateData(kind, name string, data []byte, o ValidateOptions) (probs, ski
 	case KindSlurmConfig:
 		_, probs, skipped = parseSlurmConfig(name, data, o.Offline)
 	case KindStudyRuntime:
-		_, probs = ParseStudyRuntime(name, data)
+		probs, skipped = validateStudyRuntime(name, data, o.hostChecks())
 	case KindJobMeta:
 		_, probs = ParseJobMeta(name, data, o.Site)
 	case KindKit:
@@ -200,7 +224,7 @@ func ReadStdin(name string, r io.Reader) ([]byte, Problems) {
 // config given replaces it, as prepare --config does. The kit's
 // local/study_runtime.yaml is validated with the kit.
 func ValidatePair(kitDir, cfgName string, data []byte, o ValidateOptions) (probs, skipped Problems) {
-	kit, kp := loadKit(kitDir)
+	kit, kp, kitSkipped := loadKit(kitDir, o.kitOptions())
 	probs = append(probs, kp...)
 	var cfg *SlurmConfig
 	var p Problems
@@ -209,8 +233,27 @@ func ValidatePair(kitDir, cfgName string, data []byte, o ValidateOptions) (probs
 	} else {
 		cfg, p, skipped = parseSlurmConfig(cfgName, data, o.Offline)
 	}
-	probs = append(probs, p...)
+	probs, skipped = append(probs, p...), append(skipped, kitSkipped...)
 	if kit != nil && kit.Role != "" {
+		probs = append(probs, CheckConfigForKit(cfg, kit)...)
+	}
+	probs.Sort()
+	return probs, skipped
+}
+
+// ValidateConfigForKit checks a Slurm config (read from cfgName, or data
+// when it is not nil) as ValidateWith does, plus its fit with the kit at
+// kitDir as prepare checks it (a parent block on a server kit). The kit's
+// own problems are not returned: validate checks a kit given beside its
+// config as its own PATH, once.
+func ValidateConfigForKit(kitDir, cfgName string, data []byte, o ValidateOptions) (probs, skipped Problems) {
+	var cfg *SlurmConfig
+	if data == nil {
+		cfg, probs, skipped = loadSlurmConfig(cfgName, o.Offline)
+	} else {
+		cfg, probs, skipped = parseSlurmConfig(cfgName, data, o.Offline)
+	}
+	if kit, _, _ := loadKit(kitDir, kitOptions{keyOptional: true}); kit != nil && kit.Role != "" {
 		probs = append(probs, CheckConfigForKit(cfg, kit)...)
 	}
 	probs.Sort()

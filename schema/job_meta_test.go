@@ -115,9 +115,9 @@ func TestJobMetaProblems(t *testing.T) {
 			`meta.json:1:45: launcher_spec.s.slurm.nodes: must be at least 1 (got 0)`,
 			`meta.json:1:65: launcher_spec.s.slurm.gpus_per_node: must be an integer (got number)`,
 			`meta.json:1:87: launcher_spec.s.slurm.cpus_per_node: must be an integer (got string)`,
-			`meta.json:1:108: launcher_spec.s.slurm.mem_per_node: must be at least 1 (got 0)`,
+			`meta.json:1:108: launcher_spec.s.slurm.mem_per_node: must be at least 1 MiB (got 0)`,
 			`meta.json:1:119: launcher_spec.s.slurm.time: must not contain whitespace (got "1 h")`,
-			`meta.json:1:145: launcher_spec.s.slurm.pending_timeout: must be at least 1 (got 0)`,
+			`meta.json:1:145: launcher_spec.s.slurm.pending_timeout: must be at least 1 second (got 0)`,
 			`meta.json:1:157: launcher_spec.s.slurm.image: must be an absolute path without ':' or ',' (got "rel")`,
 		}},
 		{"resources", "", `{"resource_spec": {"s": {"num_of_gpus": -1, "num_of_cpus": 0, "memory": "16G"}}}`, []string{

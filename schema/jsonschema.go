@@ -353,6 +353,10 @@ func (r *schemaReporter) message(e *jsonschema.ValidationError, path string, n *
 	if kw := e.ErrorKind.KeywordPath(); len(kw) > 0 {
 		custom = customMessage(r.schemaNode(e.SchemaURL), kw[0])
 	}
+	unit, _ := r.schemaNode(e.SchemaURL)[UnitKeyword].(string)
+	if unit != "" {
+		unit = " " + unit
+	}
 	switch k := e.ErrorKind.(type) {
 	case *kind.Type:
 		got := typeName(k.Got)
@@ -370,6 +374,9 @@ func (r *schemaReporter) message(e *jsonschema.ValidationError, path string, n *
 				names[i] = plainValue(w)
 			}
 			return fmt.Sprintf("must be one of %s (got %s)", strings.Join(names, ", "), got)
+		}
+		if unit != "" {
+			return fmt.Sprintf("must be %s, in%s (got %s)", typeList(k.Want), unit, got)
 		}
 		return fmt.Sprintf("must be %s (got %s)", typeList(k.Want), got)
 	case *kind.Enum:
@@ -391,13 +398,13 @@ func (r *schemaReporter) message(e *jsonschema.ValidationError, path string, n *
 	}
 	switch k := e.ErrorKind.(type) {
 	case *kind.Minimum:
-		return fmt.Sprintf("must be at least %s (got %s)", ratText(k.Want), ratText(k.Got))
+		return fmt.Sprintf("must be at least %s%s (got %s)", ratText(k.Want), unitFor(k.Want, unit), ratText(k.Got))
 	case *kind.Maximum:
-		return fmt.Sprintf("must be at most %s (got %s)", ratText(k.Want), ratText(k.Got))
+		return fmt.Sprintf("must be at most %s%s (got %s)", ratText(k.Want), unitFor(k.Want, unit), ratText(k.Got))
 	case *kind.ExclusiveMinimum:
-		return fmt.Sprintf("must be greater than %s (got %s)", ratText(k.Want), ratText(k.Got))
+		return fmt.Sprintf("must be greater than %s%s (got %s)", ratText(k.Want), unitFor(k.Want, unit), ratText(k.Got))
 	case *kind.ExclusiveMaximum:
-		return fmt.Sprintf("must be less than %s (got %s)", ratText(k.Want), ratText(k.Got))
+		return fmt.Sprintf("must be less than %s%s (got %s)", ratText(k.Want), unitFor(k.Want, unit), ratText(k.Got))
 	case *kind.MinLength:
 		if k.Want == 1 {
 			return "must not be empty"
@@ -513,7 +520,22 @@ func ratText(r *big.Rat) string {
 const (
 	PatternMessageKeyword = "patternErrorMessage"
 	MessagesKeyword       = "x-errorMessages"
+	// UnitKeyword names the unit of a number ("MiB", "seconds"): a
+	// message about its type or range says it (issue 28 item 7), since
+	// "at least 1" alone does not tell MiB from GiB.
+	UnitKeyword = "x-unit"
 )
+
+// unitFor is unit (" seconds", with its leading space) as it reads after the
+// number n: "1 second", "2 seconds"; a unit that is no plural ("MiB") as is.
+func unitFor(n *big.Rat, unit string) string {
+	if n != nil && n.Cmp(big.NewRat(1, 1)) == 0 {
+		if base, ok := strings.CutSuffix(unit, "seconds"); ok {
+			return base + "second"
+		}
+	}
+	return unit
+}
 
 // customMessage is the schema node's own message for a failed keyword, or "".
 func customMessage(node map[string]any, keyword string) string {

@@ -35,20 +35,40 @@ const (
 // when it depends on an earlier one that failed (no leaf certificate to
 // read when the role is unknown, nothing to read in a missing startup/).
 func LoadKit(dir string) (*Kit, Problems) {
-	kit, probs := loadKit(dir)
+	return loadKitValid(dir, kitOptions{})
+}
+
+// LoadKitWithoutSecrets is LoadKit for a kit checked out without its
+// secret files (a CI repository): a missing leaf private key
+// (startup/client.key, startup/server.key) is not a problem. Every other
+// rule holds; prepare --check --exclude-secrets uses it.
+func LoadKitWithoutSecrets(dir string) (*Kit, Problems) {
+	return loadKitValid(dir, kitOptions{keyOptional: true})
+}
+
+func loadKitValid(dir string, o kitOptions) (*Kit, Problems) {
+	kit, probs, _ := loadKit(dir, o)
 	if probs != nil {
 		return nil, probs
 	}
 	return kit, nil
 }
 
+// kitOptions tune loadKit: validate's host checks of the study runtime,
+// and whether the leaf private key may be absent.
+type kitOptions struct {
+	host        hostChecks
+	keyOptional bool
+}
+
 // loadKit is LoadKit returning what it learnt of the kit even when there
 // are problems: nil only when dir is not a readable directory; Role is ""
-// when the role file does not tell it.
-func loadKit(dir string) (*Kit, Problems) {
+// when the role file does not tell it. host selects validate's host checks
+// of the kit's study runtime; the checks it skipped are returned last.
+func loadKit(dir string, o kitOptions) (*Kit, Problems, Problems) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, Problems{{Kind: problem.Read, File: dir, Message: "cannot resolve path: " + err.Error()}}
+		return nil, Problems{{Kind: problem.Read, File: dir, Message: "cannot resolve path: " + err.Error()}}, nil
 	}
 	abs = filepath.Clean(abs)
 	var probs Problems
@@ -57,10 +77,10 @@ func loadKit(dir string) (*Kit, Problems) {
 	}
 	st, err := os.Stat(abs)
 	if err != nil {
-		return nil, Problems{{Kind: problem.Read, File: dir, Message: "cannot read startup kit: " + errText(err)}}
+		return nil, Problems{{Kind: problem.Read, File: dir, Message: "cannot read startup kit: " + errText(err)}}, nil
 	}
 	if !st.IsDir() {
-		return nil, Problems{{Kind: problem.Layout, File: dir, Message: "is not a directory; a startup kit is a folder with startup/ and local/"}}
+		return nil, Problems{{Kind: problem.Layout, File: dir, Message: "is not a directory; a startup kit is a folder with startup/ and local/"}}, nil
 	}
 	kit := &Kit{Dir: abs, Name: filepath.Base(abs)}
 	probs = append(probs, walkKit(dir, abs)...)
@@ -78,20 +98,27 @@ func loadKit(dir string) (*Kit, Problems) {
 	}
 	startupOK, localOK := isDir(startup), isDir(local)
 
+	var skipped Problems
 	if startupOK {
-		checkStartup(kit, startup, bad, func(p Problem) { probs = append(probs, p) })
+		checkStartup(kit, startup, o.keyOptional, bad, func(p Problem) { probs = append(probs, p) })
+		if key := filepath.Join(dir, filepath.FromSlash(LeafKeyFile(kit.Role))); o.keyOptional && kit.Role != "" && !exists(key) {
+			skipped = append(skipped, Problem{Kind: problem.Layout, File: key,
+				Message: "not checked (--exclude-secrets): the kit's private key is present",
+				Hint:    "prepare needs it; validate without --exclude-secrets where the kit has it"})
+		}
 	}
 	if localOK {
-		probs = append(probs, checkLocal(kit, local)...)
+		lp, sk := checkLocal(kit, local, o.host)
+		probs, skipped = append(probs, lp...), append(skipped, sk...)
 	}
 	probs.Sort()
-	return kit, probs
+	return kit, probs, skipped
 }
 
 // checkStartup checks startup/: exactly one role file (it sets kit.Role and
 // kit.Name), rootCA.pem, and the leaf certificate, key and organisation of
 // the role.
-func checkStartup(kit *Kit, startup string, bad func(k problem.Kind, file, path, msg, hint string), report func(Problem)) {
+func checkStartup(kit *Kit, startup string, keyOptional bool, bad func(k problem.Kind, file, path, msg, hint string), report func(Problem)) {
 	var roles []string
 	for _, f := range []string{ServerRoleFile, ClientRoleFile, AdminRoleFile} {
 		if isKitFile(filepath.Join(startup, f)) {
@@ -149,7 +176,7 @@ func checkStartup(kit *Kit, startup string, bad func(k problem.Kind, file, path,
 	// Leaf certificate, key and organisation.
 	leaf := leafName(kit.Role)
 	for _, f := range []string{leaf + ".crt", leaf + ".key"} {
-		if p := filepath.Join(startup, f); !isKitFile(p) {
+		if p := filepath.Join(startup, f); !isKitFile(p) && !(keyOptional && f == leaf+".key" && !exists(p)) {
 			bad(problem.Layout, p, "", "is missing: a "+kit.Role+" kit needs startup/rootCA.pem, "+leaf+".crt and "+leaf+".key", "")
 		}
 	}
@@ -163,6 +190,16 @@ func checkStartup(kit *Kit, startup string, bad func(k problem.Kind, file, path,
 	}
 }
 
+// exists says whether anything (a file, a directory, a symlink) is at p.
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+// LeafKeyFile is the slash path, relative to the kit, of the leaf private
+// key of a kit of role ("server" or "client").
+func LeafKeyFile(role string) string { return "startup/" + leafName(role) + ".key" }
+
 // leafName is the base name of the leaf certificate and key of a role.
 func leafName(role string) string {
 	if role == "server" {
@@ -173,9 +210,10 @@ func leafName(role string) string {
 
 // checkLocal checks local/: resources.json.default is a JSON object, and
 // the study files (study_runtime.yaml validated, a legacy study_data.yaml
-// refused). It sets kit.HasStudyRuntime and kit.HasLegacyStudyData.
-func checkLocal(kit *Kit, local string) Problems {
-	var probs Problems
+// refused). It sets kit.HasStudyRuntime and kit.HasLegacyStudyData, and
+// returns the host checks it skipped.
+func checkLocal(kit *Kit, local string, host hostChecks) (Problems, Problems) {
+	var probs, skipped Problems
 	res := filepath.Join(local, ResourcesDefaultFile)
 	if !isKitFile(res) {
 		// Not read unless regular: opening a named pipe would block.
@@ -211,14 +249,15 @@ func checkLocal(kit *Kit, local string) Problems {
 		}
 	case kit.HasStudyRuntime:
 		// LoadStudyRuntime also reports a legacy file beside it.
-		_, sp := LoadStudyRuntime(runtimePath)
+		var sp Problems
+		sp, skipped = validateStudyRuntime(runtimePath, nil, host)
 		probs = append(probs, sp...)
 	case kit.HasLegacyStudyData:
 		probs = append(probs, Problem{Kind: problem.Layout, File: legacyPath,
 			Message: "legacy study_data.yaml (format 1) is not supported under Slurm",
 			Hint:    "migrate it to local/study_runtime.yaml (format_version: 2) and delete study_data.yaml"})
 	}
-	return probs
+	return probs, skipped
 }
 
 // Files of a kit's local/ directory that prepare rewrites and the compiler

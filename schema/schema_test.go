@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -170,5 +171,21 @@ func TestSchemasDocumented(t *testing.T) {
 			t.Errorf("%s: only %d properties seen", name, count)
 		}
 		t.Logf("%s: %d properties, %d defaults checked", name, count, defaults)
+	}
+}
+
+// TestForwardEnvDescription: the editor's hover of forward_env says where
+// the values come from: jobs start with sbatch --export=NIL, so not from
+// the parent's environment (issue 28 item 7).
+func TestForwardEnvDescription(t *testing.T) {
+	var doc map[string]any
+	src, _ := Source(KindSlurmConfig)
+	if err := json.Unmarshal(src, &doc); err != nil {
+		t.Fatal(err)
+	}
+	jl := doc["properties"].(map[string]any)["job_launcher"].(map[string]any)["properties"].(map[string]any)
+	desc, _ := jl["forward_env"].(map[string]any)["description"].(string)
+	if !strings.Contains(desc, "--export=NIL") || !strings.Contains(desc, "after setup") || strings.Contains(desc, "Names of parent environment variables") {
+		t.Errorf("forward_env's description does not say that values come from setup under --export=NIL: %q", desc)
 	}
 }

@@ -445,6 +445,9 @@ func decodeJobLauncher(jl *yaml.Node) JobLauncher {
 	} else {
 		j.MultiNodePortRange = DefaultMultiNodePortRange(j.InternalPort)
 	}
+	if tls := get(jl, TimeLimitSignalKey); tls != nil && tls.Kind == yaml.MappingNode {
+		j.TimeLimitSignal = &TimeLimitSignal{Signal: get(tls, "signal").Value, SecondsBefore: optInt(get(tls, "seconds_before"), 0)}
+	}
 	return j
 }
 

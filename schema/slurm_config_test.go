@@ -182,7 +182,7 @@ func TestSlurmConfigProblems(t *testing.T) {
 		{"unknown top-level key with suggestion", head + "parnet: {}\n",
 			[]string{"f.yaml:5:1: parnet: unknown key (allowed: job_launcher, parent, runtime) (did you mean `parent`?)"}},
 		{"unknown nested key", head + "  pyhton_path: /x\n",
-			[]string{"f.yaml:5:3: job_launcher.pyhton_path: unknown key (allowed: cancel_timeout, executables, forward_env, image, internal_connection_security, internal_port, multi_node_port_range, parent_host, pending_timeout, poll_interval, python_path, query_timeout, sandbox, sbatch_directives, setup, submit_timeout) (did you mean `python_path`?)"}},
+			[]string{"f.yaml:5:3: job_launcher.pyhton_path: unknown key (allowed: cancel_timeout, executables, forward_env, image, internal_connection_security, internal_port, multi_node_port_range, parent_host, pending_timeout, poll_interval, python_path, query_timeout, sandbox, sbatch_directives, setup, submit_timeout, time_limit_signal) (did you mean `python_path`?)"}},
 		{"parent_host with a port", head + "  parent_host: login01:8102\n",
 			[]string{`f.yaml:5:16: job_launcher.parent_host: "login01:8102" is neither a host name nor an IPv6 address (the port is always internal_port) (set the host name or address compute nodes use to reach the parent)`}},
 		{"parent_host with a path", head + "  parent_host: login01/x\n",
@@ -270,11 +270,11 @@ func TestSlurmConfigProblems(t *testing.T) {
 			[]string{"f.yaml:5:33: job_launcher.internal_connection_security: must be one of mtls, clear (got \"tls\") (did you mean `mtls`?)"}},
 		{"timeouts", head + "  submit_timeout: 0\n  query_timeout: -1\n  cancel_timeout: .nan\n  poll_interval: .inf\n  pending_timeout: \"600\"\n",
 			[]string{
-				`f.yaml:5:19: job_launcher.submit_timeout: must be at least 1 (got 0)`,
-				`f.yaml:6:18: job_launcher.query_timeout: must be at least 1 (got -1)`,
+				`f.yaml:5:19: job_launcher.submit_timeout: must be at least 1 second (got 0)`,
+				`f.yaml:6:18: job_launcher.query_timeout: must be at least 1 second (got -1)`,
 				`f.yaml:7:19: job_launcher.cancel_timeout: must be a finite number (got .nan)`,
 				`f.yaml:8:18: job_launcher.poll_interval: must be a finite number (got .inf)`,
-				`f.yaml:9:20: job_launcher.pending_timeout: must be a number (got string)`,
+				`f.yaml:9:20: job_launcher.pending_timeout: must be a number, in seconds (got string)`,
 			}},
 		{"executables", head + "  executables:\n    sbatch: sbatch\n    srun: \"\"\n    mpirun: /x\n",
 			[]string{

@@ -28,6 +28,37 @@ func LoadStudyRuntime(path string) (*StudyRuntime, Problems) {
 	return loadStudyRuntime(path, ParseStudyRuntime)
 }
 
+// hostChecks says whether a study runtime is checked against this host:
+// that each study's container image is an existing regular file, as render
+// and launch require. validate runs them (or lists them as skipped with
+// --offline); the compiler checks the image itself at every launch, and
+// prepare does not look at study images (the file is re-read at launch).
+type hostChecks int
+
+const (
+	noHostChecks      hostChecks = iota // the compiler, prepare
+	hostChecksOn                        // validate
+	hostChecksOffline                   // validate --offline: each one skipped
+)
+
+// validateStudyRuntime is LoadStudyRuntime (or, for data that is not nil,
+// ParseStudyRuntime) with validate's host checks; it returns the problems
+// and the checks it skipped.
+func validateStudyRuntime(path string, data []byte, host hostChecks) (Problems, Problems) {
+	var skipped Problems
+	parse := func(file string, d []byte) (*StudyRuntime, Problems) {
+		sr, probs, sk := parseStudyRuntime(file, d, host)
+		skipped = sk
+		return sr, probs
+	}
+	if data != nil {
+		_, probs := parse(path, data)
+		return probs, skipped
+	}
+	_, probs := loadStudyRuntime(path, parse)
+	return probs, skipped
+}
+
 // loadStudyRuntime is LoadStudyRuntime with the parser as a parameter.
 func loadStudyRuntime(path string, parse func(string, []byte) (*StudyRuntime, Problems)) (*StudyRuntime, Problems) {
 	var legacy Problems
@@ -57,9 +88,17 @@ func loadStudyRuntime(path string, parse func(string, []byte) (*StudyRuntime, Pr
 
 // ParseStudyRuntime validates study_runtime.yaml content read from file.
 func ParseStudyRuntime(file string, data []byte) (*StudyRuntime, Problems) {
+	sr, probs, _ := parseStudyRuntime(file, data, noHostChecks)
+	return sr, probs
+}
+
+// parseStudyRuntime is ParseStudyRuntime with host checks; it also returns
+// the host checks it skipped (hostChecksOffline).
+func parseStudyRuntime(file string, data []byte, host hostChecks) (*StudyRuntime, Problems, Problems) {
 	t := parseTree(file, data)
+	t.studyHost = host
 	if t.root == nil {
-		return nil, t.result()
+		return nil, t.result(), nil
 	}
 	t.validateSchema(KindStudyRuntime, studyKeyHook, studyValueHook)
 	studies := get(t.root, "studies")
@@ -72,13 +111,13 @@ func ParseStudyRuntime(file string, data []byte) (*StudyRuntime, Problems) {
 		}
 	}
 	if probs := t.result(); probs != nil {
-		return nil, probs
+		return nil, probs, t.skipped
 	}
 	sr := &StudyRuntime{File: file, root: t.root}
 	for _, s := range pairs(studies) {
 		sr.Studies = append(sr.Studies, decodeStudy(s.name, s.val))
 	}
-	return sr, nil
+	return sr, nil, t.skipped
 }
 
 var studyNameRE = sync.OnceValue(func() *regexp.Regexp {
@@ -156,6 +195,7 @@ func (t *tree) checkStudy(name string, s *yaml.Node) {
 			t.add(problem.Schema, src, path+".source", fmt.Sprintf("%s is launcher-owned and cannot be a secret source", src.Value), launcherOwnedHint)
 		}
 	}
+	t.checkStudyImage(base, s)
 	sl := get(s, "slurm")
 	for _, key := range []string{"partition", "account", "qos"} {
 		t.checkNoSpace(get(sl, key), base+".slurm."+key)
@@ -196,6 +236,25 @@ func (t *tree) checkStudy(name string, s *yaml.Node) {
 			}
 		}
 		dests = append(dests, dest{clean, "secret mount " + p.name})
+	}
+}
+
+// checkStudyImage runs validate's host check of a study's container image
+// (t.studyHost): render and launch refuse an image that is not an existing
+// regular file on the host that compiles the job, so validate does too.
+func (t *tree) checkStudyImage(base string, s *yaml.Node) {
+	img := get(get(s, "container"), "image")
+	if t.studyHost == noHostChecks || !isString(img) || !strings.HasPrefix(img.Value, "/") || strings.ContainsAny(img.Value, "\x00\n\r") {
+		return // the schema reports a relative or multi-line path
+	}
+	path := base + ".container.image"
+	if t.studyHost == hostChecksOffline {
+		t.skip(img, path, CheckImageFile)
+		return
+	}
+	if msg := checkImageFile(img.Value); msg != "" {
+		t.add(problem.Rule, img, path, msg, "render and launch refuse a study whose image is missing: fix the path or copy the image there; "+
+			"validate --offline skips this check where the image is absent")
 	}
 }
 

@@ -65,6 +65,8 @@ type tree struct {
 	// skipped lists each one skipped.
 	offline bool
 	skipped Problems
+	// studyHost selects the host checks of a study runtime (validate's).
+	studyHost hostChecks
 	// once holds the problems addOnce reported.
 	once map[onceKey]bool
 	// embed places the document inside another file (ParseJobMetaIn).

@@ -101,7 +101,26 @@ type JobLauncher struct {
 	// whether the config set it (only then does prepare write it).
 	MultiNodePortRange    PortRange
 	MultiNodePortRangeSet bool
+	// TimeLimitSignal is the opt-in warning before the time limit (nil
+	// when unset): flare-slurm's runtime only.
+	TimeLimitSignal *TimeLimitSignal
 }
+
+// TimeLimitSignal asks Slurm to send Signal to the worker SecondsBefore
+// seconds before the job's time limit (sbatch --signal=B:SIG@SECONDS).
+type TimeLimitSignal struct {
+	Signal        string // USR1, USR2, TERM, INT, HUP or QUIT
+	SecondsBefore int    // 1..65535
+}
+
+// TimeLimitSignals are the signals time_limit_signal may name: those the
+// batch shell (the worker, by exec), Apptainer and srun (pyxis, node
+// groups) all pass on to the worker (the schema's enum).
+var TimeLimitSignals = []string{"USR1", "USR2", "TERM", "INT", "HUP", "QUIT"}
+
+// TimeLimitSignalKey is the job_launcher key (and launcher argument) of
+// the time-limit warning.
+const TimeLimitSignalKey = "time_limit_signal"
 
 // Parent is slurm.yaml's optional client-only parent block.
 type Parent struct {

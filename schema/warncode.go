@@ -14,6 +14,10 @@ const (
 	// WarnKitConfigName: a kit's slurm.yaml/slurm.yml that validate checks
 	// but prepare does not read by default.
 	WarnKitConfigName = "kit-config-name"
+	// WarnUnpairedConfig: validate was given Slurm configs and several
+	// kits, so it checked each config alone, not as prepare reads it with
+	// a kit.
+	WarnUnpairedConfig = "unpaired-config"
 	// WarnPrepareComponent: prepare replaces or removes a component of
 	// the kit's resources.json.default.
 	WarnPrepareComponent = "prepare-component"
@@ -28,6 +32,10 @@ const (
 	// WarnPrepareLocalKept: prepare kept a file a person wrote in the
 	// workspace's local/ (issue 25 item 2).
 	WarnPrepareLocalKept = "prepare-local-kept"
+	// WarnPrepareSecretCopy: prepare --check --exclude-secrets found
+	// secret files in the workspace copy it compared with (a copy
+	// published for CI should hold none).
+	WarnPrepareSecretCopy = "prepare-secret-copy"
 	// WarnPrepareStaging: the staging of the workspace left something to
 	// clean up by hand.
 	WarnPrepareStaging = "prepare-staging"
@@ -35,8 +43,9 @@ const (
 
 // WarningCodes lists every warning code, for --ignore-warning.
 var WarningCodes = []string{
-	WarnYAML11Reading, WarnKitConfigName, WarnPrepareComponent, WarnPrepareSnapshot,
-	WarnPrepareForce, WarnPrepareRootOwned, WarnPrepareImage, WarnPrepareStaging, WarnPrepareLocalKept,
+	WarnYAML11Reading, WarnKitConfigName, WarnUnpairedConfig, WarnPrepareComponent, WarnPrepareSnapshot,
+	WarnPrepareForce, WarnPrepareRootOwned, WarnPrepareImage, WarnPrepareSecretCopy, WarnPrepareStaging,
+	WarnPrepareLocalKept,
 }
 
 // IsWarningCode says whether code is one of WarningCodes.

@@ -16,15 +16,18 @@ package schema
 // every check and the compiler use.
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/big"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -291,11 +294,29 @@ func sameReading(r reading11, n *yaml.Node, asText bool) bool {
 // into text (compared as text). A file that does not parse has none: its
 // syntax problem is reported by the loader.
 func ReadingDifferences(file string, data []byte, textPaths func(path string) bool) Problems {
+	diffs := readingDifferences(file, data, textPaths)
+	if diffs == nil {
+		return nil
+	}
+	out := make(Problems, len(diffs))
+	for i, d := range diffs {
+		out[i] = d.problem
+	}
+	return out
+}
+
+// readingDiff is one reading difference and the plain scalar it is about.
+type readingDiff struct {
+	problem Problem
+	node    *yaml.Node
+}
+
+func readingDifferences(file string, data []byte, textPaths func(path string) bool) []readingDiff {
 	doc, err := decodeOne(data)
 	if err != nil || doc == nil || len(doc.Content) == 0 {
 		return nil
 	}
-	var out Problems
+	var out []readingDiff
 	var walk func(n *yaml.Node, path string)
 	check := func(n *yaml.Node, path string, isKey bool) {
 		// Style 0 is an untagged plain scalar: quoted, block and
@@ -345,7 +366,7 @@ func ReadingDifferences(file string, data []byte, textPaths func(path string) bo
 		default:
 			hint += numberHint(n)
 		}
-		out = append(out, Problem{Kind: problem.Schema, File: file, Line: n.Line, Column: n.Column, Path: path, Message: msg, Hint: hint, Code: WarnYAML11Reading})
+		out = append(out, readingDiff{Problem{Kind: problem.Schema, File: file, Line: n.Line, Column: n.Column, Path: path, Message: msg, Hint: hint, Code: WarnYAML11Reading}, n})
 	}
 	walk = func(n *yaml.Node, path string) {
 		switch n.Kind {
@@ -432,4 +453,66 @@ func ReadingWarnings(kind, path string) Problems {
 		out = append(out, ReadingDifferences(f, data, isStudyEnvValue)...)
 	}
 	return out
+}
+
+// Quoting is one plain scalar QuoteReadings quoted (or would quote).
+type Quoting struct {
+	Line, Column int
+	Path         string
+	From, To     string // the plain scalar as written, and quoted
+}
+
+// QuoteReadings rewrites a slurm.yaml or study_runtime.yaml (kind) so that
+// NVFlare's YAML 1.1 reader and this tool read it alike (flare-slurm fmt
+// --fix): each plain scalar ReadingDifferences reports is written quoted,
+// as written ("12:00:00", "yes", "0o17"), which both read as that text.
+// Nothing else changes, byte for byte: comments, order, indentation. A
+// scalar whose text cannot be found as written at its position (a plain
+// scalar folded over several lines) is left, and reported in left. Other
+// kinds, and text that does not parse, come back unchanged.
+func QuoteReadings(kind string, data []byte) (fixed []byte, done, left []Quoting) {
+	if kind != KindSlurmConfig && kind != KindStudyRuntime {
+		return data, nil, nil
+	}
+	diffs := readingDifferences("", data, isStudyEnvValue)
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	// Edit each line from its end, so that earlier columns stay valid.
+	sort.SliceStable(diffs, func(i, j int) bool {
+		a, b := diffs[i].node, diffs[j].node
+		return a.Line < b.Line || a.Line == b.Line && a.Column > b.Column
+	})
+	for _, d := range diffs {
+		n := d.node
+		q := Quoting{Line: n.Line, Column: n.Column, Path: d.problem.Path, From: n.Value, To: quoteYAML(n.Value)}
+		if n.Line < 1 || n.Line > len(lines) {
+			left = append(left, q)
+			continue
+		}
+		line := lines[n.Line-1]
+		at := byteOffset(line, n.Column-1)
+		if at < 0 || !bytes.HasPrefix(line[at:], []byte(n.Value)) || n.Value == "" {
+			left = append(left, q)
+			continue
+		}
+		edited := append(append(append([]byte{}, line[:at]...), q.To...), line[at+len(n.Value):]...)
+		lines[n.Line-1] = edited
+		done = append(done, q)
+	}
+	sort.Slice(done, func(i, j int) bool {
+		return done[i].Line < done[j].Line || done[i].Line == done[j].Line && done[i].Column < done[j].Column
+	})
+	return bytes.Join(lines, nil), done, left
+}
+
+// byteOffset is the byte offset of rune column col (0-based) in line, or -1.
+func byteOffset(line []byte, col int) int {
+	off := 0
+	for i := 0; i < col; i++ {
+		if off >= len(line) {
+			return -1
+		}
+		_, size := utf8.DecodeRune(line[off:])
+		off += size
+	}
+	return off
 }

@@ -11,7 +11,9 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/internal/bridge"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
+	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
+	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 	"github.com/flare-slurm/flare-slurm/runtime/site"
 	"github.com/flare-slurm/flare-slurm/schema"
 
@@ -67,7 +69,7 @@ func newBootstrapCheckCommand(a *app) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
+	bindWorkspace(a, cmd, &workspace, "prepared runtime workspace")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
 }
@@ -81,7 +83,7 @@ func openSite(ctx context.Context, a *app, workspace string, check bool) (*site.
 // openSiteEnv is openSite with the environment the workspace runs with.
 func openSiteEnv(ctx context.Context, a *app, workspace string, check bool, environ []string) (*site.Runtime, error) {
 	if workspace == "" {
-		return nil, usageErrorf("--workspace is required")
+		return nil, workspaceRequired()
 	}
 	if ctx == nil {
 		ctx = context.Background()
@@ -107,9 +109,31 @@ func openSiteEnv(ctx context.Context, a *app, workspace string, check bool, envi
 			return nil, given.err(failure(errcode.InvalidWorkspace, fmt.Sprintf("workspace %s is not a usable prepared workspace", workspace),
 				"pass the --output directory of 'flare-slurm prepare' and fix the problems listed", ps))
 		}
-		return nil, given.err(runtimeFailure(errcode.BootstrapFailed, err, "fix the workspace or the Slurm setup, then run 'flare-slurm bootstrap-check'"))
+		var ces scheduler.CommandErrors
+		if errors.As(err, &ces) {
+			return nil, given.err(failure(errcode.BootstrapFailed, fmt.Sprintf("%s of workspace %s cannot be used", plural(len(ces), "Slurm command"), workspace),
+				"fix each as its line says, then run "+bootstrapCommand(workspace), commandProblems(ces)))
+		}
+		return nil, given.err(runtimeFailure(errcode.BootstrapFailed, err, "fix the workspace or the Slurm setup, then run "+bootstrapCommand(workspace)))
 	}
 	return rt, nil
+}
+
+// bootstrapCommand is the bootstrap-check command line of a workspace, as a
+// hint names it, ready to paste.
+func bootstrapCommand(workspace string) string {
+	return "'flare-slurm bootstrap-check --workspace " + shell.Quote(workspace) + "'"
+}
+
+// commandProblems are the Slurm commands a workspace cannot use, one
+// problem each at the settings entry that names it.
+func commandProblems(ces scheduler.CommandErrors) schema.Problems {
+	ps := make(schema.Problems, 0, len(ces))
+	for _, ce := range ces {
+		ps = append(ps, schema.Problem{Kind: problem.Rule, File: ce.Settings, Path: "slurm_launcher.args.executables." + ce.Name,
+			Message: ce.Error(), Hint: ce.Fix()})
+	}
+	return ps
 }
 
 // runtimeFailure reports a runtime error with its own hint when it

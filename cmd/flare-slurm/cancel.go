@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
+	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 )
 
@@ -15,7 +16,7 @@ import (
 func newCancelCommand(a *app) *cobra.Command {
 	var t jobTarget
 	var allLive, cleanup bool
-	cmd := t.bind(&cobra.Command{
+	cmd := t.bind(a, &cobra.Command{
 		Use:   "cancel --workspace W (--job-id ID | --all-live)",
 		Short: "Abort a job: record a user abort, verify ownership, then scancel it",
 		Long: "cancel records a user abort in the job dir (so every wait reports 9 once the job ends),\n" +
@@ -45,7 +46,7 @@ func newCancelCommand(a *app) *cobra.Command {
 					"the abort stays recorded: a running wait (or any status) on this workspace sends scancel once squeue proves the job is ours", nil)
 			}
 			if err != nil {
-				return runtimeFailure(errcode.CancelFailed, err, "run cancel again; check the job with 'flare-slurm status' (and 'squeue --me') first")
+				return runtimeFailure(errcode.CancelFailed, err, "run cancel again; check the job with 'flare-slurm status --workspace "+shell.Quote(t.workspace)+" --job-id "+shell.Quote(t.jobID)+"' (and 'squeue --me') first")
 			}
 			return a.printStatus(st, t.asJSON)
 		},
@@ -67,7 +68,7 @@ func (a *app) cancelAllLive(cmd *cobra.Command, t jobTarget) error {
 	}
 	done, err := rt.Manager.TerminateLive(cmd.Context())
 	if err != nil {
-		return runtimeFailure(errcode.CancelFailed, err, "check the workspace with 'flare-slurm bootstrap-check'")
+		return runtimeFailure(errcode.CancelFailed, err, "check the workspace with "+bootstrapCommand(t.workspace))
 	}
 	var failed []string
 	for _, d := range done {
@@ -77,7 +78,7 @@ func (a *app) cancelAllLive(cmd *cobra.Command, t jobTarget) error {
 	}
 	if failed != nil {
 		return failure(errcode.CancelFailed, fmt.Sprintf("%d of %d live jobs could not be cancelled: %s", len(failed), len(done), strings.Join(failed, "; ")),
-			"run cancel --all-live again; check the jobs with 'flare-slurm status' (and 'squeue --me') first", nil)
+			"run cancel --all-live again; check the jobs with 'flare-slurm status --workspace "+shell.Quote(t.workspace)+" --all-live' (and 'squeue --me') first", nil)
 	}
 	if t.asJSON {
 		return a.printOK(map[string]any{"jobs": done})

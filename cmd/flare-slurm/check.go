@@ -97,7 +97,7 @@ func newCheckCommand(a *app) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
+	bindWorkspace(a, cmd, &workspace, "prepared runtime workspace")
 	f.StringVar(&study, "study", "", "run the probes as jobs of this study of local/study_runtime.yaml (its image, env, secrets, mounts, Slurm settings)")
 	f.IntVar(&nodes, "nodes", 0, "nodes the multi-node probe asks for (below 2: the probe is skipped)")
 	f.IntVar(&gpus, "gpus", 0, "GPUs per node the gpus probe asks for (0: the probe is skipped)")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/generator/compile"
 	"github.com/flare-slurm/flare-slurm/internal/bridge"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/runtime/check"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/schema"
@@ -19,6 +21,17 @@ import (
 // completionShells are the shells `flare-slurm completion` writes a
 // script for, each with cobra's generator.
 var completionShells = []string{"bash", "zsh", "fish", "powershell"}
+
+// bashCompletionNeeds starts the bash script: cobra's script needs the
+// bash-completion package (_get_comp_words_by_ref); without it completion
+// failed silently at the first Tab. Sourced without the package, the
+// script now says so on stderr and defines nothing (issue 28 item 7).
+const bashCompletionNeeds = `# flare-slurm completion for bash; it needs the bash-completion package.
+if ! declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
+    echo "flare-slurm: completion not enabled: it needs the bash-completion package (Debian, Ubuntu: apt install bash-completion; RHEL, Fedora: dnf install bash-completion), loaded before this script" >&2
+    return 0 2>/dev/null || exit 0
+fi
+`
 
 // newCompletionCommand builds `flare-slurm completion`.
 func newCompletionCommand(a *app) *cobra.Command {
@@ -31,7 +44,8 @@ and their values: the kinds of --kind, the schema names of 'schema', the job ids
 --job-id (read from the jobs of the --workspace given before it), directories for
 --workspace, --kit and --output, YAML files for --config and JSON files for --request.
 
-bash (needs the bash-completion package), in ~/.bashrc or once for all users:
+bash needs the bash-completion package (sourced without it, the script says so on
+stderr and enables nothing); in ~/.bashrc or once for all users:
 
     source <(flare-slurm completion bash)
     flare-slurm completion bash > /usr/share/bash-completion/completions/flare-slurm
@@ -54,6 +68,9 @@ The release tarballs carry the bash, zsh and fish scripts under share/ (docs/ins
 			root := cmd.Root()
 			switch args[0] {
 			case "bash":
+				if _, err := io.WriteString(a.stdout, bashCompletionNeeds); err != nil {
+					return err
+				}
 				return root.GenBashCompletionV2(a.stdout, !noDesc)
 			case "zsh":
 				if noDesc {
@@ -106,6 +123,10 @@ var flagCompletions = map[string]cobra.CompletionFunc{
 	"study":          cobra.NoFileCompletions, // a study name of the workspace: free text
 	"gpus":           cobra.NoFileCompletions, // a count
 	"nodes":          cobra.NoFileCompletions, // a count
+	"schema":         completeSchemaFlag,
+	"binary": func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return nil, cobra.ShellCompDirectiveDefault
+	}, // a file
 }
 
 // completeProbes offers check's probe names for the last element of a
@@ -175,6 +196,11 @@ func completeKinds(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Com
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
+// completeSchemaFlag offers the schema names for explain --schema.
+func completeSchemaFlag(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return completeSchemaNames(cmd, nil, toComplete)
+}
+
 // completeSchemaNames offers the schema names, with their titles, as the
 // one argument of `schema`.
 func completeSchemaNames(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
@@ -198,6 +224,9 @@ func completeSchemaNames(_ *cobra.Command, args []string, toComplete string) ([]
 // must never print errors into the user's command line.
 func completeJobIDs(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	ws, _ := cmd.Flags().GetString("workspace")
+	if ws == "" {
+		ws = workspace.FromEnv()
+	}
 	if ws == "" {
 		cobra.CompDebugln("--job-id completes from the jobs of the --workspace given before it", false)
 		return nil, cobra.ShellCompDirectiveNoFileComp

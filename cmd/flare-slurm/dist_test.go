@@ -15,6 +15,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"github.com/flare-slurm/flare-slurm/internal/clidoc"
+	"github.com/flare-slurm/flare-slurm/internal/notices"
 )
 
 // distPlatforms are the platforms make dist builds, with the ELF machine
@@ -126,7 +128,7 @@ func distFiles(t *testing.T, dir string) map[string]string {
 
 func sameTree(t *testing.T, a, b string) {
 	fa, fb := distFiles(t, a), distFiles(t, b)
-	want := []string{"SHA256SUMS"}
+	want := []string{"SHA256SUMS", "LICENSE", notices.FileName}
 	for _, p := range distPlatforms {
 		want = append(want, "flare-slurm-linux-"+p.goarch, "flare-slurm-linux-"+p.goarch+".tar.gz")
 	}
@@ -242,6 +244,20 @@ func checkTarballs(t *testing.T, dir string, commitTime time.Time) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Every module the shipped binary links has its notice.
+		info, err := buildinfo.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		shipped, err := os.ReadFile(filepath.Join(dir, notices.FileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range info.Deps {
+			if !bytes.Contains(shipped, []byte("\n"+d.Path+" "+d.Version)) {
+				t.Errorf("%s links %s %s, which %s has no notice for", name, d.Path, d.Version, notices.FileName)
+			}
+		}
 		f, err := os.Open(filepath.Join(dir, name+".tar.gz"))
 		if err != nil {
 			t.Fatal(err)
@@ -280,11 +296,17 @@ func checkTarballs(t *testing.T, dir string, commitTime time.Time) {
 			}
 			files[rel] = true
 			wantMode := int64(0o644)
-			if rel == "bin/flare-slurm" {
+			switch rel {
+			case "bin/flare-slurm":
 				wantMode = 0o755
 				data, _ := io.ReadAll(tr)
 				if !bytes.Equal(data, binary) {
 					t.Errorf("%s.tar.gz: bin/flare-slurm is not %s", name, name)
+				}
+			case "share/doc/flare-slurm/LICENSE", "share/doc/flare-slurm/" + notices.FileName:
+				data, _ := io.ReadAll(tr)
+				if repo, err := os.ReadFile(filepath.Join(repoRoot(), path.Base(rel))); err != nil || !bytes.Equal(data, repo) {
+					t.Errorf("%s.tar.gz: %s is not the repository's %s (%v)", name, rel, path.Base(rel), err)
 				}
 			}
 			if h.Mode != wantMode {
@@ -296,6 +318,7 @@ func checkTarballs(t *testing.T, dir string, commitTime time.Time) {
 			t.Errorf("%s.tar.gz entries are not in name order: %q", name, order)
 		}
 		want := append([]string{"bin/flare-slurm",
+			"share/doc/flare-slurm/LICENSE", "share/doc/flare-slurm/" + notices.FileName,
 			"share/bash-completion/completions/flare-slurm",
 			"share/zsh/site-functions/_flare-slurm",
 			"share/fish/vendor_completions.d/flare-slurm.fish"}, manPages...)

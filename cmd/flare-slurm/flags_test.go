@@ -19,7 +19,7 @@ func TestConsistentFlags(t *testing.T) {
 	// Commands that take a workspace, and commands that overwrite
 	// something they find.
 	workspace := map[string]bool{"prepare": true, "render": true, "launch": true, "status": true, "wait": true,
-		"cancel": true, "gc": true, "bootstrap-check": true, "check": true}
+		"cancel": true, "gc": true, "bootstrap-check": true, "check": true, "logs": true}
 	overwrites := map[string]bool{"prepare": true, "render": true}
 	seen := map[string]bool{}
 	for _, c := range root.Commands() {

@@ -28,7 +28,7 @@ func newGcCommand(a *app) *cobra.Command {
 			}
 			entries, err := rt.Manager.GC(cmd.Context(), yes)
 			if err != nil {
-				return runtimeFailure(errcode.GCFailed, err, "nothing was removed; check the Slurm commands with 'flare-slurm bootstrap-check' and run gc again")
+				return runtimeFailure(errcode.GCFailed, err, "nothing was removed; check the Slurm commands with "+bootstrapCommand(workspace)+" and run gc again")
 			}
 			if entries == nil {
 				entries = []manager.GCEntry{}
@@ -60,7 +60,7 @@ func newGcCommand(a *app) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
+	bindWorkspace(a, cmd, &workspace, "prepared runtime workspace")
 	cmd.Flags().BoolVar(&yes, "yes", false, "remove the job dirs confirmed finished (default: dry run)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd

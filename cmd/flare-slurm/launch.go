@@ -90,7 +90,7 @@ func newLaunchCommand(a *app) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&workspace, "workspace", "", "prepared runtime workspace (required)")
+	bindWorkspace(a, cmd, &workspace, "prepared runtime workspace")
 	cmd.Flags().StringVar(&request, "request", "", "launch request file, or - for standard input (required)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	cmd.Flags().BoolVar(&attach, "attach", false, "report the job instead of refusing or resubmitting it when this workspace runs it or ran it to a recorded result")

@@ -37,8 +37,12 @@ var subcommands = []func(*app) *cobra.Command{
 	newCancelCommand,
 	newCheckCommand,
 	newCompletionCommand,
+	newExplainCommand,
+	newFmtCommand,
 	newGcCommand,
+	newInitCommand,
 	newLaunchCommand,
+	newLogsCommand,
 	newPrepareCommand,
 	newRenderCommand,
 	newSchemaCommand,
@@ -82,9 +86,11 @@ func newRootCommand(a *app) *cobra.Command {
 		Long: `flare-slurm lets an HPC site run the job processes of an NVFlare federation as Slurm
 batch jobs.
 
-Site and study admins check their inputs, then build the runtime workspace:
+Site and study admins start, read and check their inputs, then build the runtime workspace:
 
-    flare-slurm validate slurm.yaml site-1/            # every problem at once
+    flare-slurm init site-1/ --output slurm.yaml       # a commented config for the kit
+    flare-slurm explain job_launcher.sandbox           # what one key means
+    flare-slurm validate --kit site-1/ slurm.yaml      # the pair, as prepare reads it
     flare-slurm prepare site-1 --config slurm.yaml     # the workspace the NVFlare parent starts from
 
 Reviewers see exactly what a job would run, without submitting it:
@@ -93,7 +99,7 @@ Reviewers see exactly what a job would run, without submitting it:
 
 The NVFlare parent, and operators, run, watch and stop jobs:
 
-    flare-slurm launch | status | wait | cancel --workspace W ...
+    flare-slurm launch | status | wait | cancel | logs --workspace W ...
     flare-slurm bootstrap-check --workspace W;  flare-slurm gc --workspace W
 
 Errors go to stderr as "flare-slurm: error: ..." and "flare-slurm: hint: ...". With --json,

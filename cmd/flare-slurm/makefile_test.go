@@ -1,6 +1,7 @@
 package main
 
 import (
+	"debug/elf"
 	"net"
 	"os"
 	"os/exec"
@@ -271,5 +272,29 @@ func TestSlurmTierPackages(t *testing.T) {
 	}
 	if found < 5 {
 		t.Fatalf("found %d test files of the Slurm tier; the search is broken", found)
+	}
+}
+
+// TestMakeBuildIsStatic: make build makes the static binary releases ship
+// (issue 28 item 7): no program interpreter, no dynamic section.
+func TestMakeBuildIsStatic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; -short leaves it out")
+	}
+	bin := filepath.Join(t.TempDir(), "flare-slurm")
+	cmd := exec.Command("make", "--no-print-directory", "build", "BIN="+bin)
+	cmd.Dir = repoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make build: %v\n%s", err, out)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
+			t.Errorf("make build made a dynamic binary (%v): releases are static", p.Type)
+		}
 	}
 }

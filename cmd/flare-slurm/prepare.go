@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -18,7 +19,9 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/bridge"
 	"github.com/flare-slurm/flare-slurm/internal/cireport"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
+	"github.com/flare-slurm/flare-slurm/internal/problem"
 	"github.com/flare-slurm/flare-slurm/internal/visible"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // newPrepareCommand builds `flare-slurm prepare`.
@@ -63,8 +66,11 @@ YAML 1.1 reader reads differently (an unquoted 12:00:00, yes, 0o17) is a
 warning; --strict makes it an error.
 --launcher flare-slurm names the flare-slurm launcher bridge instead of
 NVFlare's Slurm launcher: prepare writes local/custom/flare_slurm_bridge.py
-and records the absolute path of this binary, which the parent then calls
-for every job (docs/nvflare-bridge.md). Without it the workspace is the one
+and records the absolute path of the flare-slurm binary the parent then
+calls for every job (docs/nvflare-bridge.md): --binary PATH as given, else
+the path this binary was run as, symlinks kept (an upgrade that retargets
+a symlink or a "current" directory needs no new prepare; give --binary
+for --check --against on another host). Without it the workspace is the one
 'nvflare deploy prepare' writes; give the same --launcher to --check.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
@@ -85,8 +91,8 @@ for every job (docs/nvflare-bridge.md). Without it the workspace is the one
 				return err
 			}
 			switch {
-			case workspaceFlag != "" && opts.Output != "" && workspaceFlag != opts.Output:
-				return usageErrorf("--workspace and --output name the same directory (--output is NVFlare's spelling): give one")
+			case workspaceFlag != "" && opts.Output != "" && !sameArgPath(workspaceFlag, opts.Output):
+				return usageErrorf("--workspace %s and --output %s name different directories, but they are one flag (--output is NVFlare's spelling): give one", workspaceFlag, opts.Output)
 			case workspaceFlag != "":
 				opts.Output = workspaceFlag
 			}
@@ -95,6 +101,12 @@ for every job (docs/nvflare-bridge.md). Without it the workspace is the one
 			}
 			if against != "" && !check {
 				return usageErrorf("--against needs --check: it names the copy of the workspace a drift check compares with")
+			}
+			if opts.Binary != "" && opts.Launcher != bridge.LauncherFlareSlurm {
+				return usageErrorf("--binary needs --launcher %s: only the flare-slurm launcher bridge calls a binary", bridge.LauncherFlareSlurm)
+			}
+			if opts.ExcludeSecrets && !check {
+				return usageErrorf("--exclude-secrets needs --check: prepare never writes a workspace without its secret files")
 			}
 			if against != "" && opts.Output == "" {
 				return usageErrorf("--against needs --output: the path the workspace is deployed at, which its files name")
@@ -146,8 +158,10 @@ for every job (docs/nvflare-bridge.md). Without it the workspace is the one
 	f.BoolVar(&opts.Strict, "strict", false, "treat values that NVFlare's YAML 1.1 reader reads differently as errors, not warnings")
 	bindIgnoreWarning(cmd, &opts.IgnoreWarnings)
 	f.StringVar(&opts.Launcher, "launcher", bridge.LauncherNVFlare, "the job launcher the workspace names: nvflare (NVFlare's own Slurm launcher) or flare-slurm (the parent hands its jobs to this binary)")
+	f.StringVar(&opts.Binary, "binary", "", "with --launcher flare-slurm, the absolute `PATH` of the flare-slurm binary the parent runs, recorded as given (default: the path this binary was run as, symlinks kept)")
 	f.BoolVar(&check, "check", false, "write nothing; print a diff and exit 3 if the workspace differs")
 	f.StringVar(&against, "against", "", "with --check, compare with the copy of the workspace in `DIR` (rendered for --output, the deployed path)")
+	f.BoolVar(&opts.ExcludeSecrets, "exclude-secrets", false, "with --check, leave secret files (private keys, secret.env, unknown startup files) out on both sides: the kit and the copy may lack them")
 	return cmd
 }
 
@@ -173,6 +187,9 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 	if err != nil {
 		return prepareFailure(err)
 	}
+	for _, w := range drift.Warnings {
+		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", visible.Lines(newGivenPaths(opts.Kit, opts.Config, opts.Output, against).text(w)))
+	}
 	compared, forPath := ws.Output, ""
 	if against != "" {
 		compared, forPath = against, " for "+ws.Output
@@ -187,6 +204,7 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 			return err
 		}
 	}
+	skipped := excludedSecrets(drift, compared, opts.ExcludeSecrets)
 	if len(drift.Changes) == 0 {
 		switch format {
 		case "json":
@@ -194,9 +212,15 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 			if against != "" {
 				data["against"] = against
 			}
+			if opts.ExcludeSecrets {
+				data["skipped"] = skipped
+			}
 			return a.printOK(data)
 		case "sarif":
 			return a.writeSARIF(nil, nil)
+		}
+		for _, s := range skipped {
+			fmt.Fprintf(a.stderr, "flare-slurm: skipped: %s\n", s.String())
 		}
 		fmt.Fprintf(a.stdout, "%s is up to date%s\n", compared, forPath)
 		return nil
@@ -211,7 +235,32 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 	return &cliError{exit: exitDrift, Code: errcode.Drift,
 		Message:  fmt.Sprintf("workspace %s differs from what prepare would produce%s (%d change(s))", compared, forPath, len(drift.Changes)),
 		Hint:     hint,
-		Problems: drift.Problems()}
+		Problems: drift.Problems(),
+		Skipped:  skipped}
+}
+
+// excludedSecrets are the secret files a --check --exclude-secrets did not
+// compare, as "skipped" lines (like validate --offline's): names only,
+// never content or a digest. nil without --exclude-secrets, else a list
+// (maybe empty) for --json.
+func excludedSecrets(d *prepare.Drift, compared string, exclude bool) schema.Problems {
+	if !exclude {
+		return nil
+	}
+	out := schema.Problems{}
+	for _, e := range d.Excluded {
+		out = append(out, schema.Problem{Kind: problem.Drift, File: filepath.Join(compared, filepath.FromSlash(e.Path)),
+			Message: "secret file not compared (--exclude-secrets)"})
+	}
+	return out
+}
+
+// sameArgPath says whether two path arguments name one path once made
+// absolute and cleaned (ws, ./ws and $PWD/ws do).
+func sameArgPath(a, b string) bool {
+	absA, errA := filepath.Abs(a)
+	absB, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && absA == absB
 }
 
 func prepareFailure(err error) error {

@@ -51,6 +51,18 @@ func TestReadmeQuickStart(t *testing.T) {
 		}
 		for i, a := range args {
 			args[i] = strings.ReplaceAll(a, "/tmp/", tmp+"/")
+			// a request names its workspace's paths: move them too
+			if i > 0 && args[i-1] == "--request" && a != "-" {
+				data, err := os.ReadFile(a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				moved := filepath.Join(tmp, "request-"+filepath.Base(a))
+				if err := os.WriteFile(moved, bytes.ReplaceAll(data, []byte("/tmp/"), []byte(tmp+"/")), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				args[i] = moved
+			}
 		}
 		var stdout, stderr bytes.Buffer
 		if code := Main(args[1:], strings.NewReader(""), &stdout, &stderr); code != 0 {

@@ -54,7 +54,7 @@ func newRenderCommand(a *app) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&workspace, "workspace", "", "prepared workspace (the --output of prepare)")
+	bindWorkspace(a, cmd, &workspace, "prepared workspace (the --output of prepare)")
 	f.StringVar(&request, "request", "", "launch request JSON file, or - for standard input")
 	f.StringVar(&output, "output", "", "directory to write the review files into (created if missing)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")

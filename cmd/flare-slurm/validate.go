@@ -28,7 +28,7 @@ type validatedFile struct {
 func newValidateCommand(a *app) *cobra.Command {
 	var kind, site, junit, kitDir string
 	var ignoreWarnings []string
-	var strict, offline bool
+	var strict, offline, excludeSecrets bool
 	var format formatFlags
 	cmd := &cobra.Command{
 		Use:   "validate [--kind slurm-config|study-runtime|job-meta|kit] [--kit KIT] [--site NAME] [--format text|json|github|sarif] [--junit FILE] PATH...",
@@ -46,7 +46,9 @@ default) and a slurm.yaml or slurm.yml (with a warning: prepare reads
 config.yaml unless given --config).
 --kit KIT checks each PATH as the Slurm config of KIT, as 'prepare KIT
 --config PATH' would (a parent block on a server kit is refused); without
-PATH it checks KIT/config.yaml.
+PATH it checks KIT/config.yaml. Without --kit, one kit among the PATHs is
+paired the same way with every Slurm config beside it (with several kits
+each config is checked alone, with an unpaired-config warning).
 --site selects the site whose reading of a job meta is checked (the top level,
 launcher_spec.default, launcher_spec.SITE and resource_spec.SITE); without it
 every site the meta names (and default) is.
@@ -64,10 +66,13 @@ are booleans there, an env value 0o17 is text there and 15 here. Every plain
 value the two read differently is a warning, with the quoted spelling to
 use; --strict makes those warnings errors (use it in CI).
 
---offline skips every check that needs this host (that a container image
-file exists) and lists each skipped check ("skipped:" lines on stderr, a
+--offline skips every check that needs this host (that the site's and each
+study's container image file exists) and lists each skipped check ("skipped:" lines on stderr, a
 "skipped" list with --json); everything else still runs. Use it where the
 image is absent (a CI runner, a laptop); prepare always runs the host checks.
+--exclude-secrets accepts a kit without its private key (a CI repository
+that holds no secret material) and lists that check as skipped, as
+'prepare --check --exclude-secrets' does.
 Exit status: 0 valid, 1 invalid, 2 usage error.`,
 		RunE: func(cmd *cobra.Command, paths []string) error {
 			outFormat, err := format.resolve()
@@ -98,12 +103,19 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 			if len(slices.DeleteFunc(slices.Clone(paths), func(p string) bool { return p != "-" })) > 1 {
 				return usageErrorf("'-' (standard input) can be given once")
 			}
+			// One kit among the PATHs pairs with the Slurm configs beside
+			// it: each is checked as 'prepare KIT --config PATH' reads it.
+			pairKit, kitPaths := kitDir, givenKits(paths, kind)
+			if pairKit == "" && len(kitPaths) == 1 {
+				pairKit = kitPaths[0]
+			}
+			var unpaired []string // configs checked alone: several kits given
 			var files []validatedFile
 			var all, warnings, skipped schema.Problems
 			var cases []cireport.Case
 			bad := map[string]bool{}
 			schemas := map[string]bool{} // schemas that describe a key or value with a problem
-			opts := schema.ValidateOptions{Site: site, Offline: offline}
+			opts := schema.ValidateOptions{Site: site, Offline: offline, ExcludeSecrets: excludeSecrets}
 			for _, p := range paths {
 				// A path of "-" is standard input, named <stdin>.
 				var data []byte
@@ -154,10 +166,23 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 						ws = schema.ReadingWarnings(k, p)
 					}
 					ws = append(ws, schema.ReadingWarnings(schema.KindStudyRuntime, filepath.Join(kitDir, "local", schema.StudyRuntimeFile))...)
+				case k == schema.KindSlurmConfig && pairKit != "":
+					probs, sk = schema.ValidateConfigForKit(pairKit, name, data, opts)
+					if data != nil {
+						ws = schema.ReadingWarningsData(k, name, data)
+					} else {
+						ws = schema.ReadingWarnings(k, p)
+					}
 				case data != nil:
+					if k == schema.KindSlurmConfig && len(kitPaths) > 1 {
+						unpaired = append(unpaired, name)
+					}
 					probs, sk = schema.ValidateData(k, name, data, opts)
 					ws = schema.ReadingWarningsData(k, name, data)
 				default:
+					if k == schema.KindSlurmConfig && len(kitPaths) > 1 {
+						unpaired = append(unpaired, name)
+					}
 					probs, sk = schema.ValidateWith(k, p, opts)
 					ws = schema.ReadingWarnings(k, p)
 					if k == schema.KindKit {
@@ -183,6 +208,11 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 				}
 				all = append(all, probs...)
 				files = append(files, validatedFile{Path: name, Kind: k, Valid: probs == nil})
+			}
+			for _, u := range unpaired {
+				warnings = append(warnings, schema.Problem{Kind: problem.Rule, File: u, Code: schema.WarnUnpairedConfig,
+					Message: fmt.Sprintf("is checked alone: %d kits were given, so it is not checked against one", len(kitPaths)),
+					Hint:    "run 'flare-slurm validate --kit KIT " + u + "' to check it as 'prepare KIT --config " + u + "' reads it"})
 			}
 			if junit != "" {
 				if err := writeJUnit(junit, "flare-slurm validate", cases); err != nil {
@@ -219,7 +249,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 			switch outFormat {
 			case "json":
 				data := map[string]any{"files": files, "warnings": warnings}
-				if offline {
+				if offline || excludeSecrets {
 					if skipped == nil {
 						skipped = schema.Problems{}
 					}
@@ -244,10 +274,26 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 	format.bind(cmd)
 	cmd.Flags().StringVar(&junit, "junit", "", "also write a JUnit XML report to `FILE` (one test case per PATH)")
 	cmd.Flags().BoolVar(&offline, "offline", false, "skip the checks that need this host (the image file) and list each one skipped")
+	cmd.Flags().BoolVar(&excludeSecrets, "exclude-secrets", false, "accept a kit without its private key (a CI repository holds none) and list that check as skipped")
 	cmd.Flags().StringVar(&kitDir, "kit", "", "check each PATH as the Slurm config of this startup `KIT`, as prepare would (default PATH: KIT/config.yaml)")
 	cmd.Flags().BoolVar(&strict, "strict", false, "treat values that NVFlare's YAML 1.1 reader reads differently as errors, not warnings")
 	bindIgnoreWarning(cmd, &ignoreWarnings)
 	return cmd
+}
+
+// givenKits are the PATHs that are startup kits (directories), unless
+// --kind names another kind.
+func givenKits(paths []string, kind string) []string {
+	if kind != "" && kind != schema.KindKit {
+		return nil
+	}
+	var kits []string
+	for _, p := range paths {
+		if p != "-" && schema.IsKitPath(p) {
+			kits = append(kits, p)
+		}
+	}
+	return kits
 }
 
 // stdinName names standard input (a PATH of "-") in problems and results.

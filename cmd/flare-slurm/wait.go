@@ -18,12 +18,15 @@ const memoryReleaseInterval = 5 * time.Second
 // newWaitCommand builds `flare-slurm wait`.
 func newWaitCommand(a *app) *cobra.Command {
 	var t jobTarget
-	return t.bind(&cobra.Command{
+	return t.bind(a, &cobra.Command{
 		Use:   "wait --workspace W --job-id ID",
 		Short: "Poll a job until it ends and print its NVFlare return code",
 		Long: "wait polls once per poll interval (±10 %) until the job is terminal, prints the result and\n" +
 			"exits with the job's NVFlare return code: 0 on success, otherwise non-zero (1, 9, 101-104).\n" +
-			"Any number of wait processes on one workspace share one squeue per poll interval.",
+			"Any number of wait processes on one workspace share one squeue per poll interval.\n" +
+			"While the job is pending, wait says on stderr why, each time Slurm's reason changes\n" +
+			"(Priority, Resources, QOSMaxJobsPerUser, ...), with how long it has waited of its\n" +
+			"pending timeout.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// A wait lives as long as its job, one process per job:
@@ -34,7 +37,7 @@ func newWaitCommand(a *app) *cobra.Command {
 				return err
 			}
 			procmem.ReleaseEvery(cmd.Context(), memoryReleaseInterval)
-			st, err := h.Wait(cmd.Context())
+			st, err := h.WaitReporting(cmd.Context(), a.pendingReporter())
 			if err != nil {
 				return runtimeFailure(errcode.WaitFailed, err, "the job was not changed; run wait again to keep watching it")
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"github.com/flare-slurm/flare-slurm/internal/slurmenv"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 	"github.com/flare-slurm/flare-slurm/templates"
 
@@ -268,11 +269,14 @@ func (p *Plan) SbatchArgv() []string {
 	if res.MemPerNodeMiB != nil {
 		argv = append(argv, "--mem="+strconv.Itoa(*res.MemPerNodeMiB)+"M")
 	}
+	if v.TimeLimitSignal != "" {
+		argv = append(argv, "--signal="+v.TimeLimitSignal)
+	}
 	for _, d := range v.Directives {
 		argv = append(argv, "--"+d.Key+"="+d.Value)
 	}
 	return append(argv, "--job-name="+v.JobName, "--comment="+v.Comment,
-		"--output="+schema.SlurmFilename(v.RunDir)+"/slurm-%j.out", filepath.Join(v.JobDir, batchFile))
+		"--output="+schema.SlurmFilename(v.RunDir)+"/"+workspace.SlurmOutputPattern, filepath.Join(v.JobDir, batchFile))
 }
 
 // ScrubSchedulerEnv returns base ("NAME=value" entries) without the

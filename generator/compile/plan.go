@@ -52,6 +52,9 @@ type PlanView struct {
 	PythonEnv       string      `json:"pythonpath"`
 	Setup           string      `json:"setup"`
 	Directives      []Directive `json:"directives"`
+	// TimeLimitSignal is sbatch's --signal value (B:USR1@120) when the
+	// site asks for a warning before the time limit, else "".
+	TimeLimitSignal string      `json:"time_limit_signal,omitempty"`
 	Resources       Resources   `json:"resources"`
 	Env             []EnvVar    `json:"env"`
 	SecretEnv       []SecretRef `json:"secret_env"`

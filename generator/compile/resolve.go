@@ -82,7 +82,17 @@ func (r *resolver) reqProblem(path, msg, hint string) {
 	r.ps = append(r.ps, r.req.problem(problem.Rule, path, msg, hint))
 }
 
+// wsProblem is a problem of the workspace's launcher settings. Their file
+// is generated: when it is prepare's resources.json.default, the hint
+// sends the operator to slurm.yaml, where the setting is owned.
 func (r *resolver) wsProblem(path, msg, hint string) {
+	if fix := workspace.SettingsFix(r.ws.ResourcesFile, path); fix != "" {
+		if hint == "" {
+			hint = fix
+		} else {
+			hint += "; " + fix
+		}
+	}
 	r.ps = append(r.ps, schema.Problem{Kind: problem.Rule, File: r.ws.ResourcesFile, Path: "slurm_launcher.args." + path, Message: msg, Hint: hint})
 }
 
@@ -133,6 +143,7 @@ func resolve(ws *workspace.Prepared, req *Request, env Environ, review bool) (*P
 	}
 	v.RunDir = r.runDir()
 	v.AppDir = filepath.Join(v.RunDir, AppDirName(req.Role, req.Site))
+	r.requestPaths(v.AppDir)
 
 	rt := r.loadStudyRuntime()
 	p.workspaceSecrets = rt.SecretEnvNames()
@@ -218,6 +229,45 @@ func (r *resolver) runDir() string {
 		}
 	}
 	return dir
+}
+
+// requestPaths checks that the paths the request hands the worker name
+// this workspace (issue 28 item 5): job_args.workspace (-m) is the
+// workspace, a client's startup_dir (-w) its startup/, a server's app_root
+// the job's app folder. NVFlare's parent passes the paths of the workspace
+// it runs in; a request made for another workspace would bind this one
+// and run the worker against that one.
+func (r *resolver) requestPaths(appDir string) {
+	want := map[string]string{
+		"workspace":   r.ws.Root,
+		"startup_dir": filepath.Join(r.ws.Root, "startup"),
+		"app_root":    appDir,
+	}
+	for _, name := range []string{"workspace", "startup_dir", "app_root"} {
+		pair, ok := r.req.JobArgs[name]
+		if !ok || r.req.badArg[name] {
+			continue
+		}
+		got := pair[1]
+		switch {
+		case !filepath.IsAbs(got):
+			r.reqProblem("job_args."+name, fmt.Sprintf("%q is not an absolute path (the worker runs in its run directory)", got),
+				"the NVFlare parent passes absolute paths of the workspace it runs in")
+		case !r.samePath(got, want[name]):
+			r.reqProblem("job_args."+name, fmt.Sprintf("%s is not in this workspace: it must be %s", got, want[name]),
+				"the request was made for another workspace: render or launch it with that --workspace, or write this workspace's paths into job_args")
+		}
+	}
+}
+
+// samePath says whether path names want: equal once cleaned, or once its
+// symlinks are resolved (want is a real path; a parent may reach the
+// workspace through a symlink).
+func (r *resolver) samePath(path, want string) bool {
+	if filepath.Clean(path) == want {
+		return true
+	}
+	return realPathFrom("/", path, r.paths) == realPathFrom("/", want, r.paths)
 }
 
 // loadStudyRuntime re-reads local/study_runtime.yaml (contract §5).
@@ -325,6 +375,11 @@ func (r *resolver) effective(p *Plan, meta *schema.JobMeta) {
 			r.reqProblem(jobPath("time"), "must not contain whitespace", "")
 		}
 		eff["time"] = meta.Slurm.Time
+	}
+	if t := r.ws.Launcher.TimeLimitSignal; t != nil {
+		// B: the batch shell, which is the worker (exec), Apptainer or
+		// srun; each passes the signal on to the worker.
+		v.TimeLimitSignal = fmt.Sprintf("B:%s@%d", t.Signal, t.SecondsBefore)
 	}
 	v.Directives = []Directive{}
 	for _, key := range schema.DirectiveKeys {

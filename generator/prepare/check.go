@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -53,6 +54,33 @@ type Drift struct {
 	Output  string
 	Changes []Change
 	Text    string
+	// Excluded are the secret files a check with Options.ExcludeSecrets
+	// left out (never compared, never shown), sorted by path.
+	Excluded []ExcludedSecret
+	// Warnings are "text [code]" lines, as Result.Warnings: a copy that
+	// holds secret files although the check excludes them.
+	Warnings []string
+}
+
+// ExcludedSecret is one secret file a drift check did not compare.
+type ExcludedSecret struct {
+	Path string `json:"path"` // slash path relative to the workspace
+	// InCopy says that the compared workspace (the copy given to
+	// --against, or the workspace itself) holds the file: a copy
+	// published for CI should not.
+	InCopy bool `json:"in_copy"`
+}
+
+// SecretsInCopy lists the excluded secret files the compared directory
+// holds, as paths under it.
+func (d *Drift) SecretsInCopy() []string {
+	var out []string
+	for _, e := range d.Excluded {
+		if e.InCopy {
+			out = append(out, filepath.Join(d.Output, filepath.FromSlash(e.Path)))
+		}
+	}
+	return out
 }
 
 // Problems returns the changes as problems naming the workspace file, for
@@ -121,10 +149,25 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 		d.Changes = append(d.Changes, Change{Path: p, Kind: kind, Detail: fmt.Sprintf(format, args...)})
 	}
 	base := path.Base(filepath.ToSlash(dir))
+	for _, p := range w.absentSecrets {
+		_, exists := disk.entries[p]
+		delete(disk.entries, p)
+		d.Excluded = append(d.Excluded, ExcludedSecret{Path: p, InCopy: exists})
+	}
 	for _, f := range w.Files {
 		have, exists := disk.entries[f.Path]
 		delete(disk.entries, f.Path)
 		display := visible.Quote(path.Join(base, f.Path))
+		if w.excludeSecrets && !f.Dir {
+			excluded, err := w.excluded(f, disk, have, exists)
+			if err != nil {
+				return nil, err
+			}
+			if excluded {
+				d.Excluded = append(d.Excluded, ExcludedSecret{Path: f.Path, InCopy: exists})
+				continue
+			}
+		}
 		switch {
 		case !exists && f.Dir:
 			add(f.Path, Added, "directory would be added")
@@ -186,6 +229,10 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 		if err != nil {
 			return nil, err
 		}
+		if old.secret && w.excludeSecrets {
+			d.Excluded = append(d.Excluded, ExcludedSecret{Path: p, InCopy: true})
+			continue
+		}
 		if old.secret {
 			add(p, Removed, "secret file would be removed (sha256 %s)", old.short())
 			fmt.Fprintf(&text, "Secret file only in %s: %s (sha256 %s; content not shown)\n", visible.Quote(filepath.Join(dir, filepath.FromSlash(path.Dir(p)))), visible.Quote(path.Base(p)), old.short())
@@ -195,7 +242,38 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 		writeDiff(&text, display, old, sample{}, true, false)
 	}
 	d.Text = text.String()
+	sort.Slice(d.Excluded, func(i, j int) bool { return workspace.StagingPathLess(d.Excluded[i].Path, d.Excluded[j].Path) })
+	if in := d.SecretsInCopy(); len(in) > 0 && !slices.Contains(w.ignore, schema.WarnPrepareSecretCopy) {
+		d.Warnings = append(d.Warnings, fmt.Sprintf("%s holds %d secret file(s) (%s): not read into the report, but a copy published for a drift check "+
+			"should hold none; publish the workspace without them (docs/prepare.md) [%s]",
+			dir, len(in), strings.Join(in, ", "), schema.WarnPrepareSecretCopy))
+	}
 	return d, nil
+}
+
+// excluded says whether a check that excludes secrets leaves the rendered
+// file f out: it is secret by its path, or by its content on either side
+// (a private key in a file whose name looks public). Only the
+// classification is kept of what is read.
+func (w *Workspace) excluded(f *File, disk *diskTree, have diskEntry, exists bool) (bool, error) {
+	if secretFile(f.Path) {
+		return true, nil
+	}
+	want, err := w.sample(f)
+	if err != nil {
+		return false, err
+	}
+	if want.secret {
+		return true, nil
+	}
+	if exists && have.mode.IsRegular() {
+		old, err := disk.sample(f.Path, have)
+		if err != nil {
+			return false, err
+		}
+		return old.secret, nil
+	}
+	return false, nil
 }
 
 // diffFile compares the regular file f with its copy on disk (have).

@@ -39,14 +39,23 @@ type Options struct {
 	// refusing it: for a drift check of a deployed workspace from another
 	// host (prepare --check --against). Render only; Run ignores it.
 	ImageAsWritten bool
+	// ExcludeSecrets leaves secret files (secretFile, holdsPrivateKey) out
+	// of a drift check on both sides, so that it needs no secret
+	// material: the kit may lack its private key, the compared copy may
+	// lack every secret file, and neither side's secret content is read
+	// into a result (only the paths are listed). Render and Diff only; Run
+	// refuses it.
+	ExcludeSecrets bool
 	// Launcher is the job launcher the workspace names (bridge.Launchers):
 	// "" or bridge.LauncherNVFlare for NVFlare's own Slurm launcher (the
 	// workspace is byte-equal to NVFlare's prepare), bridge.LauncherFlareSlurm
 	// for the bridge that hands the parent's jobs to flare-slurm.
 	Launcher string
 	// Binary is the absolute path of the flare-slurm binary the bridge
-	// calls; "" means this binary (bridge.Executable). Only with
-	// Launcher bridge.LauncherFlareSlurm.
+	// calls, recorded as given (cleaned, symlinks kept: a stable path such
+	// as .../flare-slurm/current/bin/flare-slurm survives upgrades); ""
+	// means the path this binary was run as (bridge.Executable). Only
+	// with Launcher bridge.LauncherFlareSlurm.
 	Binary string
 
 	// euid is the effective user id Run checks for root (os.Geteuid when
@@ -131,6 +140,7 @@ func errorf(code, hint, format string, args ...any) *Error {
 // directory behind.
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	opts.ImageAsWritten = false
+	opts.ExcludeSecrets = false // a workspace is never written without its kit's key
 	ws, err := Render(opts)
 	if err != nil {
 		return nil, err

@@ -78,6 +78,11 @@ type Workspace struct {
 	// carried are the local/ files carried over from the existing
 	// workspace (local.go).
 	carried []carried
+	// excludeSecrets is Options.ExcludeSecrets: Diff leaves secret files
+	// out on both sides. absentSecrets are the kit's secret files it
+	// lacks (its leaf key), which Diff lists as not compared.
+	excludeSecrets bool
+	absentSecrets  []string
 }
 
 // File returns the entry at slash path p, or nil.
@@ -152,7 +157,7 @@ func Render(opts Options) (*Workspace, error) {
 	// Config, then kit; every problem of both is reported at once.
 	if opts.Config == "" {
 		if _, err := os.Lstat(configPath); errors.Is(err, fs.ErrNotExist) {
-			_, kitProblems := schema.LoadKit(kit)
+			_, kitProblems := loadKit(kit, opts)
 			hint := "give the Slurm config with --config FILE (or put it at KIT/config.yaml); nothing was written"
 			// a slurm.yaml in the kit is what the user meant: name it
 			if cfgs := schema.KitConfigs(kit); len(cfgs) > 0 {
@@ -171,7 +176,7 @@ func Render(opts Options) (*Workspace, error) {
 	} else {
 		cfg, cfgProblems = schema.LoadSlurmConfig(configPath)
 	}
-	k, kitProblems := schema.LoadKit(kit)
+	k, kitProblems := loadKit(kit, opts)
 	if len(cfgProblems) > 0 || len(kitProblems) > 0 {
 		problems := append(append(schema.Problems{}, cfgProblems...), kitProblems...)
 		if len(cfgProblems) > 0 {
@@ -198,6 +203,13 @@ func Render(opts Options) (*Workspace, error) {
 		return nil, errorf(errcode.InvalidKit, "use a server or client startup kit", "%s is a %s kit; prepare supports server and client kits only", kit, k.Role)
 	}
 	jl := cfg.JobLauncher
+	if jl.TimeLimitSignal != nil && opts.Launcher != bridge.LauncherFlareSlurm {
+		p := schema.Problem{Kind: problem.Rule, File: cfg.File, Path: "job_launcher." + schema.TimeLimitSignalKey,
+			Message: "is a setting of flare-slurm's runtime: NVFlare's own Slurm launcher does not take it (its parent would not start)",
+			Hint:    "prepare with --launcher flare-slurm, or remove time_limit_signal"}
+		return nil, &Error{Code: errcode.InvalidInput, Problems: schema.Problems{p},
+			Message: fmt.Sprintf("%s cannot be used with --launcher %s", configPath, bridge.LauncherNVFlare), Hint: hintFixProblems}
+	}
 	var imageWarning string
 	if jl.Sandbox != schema.SandboxNone {
 		real, err := schema.ImageRealPath(jl.Image)
@@ -218,7 +230,13 @@ func Render(opts Options) (*Workspace, error) {
 		return nil, err
 	}
 
-	w := &Workspace{Output: output, Kit: kit, index: map[string]*File{}, force: opts.Force, ignore: opts.IgnoreWarnings}
+	w := &Workspace{Output: output, Kit: kit, index: map[string]*File{}, force: opts.Force, ignore: opts.IgnoreWarnings,
+		excludeSecrets: opts.ExcludeSecrets}
+	if key := schema.LeafKeyFile(k.Role); opts.ExcludeSecrets {
+		if _, err := os.Lstat(filepath.Join(kit, filepath.FromSlash(key))); errors.Is(err, fs.ErrNotExist) {
+			w.absentSecrets = append(w.absentSecrets, key)
+		}
+	}
 	for _, r := range problem.Cap(readings) {
 		w.warnf(schema.WarnYAML11Reading, "%s", r.String())
 	}
@@ -301,6 +319,9 @@ func Render(opts Options) (*Workspace, error) {
 // addBridge writes the bridge module into local/custom/ and records the
 // binary it calls in the launcher args; it returns the component path
 // that replaces NVFlare's launcher.
+// A binary given with --binary is recorded as given and not checked here:
+// the prepare host may differ from the parent's, where bootstrap-check
+// and validate W check it.
 func (w *Workspace) addBridge(role, binary string, args *workspace.LauncherArgs) (string, error) {
 	if binary == "" {
 		var err error
@@ -311,6 +332,7 @@ func (w *Workspace) addBridge(role, binary string, args *workspace.LauncherArgs)
 	if !filepath.IsAbs(binary) {
 		return "", errorf(errcode.PrepareFailed, "give an absolute path", "the flare-slurm binary %q is not an absolute path", binary)
 	}
+	binary = filepath.Clean(binary)
 	dir := path.Dir(bridge.File)
 	switch f := w.File(dir); {
 	case f == nil:
@@ -389,4 +411,13 @@ func checkOutput(kit, output string) error {
 func within(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// loadKit validates the kit as opts ask: without its secret files for a
+// drift check that excludes them.
+func loadKit(kit string, opts Options) (*schema.Kit, schema.Problems) {
+	if opts.ExcludeSecrets {
+		return schema.LoadKitWithoutSecrets(kit)
+	}
+	return schema.LoadKit(kit)
 }

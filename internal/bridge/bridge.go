@@ -16,7 +16,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -75,18 +77,60 @@ func RoleOf(path string) string {
 	return ""
 }
 
-// Executable returns the absolute, symlink-free path of the running binary:
-// what prepare records.
-func Executable() (string, error) {
-	p, err := os.Executable()
+// Executable returns the path prepare records when no --binary is given:
+// the path this binary was run as (os.Args[0], looked up in PATH when it
+// has no slash), made absolute but with its symlinks kept, so that a
+// workspace prepared through a stable symlink (/usr/local/bin/flare-slurm,
+// .../flare-slurm/current/bin/flare-slurm) keeps naming it after an upgrade
+// retargets the link. When that path is not this binary (a changed
+// argv[0]), it is the running binary's resolved path.
+func Executable() (string, error) { return executable(os.Args[0]) }
+
+// executable is Executable for a process run as argv0.
+func executable(argv0 string) (string, error) {
+	self, err := os.Executable()
 	if err != nil {
 		return "", fmt.Errorf("cannot find the path of this flare-slurm binary: %w", err)
 	}
-	real, err := filepath.EvalSymlinks(p)
+	if p := invokedAs(argv0); p != "" && sameFile(p, self) {
+		return p, nil
+	}
+	real, err := filepath.EvalSymlinks(self)
 	if err != nil {
-		return "", fmt.Errorf("cannot resolve the path of this flare-slurm binary %s: %w", p, err)
+		return "", fmt.Errorf("cannot resolve the path of this flare-slurm binary %s: %w", self, err)
 	}
 	return filepath.Abs(real)
+}
+
+// invokedAs is the absolute, cleaned path of argv0 as a shell found it,
+// or "".
+func invokedAs(argv0 string) string {
+	if argv0 == "" {
+		return ""
+	}
+	p := argv0
+	if !strings.Contains(argv0, "/") {
+		found, err := exec.LookPath(argv0)
+		if err != nil {
+			return ""
+		}
+		p = found
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return ""
+	}
+	return abs
+}
+
+// sameFile says whether a and b name the same file.
+func sameFile(a, b string) bool {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
 }
 
 // CheckBinary says what is wrong with the recorded binary path for the

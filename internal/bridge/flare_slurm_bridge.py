@@ -115,7 +115,20 @@ class _Binary:
         self.logger = logger
 
     def call(self, command: str, args: list[str], stdin: Optional[bytes] = None,
-             limited: bool = True) -> dict[str, Any]:
+             timeout: Optional[float] = -1.0) -> dict[str, Any]:
+        """Runs one command and returns its data; raises FlareSlurmError otherwise.
+
+        timeout is how long the bridge waits for the answer: -1 means
+        CALL_TIMEOUT (read when called), None as long as the binary runs.
+        Giving up is SIGTERM, then reading the answer: a launch stops before
+        it submits, or finishes with the job's handle (never killed between
+        sbatch and its handle: the job would run with live credentials and
+        nobody watching it); any other call is killed TERMINATE_GRACE seconds
+        later. stderr is logged line by line as the binary writes it: a wait
+        says there why its job is still pending, long before it ends.
+        """
+        if timeout is not None and timeout < 0:
+            timeout = CALL_TIMEOUT
         argv = [self.path, command, "--workspace", self.workspace, *args, "--json"]
         # Checked before every call: the binary could be replaced at any time.
         if not os.path.exists(self.path):
@@ -128,31 +141,57 @@ class _Binary:
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         except (OSError, subprocess.SubprocessError) as e:
             raise FlareSlurmError(f"flare-slurm {command}: cannot run {self.path}: {e}") from e
-        try:
-            out, err = proc.communicate(input=stdin if stdin is not None else b"", timeout=CALL_TIMEOUT if limited else None)
-        except subprocess.TimeoutExpired:
-            # Give up with SIGTERM, then read the answer: a launch stops
-            # before it submits, or finishes with the job's handle (never
-            # killed between sbatch and its handle: the job would run with
-            # live credentials and nobody watching it).
-            self.logger.warning("flare-slurm %s did not answer within %.0f s: asking it to stop (SIGTERM)", command, CALL_TIMEOUT)
+        lines: list[str] = []
+        relay = threading.Thread(target=self._relay, args=(command, proc, lines), daemon=True)
+        relay.start()
+        feed = threading.Thread(target=_feed, args=(proc, stdin if stdin is not None else b""), daemon=True)
+        feed.start()
+        gave_up = threading.Event()
+        killed = threading.Event()
+
+        def kill() -> None:
+            killed.set()
+            proc.kill()
+
+        grace = threading.Timer(TERMINATE_GRACE, kill)
+        grace.daemon = True
+
+        def give_up() -> None:
+            gave_up.set()
+            self.logger.warning("flare-slurm %s did not answer within %.0f s: asking it to stop (SIGTERM)", command, timeout)
             proc.terminate()
-            try:
-                out, err = proc.communicate(timeout=None if command == "launch" else TERMINATE_GRACE)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
-                raise FlareSlurmError(f"flare-slurm {command}: did not end within {TERMINATE_GRACE:.0f} s of SIGTERM and was killed")
-        done = subprocess.CompletedProcess(argv, proc.returncode, out, err)
-        stderr = done.stderr.decode("utf-8", "replace").strip()
-        if stderr:
-            self.logger.info("flare-slurm %s: %s", command, stderr)
+            if command != "launch":
+                grace.start()
+
+        timer = threading.Timer(timeout, give_up) if timeout is not None else None
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
         try:
-            answer = json.loads(done.stdout)
+            assert proc.stdout is not None
+            stdout = proc.stdout.read()
+            proc.wait()
+        finally:
+            if timer is not None:
+                timer.cancel()
+            grace.cancel()
+            relay.join()
+            feed.join()
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+        stderr = "\n".join(lines)
+        if killed.is_set():
+            raise FlareSlurmError(f"flare-slurm {command}: did not end within {TERMINATE_GRACE:.0f} s of SIGTERM and was killed")
+        try:
+            answer = json.loads(stdout)
         except ValueError as e:
+            if gave_up.is_set():
+                raise FlareSlurmError(f"flare-slurm {command}: no answer within {timeout} seconds; "
+                                      "it was asked to stop (SIGTERM)") from e
             raise FlareSlurmError(
-                f"flare-slurm {command} exited {done.returncode} without a JSON answer: "
-                f"{stderr or done.stdout.decode('utf-8', 'replace') or '(no output)'}"
+                f"flare-slurm {command} exited {proc.returncode} without a JSON answer: "
+                f"{stderr or stdout.decode('utf-8', 'replace') or '(no output)'}"
             ) from e
         if not isinstance(answer, dict):
             raise FlareSlurmError(f"flare-slurm {command} answered {answer!r}, not a JSON object")
@@ -163,6 +202,14 @@ class _Binary:
         error: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {}
         code = error.get("code")
         raise FlareSlurmError(_failure_message(command, answer, error), code if isinstance(code, str) else "")
+
+    def _relay(self, command: str, proc: subprocess.Popen[bytes], lines: list[str]) -> None:
+        assert proc.stderr is not None
+        for raw in proc.stderr:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            if line.strip():
+                lines.append(line)
+                self.logger.info("flare-slurm %s: %s", command, line)
 
 
 def _failure_message(command: str, answer: dict[str, Any], error: dict[str, Any]) -> str:
@@ -180,6 +227,16 @@ def _failure_message(command: str, answer: dict[str, Any], error: dict[str, Any]
     if len(message) > MAX_MESSAGE_CHARS:
         message = message[:MAX_MESSAGE_CHARS] + f"... ({len(message) - MAX_MESSAGE_CHARS} more characters not shown)"
     return message
+
+
+def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    """Writes the request (or nothing) to the binary's standard input."""
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(data)
+        proc.stdin.close()
+    except OSError:
+        pass  # the binary exited without reading it: its answer says why
 
 
 def _return_code(data: dict[str, Any]) -> Optional[int]:
@@ -225,7 +282,7 @@ class FlareSlurmJobHandle(JobHandleSpec):
             try:
                 # wait exits with the job's return code; the envelope says
                 # whether it is a result or a failure of the command.
-                self._record(self.binary.call("wait", ["--job-id", self.job_id], limited=False))
+                self._record(self.binary.call("wait", ["--job-id", self.job_id], timeout=None))
             except FlareSlurmError as e:
                 if e.code in PERMANENT_ERRORS:
                     # The workspace knows no such job (neither its dir nor a

@@ -85,12 +85,26 @@ func Man(root *cobra.Command, source string, date time.Time) ([]Page, error) {
 	for _, c := range commands(root) {
 		var b bytes.Buffer
 		h := &doc.GenManHeader{Section: "1", Source: source, Manual: "flare-slurm manual", Date: &date}
-		if err := doc.GenMan(c, h, &b); err != nil {
+		// The help texts are Markdown to the man page renderer, which
+		// drops <stdin> and <probe> as HTML tags: escape them for the
+		// page only.
+		short, long := c.Short, c.Long
+		c.Short, c.Long = markdownLiteral(short), markdownLiteral(long)
+		err := doc.GenMan(c, h, &b)
+		c.Short, c.Long = short, long
+		if err != nil {
 			return nil, fmt.Errorf("render the man page of %q: %w", c.CommandPath(), err)
 		}
 		pages = append(pages, Page{Name: ManName(c), Data: b.Bytes()})
 	}
 	return pages, nil
+}
+
+// markdownLiteral escapes the characters Markdown would read as HTML (a
+// backslash before < and >), so that text such as <stdin> reaches the man
+// page as written.
+func markdownLiteral(s string) string {
+	return strings.NewReplacer("<", `\<`, ">", `\>`).Replace(s)
 }
 
 // Sync makes dir (created if missing) hold exactly pages among its files

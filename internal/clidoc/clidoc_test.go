@@ -87,3 +87,31 @@ func TestSync(t *testing.T) {
 		t.Error("Sync accepted a page its pattern does not match")
 	}
 }
+
+// TestManKeepsAngleBrackets: help text such as "(named <stdin>)" or
+// "check-<probe>-…" reaches the man page as written; the Markdown renderer
+// dropped it as an HTML tag (issue 28 item 7). The command keeps its text.
+func TestManKeepsAngleBrackets(t *testing.T) {
+	root := tree()
+	sub := root.Commands()[len(root.Commands())-1]
+	for _, c := range root.Commands() {
+		if c.Name() == "validate" {
+			sub = c
+		}
+	}
+	long := "A PATH of - reads standard input (named <stdin>). Jobs are named check-<probe>-x; a > b."
+	sub.Long = long
+	man, err := Man(root, "flare-slurm v1.2.3", time.Unix(1796287144, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(man[1].Data)
+	for _, want := range []string{"(named <stdin>)", "check-<probe>-x", "a > b"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("flare-slurm-validate.1 lost %q:\n%s", want, page)
+		}
+	}
+	if sub.Long != long {
+		t.Errorf("Man changed the command's text: %q", sub.Long)
+	}
+}

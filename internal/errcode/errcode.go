@@ -18,6 +18,8 @@ const (
 	PrepareFailed  = "prepare_failed"  // prepare: a file system operation failed
 	Interrupted    = "interrupted"     // prepare: stopped by a signal; nothing changed
 	Drift          = "drift"           // prepare --check: the workspace differs (exit 3)
+	NeedsFormat    = "needs_format"    // fmt without --fix: values to quote
+	NoSuchKey      = "no_such_key"     // explain: no schema describes the key
 	JUnitFailed    = "junit_failed"    // --junit: the report cannot be written
 	DocsFailed     = "docs_failed"     // docs: the pages cannot be written
 	WriteFailed    = "write_failed"    // render: the review files cannot be written
@@ -30,6 +32,7 @@ const (
 	NoSuchJob        = "no_such_job"       // status, wait, cancel: the job id is unknown
 	StatusFailed     = "status_failed"     // status: the state could not be read
 	WaitFailed       = "wait_failed"       // wait: watching the job failed
+	LogsFailed       = "logs_failed"       // logs: the job's Slurm output cannot be read
 	CancelFailed     = "cancel_failed"     // cancel: Slurm did not cancel the job
 	CancelPending    = "cancel_pending"    // cancel: recorded; scancel follows once squeue proves the job is ours
 	GCFailed         = "gc_failed"         // gc: nothing was removed
@@ -40,8 +43,8 @@ const (
 // All lists every code, in the order docs/conventions.md lists them.
 var All = []string{
 	Usage, Internal, InvalidInput,
-	InvalidKit, InvalidOutput, JobsPresent, NotAWorkspace, PrepareFailed, Interrupted, Drift,
+	InvalidKit, InvalidOutput, JobsPresent, NotAWorkspace, PrepareFailed, Interrupted, Drift, NeedsFormat, NoSuchKey,
 	JUnitFailed, DocsFailed, WriteFailed, InvalidRequest,
-	InvalidWorkspace, LaunchRefused, LaunchFailed, JobFailed, NoSuchJob, StatusFailed, WaitFailed,
+	InvalidWorkspace, LaunchRefused, LaunchFailed, JobFailed, NoSuchJob, StatusFailed, WaitFailed, LogsFailed,
 	CancelFailed, CancelPending, GCFailed, BootstrapFailed, CheckFailed,
 }

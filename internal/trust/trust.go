@@ -42,7 +42,7 @@ func Resolve(p string, euid int) (string, error) {
 	}
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
-		return "", fmt.Errorf("cannot resolve %s: %v", p, err)
+		return "", fmt.Errorf("%s cannot be resolved: %v", p, unwrap(err))
 	}
 	st, err := os.Stat(real)
 	if err != nil || !st.Mode().IsRegular() || unix.Access(real, unix.X_OK) != nil || st.Mode().Perm()&0o111 == 0 {

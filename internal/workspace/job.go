@@ -118,3 +118,11 @@ func firstRunes(s string, n int) string {
 	}
 	return s
 }
+
+// SlurmOutputPattern is the file name, in the job's run directory, that
+// sbatch --output gives every job's standard output and error (%j is the
+// Slurm job id); SlurmOutputName is it for one Slurm job.
+const SlurmOutputPattern = "slurm-%j.out"
+
+// SlurmOutputName is SlurmOutputPattern for Slurm job slurmJobID.
+func SlurmOutputName(slurmJobID string) string { return "slurm-" + slurmJobID + ".out" }

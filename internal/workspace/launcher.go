@@ -66,8 +66,9 @@ type LauncherArgs struct {
 //	internal_port, sbatch_directives {in YAML order}, setup, forward_env,
 //	parent_host, submit_timeout, query_timeout, cancel_timeout,
 //	poll_interval, pending_timeout, multi_node_port_range [start, end]
-//	(only when the config set it), workspace_path, and for the launcher
-//	bridge flare_slurm (the binary it calls)
+//	(only when the config set it), workspace_path, time_limit_signal
+//	{signal, seconds_before} (only when set; flare-slurm's runtime only),
+//	and for the launcher bridge flare_slurm (the binary it calls)
 //
 // Unset strings (image in bare mode, parent_host, executables) are null;
 // internal_port and the port range are integers; the timeouts and
@@ -101,6 +102,11 @@ func (a LauncherArgs) Encode() *ojson.Value {
 		args.Set(multiNodePortRangeKey, r)
 	}
 	args.Set(MarkerArg, ojson.StringValue(a.WorkspacePath))
+	if t := jl.TimeLimitSignal; t != nil {
+		args.Set(schema.TimeLimitSignalKey, ojson.NewObject().
+			Set("signal", ojson.StringValue(t.Signal)).
+			Set("seconds_before", ojson.IntValue(int64(t.SecondsBefore))))
+	}
 	if a.Binary != "" {
 		args.Set(bridge.BinaryArg, ojson.StringValue(a.Binary))
 	}
@@ -184,7 +190,7 @@ func DecodeLauncherArgs(file string, data []byte, args *ojson.Value) (LauncherAr
 	}
 	known := map[string]bool{"sandbox": true, "python_path": true, "executables": true, "image": true,
 		"internal_port": true, "sbatch_directives": true, "setup": true, "forward_env": true, "parent_host": true,
-		multiNodePortRangeKey: true, MarkerArg: true, bridge.BinaryArg: true}
+		multiNodePortRangeKey: true, MarkerArg: true, bridge.BinaryArg: true, schema.TimeLimitSignalKey: true}
 	jl := &a.Launcher
 	for _, t := range timeouts(jl) {
 		known[t.key] = true
@@ -296,11 +302,37 @@ func DecodeLauncherArgs(file string, data []byte, args *ojson.Value) (LauncherAr
 			jl.MultiNodePortRange, jl.MultiNodePortRangeSet = r, true
 		}
 	}
+	if v := args.Get(schema.TimeLimitSignalKey); !isNull(v) {
+		jl.TimeLimitSignal = d.timeLimitSignal(v)
+	}
 	sort.SliceStable(d.ps, func(i, j int) bool {
 		pi, pj := d.ps[i], d.ps[j]
 		return pi.Line < pj.Line || pi.Line == pj.Line && pi.Column < pj.Column
 	})
 	return a, d.ps
+}
+
+// timeLimitSignal reads the time_limit_signal object, or reports it.
+func (d *argsDecoder) timeLimitSignal(v *ojson.Value) *schema.TimeLimitSignal {
+	const hint = "set job_launcher.time_limit_signal in slurm.yaml and prepare again"
+	if v.Kind != ojson.Object {
+		d.add(v, schema.TimeLimitSignalKey, "must be an object {signal, seconds_before}", hint)
+		return nil
+	}
+	sig, secs := v.Get("signal"), v.Get("seconds_before")
+	t := &schema.TimeLimitSignal{}
+	if sig == nil || sig.Kind != ojson.String || !slices.Contains(schema.TimeLimitSignals, sig.Str) {
+		d.add(v, schema.TimeLimitSignalKey+".signal", "must be one of "+strings.Join(schema.TimeLimitSignals, ", "), hint)
+		return nil
+	}
+	t.Signal = sig.Str
+	n, ok := integer(secs)
+	if secs == nil || !ok || n < 1 || n > 65535 {
+		d.add(v, schema.TimeLimitSignalKey+".seconds_before", "must be an integer from 1 to 65535", hint)
+		return nil
+	}
+	t.SecondsBefore = int(n)
+	return t
 }
 
 func (d *argsDecoder) executables(v *ojson.Value, jl *schema.JobLauncher) {

@@ -46,6 +46,7 @@ var launcherConfigs = map[string]string{
   poll_interval: 3600
   pending_timeout: 3600
   multi_node_port_range: "40000-40100"
+  time_limit_signal: {signal: USR1, seconds_before: 120}
 `,
 	// The range the config states is the default one: it is still "set"
 	// (prepare writes it) and must come back as 29400-30399, not 0-0.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 
 	"github.com/flare-slurm/flare-slurm/internal/ojson"
@@ -34,6 +35,27 @@ const (
 // ResourcesFiles are the site settings files in the order the NVFlare
 // parent looks for them: an existing ResourcesActivePath wins.
 var ResourcesFiles = []string{ResourcesActivePath, ResourcesDefaultPath}
+
+// EnvWorkspace names the environment variable whose value is the
+// default of --workspace for the commands that use a prepared workspace
+// (not prepare, which creates one).
+const EnvWorkspace = "FLARE_SLURM_WORKSPACE"
+
+// FromEnv is the value of EnvWorkspace ("" when unset).
+func FromEnv() string { return os.Getenv(EnvWorkspace) }
+
+// SettingsFix says where to fix the launcher setting key (a key of the
+// launcher args, "executables.sbatch") read from file, a workspace's
+// settings file: prepare's generated resources.json.default is not edited
+// by hand (the next prepare replaces it), so the fix is job_launcher.KEY in
+// the site's slurm.yaml and a new prepare. A site's own resources.json is
+// fixed in place: "" (the problem names the file).
+func SettingsFix(file, key string) string {
+	if path.Base(file) != path.Base(ResourcesDefaultPath) {
+		return ""
+	}
+	return "set job_launcher." + key + " in the site's slurm.yaml and prepare the workspace again (prepare writes " + path.Base(ResourcesDefaultPath) + "; do not edit it)"
+}
 
 // AttachSection is NVFlare's ATTACH_COMM_CONFIG key of comm_config.json.
 const AttachSection = "client_api_attach"

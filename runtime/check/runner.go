@@ -286,7 +286,7 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 		}
 	}
 	o.seen, o.seenErr = readObserved(ws.Root, jobID)
-	if data, err := readRunFile(ws.Root, jobID, "slurm-"+row.SlurmJobID+".out", 1<<20); err == nil {
+	if data, err := readRunFile(ws.Root, jobID, workspace.SlurmOutputName(row.SlurmJobID), 1<<20); err == nil {
 		o.output = string(data)
 	}
 	row.Result, row.Evidence = p.judge(o)

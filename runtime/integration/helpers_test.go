@@ -109,6 +109,8 @@ type siteOpts struct {
 	// the real runtime with the cluster's worker image, the worker script
 	// then lives in startup/, which every container sees at its own path.
 	sandbox string
+	// launcherArgs are more slurm_launcher args (time_limit_signal).
+	launcherArgs map[string]any
 }
 
 // sandboxes are the three sandboxes of contract §8, each run for real.
@@ -169,14 +171,18 @@ func newSite(t *testing.T, c *slurmtest.Cluster, o siteOpts) *site {
 	s.json(path.Join(s.ws, "startup", "fed_client.json"), map[string]any{"client": map[string]any{"fqsn": "site-1"}})
 	s.json(path.Join(s.ws, "local", "comm_config.json"), map[string]any{"allow_adhoc_conns": false, "backbone_conn_gen": 2,
 		"internal": map[string]any{"scheme": "tcp", "resources": map[string]any{"host": "0.0.0.0", "port": 8102, "connection_security": "clear"}}})
+	args := map[string]any{
+		"sandbox": o.sandbox, "python_path": worker, "executables": exe, "image": image,
+		"internal_port": 8102.0, "sbatch_directives": map[string]any{"partition": o.partition}, "setup": "", "forward_env": []any{},
+		"parent_host": "localhost", "poll_interval": o.poll, "pending_timeout": o.pending,
+		"submit_timeout": 30.0, "query_timeout": 10.0, "cancel_timeout": 10.0, "workspace_path": s.ws,
+	}
+	for k, v := range o.launcherArgs {
+		args[k] = v
+	}
 	s.json(path.Join(s.ws, "local", "resources.json.default"), map[string]any{"format_version": 2, "components": []any{
 		map[string]any{"id": "resource_manager", "path": "nvflare.app_common.resource_managers.passthrough_resource_manager.PassthroughResourceManager", "args": map[string]any{}},
-		map[string]any{"id": "slurm_launcher", "path": "nvflare.app_opt.job_launcher.slurm.ClientSlurmJobLauncher", "args": map[string]any{
-			"sandbox": o.sandbox, "python_path": worker, "executables": exe, "image": image,
-			"internal_port": 8102.0, "sbatch_directives": map[string]any{"partition": o.partition}, "setup": "", "forward_env": []any{},
-			"parent_host": "localhost", "poll_interval": o.poll, "pending_timeout": o.pending,
-			"submit_timeout": 30.0, "query_timeout": 10.0, "cancel_timeout": 10.0, "workspace_path": s.ws,
-		}},
+		map[string]any{"id": "slurm_launcher", "path": "nvflare.app_opt.job_launcher.slurm.ClientSlurmJobLauncher", "args": args},
 	}})
 	return s
 }
@@ -271,6 +277,10 @@ type status struct {
 	Terminal   bool   `json:"terminal"`
 	ReturnCode int    `json:"return_code"`
 	Detail     string `json:"detail"`
+	// a pending job's reason, since when and its pending timeout
+	Reason         string  `json:"reason"`
+	PendingSince   string  `json:"pending_since"`
+	PendingTimeout float64 `json:"pending_timeout"`
 }
 
 func (s *site) status(jobID string) status {

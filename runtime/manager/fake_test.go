@@ -20,6 +20,7 @@ type fakeJob struct {
 	id, name, comment, user string
 	uid                     int
 	state                   string
+	reason                  string // squeue %r; "" prints None
 	exit, derived           string
 	submit                  time.Time
 	inQueue, inAcct         bool
@@ -43,6 +44,14 @@ type fakeSlurm struct {
 	sbatchLate                        scheduler.Result // when ExitCode or TimedOut is set: sbatch prints the id and then fails so
 	squeueExtra                       string           // rows appended to every squeue answer
 	sacctExtra                        string
+}
+
+// squeueReason is the job's %r as squeue prints it.
+func (j *fakeJob) squeueReason() string {
+	if j.reason == "" {
+		return "None"
+	}
+	return j.reason
 }
 
 func newFakeSlurm(now func() time.Time) *fakeSlurm {
@@ -128,13 +137,13 @@ func (f *fakeSlurm) Run(ctx context.Context, c scheduler.Command) scheduler.Resu
 		for _, id := range ids {
 			if j := f.jobs[id]; j != nil && j.inQueue {
 				known++
-				fmt.Fprintf(&out, "%s|%s|%d|%s|%s\n", j.id, j.state, j.uid, j.comment, j.name)
+				fmt.Fprintf(&out, "%s|%s|%d|%s|%s|%s\n", j.id, j.state, j.uid, j.comment, j.name, j.squeueReason())
 			}
 		}
 		if flagValue(c.Argv, "--jobs") == "" {
 			for _, j := range f.sortedJobs() {
 				if j.inQueue {
-					fmt.Fprintf(&out, "%s|%s|%d|%s|%s\n", j.id, j.state, j.uid, j.comment, j.name)
+					fmt.Fprintf(&out, "%s|%s|%d|%s|%s|%s\n", j.id, j.state, j.uid, j.comment, j.name, j.squeueReason())
 				}
 			}
 		} else if known == 0 && len(ids) == 1 {

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -19,6 +21,34 @@ type Status struct {
 	Terminal   bool   `json:"terminal"`
 	ReturnCode int    `json:"return_code"` // 127 until terminal
 	Detail     string `json:"detail,omitempty"`
+	// A pending job says why it waits: Slurm's reason (squeue %r,
+	// "" when Slurm gives none), since when it is pending and the pending
+	// timeout (seconds) that cancels it then.
+	Reason         string    `json:"reason,omitempty"`
+	PendingSince   time.Time `json:"pending_since,omitzero"`
+	PendingTimeout float64   `json:"pending_timeout,omitempty"`
+}
+
+// Pending says, for people, how long a pending job has waited, of its
+// pending timeout, and why, as of now: "pending for 9m0s of its 10m0s
+// pending timeout; Slurm's reason: Priority (jobs of higher priority are
+// ahead of it)". "" unless the job is pending and that is known.
+func (s Status) Pending(now time.Time) string {
+	if s.PendingSince.IsZero() || !IsPending(s.State) {
+		return ""
+	}
+	out := fmt.Sprintf("pending for %s", now.Sub(s.PendingSince).Round(time.Second))
+	if s.PendingTimeout > 0 {
+		out += fmt.Sprintf(" of its %s pending timeout", (time.Duration(s.PendingTimeout * float64(time.Second))).Round(time.Second))
+	}
+	if s.Reason == "" {
+		return out + "; Slurm gives no reason"
+	}
+	out += "; Slurm's reason: " + s.Reason
+	if why := PendingReasonText(s.Reason); why != "" {
+		out += " (" + why + ")"
+	}
+	return out
 }
 
 // Handle is one submitted job.
@@ -51,6 +81,9 @@ func (h *Handle) covered(c *cache) bool {
 // Info returns the persisted handle.
 func (h *Handle) Info() HandleInfo { return h.info }
 
+// Workspace is the root (a real path) of the workspace the job belongs to.
+func (h *Handle) Workspace() string { return h.m.cfg.Workspace }
+
 // Poll returns the job's status from an observation at most one poll
 // interval old; it asks the scheduler only when no process on the
 // workspace has done so within the interval.
@@ -72,9 +105,23 @@ func (h *Handle) from(c *cache) Status {
 		return h.finished(f)
 	}
 	if o, ok := c.Jobs[h.info.SlurmJobID]; ok {
-		return h.unknown(o.State, o.Detail)
+		st := h.unknown(o.State, o.Detail)
+		if IsPending(o.State) && !o.PendingSince.IsZero() {
+			st.Reason, st.PendingSince, st.PendingTimeout = o.Reason, o.PendingSince, h.pendingLimit().Seconds()
+		}
+		return st
 	}
 	return h.unknown(StateSubmitted, "")
+}
+
+// pendingLimit is the job's effective pending timeout: its own, which may
+// only lower the site's.
+func (h *Handle) pendingLimit() time.Duration {
+	limit := time.Duration(h.info.PendingTimeout * float64(time.Second))
+	if limit <= 0 || limit > h.m.cfg.PendingTimeout {
+		limit = h.m.cfg.PendingTimeout
+	}
+	return limit
 }
 
 func (h *Handle) unknown(state, detail string) Status {
@@ -89,10 +136,20 @@ func (h *Handle) finished(f Finished) Status {
 // interval ±10 % between polls. Errors of a single poll (a lock or file
 // problem) are logged and retried; they never end the wait.
 func (h *Handle) Wait(ctx context.Context) (Status, error) {
+	return h.WaitReporting(ctx, nil)
+}
+
+// WaitReporting is Wait that calls report with each status a poll sees
+// before the end (nil: none), so that a caller can say what the job waits
+// for while it waits.
+func (h *Handle) WaitReporting(ctx context.Context, report func(Status)) (Status, error) {
 	for {
 		st, err := h.Poll(ctx)
 		if st.Terminal {
 			return st, nil
+		}
+		if err == nil && report != nil {
+			report(st)
 		}
 		if err != nil && ctx.Err() == nil {
 			h.m.log.Warn("poll failed; retrying", "job_id", h.info.JobID, "err", err)
@@ -270,4 +327,38 @@ func (m *Manager) LiveStatuses(ctx context.Context) ([]Status, error) {
 	out := []Status{}
 	err := m.eachLive(ctx, func(_ *Handle, st Status, _ error) { out = append(out, st) })
 	return out, err
+}
+
+// AllStatuses is the status of every job this workspace knows (status
+// --all): each job with a handle, polled as status does (live or ended),
+// and each recorded result whose job dir is gone (results are kept for
+// seven days), sorted by job id. Nothing is changed.
+func (m *Manager) AllStatuses(ctx context.Context) ([]Status, error) {
+	infos, err := ListHandles(m.cfg.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("list the jobs of workspace %s: %w", m.cfg.Workspace, err)
+	}
+	out := []Status{}
+	seen := map[string]bool{}
+	for _, info := range infos {
+		seen[info.JobID] = true
+		h, err := m.Open(info.JobID)
+		if err != nil {
+			out = append(out, Status{JobID: info.JobID, SlurmJobID: info.SlurmJobID, State: StateSubmitted, ReturnCode: RCUnknown, Detail: err.Error()})
+			continue
+		}
+		st, _ := h.Poll(ctx)
+		out = append(out, st)
+	}
+	c, err := m.obs.read()
+	if err != nil {
+		return nil, fmt.Errorf("read the recorded results of workspace %s: %w", m.cfg.Workspace, err)
+	}
+	for id, f := range c.Finished {
+		if !seen[id] {
+			out = append(out, Status{JobID: id, SlurmJobID: f.SlurmJobID, State: f.State, Terminal: true, ReturnCode: f.ReturnCode, Detail: f.Detail})
+		}
+	}
+	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.JobID, b.JobID) })
+	return out, nil
 }

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 )
@@ -197,7 +198,7 @@ func (m *Manager) launch(ctx context.Context, job Job) (*Handle, error) {
 	if prev, err := readHandle(job.Dir); err == nil {
 		return nil, withHint(&RunningError{Info: prev},
 			fmt.Sprintf("wait for it ('flare-slurm wait --workspace %s --job-id %s') or stop it ('flare-slurm cancel --workspace %s --job-id %s')",
-				m.cfg.Workspace, job.JobID, m.cfg.Workspace, job.JobID))
+				shell.Quote(m.cfg.Workspace), shell.Quote(job.JobID), shell.Quote(m.cfg.Workspace), shell.Quote(job.JobID)))
 	}
 	if _, err := os.Lstat(job.Dir); err == nil {
 		return nil, m.staleError(job)
@@ -268,7 +269,7 @@ func (m *Manager) launch(ctx context.Context, job Job) (*Handle, error) {
 		}
 		if scheduler.IsUnavailable(err) {
 			return nil, withHint(fmt.Errorf("job %s: %w; the job was not launched (if Slurm accepted it anyway, its allocation cannot start the worker: the artifacts are removed)", job.JobID, err),
-				"check that the Slurm controller answers ('flare-slurm bootstrap-check'), then launch again")
+				"check that the Slurm controller answers ('flare-slurm bootstrap-check --workspace "+shell.Quote(m.cfg.Workspace)+"'), then launch again")
 		}
 		return nil, fmt.Errorf("job %s: %w; the job was not launched", job.JobID, err)
 	}
@@ -384,7 +385,7 @@ func (m *Manager) marker(info HandleInfo) string {
 
 func (m *Manager) staleError(job Job) error {
 	return withHint(fmt.Errorf("stale artifacts of job %s in %s prevent its relaunch; verify no allocation uses them before removal (flare-slurm gc)", job.JobID, job.Dir),
-		fmt.Sprintf("run 'flare-slurm gc --workspace %s' to see whether the allocation ended, then add --yes to remove the dir", m.cfg.Workspace))
+		fmt.Sprintf("run 'flare-slurm gc --workspace %s' to see whether the allocation ended, then add --yes to remove the dir", shell.Quote(m.cfg.Workspace)))
 }
 
 func (m *Manager) cleanup(dir string) {
@@ -420,7 +421,7 @@ func (m *Manager) Open(jobID string) (*Handle, error) {
 	}
 	if errors.Is(err, errNoHandle) {
 		if _, serr := os.Lstat(dir); serr == nil {
-			return nil, fmt.Errorf("job %s has artifacts in %s but no handle: its launch is in progress or crashed before the submission was recorded (see flare-slurm gc)", jobID, dir)
+			return nil, fmt.Errorf("job %s has artifacts in %s but no handle: its launch is in progress or crashed before the submission was recorded (see 'flare-slurm gc --workspace %s')", jobID, dir, shell.Quote(m.cfg.Workspace))
 		}
 	} else {
 		return nil, err

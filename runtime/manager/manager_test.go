@@ -336,14 +336,14 @@ func TestOwnershipMismatchNeverTerminalNorCancelled(t *testing.T) {
 	// Duplicate rows too.
 	e.slurm.mu.Lock()
 	j.comment = "nvfl:j"
-	e.slurm.squeueExtra = "101|RUNNING|1000|nvfl:j|" + j.name + "\n"
+	e.slurm.squeueExtra = "101|RUNNING|1000|nvfl:j|" + j.name + "|None\n"
 	e.slurm.mu.Unlock()
 	if s := e.poll(h); s.Terminal || !strings.Contains(s.Detail, "2 rows") {
 		t.Fatalf("duplicate: %+v", s)
 	}
 	// Stray rows of other ids are ignored.
 	e.slurm.mu.Lock()
-	e.slurm.squeueExtra = "555|RUNNING|1000|nvfl:x|y\n"
+	e.slurm.squeueExtra = "555|RUNNING|1000|nvfl:x|y|None\n"
 	e.slurm.mu.Unlock()
 	if s := e.poll(h); s.Detail != "cancellation requested" || e.slurm.count("scancel") != 1 {
 		t.Fatalf("stray: %+v scancel=%d", s, e.slurm.count("scancel"))

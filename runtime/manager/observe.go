@@ -51,6 +51,11 @@ type Observation struct {
 	// as live (it left the queue, or ended in it): there is nothing left
 	// to scancel, and the result follows from accounting.
 	Gone bool `json:"gone,omitempty"`
+	// Reason is Slurm's reason for a pending job's wait (squeue %r:
+	// Priority, Resources, QOSMaxJobsPerUser, …); PendingSince is when it
+	// was first seen pending (the start of its pending timeout).
+	Reason       string    `json:"reason,omitempty"`
+	PendingSince time.Time `json:"pending_since,omitzero"`
 }
 
 // Finished is the result of a job that reached a terminal state.
@@ -443,7 +448,7 @@ func (o *observer) refresh(ctx context.Context, c *cache, extra []*Handle) {
 			left = append(left, j)
 			continue
 		}
-		o.queued(ctx, c, j, row.State, now)
+		o.queued(ctx, c, j, row.State, row.Reason, now)
 	}
 	if len(left) > 0 {
 		ids = ids[:0]
@@ -488,7 +493,7 @@ func (o *observer) note(c *cache, j *liveJob, state, detail string, now time.Tim
 }
 
 // queued handles a job squeue shows live: pending timer, cancellation.
-func (o *observer) queued(ctx context.Context, c *cache, j *liveJob, state string, now time.Time) {
+func (o *observer) queued(ctx context.Context, c *cache, j *liveJob, state, reason string, now time.Time) {
 	if j.timers.Misses != 0 {
 		j.timers.Misses, j.timers.LastMiss, j.dirty = 0, time.Time{}, true
 	}
@@ -502,7 +507,7 @@ func (o *observer) queued(ctx context.Context, c *cache, j *liveJob, state strin
 			limit = o.m.cfg.PendingTimeout // a damaged or foreign handle.json
 		}
 		if !j.timers.CancelRequested && now.Sub(j.timers.PendingSince) >= limit {
-			o.m.log.Warn("job exceeded its pending timeout; cancelling it", "job_id", j.info.JobID, "slurm_job_id", j.info.SlurmJobID, "pending_timeout", limit)
+			o.m.log.Warn("job exceeded its pending timeout; cancelling it", "job_id", j.info.JobID, "slurm_job_id", j.info.SlurmJobID, "pending_timeout", limit, "reason", reason)
 			j.timers.CancelRequested, j.dirty = true, true
 		}
 	}
@@ -519,6 +524,9 @@ func (o *observer) queued(ctx context.Context, c *cache, j *liveJob, state strin
 	o.note(c, j, state, detail, now)
 	obs := c.Jobs[j.info.SlurmJobID]
 	obs.CancelSent, obs.InQueue = sent, true
+	if IsPending(state) {
+		obs.Reason, obs.PendingSince = reason, j.timers.PendingSince
+	}
 	c.Jobs[j.info.SlurmJobID] = obs
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flare-slurm/flare-slurm/internal/trust"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -26,12 +27,12 @@ type Paths struct {
 // ResolvePaths finds each command from its executables entry or, when
 // unset, from path (a PATH value), canonicalises it and requires an
 // executable regular file. settings is the file the executables entries
-// come from (the workspace's local/resources.json(.default)); each error
-// names it, or the parent's PATH. Every command that cannot be used is
-// reported, one per line, not only the first.
+// come from (the workspace's local/resources.json(.default)). Every command
+// that cannot be used is reported, not only the first: the error is a
+// CommandErrors, one *CommandError per command.
 func ResolvePaths(exe schema.Executables, path, settings string) (Paths, error) {
 	var p Paths
-	var errs []error
+	var errs CommandErrors
 	for _, e := range []struct {
 		name       string
 		configured string
@@ -42,35 +43,76 @@ func ResolvePaths(exe schema.Executables, path, settings string) (Paths, error) 
 		{"sacct", exe.Sacct, &p.Sacct},
 		{"scancel", exe.Scancel, &p.Scancel},
 	} {
-		resolved, err := resolve(e.name, e.configured, path, settings)
+		resolved, err := resolve(e.name, e.configured, path)
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, &CommandError{Name: e.name, Configured: e.configured != "", Settings: settings, Err: err})
 			continue
 		}
 		*e.dst = resolved
 	}
 	if len(errs) > 0 {
-		return Paths{}, errors.Join(errs...)
+		return Paths{}, errs
 	}
 	return p, nil
 }
 
-func resolve(name, configured, path, settings string) (string, error) {
-	candidate := configured
-	entry := "job_launcher.executables." + name
-	if settings != "" {
-		entry = "executables." + name + " in " + settings
+// CommandError is one Slurm command the runtime cannot use.
+type CommandError struct {
+	Name string // sbatch, squeue, sacct or scancel
+	// Configured says that the path came from the executables entry of
+	// Settings; otherwise it was looked for on the parent's PATH.
+	Configured bool
+	Settings   string // the workspace's settings file ("" when unknown)
+	Err        error  // what is wrong, without the fix
+}
+
+func (e *CommandError) Error() string {
+	if e.Configured {
+		return fmt.Sprintf("Slurm command %s (executables.%s): %v", e.Name, e.Name, e.Err)
 	}
-	where := entry
+	return fmt.Sprintf("Slurm command %s: %v", e.Name, e.Err)
+}
+
+func (e *CommandError) Unwrap() error { return e.Err }
+
+// Fix says what to change: the site's slurm.yaml, which prepare writes into
+// the workspace's generated local/resources.json.default
+// (workspace.SettingsFix), or the site's own local/resources.json when
+// that is the file read; or the parent's PATH.
+func (e *CommandError) Fix() string {
+	entry := workspace.SettingsFix(e.Settings, "executables."+e.Name)
+	switch {
+	case entry == "" && e.Settings != "":
+		entry = "fix executables." + e.Name + " in " + e.Settings + " (the site's override of the prepared settings)"
+	case entry == "":
+		entry = "set job_launcher.executables." + e.Name + " in the site's slurm.yaml and prepare the workspace again"
+	}
+	if e.Configured {
+		return entry
+	}
+	return entry + ", or add its directory to the parent's PATH"
+}
+
+// CommandErrors are every Slurm command ResolvePaths could not use.
+type CommandErrors []*CommandError
+
+func (es CommandErrors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+func resolve(name, candidate, path string) (string, error) {
 	if candidate == "" {
-		where = "the parent's PATH"
 		if candidate = trust.Find(name, path); candidate == "" {
-			return "", fmt.Errorf("required Slurm command %s was not found on the parent's PATH; set %s or add its directory to the parent's PATH", name, entry)
+			return "", errors.New("not found on the parent's PATH")
 		}
 	}
 	real, err := trust.Resolve(candidate, os.Geteuid())
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", where, err)
+		return "", err
 	}
 	return real, nil
 }

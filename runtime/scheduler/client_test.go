@@ -86,7 +86,8 @@ func TestScrubEnv(t *testing.T) {
 		"SLURM_CLUSTERS=c", "SLURM_EXPORT_ENV=ALL", "SLURM_HINT=h", "SLURM_MEM_PER_CPU=1", "SLURM_MEM_PER_GPU=1",
 		"SLURM_MEM_PER_NODE=1", "LC_ALL=de_DE", "SLURM_CONF=/etc/slurm.conf", "SLURM_TIME_FORMAT=relative"}
 	got := strings.Join(ScrubEnv(in), " ")
-	if got != "PATH=/bin SLURM_CONF=/etc/slurm.conf SLURM_TIME_FORMAT=relative LC_ALL=C" {
+	// SLURM_TIME_FORMAT is an input of squeue and sacct: dropped (issue 28 item 12)
+	if got != "PATH=/bin SLURM_CONF=/etc/slurm.conf LC_ALL=C" {
 		t.Fatalf("ScrubEnv = %s", got)
 	}
 	got = strings.Join(QueryEnv(in), " ")
@@ -115,7 +116,7 @@ func testClient(f *fakeRunner) *Client {
 
 func TestClientArgvAndClassification(t *testing.T) {
 	f := &fakeRunner{answer: func(c Command) Result {
-		return Result{Stdout: []byte("12|RUNNING|1000|nvfl:a|n\n")}
+		return Result{Stdout: []byte("12|RUNNING|1000|nvfl:a|n|None\n")}
 	}}
 	c := testClient(f)
 	q, err := c.Queue(context.Background(), []string{"12", "13"})
@@ -123,7 +124,7 @@ func TestClientArgvAndClassification(t *testing.T) {
 		t.Fatalf("q=%+v err=%v", q, err)
 	}
 	got := strings.Join(f.calls[0].Argv, " ")
-	if got != "/s/squeue -h --user=1000 --jobs=12,13 --format=%i|%T|%U|%k|%j" {
+	if got != "/s/squeue -h --user=1000 --jobs=12,13 --format=%i|%T|%U|%k|%j|%r" {
 		t.Fatalf("argv %s", got)
 	}
 	if f.calls[0].Timeout != 10*time.Second || strings.Join(f.calls[0].Env, " ") != "HOME=/h LC_ALL=C SLURM_TIME_FORMAT=standard" {
@@ -216,13 +217,31 @@ func TestResolvePaths(t *testing.T) {
 		t.Fatal("no error")
 	}
 	want := []string{
-		"required Slurm command sbatch was not found on the parent's PATH; set executables.sbatch in " + settings + " or add its directory to the parent's PATH",
-		"required Slurm command squeue was not found on the parent's PATH; set executables.squeue in " + settings + " or add its directory to the parent's PATH",
-		"required Slurm command sacct was not found on the parent's PATH; set executables.sacct in " + settings + " or add its directory to the parent's PATH",
-		"executables.scancel in " + settings + ": cannot resolve " + filepath.Join(dir, "nope") + ": lstat " + filepath.Join(dir, "nope") + ": no such file or directory",
+		"Slurm command sbatch: not found on the parent's PATH",
+		"Slurm command squeue: not found on the parent's PATH",
+		"Slurm command sacct: not found on the parent's PATH",
+		// no raw "lstat /x:" in the message (issue 28 item 6)
+		"Slurm command scancel (executables.scancel): " + filepath.Join(dir, "nope") + " cannot be resolved: no such file or directory",
 	}
 	if got := strings.Split(err.Error(), "\n"); !slices.Equal(got, want) {
 		t.Fatalf("errors:\n got %q\nwant %q", got, want)
+	}
+	// Each names its fix: slurm.yaml, never the generated settings file;
+	// the site's own resources.json is fixed in place.
+	var ces CommandErrors
+	if !errors.As(err, &ces) || len(ces) != 4 {
+		t.Fatalf("not CommandErrors: %T %v", err, err)
+	}
+	fromSlurmYAML := "set job_launcher.executables.sbatch in the site's slurm.yaml and prepare the workspace again (prepare writes resources.json.default; do not edit it), or add its directory to the parent's PATH"
+	if got := ces[0].Fix(); got != fromSlurmYAML {
+		t.Errorf("fix of a command not on PATH:\n got %q\nwant %q", got, fromSlurmYAML)
+	}
+	if got := ces[3].Fix(); got != "set job_launcher.executables.scancel in the site's slurm.yaml and prepare the workspace again (prepare writes resources.json.default; do not edit it)" {
+		t.Errorf("fix of a configured command: %q", got)
+	}
+	override := &CommandError{Name: "squeue", Configured: true, Settings: "/ws/local/resources.json", Err: errors.New("x")}
+	if got := override.Fix(); got != "fix executables.squeue in /ws/local/resources.json (the site's override of the prepared settings)" {
+		t.Errorf("fix in the site's override: %q", got)
 	}
 	os.WriteFile(filepath.Join(dir, "plain"), []byte("x"), 0o644)
 	if _, err := ResolvePaths(schema.Executables{Squeue: filepath.Join(dir, "plain")}, bin, ""); err == nil || !strings.Contains(err.Error(), "executables.squeue") {
@@ -347,7 +366,7 @@ func TestQueueAllAsksForHiddenPartitions(t *testing.T) {
 	if _, err := c.QueueAll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(f.calls[0].Argv, " "); got != "/s/squeue -h --all --user=1000 --format=%i|%T|%U|%k|%j" {
+	if got := strings.Join(f.calls[0].Argv, " "); got != "/s/squeue -h --all --user=1000 --format=%i|%T|%U|%k|%j|%r" {
 		t.Fatalf("argv %s", got)
 	}
 }

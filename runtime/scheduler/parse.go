@@ -16,7 +16,9 @@ import (
 // the contract's list: it is needed to detect a job id reused after a
 // controller reset (see Accounting.Lookup).
 const (
-	SqueueFormat = "%i|%T|%U|%k|%j"
+	// SqueueFormat ends with %r, the reason a job is in its state (why a
+	// pending job waits: Priority, Resources, QOSMaxJobsPerUser, …).
+	SqueueFormat = "%i|%T|%U|%k|%j|%r"
 	SacctFormat  = "JobIDRaw%32,JobName%128,User%64,State%64,ExitCode%32,DerivedExitCode%32,Submit"
 )
 
@@ -55,6 +57,9 @@ type QueueRow struct {
 	UID     int
 	Comment string
 	Name    string
+	// Reason is Slurm's reason for the job's state (%r), "" for none
+	// ("None", "(null)"); free text, so read last, after the name.
+	Reason string
 	// Ambiguous marks a row whose comment and name together hold more than
 	// one '|' and whose comment is not an NVFlare marker: Slurm does not
 	// escape the delimiter, so where one ends and the other begins cannot
@@ -100,17 +105,19 @@ func (q *Queue) Lookup(id, name, marker string, uid int) (QueueRow, bool, error)
 }
 
 // ParseQueue reads squeue output of SqueueFormat. Every non-blank line must
-// have the five fields. The job id, state and uid cannot hold the '|'
-// delimiter; the comment and the name (free text, which Slurm does not
-// escape) can: the rest of the line is split at its only '|', or after an
-// NVFlare marker (which holds none), and is otherwise ambiguous (see
+// have the six fields. The job id, state and uid cannot hold the '|'
+// delimiter; the comment, the name and the reason (free text, which Slurm
+// does not escape) can. After an NVFlare marker (which holds none) the
+// name is the next field (flare-slurm's job names hold no '|': site names
+// cannot) and the reason the rest; otherwise the three are told apart only
+// when they hold exactly the two delimiters, and the row is ambiguous (see
 // QueueRow.Ambiguous).
 func ParseQueue(out []byte) (*Queue, error) {
 	q := &Queue{}
 	for _, line := range lines(out) {
 		f := strings.SplitN(line, "|", 4)
-		if len(f) != 4 || !strings.Contains(f[3], "|") {
-			return nil, protocolf("squeue", "malformed row %q: want 5 fields", truncate(line, 200))
+		if len(f) != 4 || strings.Count(f[3], "|") < 2 {
+			return nil, protocolf("squeue", "malformed row %q: want 6 fields", truncate(line, 200))
 		}
 		id := strings.TrimSpace(f[0])
 		if id == "" {
@@ -126,16 +133,27 @@ func ParseQueue(out []byte) (*Queue, error) {
 		}
 		r := QueueRow{JobID: id, State: state, UID: uid}
 		rest := f[3]
-		comment, name, _ := strings.Cut(rest, "|")
+		comment, nameReason, _ := strings.Cut(rest, "|")
 		switch {
-		case !strings.Contains(name, "|"), strings.HasPrefix(comment, MarkerPrefix):
-			r.Comment, r.Name = comment, strings.TrimSpace(name)
+		case strings.HasPrefix(comment, MarkerPrefix), strings.Count(rest, "|") == 2:
+			name, reason, _ := strings.Cut(nameReason, "|")
+			r.Comment, r.Name, r.Reason = comment, strings.TrimSpace(name), queueReason(reason)
 		default:
 			r.Name, r.Ambiguous = strings.TrimSpace(rest), true
 		}
 		q.Rows = append(q.Rows, r)
 	}
 	return q, nil
+}
+
+// queueReason is squeue's %r without Slurm's words for no reason.
+func queueReason(s string) string {
+	s = strings.TrimSpace(s)
+	switch s {
+	case "None", "(null)":
+		return ""
+	}
+	return s
 }
 
 // ExitCode is sacct's "status:signal".

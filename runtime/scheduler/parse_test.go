@@ -25,17 +25,20 @@ func TestNormalizeState(t *testing.T) {
 }
 
 func TestQueueLookup(t *testing.T) {
-	out := "12|RUNNING|1000|nvfl:job-a|nvfl-site-aaaaaaaa\n" +
-		"13|PENDING|1000|nvfl:job-b|nvfl-site-bbbbbbbb\n" +
+	out := "12|RUNNING|1000|nvfl:job-a|nvfl-site-aaaaaaaa|None\n" +
+		"13|PENDING|1000|nvfl:job-b|nvfl-site-bbbbbbbb|Priority\n" +
 		"\n" +
-		"99|RUNNING|1000|nvfl:other|nvfl-site-cccccccc\n"
+		"99|RUNNING|1000|nvfl:other|nvfl-site-cccccccc|None\n"
 	q, err := ParseQueue([]byte(out))
 	if err != nil {
 		t.Fatal(err)
 	}
 	r, ok, err := q.Lookup("13", "nvfl-site-bbbbbbbb", "nvfl:job-b", 1000)
-	if err != nil || !ok || r.State != "PENDING" {
+	if err != nil || !ok || r.State != "PENDING" || r.Reason != "Priority" {
 		t.Fatalf("lookup 13 = %+v %v %v", r, ok, err)
+	}
+	if r, _, _ := q.Lookup("12", "nvfl-site-aaaaaaaa", "nvfl:job-a", 1000); r.Reason != "" {
+		t.Errorf("reason None read as %q, want none", r.Reason)
 	}
 	if _, ok, err := q.Lookup("14", "x", "y", 1000); ok || err != nil {
 		t.Fatalf("absent id: ok=%v err=%v", ok, err)
@@ -56,7 +59,7 @@ func TestQueueLookup(t *testing.T) {
 }
 
 func TestQueueDuplicateRows(t *testing.T) {
-	q, err := ParseQueue([]byte("12|RUNNING|1000|nvfl:a|n\n12|RUNNING|1000|nvfl:a|n\n"))
+	q, err := ParseQueue([]byte("12|RUNNING|1000|nvfl:a|n|None\n12|RUNNING|1000|nvfl:a|n|None\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,19 +71,22 @@ func TestQueueDuplicateRows(t *testing.T) {
 func TestParseQueueMalformed(t *testing.T) {
 	for _, out := range []string{
 		"12|RUNNING|1000|nvfl:a\n",
-		"12|RUNNING|abc|nvfl:a|n\n",
-		"12||1000|nvfl:a|n\n",
-		"|RUNNING|1000|nvfl:a|n\n",
-		"12|RUNNING|-1|nvfl:a|n\n",
-		"12|0+000|1000|nvfl:a|n\n",
-		"12|running|1000|nvfl:a|n\n",
+		"12|RUNNING|1000|nvfl:a|n\n", // five fields: no reason
+		"12|RUNNING|abc|nvfl:a|n|None\n",
+		"12||1000|nvfl:a|n|None\n",
+		"|RUNNING|1000|nvfl:a|n|None\n",
+		"12|RUNNING|-1|nvfl:a|n|None\n",
+		"12|0+000|1000|nvfl:a|n|None\n",
+		"12|running|1000|nvfl:a|n|None\n",
 	} {
 		if _, err := ParseQueue([]byte(out)); !IsProtocol(err) {
 			t.Errorf("ParseQueue(%q) err = %v, want protocol error", out, err)
 		}
 	}
-	q, err := ParseQueue([]byte("12|CANCELLED by 0|1000|nvfl:a|name|with|pipes\n"))
-	if err != nil || q.Rows[0].Name != "name|with|pipes" || q.Rows[0].State != "CANCELLED" {
+	// after a marker, the name (flare-slurm's hold no '|') ends at the
+	// next '|' and the reason, free text, keeps the rest
+	q, err := ParseQueue([]byte("12|CANCELLED by 0|1000|nvfl:a|name|ReqNodeNotAvail, UnavailableNodes:a|b\n"))
+	if err != nil || q.Rows[0].Name != "name" || q.Rows[0].State != "CANCELLED" || q.Rows[0].Reason != "ReqNodeNotAvail, UnavailableNodes:a|b" {
 		t.Fatalf("q = %+v err = %v", q, err)
 	}
 }
@@ -203,9 +209,10 @@ func TestParseSubmit(t *testing.T) {
 // back as the same row (a round trip), so no field was shifted or lost;
 // anything refused is a protocol error.
 func FuzzParseQueue(f *testing.F) {
-	f.Add([]byte("12|RUNNING|1000|nvfl:a|n\n"))
-	f.Add([]byte("12|CANCELLED by 0|1000|nvfl:a|n|x\n\n"))
+	f.Add([]byte("12|RUNNING|1000|nvfl:a|n|None\n"))
+	f.Add([]byte("12|CANCELLED by 0|1000|nvfl:a|n|x|y\n\n"))
 	f.Add([]byte("13|PENDING|0|a|b|c\n"))
+	f.Add([]byte("14|PENDING|0|a|b|c|d\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		q, err := ParseQueue(b)
 		if err != nil {
@@ -215,7 +222,7 @@ func FuzzParseQueue(f *testing.F) {
 			return
 		}
 		for _, r := range q.Rows {
-			line := r.JobID + "|" + r.State + "|" + strconv.Itoa(r.UID) + "|" + r.Comment + "|" + r.Name
+			line := r.JobID + "|" + r.State + "|" + strconv.Itoa(r.UID) + "|" + r.Comment + "|" + r.Name + "|" + r.Reason
 			if r.Ambiguous {
 				line = r.JobID + "|" + r.State + "|" + strconv.Itoa(r.UID) + "|" + r.Name
 			}
@@ -290,26 +297,26 @@ func TestDelimiterInFreeText(t *testing.T) {
 	}
 
 	q, err := ParseQueue([]byte(strings.Join([]string{
-		"20|RUNNING|1000|nvfl:job-1|nvfl-s-aaaa|bbbb", // our marker: the name keeps its '|'
-		"21|PENDING|1000|a|b|c|d",                     // foreign, ambiguous
-		"22|RUNNING|1000|plain|name|x",                // foreign, ambiguous
-		"23|RUNNING|1000|comment only|name",           // one '|': clear
-		"24|RUNNING|1000||",                           // empty comment and name
+		"20|PENDING|1000|nvfl:job-1|nvfl-s-aaaa|Dependency|x", // our marker: the reason keeps its '|'
+		"21|PENDING|1000|a|b|c|d",                             // foreign, ambiguous
+		"22|RUNNING|1000|plain|name|x|None",                   // foreign, ambiguous
+		"23|RUNNING|1000|comment only|name|None",              // two '|': clear
+		"24|RUNNING|1000|||",                                  // empty comment, name and reason
 	}, "\n")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []QueueRow{
-		{JobID: "20", State: "RUNNING", UID: 1000, Comment: "nvfl:job-1", Name: "nvfl-s-aaaa|bbbb"},
+		{JobID: "20", State: "PENDING", UID: 1000, Comment: "nvfl:job-1", Name: "nvfl-s-aaaa", Reason: "Dependency|x"},
 		{JobID: "21", State: "PENDING", UID: 1000, Name: "a|b|c|d", Ambiguous: true},
-		{JobID: "22", State: "RUNNING", UID: 1000, Name: "plain|name|x", Ambiguous: true},
+		{JobID: "22", State: "RUNNING", UID: 1000, Name: "plain|name|x|None", Ambiguous: true},
 		{JobID: "23", State: "RUNNING", UID: 1000, Comment: "comment only", Name: "name"},
 		{JobID: "24", State: "RUNNING", UID: 1000},
 	}
 	if !reflect.DeepEqual(q.Rows, want) {
 		t.Errorf("rows:\n%+v\nwant:\n%+v", q.Rows, want)
 	}
-	if r, ok, err := q.Lookup("20", "nvfl-s-aaaa|bbbb", "nvfl:job-1", 1000); !ok || err != nil || r.JobID != "20" {
+	if r, ok, err := q.Lookup("20", "nvfl-s-aaaa", "nvfl:job-1", 1000); !ok || err != nil || r.JobID != "20" {
 		t.Errorf("lookup of our row: %v %v", ok, err)
 	}
 	// An ambiguous row never matches a handle, whatever it holds.
@@ -318,5 +325,8 @@ func TestDelimiterInFreeText(t *testing.T) {
 	}
 	if _, err := ParseQueue([]byte("25|RUNNING|1000|no name field\n")); !IsProtocol(err) {
 		t.Errorf("four fields: err=%v", err)
+	}
+	if _, err := ParseQueue([]byte("25|RUNNING|1000|comment|name\n")); !IsProtocol(err) {
+		t.Errorf("five fields (no reason): err=%v", err)
 	}
 }

@@ -31,7 +31,7 @@ sbatch)
   echo "$id|RUNNING|$(id -u)|$comment|$name|0:0|$(date +%Y-%m-%dT%H:%M:%S)" >> "$S/jobs.txt"
   echo $id ;;
 squeue)
-  awk -F'|' -v ids=",$ids," 'index(ids, ","$1",") && $2=="RUNNING" {print $1"|"$2"|"$3"|"$4"|"$5}' "$S/jobs.txt" ;;
+  awk -F'|' -v ids=",$ids," 'index(ids, ","$1",") && $2=="RUNNING" {print $1"|"$2"|"$3"|"$4"|"$5"|None"}' "$S/jobs.txt" ;;
 sacct)
   case " $* " in *" --starttime=now "*) exit 0;; esac
   awk -F'|' -v ids=",$ids," -v u="$(id -un)" 'index(ids, ","$1",") {print $1"|"$5"|"u"|"$2"|"$6"|0:0|"$7}' "$S/jobs.txt" ;;

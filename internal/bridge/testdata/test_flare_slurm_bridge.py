@@ -9,10 +9,12 @@ bridge builds its calls and reads the answers, not the runtime.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import stat
 import sys
 import tempfile
+import threading
 import types
 import unittest
 
@@ -55,6 +57,15 @@ if answer.get("busy"):
     with open(os.path.join(here, "termed"), "w") as f:
         f.write(str(len(termed)))
     time.sleep(answer["busy"])
+if "hold" in answer:
+    # stderr first, then wait (at most 20 s) until the test says go on
+    sys.stderr.write(answer.get("stderr", ""))
+    sys.stderr.flush()
+    deadline = time.monotonic() + 20
+    while not os.path.exists(answer["hold"]) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    sys.stdout.write(answer["stdout"])
+    sys.exit(answer["exit"])
 sys.stdout.write(answer["stdout"])
 sys.stderr.write(answer.get("stderr", ""))
 sys.exit(answer["exit"])
@@ -319,6 +330,47 @@ class BridgeTest(unittest.TestCase):
         self.assertEqual(handle.poll(), 103)
         self.assertEqual([c["argv"][0] for c in self.calls()], ["launch", "wait"])
         self.assertEqual(self.calls()[1]["argv"], ["wait", "--workspace", self.workspace, "--job-id", "job-1", "--json"])
+
+    def test_wait_logs_why_the_job_is_pending_while_it_waits(self):
+        """What wait says on stderr (why the job is pending) reaches the parent's
+        log as it is written, not when the job ends (issue 28 item 10)."""
+        go_on = os.path.join(self.dir, "go-on")
+        pending = ("flare-slurm: job job-1 (Slurm job 4242) pending for 30s of its 10m0s pending timeout; "
+                   "Slurm's reason: Priority (jobs of higher priority are ahead of it in the queue)\n")
+        answer = ok(status("COMPLETED", True, 0))
+        answer.update(stderr=pending, hold=go_on)
+        self.script(launch=[ok({"slurm_job_id": "4242"})], wait=[answer])
+        handle = self.launch()
+        seen = threading.Event()
+
+        class Watch(logging.Handler):
+            def emit(self, record):
+                if "Slurm's reason: Priority" in record.getMessage():
+                    seen.set()
+
+        watch = Watch()
+        self.launcher.logger.addHandler(watch)
+        self.launcher.logger.setLevel(logging.INFO)
+        try:
+            waiter = threading.Thread(target=handle.wait, daemon=True)
+            waiter.start()
+            self.assertTrue(seen.wait(20), "the pending reason was not logged while the wait ran")
+            self.assertTrue(waiter.is_alive(), "the wait ended before the test let it")
+            open(go_on, "w").close()
+            waiter.join(20)
+            self.assertFalse(waiter.is_alive())
+        finally:
+            self.launcher.logger.removeHandler(watch)
+        self.assertEqual(handle.poll(), 0)
+
+    def test_a_call_that_does_not_answer_in_time_fails(self):
+        go_on = os.path.join(self.dir, "never")
+        answer = ok(status("RUNNING", False, 127))
+        answer.update(hold=go_on)
+        self.script(launch=[ok({"slurm_job_id": "4242"})], status=[answer])
+        handle = self.launch()
+        with self.assertRaisesRegex(B.FlareSlurmError, "no answer within 0.5 seconds; it was asked to stop"):
+            handle.binary.call("status", ["--job-id", "job-1"], timeout=0.5)
 
     def test_wait_tries_again_after_a_failed_call(self):
         B.RETRY_INTERVAL = 0.01

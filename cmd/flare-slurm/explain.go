@@ -1,0 +1,132 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flare-slurm/flare-slurm/internal/errcode"
+	"github.com/flare-slurm/flare-slurm/schema"
+)
+
+// newExplainCommand builds `flare-slurm explain`.
+func newExplainCommand(a *app) *cobra.Command {
+	var asJSON bool
+	var name string
+	cmd := &cobra.Command{
+		Use:   "explain [--schema NAME] [KEY]",
+		Short: "Print what a schema says about one key (type, default, description, fields)",
+		Long: `explain prints, from the embedded JSON Schemas, what one key of slurm.yaml,
+study_runtime.yaml, a job's meta.json or a launch request means: its type, allowed values,
+default, unit, whether it is required, its description and, for a mapping, its fields (as
+kubectl explain does). KEY is a dotted path: job_launcher.sandbox, studies.NAME.container,
+launcher_spec.SITE.slurm.mem_per_node; any name stands for a study, variable or site name,
+[] for a list's items. Without --schema (or a schema name as KEY's first part) the
+schemas are searched in this order: slurm-config, study-runtime, job-meta, launch-request.
+No KEY explains a file's top level.`,
+		Args: cobra.MaximumNArgs(1),
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			key := ""
+			if len(args) == 1 {
+				key = args[0]
+			}
+			if name != "" && !isSchemaName(name) {
+				return usageErrorf("--schema %q is not a schema (one of %s)%s", name, strings.Join(schema.Names(), ", "), suggestion(name, schema.Names()))
+			}
+			x, err := schema.Explain(name, key)
+			var nk *schema.ErrNoKey
+			if errors.As(err, &nk) {
+				hint := "the keys there: " + strings.Join(nk.Allowed, ", ")
+				if nk.Suggestion != "" {
+					hint = nk.Suggestion + " The keys there: " + strings.Join(nk.Allowed, ", ")
+				}
+				return failure(errcode.NoSuchKey, nk.Error(), hint, nil)
+			}
+			if err != nil {
+				return failure(errcode.Internal, err.Error(), "", nil)
+			}
+			if asJSON {
+				return a.printOK(x)
+			}
+			a.printExplanation(x)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&name, "schema", "", "the schema to look in: "+strings.Join(schema.Names(), ", ")+" (default: searched)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}
+
+func isSchemaName(n string) bool {
+	for _, s := range schema.Names() {
+		if s == n {
+			return true
+		}
+	}
+	return false
+}
+
+// printExplanation prints x as kubectl explain does: headed lines, the
+// description wrapped, then the fields.
+func (a *app) printExplanation(x *schema.Explanation) {
+	key := x.Path
+	if key == "" {
+		key = "(the whole file)"
+	}
+	fmt.Fprintf(a.stdout, "SCHEMA:   %s\nKEY:      %s\nTYPE:     %s\n", x.Schema, key, x.Type)
+	if len(x.Enum) > 0 {
+		fmt.Fprintf(a.stdout, "ALLOWED:  %s\n", strings.Join(x.Enum, ", "))
+	}
+	if x.Default != "" {
+		fmt.Fprintf(a.stdout, "DEFAULT:  %s\n", x.Default)
+	}
+	if x.Unit != "" {
+		fmt.Fprintf(a.stdout, "UNIT:     %s\n", x.Unit)
+	}
+	if x.Required {
+		fmt.Fprintln(a.stdout, "REQUIRED: yes")
+	}
+	if x.Description != "" {
+		fmt.Fprintf(a.stdout, "\nDESCRIPTION:\n%s\n", wrap(x.Description, "    ", 92))
+	}
+	if len(x.Fields) > 0 {
+		fmt.Fprintln(a.stdout, "\nFIELDS:")
+		width := 0
+		for _, f := range x.Fields {
+			width = max(width, len(f.Name))
+		}
+		for _, f := range x.Fields {
+			req := ""
+			if f.Required {
+				req = " (required)"
+			}
+			fmt.Fprintf(a.stdout, "    %-*s  <%s>%s\n", width, f.Name, f.Type, req)
+			if f.Summary != "" {
+				fmt.Fprintf(a.stdout, "%s\n", wrap(f.Summary, "        ", 92))
+			}
+		}
+	}
+}
+
+// wrap fills text into lines of at most width columns, each starting with
+// indent.
+func wrap(text, indent string, width int) string {
+	var lines []string
+	line := indent
+	for _, w := range strings.Fields(text) {
+		if len(line) > len(indent) && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = indent
+		}
+		if len(line) > len(indent) {
+			line += " "
+		}
+		line += w
+	}
+	return strings.Join(append(lines, line), "\n")
+}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flare-slurm/flare-slurm/internal/visible"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
+)
+
+// bindWorkspace registers --workspace (a prepared workspace the command
+// uses, not one it creates: prepare has its own) on cmd: without the flag,
+// the value of workspace.EnvWorkspace is used, and a note on stderr names
+// it, so that a command never acts on a workspace the operator did not see
+// named. The flag's default stays empty, so help and the generated
+// reference never depend on the environment.
+func bindWorkspace(a *app, cmd *cobra.Command, ws *string, usage string) {
+	cmd.Flags().StringVar(ws, "workspace", "", usage+" (required; default: $"+workspace.EnvWorkspace+")")
+	prev := cmd.PreRunE
+	cmd.PreRunE = func(c *cobra.Command, args []string) error {
+		if !c.Flags().Changed("workspace") {
+			if v := workspace.FromEnv(); v != "" {
+				// Set, not assigned: a required --workspace counts as given.
+				if err := c.Flags().Set("workspace", v); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stderr, "flare-slurm: note: --workspace %s (from %s)\n", visible.Quote(v), workspace.EnvWorkspace)
+			}
+		}
+		if prev != nil {
+			return prev(c, args)
+		}
+		return nil
+	}
+}
+
+// workspaceRequired is the usage error of a command run without a
+// workspace.
+func workspaceRequired() error {
+	return usageErrorf("--workspace is required (or set %s)", workspace.EnvWorkspace)
+}
