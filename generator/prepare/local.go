@@ -139,7 +139,7 @@ func (e *oldEntry) expect() dirfd.Expect { return dirfd.ExpectOf(&e.st) }
 // localScan is one reading of an old workspace's local/.
 type localScan struct {
 	w        *Workspace
-	root     string                  // the old workspace (or the copy --against compares)
+	root     string                   // the old workspace (or the copy --against compares)
 	manifest *workspace.LocalManifest // nil: none, or unusable (manifestErr)
 	entries  []*oldEntry              // in path order, a directory before its entries
 	dirModes map[string]fs.FileMode   // the mode of each directory, by slash path

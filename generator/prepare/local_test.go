@@ -282,14 +282,7 @@ func TestLocalEntriesPrepareCannotKeepAreRefused(t *testing.T) {
 				{"prepare", func() error { _, err := Run(context.Background(), f.opts(out)); return err }},
 				{"check", func() error { _, err := Diff(f.render(t, out)); return err }},
 			} {
-				done := make(chan error, 1)
-				go func() { done <- step.run() }()
-				var err error
-				select {
-				case err = <-done:
-				case <-time.After(20 * time.Second):
-					t.Fatalf("%s hangs on the named pipe in local/", step.name)
-				}
+				err := returnsWithin(t, step.run, step.name+" hangs on the named pipe in local/")
 				pe := wantCode(t, err, errcode.LocalRefused)
 				if pe.Message != "the workspace "+out+" holds 5 path(s) in local/ that prepare cannot keep" || pe.Hint != hintFixProblems {
 					t.Errorf("%s: %q (%q)", step.name, pe.Message, pe.Hint)
@@ -488,4 +481,19 @@ func TestKeepLocalPaths(t *testing.T) {
 			t.Errorf("CheckKeepLocal(%q) = %q", p, CheckKeepLocal(p))
 		}
 	}
+}
+
+// returnsWithin runs run and returns its error, failing t with hang when it has
+// not returned within 20 seconds (a named pipe opened for reading blocks).
+func returnsWithin(t *testing.T, run func() error, hang string) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- run() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(20 * time.Second):
+		t.Fatal(hang)
+	}
+	return nil
 }
