@@ -186,7 +186,15 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 	if w.localNote != "" {
 		d.Warnings = append(d.Warnings, w.localNote)
 	}
+	// prepare's record of what it wrote into local/ is bookkeeping that
+	// follows from the files compared (each change there is reported as
+	// itself), and it holds a digest of every local/ file, secret ones
+	// too: never compared, never shown.
+	delete(disk.entries, workspace.LocalManifestPath)
 	for _, f := range w.Files {
+		if f.Path == workspace.LocalManifestPath {
+			continue
+		}
 		have, exists := disk.entries[f.Path]
 		delete(disk.entries, f.Path)
 		display := visible.Quote(path.Join(base, f.Path))
