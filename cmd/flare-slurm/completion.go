@@ -108,6 +108,7 @@ var flagCompletions = map[string]cobra.CompletionFunc{
 	"kit":            completeDirs,
 	"output":         completeDirs,
 	"against":        completeDirs,
+	"keep-local":     cobra.NoFileCompletions, // a path in the workspace, not here
 	"config":         completeFilesWithExt("yaml", "yml"),
 	"request":        completeFilesWithExt("json"),
 	"kind":           completeKinds,

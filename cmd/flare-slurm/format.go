@@ -71,11 +71,15 @@ func findings(ps schema.Problems) []cireport.Finding {
 	return out
 }
 
-// warningFindings turns YAML 1.1 reading differences into warning findings.
+// warningFindings turns warnings into warning findings: YAML 1.1 reading
+// differences, and the kept files a drift check accepts (drift class).
 func warningFindings(ws schema.Problems) []cireport.Finding {
 	out := findings(ws)
 	for i := range out {
 		out[i].Rule, out[i].Level = ruleYAML11, cireport.LevelWarning
+		if ws[i].Kind == problem.Drift {
+			out[i].Rule = ruleDrift
+		}
 	}
 	return out
 }

@@ -108,6 +108,14 @@ for --check --against on another host). Without it the workspace is the one
 			if opts.ExcludeSecrets && !check {
 				return usageErrorf("--exclude-secrets needs --check: prepare never writes a workspace without its secret files")
 			}
+			if len(opts.KeepLocal) > 0 && !check {
+				return usageErrorf("--keep-local needs --check: prepare keeps every file a person wrote in local/ anyway; the flag says which kept files a drift check accepts")
+			}
+			for _, p := range opts.KeepLocal {
+				if msg := prepare.CheckKeepLocal(p); msg != "" {
+					return usageErrorf("%s", msg)
+				}
+			}
 			if against != "" && opts.Output == "" {
 				return usageErrorf("--against needs --output: the path the workspace is deployed at, which its files name")
 			}
@@ -161,6 +169,7 @@ for --check --against on another host). Without it the workspace is the one
 	f.StringVar(&opts.Binary, "binary", "", "with --launcher flare-slurm, the absolute `PATH` of the flare-slurm binary the parent runs, recorded as given (default: the path this binary was run as, symlinks kept)")
 	f.BoolVar(&check, "check", false, "write nothing; print a diff and exit 3 if the workspace differs")
 	f.StringVar(&against, "against", "", "with --check, compare with the copy of the workspace in `DIR` (rendered for --output, the deployed path)")
+	f.StringArrayVar(&opts.KeepLocal, "keep-local", nil, "with --check, accept the files a person wrote at `PATH` under local/ (a file, or a directory and all below it; repeatable): reported as kept, not drift")
 	f.BoolVar(&opts.ExcludeSecrets, "exclude-secrets", false, "with --check, leave secret files (private keys, secret.env, unknown startup files) out on both sides: the kit and the copy may lack them")
 	return cmd
 }
@@ -194,8 +203,15 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 	if against != "" {
 		compared, forPath = against, " for "+ws.Output
 	}
+	// Kept files a check accepts (the study admin's study_runtime.yaml,
+	// --keep-local): warnings, in every format, never silent.
+	kept := drift.KeptProblems()
+	given := newGivenPaths(opts.Kit, opts.Config, opts.Output, against)
+	for i := range kept {
+		kept[i].File = given.text(kept[i].File)
+	}
 	if junit != "" {
-		c := cireport.Case{Name: compared, ClassName: "prepare.check", Seconds: time.Since(start).Seconds()}
+		c := cireport.Case{Name: compared, ClassName: "prepare.check", Seconds: time.Since(start).Seconds(), SystemOut: problemsText(kept)}
 		if len(drift.Changes) > 0 {
 			c.Failure = fmt.Sprintf("%d change(s)", len(drift.Changes))
 			c.Detail = problemsText(drift.Problems())
@@ -215,10 +231,14 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 			if opts.ExcludeSecrets {
 				data["skipped"] = skipped
 			}
+			if len(kept) > 0 {
+				data["kept"] = kept
+			}
 			return a.printOK(data)
 		case "sarif":
-			return a.writeSARIF(nil, nil)
+			return a.writeSARIF(nil, kept)
 		}
+		a.printWarnings(format, kept)
 		for _, s := range skipped {
 			fmt.Fprintf(a.stderr, "flare-slurm: skipped: %s\n", s.String())
 		}
@@ -236,6 +256,7 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 		Message:  fmt.Sprintf("workspace %s differs from what prepare would produce%s (%d change(s))", compared, forPath, len(drift.Changes)),
 		Hint:     hint,
 		Problems: drift.Problems(),
+		Warnings: kept,
 		Skipped:  skipped}
 }
 

@@ -39,6 +39,11 @@ const (
 	Modified ChangeKind = "modified"
 	ModeOnly ChangeKind = "mode"
 	TypeDiff ChangeKind = "type"
+	// Kept: a file (or empty directory) of the workspace's local/ that a
+	// person wrote, which prepare keeps (local.go). It is drift unless
+	// accepted: local/study_runtime.yaml, an empty directory, or a path
+	// named with Options.KeepLocal.
+	Kept ChangeKind = "kept"
 )
 
 // Change is one difference between the workspace on disk and the rendered
@@ -51,9 +56,15 @@ type Change struct {
 
 // Drift is the result of Diff: every change, and a unified diff for people.
 type Drift struct {
-	Output  string
+	Output string
+	// Changes are the differences that make the check fail (drift),
+	// kept files that are not accepted among them.
 	Changes []Change
-	Text    string
+	// Kept are the kept files a check accepts (local/study_runtime.yaml,
+	// empty directories, paths named with Options.KeepLocal): reported,
+	// but no drift, and not in Text.
+	Kept []Change
+	Text string
 	// Excluded are the secret files a check with Options.ExcludeSecrets
 	// left out (never compared, never shown), sorted by path.
 	Excluded []ExcludedSecret
@@ -93,6 +104,17 @@ func (d *Drift) Problems() schema.Problems {
 	return ps
 }
 
+// KeptProblems returns the accepted kept files (Kept) as warnings naming
+// the workspace file.
+func (d *Drift) KeptProblems() schema.Problems {
+	ps := make(schema.Problems, 0, len(d.Kept))
+	for _, c := range d.Kept {
+		ps = append(ps, schema.Problem{Kind: problem.Drift, File: filepath.Join(d.Output, filepath.FromSlash(c.Path)), Message: c.Detail,
+			Code: schema.WarnPrepareLocalKept})
+	}
+	return ps
+}
+
 // diffLimit is the largest file Diff shows line by line (and reads into
 // memory); larger files are compared by streaming and only said to differ.
 const diffLimit = 1 << 20
@@ -104,7 +126,15 @@ const diffLimit = 1 << 20
 // memory stays flat whatever the size of the kit's files. The content of a
 // secret file (see secretFile) is never shown: its change is reported with
 // the SHA-256 of both sides.
+//
+// What a person wrote in the workspace's local/ is compared as prepare
+// would carry it over (local.go): each kept file is a Kept change, not
+// compared with itself; what prepare would refuse to keep fails Diff as
+// it fails prepare.
 func Diff(w *Workspace) (*Drift, error) {
+	if err := w.carryLocal(w.Output); err != nil {
+		return nil, err
+	}
 	return diff(w, w.Output)
 }
 
@@ -128,12 +158,11 @@ func DiffAgainst(w *Workspace, dir string) (*Drift, error) {
 	if err != nil {
 		return nil, &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot resolve the workspace copy %s: %v", dir, err), Hint: "give an absolute path", Err: err}
 	}
-	// The files a person wrote in the copy's local/ are what prepare
-	// would keep: compared with themselves, not reported as removed.
+	// What a person wrote in the copy's local/ is what prepare would
+	// keep on the deployed host: reported as kept, not as removed.
 	if err := w.carryLocal(abs); err != nil {
 		return nil, err
 	}
-	sort.SliceStable(w.Files, func(i, j int) bool { return workspace.StagingPathLess(w.Files[i].Path, w.Files[j].Path) })
 	return diff(w, abs)
 }
 
@@ -154,10 +183,39 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 		delete(disk.entries, p)
 		d.Excluded = append(d.Excluded, ExcludedSecret{Path: p, InCopy: exists})
 	}
+	if w.localNote != "" {
+		d.Warnings = append(d.Warnings, w.localNote)
+	}
+	// prepare's record of what it wrote into local/ is bookkeeping that
+	// follows from the files compared (each change there is reported as
+	// itself), and it holds a digest of every local/ file, secret ones
+	// too: never compared, never shown.
+	delete(disk.entries, workspace.LocalManifestPath)
 	for _, f := range w.Files {
+		if f.Path == workspace.LocalManifestPath {
+			continue
+		}
 		have, exists := disk.entries[f.Path]
 		delete(disk.entries, f.Path)
 		display := visible.Quote(path.Join(base, f.Path))
+		if reason := w.keptReason(f.Path); reason != "" {
+			// Kept from this very tree: never compared with itself, and
+			// nothing of its content is read or shown.
+			c := Change{Path: f.Path, Kind: Kept}
+			if why := w.keptAccepted(f); why != "" {
+				c.Detail = fmt.Sprintf("kept: %s (a re-prepare keeps it; not drift: %s)", reason, why)
+				d.Kept = append(d.Kept, c)
+				continue
+			}
+			c.Detail = fmt.Sprintf("kept: %s (a re-prepare keeps it; drift: if it belongs there, name it with --keep-local %s)", reason, f.Path)
+			d.Changes = append(d.Changes, c)
+			slash := ""
+			if f.Dir {
+				slash = "/"
+			}
+			fmt.Fprintf(&text, "Kept: %s%s (%s; a re-prepare keeps it)\n", display, slash, reason)
+			continue
+		}
 		if w.excludeSecrets && !f.Dir {
 			excluded, err := w.excluded(f, disk, have, exists)
 			if err != nil {
@@ -249,6 +307,29 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 			dir, len(in), strings.Join(in, ", "), schema.WarnPrepareSecretCopy))
 	}
 	return d, nil
+}
+
+// keptAccepted says why the kept entry f is no drift, or "" when it is:
+// local/study_runtime.yaml is where the study admin writes
+// (examples/study_runtime.yaml says so), an empty directory holds nothing
+// NVFlare could read, and Options.KeepLocal names what a site accepts.
+// Everything else a person wrote in local/ is drift: NVFlare loads code
+// from local/custom/ and reads configuration from many local/ files
+// (resources, authorization, privacy, logging, in several formats).
+func (w *Workspace) keptAccepted(f *File) string {
+	switch {
+	case f.Dir:
+		return "an empty directory"
+	case f.Path == studyRuntime:
+		return "the study admin's file"
+	}
+	for _, p := range w.keepLocal {
+		p = strings.TrimSuffix(p, "/")
+		if f.Path == p || strings.HasPrefix(f.Path, p+"/") {
+			return "named with --keep-local " + p
+		}
+	}
+	return ""
 }
 
 // excluded says whether a check that excludes secrets leaves the rendered
@@ -450,6 +531,9 @@ func (w *Workspace) readError(f *File, err error) error {
 	}
 	var notRegular *dirfd.NotRegularError
 	var changed *dirfd.ChangedError
+	if w.keptSource(f.Source) {
+		return keptChanged(err, "")
+	}
 	switch {
 	case errors.As(err, &notRegular):
 		return &Error{Code: errcode.InvalidKit, Err: err,
@@ -666,4 +750,23 @@ func lines(b []byte) []string {
 		ls[len(ls)-1] += "\n\\ No newline at end of file\n"
 	}
 	return ls
+}
+
+// keptChanged is the error of a file kept from a workspace's local/ that
+// is no longer the file scanned (the workspace changed while prepare ran,
+// not the kit); after is added to the hint.
+func keptChanged(err error, after string) error {
+	var notRegular *dirfd.NotRegularError
+	var changed *dirfd.ChangedError
+	hint := "re-run prepare once nothing writes in the workspace's local/ (is a parent or a job running in it?)" + after
+	switch {
+	case errors.As(err, &notRegular):
+		return &Error{Code: errcode.PrepareFailed, Err: err, Hint: hint,
+			Message: fmt.Sprintf("the workspace changed while prepare ran: %s, kept from its local/, is now a %s; prepare keeps regular files only", notRegular.Path, schema.FileKind(notRegular.Mode))}
+	case errors.As(err, &changed):
+		return &Error{Code: errcode.PrepareFailed, Err: err, Hint: hint,
+			Message: "the workspace changed while prepare ran: " + changed.Error() + " (a file kept from its local/)"}
+	}
+	return &Error{Code: errcode.PrepareFailed, Err: err, Hint: "check its permissions" + after,
+		Message: fmt.Sprintf("cannot read a file kept from the workspace's local/: %v", err)}
 }

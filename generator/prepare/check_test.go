@@ -224,7 +224,9 @@ func TestDiffWording(t *testing.T) {
 	f := newFixture(t, "site-1", bareConfig)
 	out := filepath.Join(f.dir, "ws")
 	f.run(t, out)
-	p := filepath.Join(out, "local", "study_runtime.yaml")
+	// (Not in local/: what a person puts there is kept, or refused when
+	// the new workspace has another type there; local_test.go.)
+	p := filepath.Join(out, "startup", "fed_client.json")
 	if err := os.Remove(p); err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +242,7 @@ func TestDiffWording(t *testing.T) {
 	if err := os.Rename(filepath.Join(out, "startup", "start_slurm.sh.tmp"), filepath.Join(out, "startup", "start_slurm.sh")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(out, "local", "extra", "sub"), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(out, "transfer", "extra", "sub"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	d, err := Diff(f.render(t, out))
@@ -252,18 +254,18 @@ func TestDiffWording(t *testing.T) {
 		details[c.Path] = c.Detail
 	}
 	for p, want := range map[string]string{
-		"local/study_runtime.yaml": "a file would replace the directory",
-		"startup/start_slurm.sh":   "a file would replace the symlink",
-		"local/extra":              "directory would be removed with its content",
+		"startup/fed_client.json": "a file would replace the directory",
+		"startup/start_slurm.sh":  "a file would replace the symlink",
+		"transfer/extra":          "directory would be removed with its content",
 	} {
 		if details[p] != want {
 			t.Errorf("%s: %q, want %q", p, details[p], want)
 		}
 	}
 	for _, want := range []string{
-		"File type differs: ws/local/study_runtime.yaml (directory on disk)\n",
+		"File type differs: ws/startup/fed_client.json (directory on disk)\n",
 		"File type differs: ws/startup/start_slurm.sh (symlink on disk)\n",
-		"Only in " + filepath.Join(out, "local") + ": extra/\n",
+		"Only in " + filepath.Join(out, "transfer") + ": extra/\n",
 	} {
 		if !strings.Contains(d.Text, want) {
 			t.Errorf("diff text does not contain %q:\n%s", want, d.Text)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/schema"
@@ -194,14 +193,7 @@ func TestKitFileSwappedAfterTheScan(t *testing.T) {
 				{"write", func() error { return Write(context.Background(), ws) }},
 				{"check", func() error { _, err := Diff(ws); return err }},
 			} {
-				done := make(chan error, 1)
-				go func() { done <- step.run() }()
-				var err error
-				select {
-				case err = <-done:
-				case <-time.After(20 * time.Second):
-					t.Fatalf("%s hangs on a %s swapped into the kit", step.name, name)
-				}
+				err := returnsWithin(t, step.run, step.name+" hangs on a "+name+" swapped into the kit")
 				pe := wantCode(t, err, errcode.InvalidKit)
 				if !strings.Contains(pe.Message, "the kit changed while prepare ran: "+victim+" is now a "+schema.FileKind(kindOf(t, victim))) {
 					t.Errorf("%s: message %q", step.name, pe.Message)

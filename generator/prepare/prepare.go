@@ -13,6 +13,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
+	"slices"
+	"strings"
 
 	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"github.com/flare-slurm/flare-slurm/schema"
@@ -51,6 +54,11 @@ type Options struct {
 	// workspace is byte-equal to NVFlare's prepare), bridge.LauncherFlareSlurm
 	// for the bridge that hands the parent's jobs to flare-slurm.
 	Launcher string
+	// KeepLocal are slash paths under local/ (a file, or a directory and
+	// everything below it) whose kept files a drift check accepts: they
+	// are reported, but are no drift (CheckKeepLocal checks each). Diff
+	// only.
+	KeepLocal []string
 	// Binary is the absolute path of the flare-slurm binary the bridge
 	// calls, recorded as given (cleaned, symlinks kept: a stable path such
 	// as .../flare-slurm/current/bin/flare-slurm survives upgrades); ""
@@ -82,8 +90,9 @@ type Result struct {
 	// DiscardedStorage lists the entries of a server workspace's job store
 	// and snapshot storage ("jobs-storage/<name>") a forced prepare removed.
 	DiscardedStorage []string `json:"discarded_storage,omitempty"`
-	// Kept lists the files a person wrote in the workspace's local/ that
-	// prepare carried over into the new workspace (slash paths).
+	// Kept lists what a person wrote in the workspace's local/ that
+	// prepare carried over into the new workspace (slash paths; an empty
+	// directory ends in "/").
 	Kept []string `json:"kept,omitempty"`
 }
 
@@ -145,6 +154,12 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// What a person wrote in the workspace's local/ is carried into the
+	// new one (local.go), or prepare refuses before writing anything.
+	if err := ws.carryLocal(ws.Output); err != nil {
+		return nil, err
+	}
+	ws.noteKept()
 	if err := Write(ctx, ws); err != nil {
 		return nil, err
 	}
@@ -166,4 +181,27 @@ func rootOwnedWarning(output string) string {
 	return fmt.Sprintf("prepare ran as root, so the workspace %s is owned by root (mode 0700) and the runtime account "+
 		"that runs the parent cannot use it; run prepare as that account, or give it the workspace with "+
 		"'chown -R ACCOUNT %s'", output, shell.Quote(output))
+}
+
+// noteKept adds the warnings of carryLocal to the result, unless ignored.
+func (w *Workspace) noteKept() {
+	if slices.Contains(w.ignore, schema.WarnPrepareLocalKept) {
+		return
+	}
+	if w.localNote != "" {
+		w.Result.Warnings = append(w.Result.Warnings, w.localNote)
+	}
+	w.Result.Warnings = append(w.Result.Warnings, w.keptNotes...)
+}
+
+// CheckKeepLocal says what is wrong with p as a --keep-local path, or "".
+func CheckKeepLocal(p string) string {
+	clean := strings.TrimSuffix(p, "/")
+	switch {
+	case clean == "" || strings.HasPrefix(clean, "/"):
+		return fmt.Sprintf("--keep-local %q is not a path in the workspace: give it relative to the workspace, e.g. local/notes.txt", p)
+	case path.Clean(clean) != clean || !strings.HasPrefix(clean, schema.LocalDir+"/"):
+		return fmt.Sprintf("--keep-local %q is not a clean path under local/ (e.g. local/notes.txt or local/custom): prepare keeps files in local/ only", p)
+	}
+	return ""
 }

@@ -288,7 +288,7 @@ func TestJobArtifactsNeedForce(t *testing.T) {
 	if !strings.Contains(strings.Join(res.Warnings, "\n"), ".nvflare_slurm/jobs/aaaa") {
 		t.Errorf("warnings %q do not name the discarded job", res.Warnings)
 	}
-	if _, err := os.Stat(filepath.Join(out, ".nvflare_slurm")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(out, ".nvflare_slurm", "jobs")); !os.IsNotExist(err) {
 		t.Error("job artifacts survived a forced prepare")
 	}
 }

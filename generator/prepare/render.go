@@ -75,9 +75,15 @@ type Workspace struct {
 	index  map[string]*File
 	force  bool     // Options.Force
 	ignore []string // Options.IgnoreWarnings
-	// carried are the local/ files carried over from the existing
-	// workspace (local.go).
-	carried []carried
+	// carried are the local/ entries carried over from the existing
+	// workspace (local.go); keptNotes are their prepare-local-kept
+	// warnings, localNote the one said when that workspace has no record
+	// of what prepare wrote into it.
+	carried   []carried
+	keptNotes []string
+	localNote string
+	// keepLocal is Options.KeepLocal: kept files that are no drift.
+	keepLocal []string
 	// excludeSecrets is Options.ExcludeSecrets: Diff leaves secret files
 	// out on both sides. absentSecrets are the kit's secret files it
 	// lacks (its leaf key), which Diff lists as not compared.
@@ -231,7 +237,7 @@ func Render(opts Options) (*Workspace, error) {
 	}
 
 	w := &Workspace{Output: output, Kit: kit, index: map[string]*File{}, force: opts.Force, ignore: opts.IgnoreWarnings,
-		excludeSecrets: opts.ExcludeSecrets}
+		excludeSecrets: opts.ExcludeSecrets, keepLocal: opts.KeepLocal}
 	if key := schema.LeafKeyFile(k.Role); opts.ExcludeSecrets {
 		if _, err := os.Lstat(filepath.Join(kit, filepath.FromSlash(key))); errors.Is(err, fs.ErrNotExist) {
 			w.absentSecrets = append(w.absentSecrets, key)
@@ -290,7 +296,7 @@ func Render(opts Options) (*Workspace, error) {
 		w.put(parentScript, parent, 0o700)
 	}
 	w.index["."].Mode = 0o700
-	if err := w.carryLocal(output); err != nil {
+	if err := w.recordLocal(); err != nil {
 		return nil, err
 	}
 	sort.SliceStable(w.Files, func(i, j int) bool { return workspace.StagingPathLess(w.Files[i].Path, w.Files[j].Path) })
@@ -304,7 +310,6 @@ func Render(opts Options) (*Workspace, error) {
 		StartScript:  filepath.Join(output, filepath.FromSlash(startScript)),
 		Resources:    filepath.Join(output, filepath.FromSlash(resourcesDefault)),
 		Warnings:     w.Result.Warnings,
-		Kept:         w.Result.Kept,
 	}
 	if cfg.Parent != nil {
 		w.Result.SubmitCommand = shell.Join([]string{

@@ -150,6 +150,8 @@ func (w *Workspace) fillFailure(ctx context.Context, err error) error {
 	case ctx.Err() != nil:
 		return &Error{Code: errcode.Interrupted, Message: fmt.Sprintf("prepare of %s interrupted; the output was not changed", w.Output),
 			Hint: "re-run prepare", Err: err}
+	case errors.As(err, &notRegular) && w.keptSource(notRegular.Path), errors.As(err, &changed) && w.keptSource(changed.Path):
+		return keptChanged(err, "; the output was not changed")
 	case errors.As(err, &notRegular):
 		return &Error{Code: errcode.InvalidKit, Err: err,
 			Message: fmt.Sprintf("the kit changed while prepare ran: %s is now a %s; prepare copies regular files only", notRegular.Path, schema.FileKind(notRegular.Mode)),

@@ -273,13 +273,16 @@ type Case struct {
 	Failure, Detail string
 	// Skipped, when not empty, says why the row was not run.
 	Skipped string
+	// SystemOut, when not empty, is what the row reports beside its
+	// result (warnings that did not fail it), as the case's system-out.
+	SystemOut string
 }
 
 // JUnit writes one JUnit XML document with one test suite named suite.
 func JUnit(w io.Writer, suite string, cases []Case) error {
 	s := junitSuite{Name: suite, Tests: len(cases)}
 	for _, c := range cases {
-		tc := junitCase{Name: c.Name, ClassName: c.ClassName, Time: fmt.Sprintf("%.3f", c.Seconds)}
+		tc := junitCase{Name: c.Name, ClassName: c.ClassName, Time: fmt.Sprintf("%.3f", c.Seconds), SystemOut: c.SystemOut}
 		switch {
 		case c.Failure != "":
 			s.Failures++
@@ -331,6 +334,7 @@ type junitCase struct {
 	Time      string        `xml:"time,attr"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
 	Skipped   *junitSkipped `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
 }
 
 type junitFailure struct {

@@ -15,6 +15,7 @@ const (
 	InvalidOutput  = "invalid_output"  // prepare, render, check --junit: the output path cannot be used
 	JobsPresent    = "jobs_present"    // prepare: the output holds job artifacts (needs --force)
 	NotAWorkspace  = "not_a_workspace" // prepare: the output is not a workspace prepared for it
+	LocalRefused   = "local_refused"   // prepare: the workspace's local/ holds what prepare cannot keep
 	PrepareFailed  = "prepare_failed"  // prepare: a file system operation failed
 	Interrupted    = "interrupted"     // prepare: stopped by a signal; nothing changed
 	Drift          = "drift"           // prepare --check: the workspace differs (exit 3)
@@ -43,7 +44,7 @@ const (
 // All lists every code, in the order docs/conventions.md lists them.
 var All = []string{
 	Usage, Internal, InvalidInput,
-	InvalidKit, InvalidOutput, JobsPresent, NotAWorkspace, PrepareFailed, Interrupted, Drift, NeedsFormat, NoSuchKey,
+	InvalidKit, InvalidOutput, JobsPresent, NotAWorkspace, LocalRefused, PrepareFailed, Interrupted, Drift, NeedsFormat, NoSuchKey,
 	JUnitFailed, DocsFailed, WriteFailed, InvalidRequest,
 	InvalidWorkspace, LaunchRefused, LaunchFailed, JobFailed, NoSuchJob, StatusFailed, WaitFailed, LogsFailed,
 	CancelFailed, CancelPending, GCFailed, BootstrapFailed, CheckFailed,

@@ -27,9 +27,10 @@ type StagingFile struct {
 	Mode fs.FileMode // permission bits, set exactly (the umask does not apply)
 	// Data is the content of a file that has no Source.
 	Data []byte
-	// Source is the file to copy (a kit file), opened with
-	// dirfd.OpenRegular: it must still be the regular file Expect
-	// describes (the one scanned).
+	// Source is the file to copy (a kit file, or a file kept from the
+	// workspace's local/), opened with dirfd.OpenRegular: it must still
+	// be the regular file Expect describes (the one scanned), and no more
+	// than Expect.Size bytes of it are copied (none when it is 0).
 	Source string
 	Expect dirfd.Expect
 	// ModTime, when set, is given to the file.
@@ -195,14 +196,13 @@ func writeFile(d *dirfd.Dir, f *StagingFile, mask fs.FileMode) (err error) {
 	return nil
 }
 
-// copyData copies in to out until EOF, or until limit bytes (the size the
-// scan saw) when limit is not 0: a file that grew since, or a file that
-// reports one size and holds more (/proc), is not copied beyond it.
+// copyData copies in to out until EOF or limit bytes (the size the scan
+// saw), whichever comes first: a file that grew since, or a file that
+// reports one size and holds more (/proc), is not copied beyond it. A limit
+// of 0 copies nothing: a file that was empty when scanned (or a /proc file
+// reporting size 0) stays empty, whatever it holds by now.
 func copyData(in, out int, limit int64) error {
-	left := int64(1<<62 - 1)
-	if limit > 0 {
-		left = limit
-	}
+	left := max(limit, 0)
 	for left > 0 {
 		n, err := unix.CopyFileRange(in, nil, out, nil, int(min(left, 1<<30)), 0)
 		if err == nil && n == 0 {

@@ -821,3 +821,27 @@ func TestInstallRefusesAStagedTreeSwappedAfterTheFill(t *testing.T) {
 		t.Fatalf("the output holds %q, want the old workspace", got)
 	}
 }
+
+// A source whose scan saw 0 bytes is copied as an empty file, whatever it
+// holds when it is read (issue 25 item 2's review, L1): a limit of 0 meant
+// "until EOF", so a file that was empty when scanned and grew afterwards,
+// or a /proc file (which reports size 0), was copied whole.
+func TestFillCopiesNothingOfASourceScannedEmpty(t *testing.T) {
+	d := tempDir(t)
+	out := filepath.Join(d, "ws")
+	const src = "/proc/self/status" // size 0 on stat, a page of text on read
+	var st unix.Stat_t
+	if err := unix.Stat(src, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Size != 0 {
+		t.Skipf("%s reports %d bytes here", src, st.Size)
+	}
+	files := append(tree(out, "one"), StagingFile{Path: "transfer/status", Mode: 0o644, Source: src, Expect: dirfd.ExpectOf(&st)})
+	if _, err := stageOnce(t, out, files, false, StagingOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(filepath.Join(out, "transfer", "status")); err != nil || len(data) != 0 {
+		t.Errorf("copied %d bytes of a source scanned empty (%v): %.60q", len(data), err, data)
+	}
+}
