@@ -138,7 +138,7 @@ demo: build
 # fuzz runs each parser's fuzz target for FUZZTIME.
 FUZZTIME ?= 20s
 fuzz:
-	for f in FuzzParseSlurmConfig FuzzParseStudyRuntime FuzzParseJobMeta; do \
+	for f in FuzzParseSlurmConfig FuzzParseStudyRuntime FuzzParseJobMeta FuzzCertSubject; do \
 		$(GO) test ./schema -run '^$$$$' -fuzz "^$$f$$$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s || exit 1; done
 	for f in FuzzParseQueue FuzzParseAccounting FuzzParseSubmit; do \
 		$(GO) test ./runtime/scheduler -run '^$$$$' -fuzz "^$$f$$$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s || exit 1; done
