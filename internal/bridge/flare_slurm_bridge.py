@@ -492,7 +492,9 @@ class FlareSlurmJobLauncher(JobLauncherSpec):
         request = self.launch_request(job_meta, fl_ctx)
         # --attach: a job this workspace already runs (launched before a
         # restart of this parent) is reported, not submitted again.
-        data = self.binary.call("launch", ["--request", "-", "--attach"],
+        # --no-bootstrap: bootstrap-check ran at SYSTEM_BOOTSTRAP; probing
+        # Slurm again for every job cost two commands (three slurmdbd RPCs).
+        data = self.binary.call("launch", ["--request", "-", "--attach", "--no-bootstrap"],
                                 stdin=json.dumps(request, default=str).encode("utf-8"))
         handle = FlareSlurmJobHandle(self.binary, request["job_id"], str(data.get("slurm_job_id", "")), self.follower)
         if data.get("attached") is True:

@@ -223,7 +223,7 @@ class BridgeTest(unittest.TestCase):
         self.assertIsInstance(handle, JobHandleSpec)
         self.assertEqual(handle.slurm_job_id, "4242")
         call = self.calls()[0]
-        self.assertEqual(call["argv"], ["launch", "--workspace", self.workspace, "--request", "-", "--attach", "--json"])
+        self.assertEqual(call["argv"], ["launch", "--workspace", self.workspace, "--request", "-", "--attach", "--no-bootstrap", "--json"])
         self.assertNotIn("SECRET", " ".join(call["argv"]))
         self.assertEqual(call["secret_source"], "from-the-parent")  # the environment reaches the binary
         request = json.loads(call["stdin"])
