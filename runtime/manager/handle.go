@@ -161,21 +161,22 @@ func (h *Handle) WaitReporting(ctx context.Context, report func(Status)) (Status
 }
 
 // nextWait is how long a wait sleeps before its next poll: until the
-// shared observation it last read expires, plus a spread of up to a tenth
-// of a poll interval (the jitter), so that waiters never wake while it is
-// fresh (and learn nothing) and never sleep through another process's
-// refresh after it expired. The first waiter to wake refreshes, the others
-// read its answer: a result shows within 1.1 poll intervals however many
-// processes watch the workspace, and one squeue per interval serves them
-// all. Without an observation, or with one that expired already (a failed
-// refresh), it sleeps one poll interval ±10 %.
+// shared observation it last read expires, plus a spread of up to a
+// fiftieth of a poll interval (the jitter, 0.2 s at 10 s), so that waiters
+// never wake while it is fresh (and learn nothing) and never sleep through
+// another process's refresh after it expired. The first waiter to wake
+// refreshes, the others read its answer: a result shows within 1.02 poll
+// intervals (and the refresh) however many processes watch the workspace,
+// and one squeue per interval serves them all. Without an observation, or
+// with one that expired already (a failed refresh), it sleeps one poll
+// interval ±10 %.
 func (m *Manager) nextWait() time.Duration {
 	exp := m.obs.expiry()
 	now := m.now()
 	if exp.IsZero() || !exp.After(now) || exp.Sub(now) > m.cfg.PollInterval {
 		return m.waitInterval()
 	}
-	return exp.Sub(now) + time.Duration(float64(m.cfg.PollInterval)*0.05*(1+m.jitter()))
+	return exp.Sub(now) + time.Duration(float64(m.cfg.PollInterval)*0.01*(1+m.jitter()))
 }
 
 func (m *Manager) waitInterval() time.Duration {
