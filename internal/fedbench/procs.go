@@ -19,28 +19,48 @@ type Sample struct {
 	At        time.Time `json:"-"`
 	Seconds   float64   `json:"t"` // since the run's start
 	Processes int       `json:"processes"`
+	parents   int       // python3 processes among them
 	// PrivateKiB is Private_Clean + Private_Dirty, summed: what only these
 	// processes hold. AnonKiB is their anonymous memory.
 	PrivateKiB int64 `json:"private_kib"`
 	AnonKiB    int64 `json:"anon_kib"`
+	// ParentsKiB is the part of PrivateKiB held by the NVFlare parents
+	// themselves (the python3 processes); the rest is what they started
+	// (the start scripts' shells, the launcher's commands and, for
+	// flare-slurm, its wait --follow).
+	ParentsKiB int64 `json:"parents_private_kib"`
 	// Running is how many of the run's Slurm jobs were running then (from
 	// accounting, after the run).
 	Running int `json:"running"`
 }
 
+// Others are the processes and private memory of the sample that are not
+// the NVFlare parents.
+func (s Sample) Others() (int, int64) {
+	return s.Processes - s.parents, s.PrivateKiB - s.ParentsKiB
+}
+
 // SessionOf reads the session id from the content of /proc/PID/stat (the
 // sixth field; the command name, second, may hold spaces and parentheses).
 func SessionOf(stat string) (int, error) {
+	_, sid, err := parseStat(stat)
+	return sid, err
+}
+
+// parseStat reads the command name and session id of /proc/PID/stat.
+func parseStat(stat string) (string, int, error) {
+	open := strings.IndexByte(stat, '(')
 	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("stat %q: no command name", stat)
+	if open < 0 || i < open {
+		return "", 0, fmt.Errorf("stat %q: no command name", stat)
 	}
 	f := strings.Fields(stat[i+1:])
 	// state ppid pgrp session
 	if len(f) < 4 {
-		return 0, fmt.Errorf("stat %q: too few fields", stat)
+		return "", 0, fmt.Errorf("stat %q: too few fields", stat)
 	}
-	return strconv.Atoi(f[3])
+	sid, err := strconv.Atoi(f[3])
+	return stat[open+1 : i], sid, err
 }
 
 // SampleSessions sums the processes of the given sessions. A process that
@@ -64,7 +84,7 @@ func SampleSessions(sessions []int) (Sample, error) {
 		if err != nil {
 			continue
 		}
-		sid, err := SessionOf(string(stat))
+		comm, sid, err := parseStat(string(stat))
 		if err != nil || !want[sid] {
 			continue
 		}
@@ -75,6 +95,10 @@ func SampleSessions(sessions []int) (Sample, error) {
 		s.Processes++
 		s.PrivateKiB += m.Private() >> 10
 		s.AnonKiB += m.Anonymous >> 10
+		if strings.HasPrefix(comm, "python") {
+			s.parents++
+			s.ParentsKiB += m.Private() >> 10
+		}
 	}
 	return s, nil
 }

@@ -117,11 +117,15 @@ func Targets(res Result) []Target {
 		FlareSlurm: fmt.Sprintf("max %.1f s (largest p95 %.1f s; %d jobs)", worst[FlareSlurm].Max, worst[FlareSlurm].P95, worst[FlareSlurm].N),
 		Met:        worst[FlareSlurm].N > 0 && worst[FlareSlurm].Max <= res.PollInterval,
 	})
+	mem := func(m MemFigures) string {
+		return fmt.Sprintf("%.2f MiB, %.2f processes (what the parents started: %.2f MiB, %.2f processes; the parents idle %.0f MiB)",
+			m.PrivateMiBPerJob, m.ProcessesPerJob, m.OthersMiBPerJob, m.OthersProcessesPerJob, m.BaselineParentsMiB)
+	}
 	ts = append(ts, Target{
 		Name:       "parent host private memory per running job" + at,
 		Target:     "flare-slurm <= NVFlare",
-		NVFlare:    fmt.Sprintf("%.2f MiB (%.2f processes)", nv.Memory.PrivateMiBPerJob, nv.Memory.ProcessesPerJob),
-		FlareSlurm: fmt.Sprintf("%.2f MiB (%.2f processes)", fs.Memory.PrivateMiBPerJob, fs.Memory.ProcessesPerJob),
+		NVFlare:    mem(nv.Memory),
+		FlareSlurm: mem(fs.Memory),
 		Met:        fs.Memory.PrivateMiBPerJob <= nv.Memory.PrivateMiBPerJob,
 	})
 	return ts
@@ -137,9 +141,10 @@ func ratio(a, b float64) float64 {
 // Summary is one line about a run, for the test's log.
 func Summary(r Run) string {
 	return fmt.Sprintf("wall %.1f/%.1f s, client seen %.1f/%.1f s (max %.1f), parent RPCs %d ctld %d dbd (%.2f/job-min), "+
-		"%.2f MiB and %.2f processes per running job (peak %d running), states %v %v, lost %d, misread %d",
+		"%.2f MiB and %.2f processes per running job (started by the parents %.2f MiB, %.2f; peak %d running), states %v %v, lost %d, misread %d",
 		r.WallTime.Median, r.WallTime.P95, r.ClientSeen.Median, r.ClientSeen.P95, r.ClientSeen.Max,
 		r.RPC.ParentCtld, r.RPC.ParentDbd, r.RPC.PerJobMinute, r.Memory.PrivateMiBPerJob, r.Memory.ProcessesPerJob,
+		r.Memory.OthersMiBPerJob, r.Memory.OthersProcessesPerJob,
 		r.Memory.PeakRunning, r.States.NVFlare, r.States.Slurm, r.States.Lost, r.States.Misread)
 }
 
@@ -157,16 +162,19 @@ func Markdown(res Result) string {
 
 	b.WriteString("| launcher | jobs | wall time median / p95 | client end → seen median / p95 / max | last end → FINISHED median / p95 | " +
 		"parents' RPCs: slurmctld (sbatch) / slurmdbd | per watched job per minute: slurmctld (without sbatch) / slurmdbd | " +
-		"parent host per running job (peak running) | final states | load |\n")
-	b.WriteString("| --- | ---: | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+		"parent host per running job (peak running): all / what the parents started | NVFlare parents idle → at peak | final states | load |\n")
+	b.WriteString("| --- | ---: | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range res.Runs {
-		fmt.Fprintf(&b, "| %s | %d | %.1f / %.1f s | %.1f / %.1f / %.1f s | %.1f / %.1f s | %d (%d) / %d | %.2f (%.2f) / %.2f | %.2f MiB, %.2f processes (%d) | %s | %s → %s |\n",
+		m := r.Memory
+		fmt.Fprintf(&b, "| %s | %d | %.1f / %.1f s | %.1f / %.1f / %.1f s | %.1f / %.1f s | %d (%d) / %d | %.2f (%.2f) / %.2f | "+
+			"%.2f MiB, %.2f processes / %.2f MiB, %.2f processes (%d) | %.0f → %.0f MiB | %s | %s → %s |\n",
 			r.Launcher, r.Jobs, r.WallTime.Median, r.WallTime.P95,
 			r.ClientSeen.Median, r.ClientSeen.P95, r.ClientSeen.Max,
 			r.Finished.Median, r.Finished.P95,
 			r.RPC.ParentCtld, r.RPC.Submits, r.RPC.ParentDbd,
 			r.RPC.PerJobMinute, r.RPC.PollPerJobMinute, r.RPC.DbdPerJobMinute,
-			r.Memory.PrivateMiBPerJob, r.Memory.ProcessesPerJob, r.Memory.PeakRunning,
+			m.PrivateMiBPerJob, m.ProcessesPerJob, m.OthersMiBPerJob, m.OthersProcessesPerJob, m.PeakRunning,
+			m.BaselineParentsMiB, m.PeakParentsMiB,
 			states(r.States), r.LoadStart, r.LoadEnd)
 	}
 

@@ -29,6 +29,7 @@ func result(t *testing.T) Result {
 		in.Ctld.ByUser["flaretest"] = int64(2*c.n) + c.extra
 		for i := range in.Samples[:2] {
 			in.Samples[i].PrivateKiB = (100 << 10) + int64(2*c.n)*c.mib<<10
+			in.Samples[i].ParentsKiB = 90 << 10
 		}
 		r, err := Analyze(in)
 		if err != nil {

@@ -108,7 +108,8 @@ type RPCFigures struct {
 }
 
 // MemFigures are the parent host's processes and memory: at the samples
-// with the most Slurm jobs running, against the idle parents before the run.
+// with the most Slurm jobs running, against the idle parents (started for
+// the run) just before it.
 type MemFigures struct {
 	BaselineProcesses  int     `json:"baseline_processes"`
 	BaselinePrivateMiB float64 `json:"baseline_private_mib"`
@@ -119,6 +120,13 @@ type MemFigures struct {
 	ProcessesPerJob  float64 `json:"processes_per_running_job"`
 	PrivateMiBPerJob float64 `json:"private_mib_per_running_job"`
 	MaxProcesses     int     `json:"max_processes"`
+	// The same, split: the NVFlare parents themselves (python3; the same
+	// code for both launchers, but for the launcher it runs), and
+	// everything they started (the launcher's own processes).
+	BaselineParentsMiB    float64 `json:"baseline_parents_private_mib"`
+	PeakParentsMiB        float64 `json:"peak_parents_private_mib"`
+	OthersProcessesPerJob float64 `json:"others_processes_per_running_job"`
+	OthersMiBPerJob       float64 `json:"others_private_mib_per_running_job"`
 }
 
 // StateFigures are the final states, and what did not add up.
@@ -265,17 +273,27 @@ func memFigures(base Sample, samples []Sample) MemFigures {
 	if m.PeakRunning == 0 {
 		return m
 	}
-	var procs, priv []float64
+	var procs, priv, parents, oprocs, opriv []float64
 	for _, s := range samples {
 		if s.Running == m.PeakRunning {
 			procs = append(procs, float64(s.Processes))
 			priv = append(priv, float64(s.PrivateKiB))
+			parents = append(parents, float64(s.ParentsKiB))
+			op, ok := s.Others()
+			oprocs = append(oprocs, float64(op))
+			opriv = append(opriv, float64(ok))
 		}
 	}
+	n := float64(m.PeakRunning)
 	m.PeakProcesses = Summarise(procs).Median
 	m.PeakPrivateMiB = Summarise(priv).Median / 1024
-	m.ProcessesPerJob = (m.PeakProcesses - float64(base.Processes)) / float64(m.PeakRunning)
-	m.PrivateMiBPerJob = (m.PeakPrivateMiB - m.BaselinePrivateMiB) / float64(m.PeakRunning)
+	m.ProcessesPerJob = (m.PeakProcesses - float64(base.Processes)) / n
+	m.PrivateMiBPerJob = (m.PeakPrivateMiB - m.BaselinePrivateMiB) / n
+	m.BaselineParentsMiB = mib(base.ParentsKiB)
+	m.PeakParentsMiB = Summarise(parents).Median / 1024
+	bp, bk := base.Others()
+	m.OthersProcessesPerJob = (Summarise(oprocs).Median - float64(bp)) / n
+	m.OthersMiBPerJob = (Summarise(opriv).Median/1024 - mib(bk)) / n
 	return m
 }
 

@@ -33,7 +33,7 @@ func synthetic(n int, seen time.Duration) Input {
 		ClientSeen: map[string]ClientSeen{}, WorkerExit: map[string]map[string]time.Time{}, ParentUser: "flaretest",
 		Ctld:     RPCStats{ByType: map[string]int64{"REQUEST_SUBMIT_BATCH_JOB": int64(2 * n), "REQUEST_JOB_USER_INFO": 10}, ByUser: map[string]int64{"flaretest": int64(2*n) + 10, "root": 99}},
 		Dbd:      RPCStats{ByType: map[string]int64{"DBD_GET_JOBS_COND": 4}, ByUser: map[string]int64{"flaretest": 12}},
-		Baseline: Sample{Processes: 4, PrivateKiB: 100 << 10}}
+		Baseline: Sample{Processes: 4, PrivateKiB: 100 << 10, parents: 2, ParentsKiB: 90 << 10}}
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("job-%d", i)
 		sub := t0.Add(time.Duration(i) * time.Second)
@@ -53,11 +53,12 @@ func synthetic(n int, seen time.Duration) Input {
 	}
 	// One sample while every job runs, one after.
 	last := t0.Add(time.Duration(n-1) * time.Second)
-	in.Samples = []Sample{
-		{At: last.Add(10 * time.Second), Processes: 4 + n, PrivateKiB: (100 << 10) + int64(n)*(2<<10)},
-		{At: last.Add(10*time.Second + 500*time.Millisecond), Processes: 4 + n, PrivateKiB: (100 << 10) + int64(n)*(2<<10)},
-		{At: last.Add(time.Minute), Processes: 4, PrivateKiB: 101 << 10},
-	}
+	// The parents grow by 1 MiB a job, what they started by 1 MiB and one
+	// process a job.
+	peak := Sample{Processes: 4 + n, PrivateKiB: (100 << 10) + int64(n)*(2<<10), parents: 2, ParentsKiB: (90 << 10) + int64(n)*(1<<10)}
+	in.Samples = []Sample{peak, peak, {At: last.Add(time.Minute), Processes: 4, PrivateKiB: 101 << 10, parents: 2, ParentsKiB: 91 << 10}}
+	in.Samples[0].At = last.Add(10 * time.Second)
+	in.Samples[1].At = last.Add(10*time.Second + 500*time.Millisecond)
 	return in
 }
 
@@ -95,6 +96,9 @@ func TestAnalyze(t *testing.T) {
 	}
 	near("processes per running job", r.Memory.ProcessesPerJob, 0.5)
 	near("MiB per running job", r.Memory.PrivateMiBPerJob, 1)
+	near("parents at the peak", r.Memory.PeakParentsMiB, 100)
+	near("the rest's processes per running job", r.Memory.OthersProcessesPerJob, 0.5)
+	near("the rest's MiB per running job", r.Memory.OthersMiBPerJob, 0.5)
 	if r.States.Lost != 0 || r.States.Misread != 0 || r.States.NVFlare["FINISHED:COMPLETED"] != 10 || r.States.Slurm["COMPLETED"] != 20 {
 		t.Errorf("states %+v", r.States)
 	}

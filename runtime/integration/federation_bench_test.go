@@ -90,7 +90,7 @@ func benchConfigFromEnv(t *testing.T) benchConfig {
 //
 // The runs alternate the launchers (NVFlare first for 1 job, flare-slurm
 // first for 10, NVFlare first for 50) so that a drift of the machine's load
-// does not favour one. Every worker runs on the three-node partition,
+// does not favour one, each on parents started for it. Every worker runs on the three-node partition,
 // oversubscribed so that 100 workers fit; the benchmark holds the cluster
 // exclusively (sdiag's counters are the cluster's), runs its own Slurm
 // queries as root (the parents' account's RPCs are the launchers' alone),
@@ -119,18 +119,16 @@ func TestFederationBenchmark(t *testing.T) {
 
 	var runs []fedbench.Run
 	launchers := [2]string{fedbench.NVFlare, fedbench.FlareSlurm}
-	running := ""
 	for i, n := range cfg.sizes {
 		order := launchers
 		if i%2 == 1 {
 			order = [2]string{launchers[1], launchers[0]}
 		}
 		for _, l := range order {
-			if running != l {
-				f.stop()
-				b.startParents(l)
-				running = l
-			}
+			// Parents started for each run: the same idle state for both
+			// launchers (Python keeps what an earlier run allocated).
+			f.stop()
+			b.startParents(l)
 			r := b.run(l, n)
 			t.Logf("%s, %d jobs: %s", l, n, fedbench.Summary(r))
 			runs = append(runs, r)
