@@ -45,20 +45,21 @@ func result(t *testing.T) Result {
 // latency on every run.
 func TestTargets(t *testing.T) {
 	ts := result(t).Targets
-	if len(ts) != 4 {
+	if len(ts) != 5 {
 		t.Fatalf("%d targets", len(ts))
 	}
-	for _, i := range []int{0, 1, 3} {
+	for _, i := range []int{0, 1, 2, 4} {
 		if !strings.Contains(ts[i].Name, "(10 jobs)") {
 			t.Errorf("target %q not judged at 10 jobs", ts[i].Name)
 		}
 	}
-	// 26 vs 140 RPCs over the same job-minutes: more than a tenth.
-	if ts[0].Met {
-		t.Errorf("RPC target met with 26 against 140: %+v", ts[0])
+	// Without the 20 submissions, 6 against 120 RPCs: a twentieth. With
+	// them, 26 against 140: more than a tenth.
+	if !ts[0].Met || ts[1].Met {
+		t.Errorf("RPC targets %+v", ts[:2])
 	}
-	if !ts[1].Met || !ts[2].Met || !ts[3].Met {
-		t.Errorf("targets %+v", ts[1:])
+	if !ts[2].Met || !ts[3].Met || !ts[4].Met {
+		t.Errorf("targets %+v", ts[2:])
 	}
 }
 

@@ -33,6 +33,9 @@ type Input struct {
 	// WorkerExit is when each worker's Python process exited (the
 	// benchmark's python_path wrapper records it): job id → site → time.
 	WorkerExit map[string]map[string]time.Time
+	// SlurmEnd is when slurmctld recorded each Slurm job's end (its log),
+	// by Slurm job id; empty when the log could not be read.
+	SlurmEnd   map[string]time.Time
 	Slurm      []SlurmJob // the run's jobs' accounting records
 	Ctld, Dbd  RPCStats   // sdiag and sacctmgr show stats, reset at Start, read at End
 	ParentUser string     // the parents' account
@@ -51,9 +54,12 @@ type Run struct {
 
 	// WallTime: each NVFlare job's submit to its FINISHED status.
 	WallTime Dist `json:"wall_time_s"`
-	// ClientSeen: a client worker's exit to its parent logging the return
-	// code (the launcher's wait and poll, end to end).
-	ClientSeen Dist `json:"client_end_to_seen_s"`
+	// ClientSeen: a client worker's Slurm job's end (slurmctld's log) to
+	// its parent logging the return code (the launcher's wait and poll, end
+	// to end); ClientExitSeen the same from the worker's Python exit, which
+	// comes first (the batch script and slurmstepd end after it).
+	ClientSeen     Dist `json:"client_end_to_seen_s"`
+	ClientExitSeen Dist `json:"client_exit_to_seen_s"`
 	// Finished: the later of a job's two worker exits to NVFlare's
 	// FINISHED status (the launchers, then NVFlare's own job completion).
 	Finished Dist `json:"end_to_finished_s"`
@@ -80,6 +86,7 @@ type JobTimes struct {
 	ClientSubmit float64 `json:"client_submit"`
 	ClientStart  float64 `json:"client_start"`
 	ClientEnd    float64 `json:"client_end"`
+	ClientDone   float64 `json:"client_done"` // slurmctld's log
 	ClientExit   float64 `json:"client_exit"`
 	ClientSeen   float64 `json:"client_seen"`
 	Finished     float64 `json:"finished"`
@@ -149,7 +156,7 @@ func Analyze(in Input) (Run, error) {
 	for _, j := range in.Slurm {
 		bySlurmName[j.Name] = j
 	}
-	var wall, seen, finished []float64
+	var wall, seen, exitSeen, finished []float64
 	var watched time.Duration
 	st := StateFigures{NVFlare: map[string]int{}, Slurm: map[string]int{}}
 	first, last := time.Time{}, time.Time{}
@@ -184,7 +191,7 @@ func Analyze(in Input) (Run, error) {
 		srv, cli := bySlurmName[SlurmJobName(ServerSite, m.JobID)], bySlurmName[SlurmJobName(ClientSite, m.JobID)]
 		r.PerJob = append(r.PerJob, JobTimes{JobID: m.JobID,
 			ServerSubmit: rel(srv.Submit), ServerStart: rel(srv.Start), ServerEnd: rel(srv.End), ServerExit: rel(exits[ServerSite]),
-			ClientSubmit: rel(cli.Submit), ClientStart: rel(cli.Start), ClientEnd: rel(cli.End), ClientExit: rel(exits[ClientSite]),
+			ClientSubmit: rel(cli.Submit), ClientStart: rel(cli.Start), ClientEnd: rel(cli.End), ClientDone: rel(in.SlurmEnd[cli.ID]), ClientExit: rel(exits[ClientSite]),
 			ClientSeen: rel(in.ClientSeen[m.JobID].At), Finished: rel(fin)})
 		var lastExit time.Time
 		for _, site := range []string{ServerSite, ClientSite} {
@@ -215,7 +222,10 @@ func Analyze(in Input) (Run, error) {
 				if ok {
 					end = cs.At
 					if exit, found := exits[ClientSite]; found {
-						seen = append(seen, cs.At.Sub(exit).Seconds())
+						exitSeen = append(exitSeen, cs.At.Sub(exit).Seconds())
+					}
+					if e, found := in.SlurmEnd[sj.ID]; found {
+						seen = append(seen, cs.At.Sub(e).Seconds())
 					}
 				}
 			}
@@ -230,7 +240,7 @@ func Analyze(in Input) (Run, error) {
 	if !first.IsZero() && !last.IsZero() {
 		r.Seconds = last.Sub(first).Seconds()
 	}
-	r.WallTime, r.ClientSeen, r.Finished = Summarise(wall), Summarise(seen), Summarise(finished)
+	r.WallTime, r.ClientSeen, r.ClientExitSeen, r.Finished = Summarise(wall), Summarise(seen), Summarise(exitSeen), Summarise(finished)
 	r.States = st
 
 	rpc := RPCFigures{Ctld: in.Ctld, Dbd: in.Dbd, ParentCtld: in.Ctld.ByUser[in.ParentUser],

@@ -30,7 +30,7 @@ func TestSummarise(t *testing.T) {
 func synthetic(n int, seen time.Duration) Input {
 	t0 := time.Date(2026, 12, 4, 17, 0, 0, 0, time.UTC)
 	in := Input{Launcher: FlareSlurm, PollInterval: 10, Start: t0, End: t0.Add(time.Hour),
-		ClientSeen: map[string]ClientSeen{}, WorkerExit: map[string]map[string]time.Time{}, ParentUser: "flaretest",
+		ClientSeen: map[string]ClientSeen{}, WorkerExit: map[string]map[string]time.Time{}, SlurmEnd: map[string]time.Time{}, ParentUser: "flaretest",
 		Ctld:     RPCStats{ByType: map[string]int64{"REQUEST_SUBMIT_BATCH_JOB": int64(2 * n), "REQUEST_JOB_USER_INFO": 10}, ByUser: map[string]int64{"flaretest": int64(2*n) + 10, "root": 99}},
 		Dbd:      RPCStats{ByType: map[string]int64{"DBD_GET_JOBS_COND": 4}, ByUser: map[string]int64{"flaretest": 12}},
 		Baseline: Sample{Processes: 4, PrivateKiB: 100 << 10, parents: 2, ParentsKiB: 90 << 10}}
@@ -46,9 +46,12 @@ func synthetic(n int, seen time.Duration) Input {
 			Duration: fmt.Sprintf("0:00:%09.6f", fin.Sub(start).Seconds())})
 		in.ClientSeen[id] = ClientSeen{At: seenAt, RC: 0}
 		in.WorkerExit[id] = map[string]time.Time{ServerSite: exit.Add(-time.Second), ClientSite: exit}
-		for _, site := range []string{ServerSite, ClientSite} {
-			in.Slurm = append(in.Slurm, SlurmJob{Name: SlurmJobName(site, id), State: "COMPLETED",
+		for k, site := range []string{ServerSite, ClientSite} {
+			sid := fmt.Sprint(100 + 2*i + k)
+			in.Slurm = append(in.Slurm, SlurmJob{ID: sid, Name: SlurmJobName(site, id), State: "COMPLETED",
 				Submit: sub.Add(time.Second), Start: sub.Add(time.Second), End: exit.Add(time.Second)})
+			// slurmctld records the end half a second after the worker's exit.
+			in.SlurmEnd[sid] = exit.Add(500 * time.Millisecond)
 		}
 	}
 	// One sample while every job runs, one after.
@@ -79,7 +82,8 @@ func TestAnalyze(t *testing.T) {
 	}
 	// submit → FINISHED: 30 + 3 + 2 s for every job.
 	near("wall median", r.WallTime.Median, 35)
-	near("client seen max", r.ClientSeen.Max, 3)
+	near("client seen max, from the Slurm end", r.ClientSeen.Max, 2.5)
+	near("client seen max, from the worker's exit", r.ClientExitSeen.Max, 3)
 	near("end → FINISHED", r.Finished.Median, 5)
 	// Watched: the client from its submission (sub+1) to seen (sub+33), the
 	// server to FINISHED (sub+35): 32 + 34 s per job.

@@ -2,6 +2,7 @@ package fedbench
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -66,4 +67,27 @@ func ParseSacct(out string) ([]SlurmJob, error) {
 		jobs = append(jobs, j)
 	}
 	return jobs, nil
+}
+
+// jobDone matches slurmctld's log line for a job's end, with its time:
+// "[2026-12-04T16:57:59.873] _job_complete: JobId=144 done".
+var jobDone = regexp.MustCompile(`^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})\] _job_complete: JobId=(\d+) done$`)
+
+// ParseJobEnds reads slurmctld's log (times in loc) and returns when each
+// job ended as slurmctld recorded it, by Slurm job id: to the millisecond,
+// where accounting's End has whole seconds. A job listed twice keeps its
+// last line.
+func ParseJobEnds(log []byte, loc *time.Location) map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, line := range strings.Split(string(log), "\n") {
+		m := jobDone.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		at, err := time.ParseInLocation("2006-01-02T15:04:05.000", m[1], loc)
+		if err == nil {
+			out[m[2]] = at
+		}
+	}
+	return out
 }

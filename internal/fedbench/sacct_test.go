@@ -35,3 +35,25 @@ func TestParseSacct(t *testing.T) {
 		}
 	}
 }
+
+func TestParseJobEnds(t *testing.T) {
+	log := `[2026-12-04T16:57:59.872] _job_complete: JobId=144 WEXITSTATUS 0
+[2026-12-04T16:57:59.873] _job_complete: JobId=144 done
+[2026-12-04T16:58:05.379] _job_complete: JobId=145 done
+[2026-12-04T16:58:06.000] sched: Allocate JobId=146 NodeList=flnode1
+[2026-12-04T16:58:07.001] _job_complete: JobId=145 done
+`
+	got := ParseJobEnds([]byte(log), time.UTC)
+	want := map[string]time.Time{
+		"144": time.Date(2026, 12, 4, 16, 57, 59, 873e6, time.UTC),
+		"145": time.Date(2026, 12, 4, 16, 58, 7, 1e6, time.UTC),
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %v", got)
+	}
+	for id, w := range want {
+		if !got[id].Equal(w) {
+			t.Errorf("%s: %v, want %v", id, got[id], w)
+		}
+	}
+}

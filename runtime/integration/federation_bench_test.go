@@ -114,7 +114,7 @@ func TestFederationBenchmark(t *testing.T) {
 	f := provisionFederation(t, c, ctx, maxSize)
 	f.parentEnv = []string{"TZ=UTC"} // the parents' log times, read as UTC
 	f.dumpJobs = 10
-	b := &bench{t: t, c: c, f: f, cfg: cfg, ctx: ctx}
+	b := &bench{t: t, c: c, f: f, cfg: cfg, ctx: ctx, doc: doc}
 	b.setUp(nodes, maxSize)
 
 	var runs []fedbench.Run
@@ -176,6 +176,7 @@ type bench struct {
 	ws      map[string][2]string // launcher → server, client workspace
 	job     string               // the job folder
 	nparent int                  // parents started so far (their log names)
+	doc     string               // the document it writes
 }
 
 // setUp creates the partition, the workers' interpreter that records their
@@ -370,6 +371,7 @@ func (b *bench) run(launcher string, n int) fedbench.Run {
 	}
 	in.ClientSeen = seen
 	in.WorkerExit = b.workerExits(launcher, report.Jobs)
+	in.SlurmEnd = b.jobEnds()
 	r, err := fedbench.Analyze(in)
 	if err != nil {
 		t.Fatal(err)
@@ -434,6 +436,28 @@ func (b *bench) workerExits(launcher string, jobs []fedbench.JobMeta) map[string
 	return out
 }
 
+// jobEnds reads when slurmctld recorded each job's end, from its log
+// (cluster.sh's state dir, FLARE_SLURM_STATE, on the host; the daemons log
+// in the root's time zone). It logs and returns nothing when it cannot.
+func (b *bench) jobEnds() map[string]time.Time {
+	state := os.Getenv("FLARE_SLURM_STATE")
+	if state == "" {
+		state = "/run/flare-slurm"
+	}
+	data, err := os.ReadFile(filepath.Join(state, "log", "slurmctld.log"))
+	if err != nil {
+		b.t.Logf("no job ends from slurmctld's log: %v", err)
+		return nil
+	}
+	loc := time.UTC
+	if tz, err := os.ReadFile(b.c.HostPath("/etc/localtime")); err == nil {
+		if l, err := time.LoadLocationFromTZData("root", tz); err == nil {
+			loc = l
+		}
+	}
+	return fedbench.ParseJobEnds(data, loc)
+}
+
 // machine describes where the benchmark ran.
 func (b *bench) machine() fedbench.Machine {
 	m := fedbench.Machine{CPUs: runtime.NumCPU(), Slurm: b.c.SlurmVersion, Go: runtime.Version()}
@@ -452,7 +476,14 @@ func (b *bench) machine() fedbench.Machine {
 	if out, err := exec.Command("git", "-C", filepath.Join("..", ".."), "rev-parse", "--short", "HEAD").Output(); err == nil {
 		m.Commit = strings.TrimSpace(string(out))
 	}
-	if out, err := exec.Command("git", "-C", filepath.Join("..", ".."), "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(out))) > 0 {
+	// The document the benchmark writes does not count as a change.
+	args := []string{"-C", filepath.Join("..", ".."), "status", "--porcelain", "--untracked-files=no", "--", "."}
+	if root, err := filepath.Abs(filepath.Join("..", "..")); err == nil {
+		if rel, err := filepath.Rel(root, b.doc); err == nil && !strings.HasPrefix(rel, "..") {
+			args = append(args, ":(exclude)"+rel)
+		}
+	}
+	if out, err := exec.Command("git", args...).Output(); err == nil && len(strings.TrimSpace(string(out))) > 0 {
 		m.Commit += "+changes"
 	}
 	return m
