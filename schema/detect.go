@@ -30,21 +30,38 @@ func DetectKind(path string) (string, Problems) {
 	if st.IsDir() {
 		return KindKit, nil
 	}
-	switch filepath.Base(path) {
-	case StudyRuntimeFile:
-		return KindStudyRuntime, nil
-	case "meta.json", "meta.yaml", "meta.yml":
-		return KindJobMeta, nil
-	case "slurm.yaml", "slurm.yml", "config.yaml":
-		return KindSlurmConfig, nil
+	if k := kindByName(path); k != "" {
+		return k, nil
 	}
-	ext := strings.ToLower(filepath.Ext(path))
-	inputName := ext == ".yaml" || ext == ".yml" || ext == ".json"
 	data, probs := readInput(path)
 	if probs != nil {
 		return "", probs
 	}
+	return DetectKindFile(path, data)
+}
+
+// DetectKindFile is DetectKind for a file whose content data the caller
+// has already read (once, as it will use it): the name, then the content.
+func DetectKindFile(path string, data []byte) (string, Problems) {
+	if k := kindByName(path); k != "" {
+		return k, nil
+	}
+	ext := strings.ToLower(filepath.Ext(path))
+	inputName := ext == ".yaml" || ext == ".yml" || ext == ".json"
 	return detectData(path, ext, inputName, data)
+}
+
+// kindByName is the kind a file's name alone tells, or "".
+func kindByName(path string) string {
+	switch filepath.Base(path) {
+	case StudyRuntimeFile:
+		return KindStudyRuntime
+	case "meta.json", "meta.yaml", "meta.yml":
+		return KindJobMeta
+	case "slurm.yaml", "slurm.yml", "config.yaml":
+		return KindSlurmConfig
+	}
+	return ""
 }
 
 // IsKitPath says whether DetectKind takes path for a startup kit: a

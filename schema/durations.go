@@ -60,6 +60,13 @@ func (b DurationBound) Check(s float64) string {
 	return "must be " + b.Allowed()
 }
 
+// Clamp is s moved into the bound. The runtime reads a workspace prepared
+// before the bounds existed this way (with a warning) rather than refusing
+// it: the jobs it watches must stay watchable and cancellable.
+func (b DurationBound) Clamp(s float64) float64 {
+	return min(max(s, b.Min), b.Max)
+}
+
 // Allowed says what the key allows, for messages and hints.
 func (b DurationBound) Allowed() string {
 	return fmt.Sprintf("a number of seconds from %s to %s (%s)", number(b.Min), number(b.Max), humanSeconds(b.Max))

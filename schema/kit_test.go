@@ -406,6 +406,7 @@ func TestLoadKitSizeLimits(t *testing.T) {
 		t.Errorf("2.5 GiB of files: %q", got)
 	}
 }
+
 // certSubject reads the subject crypto/x509 reads, for the kinds of
 // certificate NVFlare's provisioning and other CAs write (RSA and ECDSA
 // keys, several O= values, a multi-valued RDN, an empty O=, UTF-8 and

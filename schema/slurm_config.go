@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
@@ -81,28 +82,47 @@ func loadSlurmConfig(path string, offline bool) (*SlurmConfig, Problems, Problem
 
 // readInput reads a whole input file, reporting an unreadable one.
 func readInput(path string) ([]byte, Problems) {
-	// A named pipe, socket or device is refused before it is opened:
-	// opening a pipe would block until something writes to it.
-	if st, err := os.Stat(path); err == nil && !st.IsDir() && !st.Mode().IsRegular() {
-		return nil, Problems{{Kind: problem.Layout, File: path, Message: "is a " + FileKind(st.Mode()) + ", not a regular file"}}
+	data, _, ps := ReadInput(path, false)
+	return data, ps
+}
+
+// ReadInput reads the regular file at path, at most MaxInputBytes, and
+// returns its contents and what fstat said of it. It opens the path with
+// O_NONBLOCK (a named pipe is not waited on) and checks the open
+// descriptor, so a file swapped for a pipe, a device or a directory after
+// any earlier look is refused, never read. noFollow refuses a symlink
+// (for a command that writes the file back).
+func ReadInput(path string, noFollow bool) ([]byte, fs.FileInfo, Problems) {
+	flags := os.O_RDONLY | syscall.O_NONBLOCK
+	if noFollow {
+		flags |= syscall.O_NOFOLLOW
 	}
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, flags, 0)
+	if errors.Is(err, syscall.ELOOP) && noFollow {
+		return nil, nil, Problems{{Kind: problem.Layout, File: path, Message: "is a symlink, not a regular file", Hint: "give the file it points to"}}
+	}
 	if err != nil {
-		return nil, Problems{{Kind: problem.Read, File: path, Message: "cannot read file: " + errText(err)}}
+		return nil, nil, Problems{{Kind: problem.Read, File: path, Message: "cannot read file: " + errText(err)}}
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return nil, Problems{{Kind: problem.Layout, File: path, Message: "is a directory, not a file"}}
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, nil, Problems{{Kind: problem.Read, File: path, Message: "cannot read file: " + errText(err)}}
+	case st.IsDir():
+		return nil, nil, Problems{{Kind: problem.Layout, File: path, Message: "is a directory, not a file"}}
+	case !st.Mode().IsRegular():
+		return nil, nil, Problems{{Kind: problem.Layout, File: path, Message: "is a " + FileKind(st.Mode()) + ", not a regular file"}}
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxInputBytes+1))
 	if err != nil {
-		return nil, Problems{{Kind: problem.Read, File: path, Message: "cannot read file: " + errText(err)}}
+		return nil, nil, Problems{{Kind: problem.Read, File: path, Message: "cannot read file: " + errText(err)}}
 	}
 	if len(data) > MaxInputBytes {
-		return nil, Problems{{Kind: problem.Layout, File: path, Message: fmt.Sprintf("file is too large (more than %d bytes)", MaxInputBytes),
+		return nil, nil, Problems{{Kind: problem.Layout, File: path, Message: fmt.Sprintf("file is too large (more than %d bytes)", MaxInputBytes),
 			Hint: "inputs are small hand-written files: is this the right path?"}}
 	}
-	return data, nil
+	return data, st, nil
 }
 
 // errText is an OS error without the path it repeats.

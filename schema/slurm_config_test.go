@@ -214,7 +214,7 @@ func TestSlurmConfigProblems(t *testing.T) {
 		{"whitespace in directive", head + "  sbatch_directives: {partition: \"gpu a\"}\n",
 			[]string{`f.yaml:5:34: job_launcher.sbatch_directives.partition: must not contain whitespace (got "gpu a")`}},
 		{"unicode whitespace in directive", head + "  sbatch_directives: {partition: \"gpu\u00a0a\"}\n",
-			[]string{`f.yaml:5:34: job_launcher.sbatch_directives.partition: must not contain whitespace (got "gpu\u00a0a")`}},
+			[]string{`f.yaml:5:34: job_launcher.sbatch_directives.partition: must not contain U+00A0 (byte 4 of the value): it shows as a blank but is not a space to the shell or to Slurm; type a plain space (U+0020)`}},
 		{"empty directive", head + "  sbatch_directives: {qos: \"\"}\n",
 			[]string{`f.yaml:5:28: job_launcher.sbatch_directives.qos: must not be empty`}},
 		{"boolean directive", head + "  sbatch_directives: {qos: true}\n",

@@ -24,12 +24,15 @@ const MultiLineKeyword = "x-multiline"
 // value can carry it); no carriage return or line feed in a one-line
 // value (a path, a name, a directive, a command); and, in every value,
 // one-line or not, no other C0 control character but tab, no DEL, no C1
-// control character (U+0080..U+009F) and no invisible Unicode format
-// character (category Cf: the bidi overrides and isolates U+202A..U+202E
-// and U+2066..U+2069, zero-width characters, U+FEFF, ...) or line or
-// paragraph separator (U+2028, U+2029): each makes the text a reviewer
-// reads differ from what runs (a right-to-left override reorders what a
-// terminal or an editor shows). It returns what is wrong, or "".
+// control character (U+0080..U+009F), no invisible (default-ignorable)
+// Unicode character (invisible: the bidi overrides and isolates
+// U+202A..U+202E and U+2066..U+2069, zero-width characters, U+FEFF, the
+// Hangul fillers, variation selectors, ...), no line or paragraph
+// separator (U+2028, U+2029) and no character that shows as a blank
+// without being the ASCII space (blank: a no-break space in a setup line
+// looks like a word break the shell does not make): each makes the text a
+// reviewer reads differ from what runs (a right-to-left override reorders
+// what a terminal or an editor shows). It returns what is wrong, or "".
 func CheckText(s string, multiLine bool) string {
 	if i := strings.IndexByte(s, 0); i >= 0 {
 		return fmt.Sprintf("must not contain NUL (byte %d of the value)", i+1)
@@ -50,11 +53,31 @@ func CheckText(s string, multiLine bool) string {
 			return fmt.Sprintf("must not contain the control character %q (byte %d of the value)", r, i+1)
 		case r >= 0x80 && r <= 0x9f:
 			return fmt.Sprintf("must not contain the C1 control character U+%04X (byte %d of the value)", r, i+1)
-		case r == 0x2028 || r == 0x2029 || unicode.Is(unicode.Cf, r):
+		case r == 0x2028 || r == 0x2029 || invisible(r):
 			return fmt.Sprintf("must not contain the invisible Unicode character U+%04X (byte %d of the value): %s", r, i+1, invisibleWhy(r))
+		case blank(r):
+			return fmt.Sprintf("must not contain U+%04X (byte %d of the value): it shows as a blank but is not a space to the shell or to Slurm; type a plain space (U+0020)", r, i+1)
 		}
 	}
 	return ""
+}
+
+// invisible says whether r is a default-ignorable code point, one a
+// terminal or an editor does not show: a format character (Cf: bidi
+// controls, zero-width characters, U+FEFF, tag characters), one of
+// Unicode's other default-ignorables (the Hangul fillers U+115F, U+1160,
+// U+3164, U+FFA0, the combining grapheme joiner U+034F, ...) or a
+// variation selector.
+func invisible(r rune) bool {
+	return unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) ||
+		unicode.Is(unicode.Variation_Selector, r)
+}
+
+// blank says whether r shows as a blank without being the ASCII space the
+// shell splits words on: the other space separators (no-break, en, em,
+// ideographic, ... spaces) and the Braille blank U+2800.
+func blank(r rune) bool {
+	return r != ' ' && unicode.Is(unicode.Zs, r) || r == 0x2800
 }
 
 // invisibleWhy says what an invisible character CheckText refuses would do.
@@ -64,6 +87,9 @@ func invisibleWhy(r rune) string {
 		return "a bidi control reorders how the text is shown, so a reviewer would not read what runs"
 	case r == 0x2028 || r == 0x2029:
 		return "a line separator an editor shows as a line break that the shell does not see"
+	}
+	if !unicode.Is(unicode.Cf, r) {
+		return "a default-ignorable character is not shown, so a reviewer would not read what runs"
 	}
 	return "a format character is not shown, so a reviewer would not read what runs"
 }

@@ -135,6 +135,17 @@ func TestCheckText(t *testing.T) {
 		{"gp\u200bu", false, "must not contain the invisible Unicode character U+200B (byte 3 of the value): a format character is not shown, so a reviewer would not read what runs"},
 		{"a\ufeffb", true, "must not contain the invisible Unicode character U+FEFF (byte 2 of the value): a format character is not shown, so a reviewer would not read what runs"},
 		{"a\u2028b", true, "must not contain the invisible Unicode character U+2028 (byte 2 of the value): a line separator an editor shows as a line break that the shell does not see"},
+		// Review of issue 25 (M7): default-ignorables beyond Cf, and
+		// characters that show as blanks.
+		{"gpu\u3164", false, "must not contain the invisible Unicode character U+3164 (byte 4 of the value): a default-ignorable character is not shown, so a reviewer would not read what runs"},
+		{"export PATH\u3164=/attacker/bin:$PATH", true, "must not contain the invisible Unicode character U+3164 (byte 12 of the value): a default-ignorable character is not shown, so a reviewer would not read what runs"},
+		{"echo\u034f ok", true, "must not contain the invisible Unicode character U+034F (byte 5 of the value): a default-ignorable character is not shown, so a reviewer would not read what runs"},
+		{"a\u115fb", false, "must not contain the invisible Unicode character U+115F (byte 2 of the value): a default-ignorable character is not shown, so a reviewer would not read what runs"},
+		{"a\ufe0fb", true, "must not contain the invisible Unicode character U+FE0F (byte 2 of the value): a default-ignorable character is not shown, so a reviewer would not read what runs"},
+		{"echo \u2800 ok", true, "must not contain U+2800 (byte 6 of the value): it shows as a blank but is not a space to the shell or to Slurm; type a plain space (U+0020)"},
+		{"module\u00a0load x", true, "must not contain U+00A0 (byte 7 of the value): it shows as a blank but is not a space to the shell or to Slurm; type a plain space (U+0020)"},
+		{"gpu\u3000", false, "must not contain U+3000 (byte 4 of the value): it shows as a blank but is not a space to the shell or to Slurm; type a plain space (U+0020)"},
+		{"données/été ✓", false, ""},
 		{"Grüße 東京 🙂", true, ""},
 	} {
 		if got := CheckText(tc.s, tc.multi); got != tc.want {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/google/renameio/v2"
 	"github.com/spf13/cobra"
@@ -101,24 +102,21 @@ func fmtOne(a *app, p, kind string, fix bool) (fmtFile, []byte, schema.Problems)
 	name := p
 	var data []byte
 	var probs schema.Problems
-	var mode fs.FileMode
+	var st fs.FileInfo
 	if p == "-" {
 		name = stdinName
 		if data, probs = schema.ReadStdin(name, a.stdin); probs != nil {
 			return fmtFile{}, nil, probs
 		}
 	} else {
-		st, err := os.Lstat(p)
-		switch {
-		case err != nil:
-			return fmtFile{}, nil, schema.Problems{{Kind: problem.Read, File: p, Message: "cannot read file: " + errText(err)}}
-		case st.Mode()&fs.ModeSymlink != 0 && fix:
-			return fmtFile{}, nil, schema.Problems{{Kind: problem.Layout, File: p, Message: "is a symlink: fmt --fix does not write through one",
-				Hint: "give the file it points to"}}
-		}
-		mode = st.Mode().Perm()
-		if data, err = os.ReadFile(p); err != nil {
-			return fmtFile{}, nil, schema.Problems{{Kind: problem.Read, File: p, Message: "cannot read file: " + errText(err)}}
+		// Read once, bounded, without waiting on a pipe, and --fix never
+		// through a symlink (it writes the file back); the kind is found in
+		// what was read, not by reading the path again.
+		if data, st, probs = schema.ReadInput(p, fix); probs != nil {
+			if fix && probs[0].Message == "is a symlink, not a regular file" {
+				probs[0].Message = "is a symlink: fmt --fix does not write through one"
+			}
+			return fmtFile{}, nil, probs
 		}
 	}
 	k := kind
@@ -127,7 +125,7 @@ func fmtOne(a *app, p, kind string, fix bool) (fmtFile, []byte, schema.Problems)
 		if p == "-" {
 			k, ps = schema.DetectKindData(name, data)
 		} else {
-			k, ps = schema.DetectKind(p)
+			k, ps = schema.DetectKindFile(p, data)
 		}
 		if ps != nil {
 			return fmtFile{}, nil, ps
@@ -155,12 +153,37 @@ func fmtOne(a *app, p, kind string, fix bool) (fmtFile, []byte, schema.Problems)
 		return f, fixed, nil
 	}
 	if len(done) > 0 {
-		if err := renameio.WriteFile(p, fixed, mode); err != nil {
+		if err := replaceKeepingOwner(p, fixed, st); err != nil {
 			return fmtFile{}, nil, schema.Problems{{Kind: problem.Read, File: p, Message: "cannot write file: " + errText(err)}}
 		}
 		f.Written = true
 	}
 	return f, nil, nil
+}
+
+// replaceKeepingOwner replaces the file p, whose fstat was st, with data,
+// atomically (a new file renamed over it: a symlink put at p meanwhile is
+// replaced, never written through), with st's mode and, when this process
+// may set it (root), st's owner: fmt --fix run as root must not hand a
+// study admin's file to root.
+func replaceKeepingOwner(p string, data []byte, st fs.FileInfo) error {
+	t, err := renameio.TempFile("", p)
+	if err != nil {
+		return err
+	}
+	defer t.Cleanup()
+	if _, err := t.Write(data); err != nil {
+		return err
+	}
+	if err := t.Chmod(st.Mode().Perm()); err != nil {
+		return err
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
+		if err := t.Chown(int(sys.Uid), int(sys.Gid)); err != nil {
+			return err
+		}
+	}
+	return t.CloseAtomicallyReplace()
 }
 
 // printFmt reports what fmt found or did, one line per value.

@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/renameio/v2"
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
+	"github.com/flare-slurm/flare-slurm/internal/fsx"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -79,18 +79,10 @@ func writeInitFile(path string, text []byte, force bool) error {
 	case !errors.Is(err, fs.ErrNotExist):
 		return failure(errcode.InvalidOutput, fmt.Sprintf("cannot use %s: %s", path, errText(err)), "", nil)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o644)
-	if err != nil {
-		return failure(errcode.InvalidOutput, fmt.Sprintf("cannot create %s: %s", path, errText(err)), "", nil)
-	}
-	if _, err := f.Write(text); err != nil {
-		f.Close()
-		os.Remove(path)
-		return failure(errcode.WriteFailed, fmt.Sprintf("cannot write %s: %s", path, errText(err)), "", nil)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(path)
-		return failure(errcode.WriteFailed, fmt.Sprintf("cannot write %s: %s", path, errText(err)), "", nil)
+	// A new file appears whole or not at all, and never replaces what
+	// another account put there meanwhile: nothing is removed by path.
+	if err := fsx.WriteNoReplace(path, text, 0o644, false); err != nil {
+		return failure(errcode.WriteFailed, fmt.Sprintf("cannot create %s: %s", path, errText(err)), "give another --output", nil)
 	}
 	return nil
 }

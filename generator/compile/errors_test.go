@@ -205,13 +205,10 @@ func TestLoadWorkspaceRejects(t *testing.T) {
 		want   []string
 	}{
 		{"unknown args key", func(f *fixture) { f.Args["internal_connection_security"] = "mtls" }, []string{"slurm_launcher.args", "internal_connection_security"}},
-		// A hand-edited resources.json: a duration beyond 365 days would
-		// overflow time.Duration (issue 14 item 4).
-		{"poll_interval beyond 365 days", func(f *fixture) { f.Args["poll_interval"] = 1e10 }, []string{"poll_interval", "from 1 to 3600"}},
-		{"pending_timeout beyond 365 days", func(f *fixture) { f.Args["pending_timeout"] = 31536001.0 }, []string{"pending_timeout", "from 1 to 31536000"}},
-		// Issue 25 item 8: below the floor (a poll of 0.0001 s ran squeue
-		// continuously).
-		{"poll_interval below a second", func(f *fixture) { f.Args["poll_interval"] = 0.0001 }, []string{"poll_interval", "from 1 to 3600"}},
+		// A duration that is no positive number (TestLoadWorkspaceClampsDurations:
+		// a positive one outside the bounds is moved into them).
+		{"poll_interval zero", func(f *fixture) { f.Args["poll_interval"] = 0.0 }, []string{"poll_interval", "from 1 to 3600"}},
+		{"pending_timeout negative", func(f *fixture) { f.Args["pending_timeout"] = -5.0 }, []string{"pending_timeout", "from 1 to 31536000"}},
 		{"bad sandbox", func(f *fixture) { f.Args["sandbox"] = "docker" }, []string{"slurm_launcher.args.sandbox", "allowed: apptainer, pyxis, none"}},
 		{"relative python", func(f *fixture) { f.Args["python_path"] = "python3" }, []string{"python_path", "absolute"}},
 		{"bad port", func(f *fixture) { f.Args["internal_port"] = 70000.0 }, []string{"internal_port"}},
@@ -289,4 +286,27 @@ func FuzzParseRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLoadWorkspaceClampsDurations: a hand-edited or older resources.json
+// with a positive duration outside its bounds loads with the nearest bound
+// and says so: a duration beyond 365 days cannot overflow time.Duration
+// (issue 14 item 4), a poll of 0.0001 s cannot run squeue continuously
+// (issue 25 item 8), and the workspace's jobs stay watchable.
+func TestLoadWorkspaceClampsDurations(t *testing.T) {
+	f := newFixture(t, "none", "client")
+	f.Args["poll_interval"] = 0.0001
+	f.Args["query_timeout"] = 1e10
+	f.Args["pending_timeout"] = 31536001.0
+	f.Write()
+	ws, err := workspace.Load(f.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := ws.Launcher; l.PollInterval != 1 || l.QueryTimeout != 3600 || l.PendingTimeout != 31536000 {
+		t.Errorf("poll %v, query %v, pending %v: want 1, 3600 and 31536000", l.PollInterval, l.QueryTimeout, l.PendingTimeout)
+	}
+	if len(ws.Adjusted) != 3 || !strings.Contains(strings.Join(ws.Adjusted, "\n"), "poll_interval is 0.0001, outside the bounds") {
+		t.Errorf("adjusted: %q", ws.Adjusted)
+	}
 }

@@ -3,6 +3,7 @@ package bridge_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/flare-slurm/flare-slurm/generator/compile"
 	"github.com/flare-slurm/flare-slurm/internal/bridge"
@@ -149,23 +152,88 @@ type trustCase struct {
 	name    string
 	setup   func(t *testing.T, dir, exe string)
 	trusted bool
+	// path, when set, is the path recorded for the binary (made by setup;
+	// default exe itself).
+	path func(dir, exe string) string
+}
+
+// checked is the path the case records for the binary.
+func (c trustCase) checked(dir, exe string) string {
+	if c.path != nil {
+		return c.path(dir, exe)
+	}
+	return exe
+}
+
+// linkIn makes dir/../links (mode perm) holding a symlink "flare-slurm" to
+// exe, and returns the symlink's path.
+func linkIn(t *testing.T, dir, exe string, perm os.FileMode, owner int) string {
+	links := filepath.Join(filepath.Dir(dir), "links")
+	if err := os.Mkdir(links, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(links, "flare-slurm")
+	if err := os.Symlink(exe, link); err != nil {
+		t.Fatal(err)
+	}
+	if owner >= 0 {
+		if err := os.Lchown(link, owner, owner); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(links, perm); err != nil {
+		t.Fatal(err)
+	}
+	return link
+}
+
+// setACL gives path a POSIX access ACL (acl(5)) with a named user entry
+// uid perm and a mask, owner rwx, group r-x, others r-x.
+func setACL(t *testing.T, path string, uid uint32, perm, mask uint16) {
+	acl := binary.LittleEndian.AppendUint32(nil, 2)
+	for _, e := range []struct {
+		tag, perm uint16
+		id        uint32
+	}{{0x01, 7, 0xffffffff}, {0x02, perm, uid}, {0x04, 5, 0xffffffff}, {0x10, mask, 0xffffffff}, {0x20, 5, 0xffffffff}} {
+		acl = binary.LittleEndian.AppendUint16(acl, e.tag)
+		acl = binary.LittleEndian.AppendUint16(acl, e.perm)
+		acl = binary.LittleEndian.AppendUint32(acl, e.id)
+	}
+	if err := unix.Setxattr(path, "system.posix_acl_access", acl, 0); err != nil {
+		t.Fatalf("setting an ACL on %s: %v", path, err)
+	}
 }
 
 // trustCases are the binaries issue 25 item 9 is about: one another
 // account could replace is refused; the same rule as the Slurm commands.
 func trustCases() []trustCase {
 	cs := []trustCase{
-		{"owned by this account, 0755", func(*testing.T, string, string) {}, true},
-		{"writable by every account", func(_ *testing.T, _, exe string) { os.Chmod(exe, 0o757) }, false},
-		{"in a directory every account can write", func(_ *testing.T, dir, _ string) { os.Chmod(dir, 0o777) }, false},
-		{"in a sticky directory", func(_ *testing.T, dir, _ string) { os.Chmod(dir, 0o777|os.ModeSticky) }, true},
+		{"owned by this account, 0755", func(*testing.T, string, string) {}, true, nil},
+		{"writable by every account", func(_ *testing.T, _, exe string) { os.Chmod(exe, 0o757) }, false, nil},
+		{"in a directory every account can write", func(_ *testing.T, dir, _ string) { os.Chmod(dir, 0o777) }, false, nil},
+		{"in a sticky directory", func(_ *testing.T, dir, _ string) { os.Chmod(dir, 0o777|os.ModeSticky) }, true, nil},
+		// A symlink is resolved one link at a time; each link's directory
+		// must pass too, or another account could repoint it between the
+		// check and the exec (review finding H2).
+		{"through a symlink in a trusted directory", func(t *testing.T, dir, exe string) { linkIn(t, dir, exe, 0o755, -1) }, true,
+			func(dir, _ string) string { return filepath.Join(filepath.Dir(dir), "links", "flare-slurm") }},
+		{"through a symlink in a directory every account can write", func(t *testing.T, dir, exe string) { linkIn(t, dir, exe, 0o777, -1) }, false,
+			func(dir, _ string) string { return filepath.Join(filepath.Dir(dir), "links", "flare-slurm") }},
 	}
 	if os.Geteuid() == 0 {
 		cs = append(cs,
-			trustCase{"writable by a group other than root's", func(_ *testing.T, _, exe string) { os.Chown(exe, 0, 100); os.Chmod(exe, 0o775) }, false},
-			trustCase{"writable by root's group", func(_ *testing.T, _, exe string) { os.Chown(exe, 0, 0); os.Chmod(exe, 0o775) }, true},
-			trustCase{"owned by another account", func(_ *testing.T, _, exe string) { os.Chown(exe, 4242, 4242) }, false},
-			trustCase{"in a directory of another account", func(_ *testing.T, dir, _ string) { os.Chown(dir, 4242, 0) }, false},
+			trustCase{"writable by a group other than root's", func(_ *testing.T, _, exe string) { os.Chown(exe, 0, 100); os.Chmod(exe, 0o775) }, false, nil},
+			trustCase{"writable by root's group", func(_ *testing.T, _, exe string) { os.Chown(exe, 0, 0); os.Chmod(exe, 0o775) }, true, nil},
+			trustCase{"owned by another account", func(_ *testing.T, _, exe string) { os.Chown(exe, 4242, 4242) }, false, nil},
+			trustCase{"in a directory of another account", func(_ *testing.T, dir, _ string) { os.Chown(dir, 4242, 0) }, false, nil},
+			trustCase{"through another account's symlink in a sticky directory", func(t *testing.T, dir, exe string) { linkIn(t, dir, exe, 0o777|os.ModeSticky, 4242) }, false,
+				func(dir, _ string) string { return filepath.Join(filepath.Dir(dir), "links", "flare-slurm") }},
+			// A root-owned directory whose ACL lets another account write:
+			// its mode shows g+w (the mask) with root's group (review finding H3).
+			trustCase{"in a directory whose ACL lets another account write", func(t *testing.T, dir, _ string) { os.Chown(dir, 0, 0); setACL(t, dir, 4242, 7, 7) }, false, nil},
+			trustCase{"in a directory whose ACL lets another account read", func(t *testing.T, dir, _ string) { os.Chown(dir, 0, 0); setACL(t, dir, 4242, 5, 7) }, true, nil},
+			trustCase{"in a directory whose ACL mask takes the write away", func(t *testing.T, dir, _ string) { os.Chown(dir, 0, 0); setACL(t, dir, 4242, 7, 5) }, true, nil},
+			trustCase{"a binary whose ACL lets another account write", func(t *testing.T, _, exe string) { os.Chown(exe, 0, 0); setACL(t, exe, 4242, 7, 7) }, false, nil},
 		)
 	}
 	return cs
@@ -183,7 +251,7 @@ func TestCheckBinaryTrust(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.setup(t, dir, exe)
-		got := bridge.CheckBinary(exe)
+		got := bridge.CheckBinary(c.checked(dir, exe))
 		if c.trusted != (got == "") || !c.trusted && !strings.Contains(got, "is not trusted") {
 			t.Errorf("%s: CheckBinary = %q, want trusted=%v", c.name, got, c.trusted)
 		}
@@ -207,7 +275,7 @@ func TestPythonTrustRuleIsGos(t *testing.T) {
 		}
 		c.setup(t, dir, exe)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		cmd := exec.CommandContext(ctx, py, "-c", nvflareProbe+"\nimport flare_slurm_bridge as B\nprint(B.untrusted(sys.argv[2]) or 'TRUSTED')", src, exe)
+		cmd := exec.CommandContext(ctx, py, "-c", nvflareProbe+"\nimport flare_slurm_bridge as B\nprint(B.untrusted(sys.argv[2]) or 'TRUSTED')", src, c.checked(dir, exe))
 		cmd.Env = append(os.Environ(), "PYTHONPATH=.", "PYTHONDONTWRITEBYTECODE=1")
 		out, err := cmd.CombinedOutput()
 		cancel()
@@ -215,7 +283,7 @@ func TestPythonTrustRuleIsGos(t *testing.T) {
 			t.Fatalf("%s: python: %v\n%s", c.name, err, out)
 		}
 		pyTrusted := strings.TrimSpace(string(out)) == "TRUSTED"
-		goTrusted := bridge.CheckBinary(exe) == ""
+		goTrusted := bridge.CheckBinary(c.checked(dir, exe)) == ""
 		if pyTrusted != goTrusted || pyTrusted != c.trusted {
 			t.Errorf("%s: Python says %q, Go trusted=%v, want trusted=%v", c.name, strings.TrimSpace(string(out)), goTrusted, c.trusted)
 		}

@@ -11,10 +11,12 @@ holds the sources of the study secrets.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
 import stat
+import struct
 import subprocess
 import threading
 from typing import Any, Optional
@@ -66,45 +68,138 @@ class FlareSlurmError(RuntimeError):
         self.code = code
 
 
+# The most symlinks one resolution follows (the kernel's ELOOP limit).
+MAX_LINKS = 40
+
+# POSIX access ACLs (acl(5)): a version 2 header, then 8-byte entries of
+# tag, permissions and id, little-endian.
+ACL_XATTR = "system.posix_acl_access"
+ACL_USER, ACL_GROUP, ACL_MASK, ACL_WRITE = 0x02, 0x08, 0x10, 0x02
+
+
 def untrusted(path: str) -> Optional[str]:
-    """Why another account could replace the binary at path, or None.
+    """Why another account could replace the binary at path, or None (resolve_trusted)."""
+    return resolve_trusted(path)[1]
+
+
+def resolve_trusted(path: str) -> tuple[str, Optional[str]]:
+    """The binary's resolved path, and why another account could replace it (None: it cannot).
 
     The binary reads every job's credentials on its standard input, so it
     gets the rule flare-slurm applies to the Slurm commands (Go's
     internal/trust, which a Go test holds this function to): an absolute
     path to an executable regular file that, like every directory above it,
     is owned by root or by this account and writable by no other account:
-    not by every account, not by a group other than root's. A sticky
-    directory (like /tmp) may be writable by others.
+    not by every account, not by a group other than root's, not through a
+    POSIX ACL. A sticky directory (like /tmp) may be writable by others.
+    Every symlink on the way must be owned by root or this account and lie
+    in such a directory. The caller runs the resolved path: running path
+    would resolve its links again.
     """
     if not os.path.isabs(path):
-        return f"{path!r} is not an absolute path"
-    real = os.path.realpath(path)
+        return path, f"{path!r} is not an absolute path"
+    try:
+        real, links = _resolve_links(path)
+    except OSError as e:
+        return path, f"{path} cannot be resolved: {e.strerror}"
+    euid = os.geteuid()
+    for link in links:
+        owner = os.lstat(link).st_uid
+        if owner not in (0, euid):
+            return real, f"the symlink {link} is owned by uid {owner}, neither root nor this account (uid {euid})"
+        why = _untrusted_dirs(link, os.path.dirname(link), euid)
+        if why is not None:
+            return real, why
     try:
         st = os.stat(real)
     except OSError as e:
-        return f"cannot check {real}: {e.strerror}"
+        return real, f"cannot check {real}: {e.strerror}"
     if not stat.S_ISREG(st.st_mode) or not os.access(real, os.X_OK) or st.st_mode & 0o111 == 0:
-        return f"{path} (resolved to {real}) is not an executable regular file"
-    euid = os.geteuid()
-    entry, is_dir = real, False
+        return real, f"{path} (resolved to {real}) is not an executable regular file"
+    why = _untrusted_entry(real, real, st, euid, False)
+    if why is None:
+        why = _untrusted_dirs(real, os.path.dirname(real), euid)
+    return real, why
+
+
+def _resolve_links(path: str) -> tuple[str, list[str]]:
+    """path resolved one component at a time, as the kernel does, and the symlinks followed."""
+    links: list[str] = []
+    rest = path.split("/")
+    resolved = "/"
+    while rest:
+        name = rest.pop(0)
+        if name in ("", "."):
+            continue
+        if name == "..":
+            resolved = os.path.dirname(resolved)
+            continue
+        nxt = os.path.join(resolved, name)
+        if not stat.S_ISLNK(os.lstat(nxt).st_mode):
+            resolved = nxt
+            continue
+        if len(links) == MAX_LINKS:
+            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
+        target = os.readlink(nxt)
+        links.append(nxt)
+        if os.path.isabs(target):
+            resolved = "/"
+        rest = target.split("/") + rest
+    return resolved, links
+
+
+def _untrusted_dirs(program: str, directory: str, euid: int) -> Optional[str]:
+    """Why directory, or one above it, lets another account replace program; None when none does."""
+    entry = directory
     while True:
         try:
             st = os.stat(entry)
         except OSError as e:
-            return f"cannot check {entry}, a directory above {real}: {e.strerror}"
-        what = f"{entry} is" if entry == real else f"{real} is in {entry}, which is"
-        if st.st_uid not in (0, euid):
-            return f"{what} owned by uid {st.st_uid}, neither root nor this account (uid {euid})"
-        if not (is_dir and st.st_mode & stat.S_ISVTX):
-            if st.st_mode & 0o002:
-                return f"{what} writable by every account (mode {stat.S_IMODE(st.st_mode):04o})"
-            if st.st_mode & 0o020 and st.st_gid != 0:
-                return f"{what} writable by group {st.st_gid} (mode {stat.S_IMODE(st.st_mode):04o})"
+            return f"cannot check {entry}, a directory above {program}: {e.strerror}"
+        why = _untrusted_entry(program, entry, st, euid, True)
+        if why is not None:
+            return why
         parent = os.path.dirname(entry)
         if parent == entry:
             return None
-        entry, is_dir = parent, True
+        entry = parent
+
+
+def _untrusted_entry(program: str, entry: str, st: os.stat_result, euid: int, is_dir: bool) -> Optional[str]:
+    """Why one entry (the program or a directory above it) lets another account replace program."""
+    what = f"{entry} is" if entry == program else f"{program} is in {entry}, which is"
+    if st.st_uid not in (0, euid):
+        return f"{what} owned by uid {st.st_uid}, neither root nor this account (uid {euid})"
+    if is_dir and st.st_mode & stat.S_ISVTX:
+        return None
+    writer = _acl_writer(entry, euid)
+    if writer is not None:
+        return f"{what} writable by {writer} through a POSIX ACL"
+    if st.st_mode & 0o002:
+        return f"{what} writable by every account (mode {stat.S_IMODE(st.st_mode):04o})"
+    if st.st_mode & 0o020 and st.st_gid != 0:
+        return f"{what} writable by group {st.st_gid} (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def _acl_writer(path: str, euid: int) -> Optional[str]:
+    """An account other than root and euid, or a group other than root's, that path's access ACL lets write."""
+    try:
+        acl = os.getxattr(path, ACL_XATTR)
+    except OSError:
+        return None  # no ACL, or a filesystem without them
+    if len(acl) < 4 or struct.unpack_from("<I", acl)[0] != 2:
+        return None
+    entries = [struct.unpack_from("<HHI", acl, i) for i in range(4, len(acl) - 7, 8)]
+    mask = next((perm for tag, perm, _ in entries if tag == ACL_MASK), 0xFFFF)
+    for tag, perm, ident in entries:
+        if perm & mask & ACL_WRITE == 0:
+            continue
+        if tag == ACL_USER and ident not in (0, euid):
+            return f"uid {ident}"
+        if tag == ACL_GROUP and ident != 0:
+            return f"group {ident}"
+    return None
 
 
 class _Binary:
@@ -130,14 +225,15 @@ class _Binary:
         """
         if timeout is not None and timeout < 0:
             timeout = CALL_TIMEOUT
-        argv = [self.path, command, "--workspace", self.workspace, *args, "--json"]
         # Checked before every call: the binary could be replaced at any time.
         if not os.path.exists(self.path):
             raise FlareSlurmError(f"flare-slurm {command}: cannot run {self.path}: it does not exist")
-        why = untrusted(self.path)
+        real, why = resolve_trusted(self.path)
         if why is not None:
             raise FlareSlurmError(f"flare-slurm {command}: not run: the flare-slurm binary is not trusted: {why} "
                                   "(install it owned by root or the runtime account, writable by no other account)")
+        # The resolved path runs: running self.path would resolve its links again.
+        argv = [real, command, "--workspace", self.workspace, *args, "--json"]
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         except (OSError, subprocess.SubprocessError) as e:
@@ -190,10 +286,10 @@ class _Binary:
             if gave_up.is_set():
                 raise FlareSlurmError(f"flare-slurm {command}: no answer within {timeout} seconds; "
                                       "it was asked to stop (SIGTERM)") from e
-            raise FlareSlurmError(
+            raise FlareSlurmError(_bounded(
                 f"flare-slurm {command} exited {proc.returncode} without a JSON answer: "
                 f"{stderr or stdout.decode('utf-8', 'replace') or '(no output)'}"
-            ) from e
+            )) from e
         if not isinstance(answer, dict):
             raise FlareSlurmError(f"flare-slurm {command} answered {answer!r}, not a JSON object")
         data = answer.get("data")
@@ -225,6 +321,11 @@ def _failure_message(command: str, answer: dict[str, Any], error: dict[str, Any]
                     f"(run flare-slurm {command} --json by hand to see them)")
     if error.get("hint"):
         message += f" ({error['hint']})"
+    return _bounded(message)
+
+
+def _bounded(message: str) -> str:
+    """message cut at MAX_MESSAGE_CHARS, saying how much was cut."""
     if len(message) > MAX_MESSAGE_CHARS:
         message = message[:MAX_MESSAGE_CHARS] + f"... ({len(message) - MAX_MESSAGE_CHARS} more characters not shown)"
     return message
@@ -310,11 +411,13 @@ class _Follower:
         # each start, since it could be replaced at any time.
         if not os.path.exists(self.binary.path):
             raise OSError(f"{self.binary.path} does not exist")
-        why = untrusted(self.binary.path)
+        real, why = resolve_trusted(self.binary.path)
         if why is not None:
             raise OSError(f"the flare-slurm binary is not trusted: {why} "
                           "(install it owned by root or the runtime account, writable by no other account)")
-        argv = [self.binary.path, "wait", "--workspace", self.binary.workspace, "--follow", "--json"]
+        # The resolved path runs, as in _Binary.call: running self.binary.path
+        # would resolve its links again.
+        argv = [real, "wait", "--workspace", self.binary.workspace, "--follow", "--json"]
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self._proc = proc
         threading.Thread(target=self._read, args=(proc,), name="flare-slurm-follow", daemon=True).start()

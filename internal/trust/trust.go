@@ -7,11 +7,13 @@
 package trust
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -35,14 +37,25 @@ func Find(name, path string) string {
 
 // Resolve resolves the symlinks of the absolute path p and checks the
 // program it names: an executable regular file that Check accepts. It
-// returns the resolved path.
+// returns the resolved path, which is what the caller must run: running p
+// would resolve its links again. Every symlink met on the way must be
+// owned by root or by euid and lie in a directory Check accepts (with the
+// directories above it), or another account could point it elsewhere
+// between this check and the exec (e.g. at a trusted program that is not
+// flare-slurm, like tee, which would write the credentials it reads on
+// standard input to a file).
 func Resolve(p string, euid int) (string, error) {
 	if !filepath.IsAbs(p) {
 		return "", fmt.Errorf("%q is not an absolute path", p)
 	}
-	real, err := filepath.EvalSymlinks(p)
+	real, links, err := resolveLinks(p)
 	if err != nil {
 		return "", fmt.Errorf("%s cannot be resolved: %v", p, unwrap(err))
+	}
+	for _, link := range links {
+		if err := checkLink(link, euid); err != nil {
+			return "", fmt.Errorf("%s: %w", p, err)
+		}
 	}
 	st, err := os.Stat(real)
 	if err != nil || !st.Mode().IsRegular() || unix.Access(real, unix.X_OK) != nil || st.Mode().Perm()&0o111 == 0 {
@@ -52,6 +65,78 @@ func Resolve(p string, euid int) (string, error) {
 		return "", fmt.Errorf("%s: %w", p, err)
 	}
 	return real, nil
+}
+
+// maxLinks bounds the symlinks one resolution follows, as the kernel's
+// ELOOP limit does.
+const maxLinks = 40
+
+// resolveLinks resolves the absolute path p one component at a time, as
+// the kernel does, and returns the path it names and every symlink it
+// followed (their own paths).
+func resolveLinks(p string) (string, []string, error) {
+	var links []string
+	rest := strings.Split(p, "/")
+	resolved := "/"
+	for len(rest) > 0 {
+		name := rest[0]
+		rest = rest[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			resolved = filepath.Dir(resolved)
+			continue
+		}
+		next := filepath.Join(resolved, name)
+		st, err := os.Lstat(next)
+		if err != nil {
+			return "", nil, err
+		}
+		if st.Mode()&fs.ModeSymlink == 0 {
+			resolved = next
+			continue
+		}
+		if len(links) == maxLinks {
+			return "", nil, &fs.PathError{Op: "resolve", Path: p, Err: unix.ELOOP}
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return "", nil, err
+		}
+		links = append(links, next)
+		if filepath.IsAbs(target) {
+			resolved = "/"
+		}
+		rest = append(strings.Split(target, "/"), rest...)
+	}
+	return resolved, links, nil
+}
+
+// checkLink refuses a symlink another account could change: the link must
+// be owned by root or euid (in a sticky directory its owner may replace
+// it) and its directory, with every directory above it, must pass the
+// rule.
+func checkLink(link string, euid int) error {
+	st, err := os.Lstat(link)
+	if err != nil {
+		return fmt.Errorf("cannot check the symlink %s: %v", link, unwrap(err))
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 && int(sys.Uid) != euid {
+		return fmt.Errorf("the symlink %s is owned by uid %d, neither root nor this account (uid %d), so that account could point it elsewhere; fix: record the program's own path, or a link owned by root or this account", link, sys.Uid, euid)
+	}
+	for dir := filepath.Dir(link); ; dir = filepath.Dir(dir) {
+		dst, err := os.Stat(dir)
+		if err != nil {
+			return fmt.Errorf("cannot check %s, a directory above the symlink %s: %v", dir, link, unwrap(err))
+		}
+		if err := entry(link, dir, dst, euid, true); err != nil {
+			return err
+		}
+		if dir == "/" || dir == "." {
+			return nil
+		}
+	}
 }
 
 // Check refuses a program (real: its path, symlinks resolved) that another
@@ -100,6 +185,9 @@ func entry(program, path string, st os.FileInfo, euid int, isDir bool) error {
 	if isDir && m&os.ModeSticky != 0 {
 		return nil
 	}
+	if who := aclWriter(path, euid); who != "" {
+		return fmt.Errorf("%s writable by %s through a POSIX ACL, so that account could replace the program; fix: setfacl -x on %s", what, who, path)
+	}
 	switch {
 	case m.Perm()&0o002 != 0:
 		return fmt.Errorf("%s writable by every account (mode %04o), so any of them could replace the program; fix: chmod o-w %s", what, m.Perm(), path)
@@ -107,6 +195,53 @@ func entry(program, path string, st os.FileInfo, euid int, isDir bool) error {
 		return fmt.Errorf("%s writable by group %d (mode %04o), so its members could replace the program; fix: chmod g-w %s", what, sys.Gid, m.Perm(), path)
 	}
 	return nil
+}
+
+// POSIX access ACLs (system.posix_acl_access, acl(5)): a version 2 header,
+// then 8-byte entries of tag, permissions and id, little-endian.
+const (
+	aclXattr     = "system.posix_acl_access"
+	aclVersion   = 2
+	aclUser      = 0x02 // ACL_USER: a named user
+	aclGroup     = 0x08 // ACL_GROUP: a named group
+	aclMask      = 0x10 // ACL_MASK: the most a named entry or the group grants
+	aclWritePerm = 0x02
+)
+
+// aclWriter names an account other than root and euid (a user entry) or a
+// group other than root's (a group entry) that path's access ACL lets
+// write, or "". Those entries are what the mode does not show: with an
+// ACL, the mode's group bits are the mask. An ACL that cannot be read (no
+// ACL, or a filesystem without them) adds nothing; NFSv4 ACLs (Lustre,
+// GPFS and NFS servers may have them) are not seen.
+func aclWriter(path string, euid int) string {
+	buf := make([]byte, 4096)
+	n, err := unix.Getxattr(path, aclXattr, buf)
+	if err != nil || n < 4 || binary.LittleEndian.Uint32(buf[:4]) != aclVersion {
+		return ""
+	}
+	entries := buf[4:n]
+	mask := uint16(0xffff)
+	for i := 0; i+8 <= len(entries); i += 8 {
+		if binary.LittleEndian.Uint16(entries[i:]) == aclMask {
+			mask = binary.LittleEndian.Uint16(entries[i+2:])
+		}
+	}
+	for i := 0; i+8 <= len(entries); i += 8 {
+		tag := binary.LittleEndian.Uint16(entries[i:])
+		perm := binary.LittleEndian.Uint16(entries[i+2:]) & mask
+		id := binary.LittleEndian.Uint32(entries[i+4:])
+		if perm&aclWritePerm == 0 {
+			continue
+		}
+		switch {
+		case tag == aclUser && id != 0 && int(id) != euid:
+			return fmt.Sprintf("uid %d", id)
+		case tag == aclGroup && id != 0:
+			return fmt.Sprintf("group %d", id)
+		}
+	}
+	return ""
 }
 
 func unwrap(err error) error {

@@ -57,6 +57,10 @@ type LauncherArgs struct {
 	// bridge calls (bridge.BinaryArg); "" when the workspace names
 	// NVFlare's own launcher.
 	Binary string
+	// Adjusted says, a line each, which durations were outside their
+	// bounds (schema.DurationBounds) and were moved into them: a workspace
+	// prepared before the bounds existed stays usable.
+	Adjusted []string
 }
 
 // Encode returns the args object, byte for byte what prepare writes. The
@@ -135,9 +139,10 @@ func timeouts(jl *schema.JobLauncher) []timeout {
 
 // argsDecoder collects the problems of one args object.
 type argsDecoder struct {
-	file string
-	data []byte
-	ps   schema.Problems
+	file     string
+	data     []byte
+	ps       schema.Problems
+	adjusted []string // LauncherArgs.Adjusted
 }
 
 // add reports a problem at v (the args object itself when key is "").
@@ -284,9 +289,18 @@ func DecodeLauncherArgs(file string, data []byte, args *ojson.Value) (LauncherAr
 		// thousands of times a second.
 		bound, _ := schema.DurationBoundOf(t.key)
 		f, err := strconv.ParseFloat(v.Num, 64)
-		if v.Kind != ojson.Number || err != nil || math.IsNaN(f) || math.IsInf(f, 0) || bound.Check(f) != "" {
+		if v.Kind != ojson.Number || err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
 			d.add(v, t.key, "must be "+bound.Allowed(), "set job_launcher."+t.key+" in slurm.yaml and prepare again")
 			continue
+		}
+		// A positive value outside the bounds is a workspace prepared before
+		// them: moved into them, and said, never refused (the jobs it runs
+		// must stay watchable and cancellable; validate and prepare refuse it).
+		if bound.Check(f) != "" {
+			line, col := ojson.Position(d.data, v.Offset)
+			d.adjusted = append(d.adjusted, fmt.Sprintf("%s:%d:%d: slurm_launcher.args.%s is %s, outside the bounds (%s): %s is used; set job_launcher.%s in slurm.yaml and prepare again",
+				d.file, line, col, t.key, strconv.FormatFloat(f, 'f', -1, 64), bound.Allowed(), strconv.FormatFloat(bound.Clamp(f), 'f', -1, 64), t.key))
+			f = bound.Clamp(f)
 		}
 		*t.field = f
 	}
@@ -309,6 +323,7 @@ func DecodeLauncherArgs(file string, data []byte, args *ojson.Value) (LauncherAr
 		pi, pj := d.ps[i], d.ps[j]
 		return pi.Line < pj.Line || pi.Line == pj.Line && pi.Column < pj.Column
 	})
+	a.Adjusted = d.adjusted
 	return a, d.ps
 }
 

@@ -159,7 +159,7 @@ func TestLauncherArgsProblems(t *testing.T) {
   "sbatch_directives": {"nodes": 2, "time": "1 h"},
   "forward_env": ["SLURM_JOB_ID", "A", "A", 3],
   "parent_host": "a b",
-  "poll_interval": 0.0001,
+  "poll_interval": -1,
   "multi_node_port_range": "9-1",
   "extra": true,
   "workspace_path": "relative"
@@ -305,6 +305,36 @@ func TestLauncherArgsTextRule(t *testing.T) {
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("missing %q in:\n%s", want, all)
+		}
+	}
+}
+
+// TestLauncherArgsOutOfBoundDurationsAreClamped: a workspace prepared
+// before the duration bounds (issue 25 item 8) stays usable: a positive
+// duration outside its bound is moved into it and said, never refused
+// (status, wait, cancel and gc must keep working on the jobs it runs;
+// validate and prepare refuse such a value). A negative, zero or
+// non-finite one is still refused.
+func TestLauncherArgsOutOfBoundDurationsAreClamped(t *testing.T) {
+	args := `{"sandbox": "none", "python_path": "/usr/bin/python3", "workspace_path": "/w",
+"poll_interval": 0.5, "query_timeout": 7200, "pending_timeout": 600}`
+	got, ps := decode(t, []byte(args))
+	if len(ps) != 0 {
+		t.Fatalf("problems: %v", ps)
+	}
+	if got.Launcher.PollInterval != 1 || got.Launcher.QueryTimeout != 3600 || got.Launcher.PendingTimeout != 600 {
+		t.Errorf("poll %v, query %v, pending %v; want 1 and 3600 (clamped), 600", got.Launcher.PollInterval, got.Launcher.QueryTimeout, got.Launcher.PendingTimeout)
+	}
+	want := []string{
+		"resources.json.default:2:40: slurm_launcher.args.query_timeout is 7200, outside the bounds (a number of seconds from 1 to 3600 (one hour)): 3600 is used; set job_launcher.query_timeout in slurm.yaml and prepare again",
+		"resources.json.default:2:18: slurm_launcher.args.poll_interval is 0.5, outside the bounds (a number of seconds from 1 to 3600 (one hour)): 1 is used; set job_launcher.poll_interval in slurm.yaml and prepare again",
+	}
+	if strings.Join(got.Adjusted, "\n") != strings.Join(want, "\n") {
+		t.Errorf("adjusted:\n%s\nwant:\n%s", strings.Join(got.Adjusted, "\n"), strings.Join(want, "\n"))
+	}
+	for _, bad := range []string{"0", "-2"} {
+		if _, ps := decode(t, []byte(strings.Replace(args, "0.5", bad, 1))); len(ps) != 1 {
+			t.Errorf("poll_interval %s: %v, want refused", bad, ps)
 		}
 	}
 }

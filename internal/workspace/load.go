@@ -86,6 +86,11 @@ type Prepared struct {
 	ResourcesFile string
 	CommFile      string
 
+	// Adjusted says which durations of the launcher settings were outside
+	// their bounds and were moved into them (LauncherArgs.Adjusted): the
+	// runtime warns about each.
+	Adjusted []string
+
 	recordedRoot string // workspace_path as prepare recorded it
 
 	// studyRuntimes remembers this workspace's last study runtime parse.
@@ -189,7 +194,7 @@ func (ws *Prepared) loadLauncher() schema.Problems {
 			Hint: "is this a workspace written by 'flare-slurm prepare'?"}}
 	}
 	role, args, ps := ReadLauncherComponent(file, data)
-	ws.Role, ws.Launcher, ws.Binary = role, args.Launcher, args.Binary
+	ws.Role, ws.Launcher, ws.Binary, ws.Adjusted = role, args.Launcher, args.Binary, args.Adjusted
 	if filepath.IsAbs(args.WorkspacePath) {
 		ws.recordedRoot = filepath.Clean(args.WorkspacePath)
 	}

@@ -60,6 +60,11 @@ func Open(ctx context.Context, root string, o Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, a := range ws.Adjusted {
+		if o.Logger != nil {
+			o.Logger.Warn(a)
+		}
+	}
 	if err := manager.ValidateWorkspace(ws.Root, uid); err != nil {
 		return nil, err
 	}

@@ -1543,7 +1543,8 @@ up)
 	do_up
 	;;
 down)
-	require_can_run
+	# Stopping needs no free port: down stops whichever version runs.
+	require_can_run build
 	do_down
 	;;
 status)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import stat
 import sys
 import tempfile
@@ -41,7 +42,7 @@ if sys.argv[1] == "wait" and "--follow" in sys.argv:
     for line in sys.stdin:
         job = line.strip()
         with open(os.path.join(here, "calls.jsonl"), "a") as f:
-            f.write(json.dumps({{"argv": sys.argv[1:], "stdin": job}}) + "\\n")
+            f.write(json.dumps({{"argv": sys.argv[1:], "exe": sys.argv[0], "stdin": job}}) + "\\n")
         with open(script) as f:
             answers = json.load(f)
         queue = answers.get("follow", {{}}).get(job) or [{{"exit": 97}}]
@@ -61,7 +62,7 @@ if sys.argv[1] == "wait" and "--follow" in sys.argv:
     sys.exit(0)
 stdin = sys.stdin.read()
 with open(os.path.join(here, "calls.jsonl"), "a") as f:
-    f.write(json.dumps({{"argv": sys.argv[1:], "stdin": stdin,
+    f.write(json.dumps({{"argv": sys.argv[1:], "exe": sys.argv[0], "stdin": stdin,
                          "secret_source": os.environ.get("STUDY_SECRET_SOURCE")}}) + "\\n")
 with open(script) as f:
     answers = json.load(f)
@@ -74,6 +75,9 @@ if answer.get("busy"):
     # flare-slurm launch does), and the answer comes once the work is done.
     termed = []
     signal.signal(signal.SIGTERM, lambda *a: termed.append(1))
+    # The test started us with SIGTERM blocked (inherited across exec): a
+    # SIGTERM that came during start-up was held, and is delivered now.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {{signal.SIGTERM}})
     deadline = time.time() + 30
     while not termed and time.time() < deadline:
         time.sleep(0.05)
@@ -269,6 +273,16 @@ class BridgeTest(unittest.TestCase):
         with self.assertRaisesRegex(B.FlareSlurmError, "cannot run .*/missing"):
             launcher.launch_job({"job_id": "job-1"}, self.ctx)
 
+    def test_a_call_without_a_json_answer_is_bounded_too(self):
+        # Review finding L3: stderr went whole into the exception.
+        self.script(launch=[{"stdout": "", "stderr": "x" * 100_000, "exit": 1}])
+        with self.assertRaises(B.FlareSlurmError) as caught:
+            self.launch()
+        message = str(caught.exception)
+        self.assertIn("without a JSON answer", message)
+        self.assertLess(len(message), B.MAX_MESSAGE_CHARS + 100)
+        self.assertIn("more characters not shown", message)
+
     def test_failure_message_is_bounded(self):
         # Issue 25 item 7: a request with thousands of problems made one
         # exception of megabytes; the bridge names the first few, counts
@@ -305,13 +319,35 @@ class BridgeTest(unittest.TestCase):
         self.assertEqual(self.calls(), [])
         self.assertIsNone(B.untrusted(self.binary))
 
+    def test_the_checked_binary_is_the_one_run(self):
+        # Review finding H2: the bridge checked the resolved path and ran the
+        # recorded one, whose links the kernel resolved again. It runs the
+        # path it checked.
+        links = os.path.join(self.dir, "links")
+        os.mkdir(links, 0o755)
+        link = os.path.join(links, "flare-slurm")
+        os.symlink(self.binary, link)
+        self.launcher.binary.path = link
+        self.script(launch=[ok({"slurm_job_id": "4242", "job_name": "nvfl-site-1-0a1b", "job_dir": "/j", "notes": []})],
+                    follow={"job-1": [{"line": {"status": "ok", "data": status("COMPLETED", True, 0)}}]})
+        handle = self.launch()
+        # The follower (one `wait --follow` per parent) runs it too.
+        self.assertIsNone(handle.wait())
+        self.assertEqual([c["argv"][0] for c in self.calls()], ["launch", "wait"])
+        self.assertEqual([c["exe"] for c in self.calls()], [os.path.realpath(self.binary)] * 2)
+
     def test_launch_given_up_is_stopped_not_killed(self):
         # Issue 25 item 11: the bridge's call timeout killed launch while
         # sbatch ran, leaving a queued job with live credentials and no
         # handle. It asks the binary to stop (SIGTERM) and reads its answer:
         # the job's handle comes back.
+        # The fake binary starts with SIGTERM blocked (this thread's mask,
+        # inherited across fork and exec) and unblocks it once its handler is
+        # in place, so the bridge's SIGTERM after 0.5 s is handled however
+        # slowly the fake's Python starts on a loaded machine.
         saved = B.CALL_TIMEOUT
         B.CALL_TIMEOUT = 0.5
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
         try:
             answer = ok({"slurm_job_id": "4242", "job_name": "nvfl-site-1-0a1b", "job_dir": "/j", "notes": []})
             answer["busy"] = 0.5
@@ -319,6 +355,7 @@ class BridgeTest(unittest.TestCase):
             with self.assertLogs(self.launcher.logger, "WARNING") as logs:
                 handle = self.launch()
         finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             B.CALL_TIMEOUT = saved
         self.assertEqual(handle.slurm_job_id, "4242")
         with open(os.path.join(self.dir, "termed")) as f:
@@ -364,7 +401,8 @@ class BridgeTest(unittest.TestCase):
         self.assertIsNone(handle.wait())
         self.assertEqual(handle.poll(), 103)  # the result: no status call
         self.assertEqual([c["argv"][0] for c in self.calls()], ["launch", "wait"])
-        self.assertEqual(self.calls()[1], {"argv": ["wait", "--workspace", self.workspace, "--follow", "--json"], "stdin": "job-1"})
+        self.assertEqual({k: self.calls()[1][k] for k in ("argv", "stdin")},
+                         {"argv": ["wait", "--workspace", self.workspace, "--follow", "--json"], "stdin": "job-1"})
 
     def test_wait_logs_why_the_job_is_pending_while_it_waits(self):
         """What wait --follow says on stderr (why a job is pending) reaches the
