@@ -109,7 +109,9 @@ func Targets(res Result) []Target {
 		Met:        fs.WallTime.Median <= 1.05*nv.WallTime.Median,
 	})
 	worst := map[string][2]Dist{} // from the Slurm job's end, from the worker's exit
+	fromAcct := map[string]int{}
 	for _, r := range res.Runs {
+		fromAcct[r.Launcher] += r.ClientEndsFromAccounting
 		d := worst[r.Launcher]
 		for i, x := range []Dist{r.ClientSeen, r.ClientExitSeen} {
 			d[i].Max = max(d[i].Max, x.Max)
@@ -120,7 +122,11 @@ func Targets(res Result) []Target {
 	}
 	seen := func(l string) string {
 		d := worst[l]
-		return fmt.Sprintf("max %.1f s, largest p95 %.1f s (%d jobs; from the worker's exit: max %.1f s)", d[0].Max, d[0].P95, d[0].N, d[1].Max)
+		acct := ""
+		if n := fromAcct[l]; n > 0 {
+			acct = fmt.Sprintf(", %d of them from accounting's End (whole seconds: up to 1 s too long)", n)
+		}
+		return fmt.Sprintf("max %.1f s, largest p95 %.1f s (%d jobs%s; from the worker's exit: max %.1f s)", d[0].Max, d[0].P95, d[0].N, acct, d[1].Max)
 	}
 	ts = append(ts, Target{
 		Name:       "client's Slurm job end seen by its parent, every run",

@@ -34,7 +34,8 @@ type Input struct {
 	// benchmark's python_path wrapper records it): job id → site → time.
 	WorkerExit map[string]map[string]time.Time
 	// SlurmEnd is when slurmctld recorded each Slurm job's end (its log),
-	// by Slurm job id; empty when the log could not be read.
+	// by Slurm job id; empty when the log could not be read or has no
+	// times (accounting's End is used then).
 	SlurmEnd   map[string]time.Time
 	Slurm      []SlurmJob // the run's jobs' accounting records
 	Ctld, Dbd  RPCStats   // sdiag and sacctmgr show stats, reset at Start, read at End
@@ -60,6 +61,11 @@ type Run struct {
 	// comes first (the batch script and slurmstepd end after it).
 	ClientSeen     Dist `json:"client_end_to_seen_s"`
 	ClientExitSeen Dist `json:"client_exit_to_seen_s"`
+	// ClientEndsFromAccounting is how many of ClientSeen's jobs have no end
+	// in slurmctld's log (Slurm 24.11 logs to stderr without times) and
+	// were measured from accounting's End instead: whole seconds, cut
+	// down, so the latency comes out up to a second too long, never short.
+	ClientEndsFromAccounting int `json:"client_ends_from_accounting,omitempty"`
 	// Finished: the later of a job's two worker exits to NVFlare's
 	// FINISHED status (the launchers, then NVFlare's own job completion).
 	Finished Dist `json:"end_to_finished_s"`
@@ -226,6 +232,9 @@ func Analyze(in Input) (Run, error) {
 					}
 					if e, found := in.SlurmEnd[sj.ID]; found {
 						seen = append(seen, cs.At.Sub(e).Seconds())
+					} else if !sj.End.IsZero() {
+						seen = append(seen, cs.At.Sub(sj.End).Seconds())
+						r.ClientEndsFromAccounting++
 					}
 				}
 			}

@@ -3,6 +3,7 @@ package fedbench
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -105,6 +106,29 @@ func TestAnalyze(t *testing.T) {
 	near("the rest's MiB per running job", r.Memory.OthersMiBPerJob, 0.5)
 	if r.States.Lost != 0 || r.States.Misread != 0 || r.States.NVFlare["FINISHED:COMPLETED"] != 10 || r.States.Slurm["COMPLETED"] != 20 {
 		t.Errorf("states %+v", r.States)
+	}
+}
+
+// Without job ends in slurmctld's log (Slurm 24.11 logs to stderr without
+// times) the latency is measured from accounting's End (whole seconds), and
+// counted: never a zero for no measurement.
+func TestAnalyzeFallsBackToAccountingEnd(t *testing.T) {
+	in := synthetic(4, 3*time.Second)
+	in.SlurmEnd = map[string]time.Time{}
+	r, err := Analyze(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// accounting's End is a second after the exit: seen 2 s after it.
+	if r.ClientSeen.N != 4 || math.Abs(r.ClientSeen.Max-2) > 1e-6 || r.ClientEndsFromAccounting != 4 {
+		t.Errorf("client seen %+v, from accounting %d; want 4 jobs, max 2 s, 4 from accounting", r.ClientSeen, r.ClientEndsFromAccounting)
+	}
+	res := Result{PollInterval: 10, Runs: []Run{r, func() Run { nv := r; nv.Launcher = NVFlare; return nv }()}}
+	for _, tg := range Targets(res) {
+		if strings.HasPrefix(tg.Name, "client's Slurm job end") &&
+			(!tg.Met || !strings.Contains(tg.FlareSlurm, "4 of them from accounting's End")) {
+			t.Errorf("latency target %+v", tg)
+		}
 	}
 }
 
