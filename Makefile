@@ -8,7 +8,7 @@ JSONSCHEMA_DIR ?= internal/third_party/jsonschema
 # they accept -update).
 GOLDEN_PKGS ?= ./generator/... ./internal/workspace
 
-.PHONY: editor-deps build test test-unit test-third-party test-slurm golden golden-scripts bench bench-process demo lint fuzz clean docs dist notices
+.PHONY: editor-deps build test test-unit test-third-party test-slurm golden golden-scripts bench bench-process bench-federation demo lint fuzz clean docs dist notices
 
 # The project's own single-machine Slurm cluster (runtime/slurmtest/README.md).
 SLURM_CLUSTER ?= runtime/slurmtest/cluster.sh
@@ -117,6 +117,30 @@ bench:
 bench-process:
 	$(GO) run ./internal/benchprocess $(BENCH_FLAGS)
 
+# bench-federation (issue 27) runs one provisioned NVFlare federation on the
+# test cluster twice over: its kits prepared with NVFlare's own Slurm
+# launcher and with --launcher flare-slurm, the same hello-numpy-based job
+# submitted 1, 10 and 50 times at once to each (runtime/integration's
+# TestFederationBenchmark, internal/fedbench). It writes the table and the
+# JSON result into BENCH_FEDERATION_DOC (docs/performance.md, between its
+# markers) and every per-second sample into BENCH_FEDERATION_JSON; the test's
+# log is BENCH_FEDERATION_LOG. It needs what make test-slurm needs (root; it
+# starts the cluster of FLARE_SLURM_VERSION when none runs, and refuses when
+# another version's runs: set FLARE_SLURM_VERSION to that one) and holds the
+# cluster alone while it runs, about 13 minutes on the 2-core machine.
+# FLARE_SLURM_BENCH_SIZES=1,10 (and _POLL, _ROUNDS, _TRAIN) change its shape.
+BENCH_FEDERATION_DOC  ?= docs/performance.md
+BENCH_FEDERATION_JSON ?= bin/bench-federation.json
+BENCH_FEDERATION_LOG  ?= bin/bench-federation.log
+bench-federation:
+	@mkdir -p $(dir $(BENCH_FEDERATION_JSON)) $(dir $(BENCH_FEDERATION_LOG))
+	@{ FLARE_SLURM_IT=1 FLARE_SLURM_BENCH_FEDERATION=$(abspath $(BENCH_FEDERATION_DOC)) \
+		FLARE_SLURM_BENCH_JSON=$(abspath $(BENCH_FEDERATION_JSON)) \
+		$(GO) test -count=1 -timeout 20m -run '^TestFederationBenchmark$$' -v ./runtime/integration/ 2>&1; \
+		echo "go test exit $$?"; } | tee $(BENCH_FEDERATION_LOG) | \
+		grep --line-buffered -E 'federation_bench_test|^(--- |ok |FAIL|panic:|go test exit)'; \
+	grep -q '^go test exit 0$$' $(BENCH_FEDERATION_LOG)
+
 # demo prepares the example client kit into DEMO_DIR (default: a new temp
 # directory) and prints it; the workspace is kept, and the last line says
 # where it is. The example's apptainer image path does not exist here, so
@@ -138,7 +162,7 @@ demo: build
 # fuzz runs each parser's fuzz target for FUZZTIME.
 FUZZTIME ?= 20s
 fuzz:
-	for f in FuzzParseSlurmConfig FuzzParseStudyRuntime FuzzParseJobMeta; do \
+	for f in FuzzParseSlurmConfig FuzzParseStudyRuntime FuzzParseJobMeta FuzzCertSubject; do \
 		$(GO) test ./schema -run '^$$$$' -fuzz "^$$f$$$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s || exit 1; done
 	for f in FuzzParseQueue FuzzParseAccounting FuzzParseSubmit; do \
 		$(GO) test ./runtime/scheduler -run '^$$$$' -fuzz "^$$f$$$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s || exit 1; done

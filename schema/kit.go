@@ -2,7 +2,8 @@ package schema
 
 import (
 	"bytes"
-	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -400,17 +403,254 @@ func certOrganization(path string) (string, string) {
 		if block.Type != "CERTIFICATE" {
 			continue
 		}
-		cert, err := x509.ParseCertificate(block.Bytes)
+		subject, err := certSubject(block.Bytes)
 		if err != nil {
 			return "", "is not a valid X.509 certificate: " + err.Error()
 		}
-		for _, o := range cert.Subject.Organization {
+		for _, o := range subject.Organization {
 			if strings.TrimSpace(o) != "" {
 				return o, ""
 			}
 		}
-		return "", fmt.Sprintf("certificate subject %q has no organisation (O=)", cert.Subject.String())
+		return "", fmt.Sprintf("certificate subject %q has no organisation (O=)", subject.String())
 	}
+}
+
+// certSubject reads the subject of a DER certificate (RFC 5280 §4.1) as
+// crypto/x509 does, checking the structure as far as the subject and each
+// name's string type. It is a small DER reader rather than crypto/x509 or
+// encoding/asn1: x509 links all of Go's public-key cryptography (about
+// 0.8 MB of code and tables) and asn1 reads by reflection; either costs
+// every prepare more than half a MiB of peak RSS (docs/performance.md) to
+// read one name. Like prepare before, it does not verify the signature:
+// prepare reads the organisation NVFlare provisioned, it never trusts the
+// certificate.
+func certSubject(der []byte) (pkix.Name, error) {
+	cert, rest, err := derRead(der, derSequence, "certificate")
+	if err != nil {
+		return pkix.Name{}, err
+	}
+	if len(rest) != 0 {
+		return pkix.Name{}, fmt.Errorf("%d bytes after the certificate", len(rest))
+	}
+	tbs, cert, err := derRead(cert, derSequence, "tbsCertificate")
+	if err != nil {
+		return pkix.Name{}, err
+	}
+	if _, cert, err = derRead(cert, derSequence, "signature algorithm"); err != nil {
+		return pkix.Name{}, err
+	}
+	if _, _, err = derRead(cert, derBitString, "signature"); err != nil {
+		return pkix.Name{}, err
+	}
+	if len(tbs) > 0 && tbs[0] == derVersion {
+		var v []byte
+		if v, tbs, err = derRead(tbs, derVersion, "version"); err != nil {
+			return pkix.Name{}, err
+		}
+		n, rest, err := derRead(v, derInteger, "version")
+		if err != nil || len(rest) != 0 || len(n) != 1 || n[0] > 2 {
+			return pkix.Name{}, fmt.Errorf("malformed or unknown version")
+		}
+	}
+	var subject []byte
+	for _, f := range []struct {
+		tag  byte
+		what string
+	}{
+		{derInteger, "serial number"}, {derSequence, "signature algorithm"}, {derSequence, "issuer"},
+		{derSequence, "validity"}, {derSequence, "subject"}, {derSequence, "subject public key"},
+	} {
+		var v []byte
+		if v, tbs, err = derRead(tbs, f.tag, f.what); err != nil {
+			return pkix.Name{}, err
+		}
+		if f.what == "subject" {
+			subject = v
+		}
+	}
+	rdns, err := derName(subject)
+	if err != nil {
+		return pkix.Name{}, err
+	}
+	var name pkix.Name
+	name.FillFromRDNSequence(&rdns)
+	return name, nil
+}
+
+// DER tags certSubject reads.
+const (
+	derInteger   = 0x02
+	derBitString = 0x03
+	derOID       = 0x06
+	derSequence  = 0x30
+	derSet       = 0x31
+	derVersion   = 0xa0 // [0] EXPLICIT
+)
+
+// derRead reads one DER element with tag from b: its content and what
+// follows it. Lengths must be in DER's shortest form.
+func derRead(b []byte, tag byte, what string) (content, rest []byte, err error) {
+	t, content, rest, err := derAny(b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("malformed %s: %v", what, err)
+	}
+	if t != tag {
+		return nil, nil, fmt.Errorf("malformed %s: tag 0x%02x, want 0x%02x", what, t, tag)
+	}
+	return content, rest, nil
+}
+
+// derAny reads one DER element of any low-number tag.
+func derAny(b []byte) (tag byte, content, rest []byte, err error) {
+	if len(b) < 2 {
+		return 0, nil, nil, fmt.Errorf("truncated")
+	}
+	tag, n := b[0], int(b[1])
+	if tag&0x1f == 0x1f {
+		return 0, nil, nil, fmt.Errorf("high tag number")
+	}
+	b = b[2:]
+	if n >= 0x80 {
+		size := n & 0x7f
+		if size == 0 || size > 4 || len(b) < size || b[0] == 0 {
+			return 0, nil, nil, fmt.Errorf("bad length")
+		}
+		n = 0
+		for _, c := range b[:size] {
+			n = n<<8 | int(c)
+		}
+		if n < 0x80 {
+			return 0, nil, nil, fmt.Errorf("length not in its shortest form")
+		}
+		b = b[size:]
+	}
+	if n > len(b) {
+		return 0, nil, nil, fmt.Errorf("truncated")
+	}
+	return tag, b[:n], b[n:], nil
+}
+
+// derName reads a Name's RDNSequence as crypto/x509 does: SETs of
+// (OID, string) pairs whose strings are of a type x509 accepts.
+func derName(b []byte) (pkix.RDNSequence, error) {
+	var rdns pkix.RDNSequence
+	for len(b) > 0 {
+		set, rest, err := derRead(b, derSet, "name")
+		if err != nil {
+			return nil, err
+		}
+		b = rest
+		var rdn pkix.RelativeDistinguishedNameSET
+		for len(set) > 0 {
+			atv, rest, err := derRead(set, derSequence, "name attribute")
+			if err != nil {
+				return nil, err
+			}
+			set = rest
+			oid, atv, err := derRead(atv, derOID, "name attribute type")
+			if err != nil {
+				return nil, err
+			}
+			typ, err := derOIDValue(oid)
+			if err != nil {
+				return nil, err
+			}
+			tag, value, _, err := derAny(atv)
+			if err != nil {
+				return nil, fmt.Errorf("malformed name attribute value: %v", err)
+			}
+			s, err := derString(tag, value)
+			if err != nil {
+				return nil, fmt.Errorf("name attribute %s: %v", typ, err)
+			}
+			rdn = append(rdn, pkix.AttributeTypeAndValue{Type: typ, Value: s})
+		}
+		rdns = append(rdns, rdn)
+	}
+	return rdns, nil
+}
+
+// derOIDValue decodes an OBJECT IDENTIFIER's content.
+func derOIDValue(b []byte) (asn1.ObjectIdentifier, error) {
+	if len(b) == 0 || b[len(b)-1]&0x80 != 0 {
+		return nil, fmt.Errorf("malformed object identifier")
+	}
+	var ids []int
+	v := 0
+	for _, c := range b {
+		if v == 0 && c == 0x80 {
+			return nil, fmt.Errorf("malformed object identifier")
+		}
+		if v > 1<<24 {
+			return nil, fmt.Errorf("object identifier component too large")
+		}
+		v = v<<7 | int(c&0x7f)
+		if c&0x80 != 0 {
+			continue
+		}
+		if len(ids) == 0 {
+			first := min(v/40, 2)
+			ids = append(ids, first, v-40*first)
+		} else {
+			ids = append(ids, v)
+		}
+		v = 0
+	}
+	return ids, nil
+}
+
+// derString decodes a name attribute's string as crypto/x509 does
+// (PrintableString, UTF8String, IA5String, T61String, BMPString,
+// NumericString); other types are refused, as x509 refuses them.
+func derString(tag byte, b []byte) (string, error) {
+	switch tag {
+	case 0x13: // PrintableString
+		for _, c := range b {
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte(" '()+,-./:=?*&", c) >= 0) {
+				return "", fmt.Errorf("invalid PrintableString")
+			}
+		}
+		return string(b), nil
+	case 0x0c: // UTF8String
+		if !utf8.Valid(b) {
+			return "", fmt.Errorf("invalid UTF-8 string")
+		}
+		return string(b), nil
+	case 0x16: // IA5String
+		for _, c := range b {
+			if c >= utf8.RuneSelf {
+				return "", fmt.Errorf("invalid IA5String")
+			}
+		}
+		return string(b), nil
+	case 0x14: // T61String
+		return string(b), nil
+	case 0x12: // NumericString
+		for _, c := range b {
+			if !('0' <= c && c <= '9' || c == ' ') {
+				return "", fmt.Errorf("invalid NumericString")
+			}
+		}
+		return string(b), nil
+	case 0x1e: // BMPString: UTF-16, big-endian
+		if len(b)%2 != 0 {
+			return "", fmt.Errorf("invalid BMPString")
+		}
+		if n := len(b); n >= 2 && b[n-1] == 0 && b[n-2] == 0 {
+			b = b[:n-2]
+		}
+		u := make([]uint16, len(b)/2)
+		for i := range u {
+			u[i] = uint16(b[2*i])<<8 | uint16(b[2*i+1])
+			// x509 refuses noncharacters and surrogates (UCS-2 has none).
+			if p := u[i]; p == 0xfffe || p == 0xffff || 0xfdd0 <= p && p <= 0xfdef || 0xd800 <= p && p <= 0xdfff {
+				return "", fmt.Errorf("invalid BMPString")
+			}
+		}
+		return string(utf16.Decode(u)), nil
+	}
+	return "", fmt.Errorf("unsupported string type 0x%02x", tag)
 }
 
 func isFile(p string) bool {

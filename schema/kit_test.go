@@ -1,11 +1,14 @@
 package schema
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -402,4 +405,198 @@ func TestLoadKitSizeLimits(t *testing.T) {
 	if got := problemLines(probs); len(got) != 1 || !strings.Contains(got[0], "prepare copies at most 2147483648 bytes (2 GiB) from a kit") {
 		t.Errorf("2.5 GiB of files: %q", got)
 	}
+}
+
+// certSubject reads the subject crypto/x509 reads, for the kinds of
+// certificate NVFlare's provisioning and other CAs write (RSA and ECDSA
+// keys, several O= values, a multi-valued RDN, an empty O=, UTF-8 and
+// printable strings, extensions), and refuses what x509 refuses for
+// structure.
+func TestCertSubjectMatchesX509(t *testing.T) {
+	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	multi := pkix.Name{ExtraNames: []pkix.AttributeTypeAndValue{
+		{Type: asn1.ObjectIdentifier{2, 5, 4, 3}, Value: "site-1"},
+		{Type: asn1.ObjectIdentifier{2, 5, 4, 10}, Value: "Ünïcode Org"},
+	}}
+	for name, c := range map[string]struct {
+		subject pkix.Name
+		key     any
+		ext     bool
+	}{
+		"ecdsa, one O":         {pkix.Name{CommonName: "site-1", Organization: []string{"nvidia"}}, ec, false},
+		"rsa, extensions":      {pkix.Name{CommonName: "server.example.org", Organization: []string{"nvidia"}}, rsaKey, true},
+		"first O empty":        {pkix.Name{CommonName: "c", Organization: []string{" ", "second"}}, ec, false},
+		"no O":                 {pkix.Name{CommonName: "site-1", OrganizationalUnit: []string{"ou"}}, ec, false},
+		"multi-valued RDN":     {multi, ec, false},
+		"country and locality": {pkix.Name{Country: []string{"DE"}, Locality: []string{"Köln"}, Organization: []string{"Uni Köln"}}, rsaKey, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tmpl := &x509.Certificate{
+				SerialNumber: big.NewInt(7),
+				Subject:      c.subject,
+				NotBefore:    time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+				NotAfter:     time.Date(2036, 1, 1, 0, 0, 0, 0, time.UTC),
+			}
+			if c.ext {
+				tmpl.DNSNames = []string{"server.example.org"}
+				tmpl.IPAddresses = []net.IP{net.ParseIP("10.0.0.1")}
+				tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+				tmpl.BasicConstraintsValid = true
+			}
+			pub := c.key.(interface{ Public() crypto.PublicKey }).Public()
+			der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, pub, c.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := x509.ParseCertificate(der)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := certSubject(der)
+			if err != nil {
+				t.Fatalf("certSubject: %v", err)
+			}
+			if got.String() != want.Subject.String() || !reflect.DeepEqual(got.Organization, want.Subject.Organization) {
+				t.Errorf("certSubject = %q %q, x509 %q %q", got.String(), got.Organization, want.Subject.String(), want.Subject.Organization)
+			}
+			// What LoadKit reports: the first non-empty O=, or why none.
+			p := filepath.Join(t.TempDir(), "client.crt")
+			if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			org, msg := certOrganization(p)
+			var wantOrg string
+			for _, o := range want.Subject.Organization {
+				if strings.TrimSpace(o) != "" {
+					wantOrg = o
+					break
+				}
+			}
+			if org != wantOrg || (org == "") != (msg != "") {
+				t.Errorf("certOrganization = %q, %q; want organisation %q", org, msg, wantOrg)
+			}
+
+			// Damaged copies: cut short, trailing bytes, the outer sequence
+			// retagged. x509 refuses each; so does certSubject.
+			for what, bad := range map[string][]byte{
+				"truncated": der[:len(der)-10],
+				"trailing":  append(append([]byte(nil), der...), 0, 0),
+				"retagged":  append([]byte{0x31}, der[1:]...),
+			} {
+				if _, err := x509.ParseCertificate(bad); err == nil {
+					t.Fatalf("%s: x509 accepts it; pick another damage", what)
+				}
+				if _, err := certSubject(bad); err == nil {
+					t.Errorf("%s: certSubject accepts a certificate x509 refuses", what)
+				}
+			}
+		})
+	}
+}
+
+// A PEM CERTIFICATE block that is not DER is reported as such.
+func TestCertOrganizationNotDER(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "client.crt")
+	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte("hello")}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, msg := certOrganization(p); !strings.HasPrefix(msg, "is not a valid X.509 certificate: ") {
+		t.Errorf("message %q, want it to say the certificate is not valid X.509", msg)
+	}
+}
+
+// Every string type x509 reads in a name is read to the same text, and a
+// string x509 refuses is refused.
+func TestCertSubjectStringTypes(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bmp := func(s string) []byte {
+		var b []byte
+		for _, r := range s {
+			b = append(b, byte(r>>8), byte(r))
+		}
+		return b
+	}
+	org := asn1.ObjectIdentifier{2, 5, 4, 10}
+	for name, c := range map[string]struct {
+		tag   int
+		value []byte
+		ok    bool
+	}{
+		"PrintableString":            {asn1.TagPrintableString, []byte("Org (A), B-C. d/e:f=g? *&"), true},
+		"PrintableString with @":     {asn1.TagPrintableString, []byte("a@b"), false},
+		"UTF8String":                 {asn1.TagUTF8String, []byte("Ünïcode"), true},
+		"UTF8String invalid":         {asn1.TagUTF8String, []byte{0xff, 0xfe}, false},
+		"IA5String":                  {asn1.TagIA5String, []byte("ia5@org"), true},
+		"IA5String high byte":        {asn1.TagIA5String, []byte{'a', 0xe9}, false},
+		"T61String":                  {asn1.TagT61String, []byte("t61"), true},
+		"NumericString":              {asn1.TagNumericString, []byte("12 34"), true},
+		"NumericString with a":       {asn1.TagNumericString, []byte("12a"), false},
+		"BMPString":                  {asn1.TagBMPString, bmp("Bmp Ö"), true},
+		"BMPString with terminator":  {asn1.TagBMPString, append(bmp("Bmp"), 0, 0), true},
+		"BMPString odd length":       {asn1.TagBMPString, []byte{0, 'a', 0}, false},
+		"BMPString surrogate":        {asn1.TagBMPString, []byte{0xd8, 0x00}, false},
+		"OCTET STRING (unsupported)": {asn1.TagOctetString, []byte("x"), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			raw, err := asn1.Marshal(pkix.RDNSequence{
+				{{Type: asn1.ObjectIdentifier{2, 5, 4, 3}, Value: "site-1"}},
+				{{Type: org, Value: asn1.RawValue{Tag: c.tag, Bytes: c.value}}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), RawSubject: raw,
+				NotBefore: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), NotAfter: time.Date(2036, 1, 1, 0, 0, 0, 0, time.UTC)}
+			der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, xerr := x509.ParseCertificate(der)
+			if (xerr == nil) != c.ok {
+				t.Fatalf("x509.ParseCertificate: %v; the case expects ok=%v", xerr, c.ok)
+			}
+			got, err := certSubject(der)
+			switch {
+			case !c.ok && err == nil:
+				t.Errorf("certSubject accepts a name x509 refuses (%v): %q", xerr, got.String())
+			case c.ok && err != nil:
+				t.Errorf("certSubject: %v", err)
+			case c.ok && (got.String() != want.Subject.String() || !reflect.DeepEqual(got.Organization, want.Subject.Organization)):
+				t.Errorf("certSubject = %q %q, x509 %q %q", got.String(), got.Organization, want.Subject.String(), want.Subject.Organization)
+			}
+		})
+	}
+}
+
+// FuzzCertSubject: whatever DER crypto/x509 parses, certSubject reads to
+// the same subject (it may accept more: it does not parse the key or the
+// extensions).
+func FuzzCertSubject(f *testing.F) {
+	for _, org := range []string{"nvidia", ""} {
+		block, _ := pem.Decode(certPEM(f, "site-1", org))
+		f.Add(block.Bytes)
+	}
+	f.Fuzz(func(t *testing.T, der []byte) {
+		got, err := certSubject(der)
+		want, xerr := x509.ParseCertificate(der)
+		if xerr != nil {
+			return
+		}
+		if err != nil {
+			t.Fatalf("x509 reads subject %q, certSubject fails: %v", want.Subject.String(), err)
+		}
+		if got.String() != want.Subject.String() || !reflect.DeepEqual(got.Organization, want.Subject.Organization) {
+			t.Fatalf("certSubject = %q %q, x509 %q %q", got.String(), got.Organization, want.Subject.String(), want.Subject.Organization)
+		}
+	})
 }

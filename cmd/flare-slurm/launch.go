@@ -18,7 +18,7 @@ import (
 // newLaunchCommand builds `flare-slurm launch`.
 func newLaunchCommand(a *app) *cobra.Command {
 	var workspace, request string
-	var asJSON, attach bool
+	var asJSON, attach, noBootstrap bool
 	cmd := &cobra.Command{
 		Use:   "launch --workspace W --request FILE|-",
 		Short: "Compile a launch request and submit it as one Slurm batch job",
@@ -26,7 +26,10 @@ func newLaunchCommand(a *app) *cobra.Command {
 			"standard input so that credentials never touch disk) and submits it once with sbatch.\n" +
 			"--attach: when the job is already running from this workspace (its handle is recorded, e.g.\n" +
 			"by a parent before its restart), report that job (\"attached\": true) instead of refusing;\n" +
-			"nothing is submitted. The launcher bridge of an NVFlare parent always passes it.",
+			"nothing is submitted. The launcher bridge of an NVFlare parent always passes it.\n" +
+			"--no-bootstrap skips the Slurm version check and the accounting probe (the caller ran\n" +
+			"bootstrap-check, as the launcher bridge does when its parent starts; NVFlare's own launcher\n" +
+			"also probes once per parent): the commands are still resolved and checked.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if request == "" {
@@ -42,7 +45,7 @@ func newLaunchCommand(a *app) *cobra.Command {
 			// prints its answer (issue 25 item 11).
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
-			rt, err := openSite(ctx, a, workspace, true)
+			rt, err := openSite(ctx, a, workspace, !noBootstrap)
 			if err != nil {
 				return err
 			}
@@ -93,6 +96,7 @@ func newLaunchCommand(a *app) *cobra.Command {
 	bindWorkspace(a, cmd, &workspace, "prepared runtime workspace")
 	cmd.Flags().StringVar(&request, "request", "", "launch request file, or - for standard input (required)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().BoolVar(&noBootstrap, "no-bootstrap", false, "skip the version check and accounting probe (the caller ran bootstrap-check)")
 	cmd.Flags().BoolVar(&attach, "attach", false, "report the job instead of refusing or resubmitting it when this workspace runs it or ran it to a recorded result")
 	return cmd
 }

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
-	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"github.com/flare-slurm/flare-slurm/internal/visible"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 )
@@ -122,12 +120,8 @@ func openJob(cmd *cobra.Command, a *app, workspace, jobID string) (*manager.Hand
 		return nil, err
 	}
 	h, err := rt.Manager.Open(jobID)
-	if errors.Is(err, manager.ErrNoJob) {
-		return nil, failure(errcode.NoSuchJob, fmt.Sprintf("job %s: no live handle and no recorded result in workspace %s", jobID, workspace),
-			"check the job id; results of finished jobs are kept for 7 days", nil)
-	}
 	if err != nil {
-		return nil, runtimeFailure(errcode.NoSuchJob, err, "check the job id; 'flare-slurm gc --workspace "+shell.Quote(workspace)+"' lists the job dirs of the workspace")
+		return nil, openJobFailure(jobID, workspace, err)
 	}
 	return h, nil
 }

@@ -49,7 +49,8 @@ TERMINATE_GRACE = 30.0
 # Error codes of a call that no retry can change: wait stops on them.
 PERMANENT_ERRORS = frozenset({"no_such_job"})
 
-# Seconds between two attempts when a wait call itself fails.
+# Seconds between two attempts when waiting itself fails (the follower
+# could not start, or ended before the job did).
 RETRY_INTERVAL = 10.0
 
 # The most problems, and characters, of a failed call's answer that go into
@@ -348,11 +349,136 @@ def _return_code(data: dict[str, Any]) -> Optional[int]:
     return None
 
 
+class _Follower:
+    """One `flare-slurm wait --follow` process for all the jobs this parent waits for.
+
+    A handle's wait() sends its job id on the process's standard input and
+    blocks until the process prints that job's result (one JSON line per
+    job). One process and its memory serve every running job of the
+    parent, as one squeue per poll interval serves every job of the
+    workspace. It is started at the first wait; when it ends (or cannot
+    start), every wait pending on it fails and tries again, starting a new
+    one. The parent's end closes its standard input: it then exits once the
+    jobs it was given have ended, as a wait process per job did.
+    """
+
+    def __init__(self, binary: _Binary):
+        self.binary = binary
+        self._lock = threading.Lock()
+        self._proc: Optional["subprocess.Popen[bytes]"] = None
+        # job id -> the waits for it: (done, slot, the process asked)
+        self._pending: dict[str, list[tuple[threading.Event, dict[str, Any], "subprocess.Popen[bytes]"]]] = {}
+
+    def wait(self, job_id: str) -> dict[str, Any]:
+        """The job's terminal status (the envelope's data); FlareSlurmError when it cannot be watched."""
+        done = threading.Event()
+        slot: dict[str, Any] = {}
+        with self._lock:
+            try:
+                proc = self._running()
+                entry = (done, slot, proc)
+                self._pending.setdefault(job_id, []).append(entry)
+                assert proc.stdin is not None
+                proc.stdin.write(job_id.encode("utf-8") + b"\n")
+                proc.stdin.flush()
+            except (OSError, ValueError) as e:
+                waits = self._pending.get(job_id, [])
+                self._pending[job_id] = [w for w in waits if w[0] is not done]
+                if not self._pending[job_id]:
+                    del self._pending[job_id]
+                raise FlareSlurmError(f"flare-slurm wait --follow: cannot run {self.binary.path}: {e}") from e
+        done.wait()
+        if "error" in slot:
+            raise FlareSlurmError(slot["error"], slot.get("code", ""))
+        data: dict[str, Any] = slot["data"]
+        return data
+
+    def close(self) -> None:
+        """Closes the follower's input: it exits once the jobs it was given have ended."""
+        with self._lock:
+            proc = self._proc
+        if proc is not None and proc.stdin is not None:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+
+    def _running(self) -> "subprocess.Popen[bytes]":
+        """The follower process, started when there is none (called with the lock held)."""
+        if self._proc is not None and self._proc.poll() is None and self._proc.stdin is not None and not self._proc.stdin.closed:
+            return self._proc
+        # The binary's rule for every call (_Binary.call): checked before
+        # each start, since it could be replaced at any time.
+        if not os.path.exists(self.binary.path):
+            raise OSError(f"{self.binary.path} does not exist")
+        real, why = resolve_trusted(self.binary.path)
+        if why is not None:
+            raise OSError(f"the flare-slurm binary is not trusted: {why} "
+                          "(install it owned by root or the runtime account, writable by no other account)")
+        # The resolved path runs, as in _Binary.call: running self.binary.path
+        # would resolve its links again.
+        argv = [real, "wait", "--workspace", self.binary.workspace, "--follow", "--json"]
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self._proc = proc
+        threading.Thread(target=self._read, args=(proc,), name="flare-slurm-follow", daemon=True).start()
+        threading.Thread(target=self._log, args=(proc,), name="flare-slurm-follow-log", daemon=True).start()
+        return proc
+
+    def _read(self, proc: "subprocess.Popen[bytes]") -> None:
+        """Hands each result line to the waits of its job; fails the waits
+        that asked this process when it ends."""
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            try:
+                answer = json.loads(raw)
+                job_id = answer["data"]["job_id"]
+            except (ValueError, TypeError, KeyError) as e:
+                self.binary.logger.error("flare-slurm wait --follow: unreadable line %r: %s", raw[:200], e)
+                continue
+            slot: dict[str, Any]
+            if answer.get("status") == "ok" and _return_code(answer["data"]) is not None:
+                slot = {"data": answer["data"]}
+            else:
+                raw_error = answer.get("error")
+                error: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {}
+                code = error.get("code")
+                slot = {"error": _failure_message("wait", answer, error), "code": code if isinstance(code, str) else ""}
+            with self._lock:
+                waits = self._pending.pop(job_id, [])
+            for done, waiter_slot, _ in waits:
+                waiter_slot.update(slot)
+                done.set()
+        code = proc.wait()
+        failed = []
+        with self._lock:
+            if self._proc is proc:
+                self._proc = None
+            for job_id in list(self._pending):
+                mine = [w for w in self._pending[job_id] if w[2] is proc]
+                failed.extend(mine)
+                rest = [w for w in self._pending[job_id] if w[2] is not proc]
+                if rest:
+                    self._pending[job_id] = rest
+                else:
+                    del self._pending[job_id]
+        for done, waiter_slot, _ in failed:
+            waiter_slot["error"] = f"flare-slurm wait --follow ended (exit {code}) before the job did"
+            done.set()
+
+    def _log(self, proc: "subprocess.Popen[bytes]") -> None:
+        assert proc.stderr is not None
+        for raw in proc.stderr:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            if line.strip():
+                self.binary.logger.info("flare-slurm wait: %s", line)
+
+
 class FlareSlurmJobHandle(JobHandleSpec):
     """One job as flare-slurm knows it: every answer comes from the binary."""
 
-    def __init__(self, binary: _Binary, job_id: str, slurm_job_id: str):
+    def __init__(self, binary: _Binary, job_id: str, slurm_job_id: str, follower: "_Follower"):
         self.binary = binary
+        self.follower = follower
         self.job_id = job_id
         self.slurm_job_id = slurm_job_id
         self._result: Optional[int] = None
@@ -381,9 +507,7 @@ class FlareSlurmJobHandle(JobHandleSpec):
         stop = threading.Event()
         while self._result is None:
             try:
-                # wait exits with the job's return code; the envelope says
-                # whether it is a result or a failure of the command.
-                self._record(self.binary.call("wait", ["--job-id", self.job_id], timeout=None))
+                self._record(self.follower.wait(self.job_id))
             except FlareSlurmError as e:
                 if e.code in PERMANENT_ERRORS:
                     # The workspace knows no such job (neither its dir nor a
@@ -429,6 +553,7 @@ class FlareSlurmJobLauncher(JobLauncherSpec):
         self.flare_slurm = flare_slurm
         self.child_process = os.environ.get(CHILD_PROCESS_ENV) == "1"
         self.binary = _Binary(flare_slurm, workspace_path, self.logger)
+        self.follower = _Follower(self.binary)
 
     def handle_event(self, event_type: str, fl_ctx: FLContext) -> None:
         if self.child_process:
@@ -438,6 +563,8 @@ class FlareSlurmJobLauncher(JobLauncherSpec):
             self._report_jobs_left_running()
         elif event_type == EventType.BEFORE_JOB_LAUNCH:
             add_launcher(self, fl_ctx)
+        elif event_type == EventType.SYSTEM_END:
+            self.follower.close()
 
     def _report_jobs_left_running(self) -> None:
         """Report the jobs a previous process of this parent left running.
@@ -468,9 +595,11 @@ class FlareSlurmJobLauncher(JobLauncherSpec):
         request = self.launch_request(job_meta, fl_ctx)
         # --attach: a job this workspace already runs (launched before a
         # restart of this parent) is reported, not submitted again.
-        data = self.binary.call("launch", ["--request", "-", "--attach"],
+        # --no-bootstrap: bootstrap-check ran at SYSTEM_BOOTSTRAP; probing
+        # Slurm again for every job cost two commands (three slurmdbd RPCs).
+        data = self.binary.call("launch", ["--request", "-", "--attach", "--no-bootstrap"],
                                 stdin=json.dumps(request, default=str).encode("utf-8"))
-        handle = FlareSlurmJobHandle(self.binary, request["job_id"], str(data.get("slurm_job_id", "")))
+        handle = FlareSlurmJobHandle(self.binary, request["job_id"], str(data.get("slurm_job_id", "")), self.follower)
         if data.get("attached") is True:
             self.logger.info("job %s: re-attached to Slurm job %s, launched before this parent started",
                              handle.job_id, handle.slurm_job_id)

@@ -34,12 +34,17 @@ type federation struct {
 	base     string // private dir inside the root
 	kits     string // provisioned kits
 	admin    string // the admin kit
+	bin      string // flare-slurm inside the root
 	server   string // the server's workspace
 	client   string // site-1's workspace
 	jobsSrc  string // where job folders are built
 	hold     string // the server site's own partition (set DOWN to hold its jobs)
 	parents  []*exec.Cmd
 	logFiles []string // host paths of the parents' output
+	// parentEnv is added to the parents' environment.
+	parentEnv []string
+	// dumpJobs caps how many jobs' logs a failure prints (0: all).
+	dumpJobs int
 }
 
 // fedRun is what a federation test learns about one NVFlare job.
@@ -67,6 +72,35 @@ type fedSandboxes struct{ server, client string }
 // cluster's worker image, where NVFlare is installed) and starts both
 // parents.
 func newFederation(t *testing.T, c *slurmtest.Cluster, ctx context.Context, sb fedSandboxes) *federation {
+	f := provisionFederation(t, c, ctx, 1)
+	python := path.Join(f.base, "python")
+
+	// The server site's jobs go to a partition of its own on the cluster's
+	// node, so that the pending-timeout case can hold them (State=DOWN)
+	// without holding anyone else's.
+	b := make([]byte, 4)
+	rand.Read(b)
+	f.hold = "fle2e" + hex.EncodeToString(b)
+	if out, err := c.RootCommand(ctx, "scontrol", "create", "PartitionName="+f.hold, "Nodes="+c.Node, "State=UP", "MaxTime=INFINITE").CombinedOutput(); err != nil {
+		t.Fatalf("scontrol create partition: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { c.RootCommand(context.Background(), "scontrol", "delete", "PartitionName="+f.hold).Run() })
+
+	f.server = f.prepare(ctx, f.bin, c.LoginHost, "server", f.workerConfig(sb.server, python), f.hold, fedPrepare{launcher: "flare-slurm", poll: 1})
+	f.client = f.prepare(ctx, f.bin, "site-1", "site-1", f.workerConfig(sb.client, python), c.Partition, fedPrepare{launcher: "flare-slurm", poll: 1})
+	f.startParent(ctx, f.server, "server")
+	f.startParent(ctx, f.client, "site-1")
+	f.waitLog(path.Join(f.base, "parent-site-1.out"), "Successfully registered client:site-1", 3*time.Minute)
+	return f
+}
+
+// provisionFederation provisions NVFlare's dummy project with the login
+// side's name as the server (every node resolves it), a free port and one
+// client, site-1; the server may run maxJobs jobs at once. It copies in the
+// flare-slurm binary, the workers' interpreter (the root's python3 with
+// NVFlare on its path, what a site's virtualenv would be) and the test's
+// scripts, and lays out the job sources; nothing is prepared or started.
+func provisionFederation(t *testing.T, c *slurmtest.Cluster, ctx context.Context, maxJobs int) *federation {
 	nvRoot := c.NVFlareRoot(t)
 	f := &federation{t: t, c: c, base: c.TempDir(t)}
 	t.Cleanup(f.stop)
@@ -75,18 +109,14 @@ func newFederation(t *testing.T, c *slurmtest.Cluster, ctx context.Context, sb f
 			f.dumpLogs()
 		}
 	})
-	bin := path.Join(f.base, "flare-slurm")
-	c.CopyIn(t, buildCLI(t), bin)
-	// The workers' interpreter: the root's python3 with NVFlare on its path
-	// (what a site's virtualenv would be).
+	f.bin = path.Join(f.base, "flare-slurm")
+	c.CopyIn(t, buildCLI(t), f.bin)
 	python := path.Join(f.base, "python")
 	c.WriteFile(t, python, []byte("#!/bin/sh\nexport PYTHONPATH="+nvRoot+"${PYTHONPATH:+:$PYTHONPATH}\nexec /usr/bin/python3 \"$@\"\n"), 0o700)
-	for _, name := range []string{"mkjob.py", "admin.py", "slow.py", "crash.py", "fail101.py"} {
+	for _, name := range []string{"mkjob.py", "admin.py", "slow.py", "crash.py", "fail101.py", "bench_admin.py", "bench_client.py"} {
 		c.CopyIn(t, filepath.Join("testdata", "federation", name), path.Join(f.base, name))
 	}
 
-	// The project: NVFlare's dummy project with the login side's name as
-	// the server (every node resolves it), a free port, one client.
 	project, err := os.ReadFile(c.HostPath(path.Join(nvRoot, "nvflare", "lighter", "dummy_project.yml")))
 	if err != nil {
 		t.Fatal(err)
@@ -109,31 +139,45 @@ func newFederation(t *testing.T, c *slurmtest.Cluster, ctx context.Context, sb f
 	}
 	f.kits = path.Join(f.base, "prov", "example_project", "prod_00")
 	f.admin = path.Join(f.kits, "admin@nvidia.com")
-
-	// The server site's jobs go to a partition of its own on the cluster's
-	// node, so that the pending-timeout case can hold them (State=DOWN)
-	// without holding anyone else's.
-	b := make([]byte, 4)
-	rand.Read(b)
-	f.hold = "fle2e" + hex.EncodeToString(b)
-	if out, err := c.RootCommand(ctx, "scontrol", "create", "PartitionName="+f.hold, "Nodes="+c.Node, "State=UP", "MaxTime=INFINITE").CombinedOutput(); err != nil {
-		t.Fatalf("scontrol create partition: %v\n%s", err, out)
+	if maxJobs != defaultMaxJobs {
+		f.setMaxJobs(maxJobs)
 	}
-	t.Cleanup(func() { c.RootCommand(context.Background(), "scontrol", "delete", "PartitionName="+f.hold).Run() })
-
-	f.server = f.prepare(ctx, bin, c.LoginHost, "server", f.workerConfig(sb.server, python), f.hold)
-	f.client = f.prepare(ctx, bin, "site-1", "site-1", f.workerConfig(sb.client, python), c.Partition)
-	f.startParent(ctx, f.server, "server")
-	f.startParent(ctx, f.client, "site-1")
-	f.waitLog(path.Join(f.base, "parent-site-1.out"), "Successfully registered client:site-1", 3*time.Minute)
 
 	f.jobsSrc = path.Join(f.base, "jobsrc")
 	c.Mkdir(t, f.jobsSrc, 0o700)
 	c.CopyIn(t, c.HostPath(path.Join(nvRoot, "examples", "hello-world", "hello-numpy", "client.py")), path.Join(f.jobsSrc, "client.py"))
-	for _, name := range []string{"slow.py", "fail101.py"} {
+	for _, name := range []string{"slow.py", "fail101.py", "bench_client.py"} {
 		c.CopyIn(t, c.HostPath(path.Join(f.base, name)), path.Join(f.jobsSrc, name))
 	}
 	return f
+}
+
+// defaultMaxJobs is the job scheduler's max_jobs in the server kit NVFlare
+// provisions (its master template).
+const defaultMaxJobs = 4
+
+// setMaxJobs sets the server kit's job scheduler max_jobs (how many jobs
+// the server runs at once).
+func (f *federation) setMaxJobs(n int) {
+	t := f.t
+	p := path.Join(f.kits, f.c.LoginHost, "local", "resources.json.default")
+	var res map[string]any
+	if err := json.Unmarshal([]byte(readRoot(t, f.c, p)), &res); err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+	found := false
+	for _, comp := range res["components"].([]any) {
+		m := comp.(map[string]any)
+		if m["id"] == "job_scheduler" {
+			m["args"].(map[string]any)["max_jobs"] = n
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("%s has no job_scheduler component", p)
+	}
+	data, _ := json.MarshalIndent(res, "", "  ")
+	f.c.WriteFile(t, p, data, 0o600)
 }
 
 // workerConfig is the slurm.yaml lines that say how a site's workers run.
@@ -145,23 +189,37 @@ func (f *federation) workerConfig(sandbox, python string) string {
 	return "sandbox: " + sandbox + "\n  image: " + image + "\n  python_path: /usr/bin/python3"
 }
 
-// prepare writes the site's slurm.yaml and prepares its kit with the
-// flare-slurm runtime; it returns the workspace.
-func (f *federation) prepare(ctx context.Context, bin, kit, name, workers, partition string) string {
+// fedPrepare is how a site's kit is prepared: which launcher the parent
+// runs ("flare-slurm", or "nvflare" for NVFlare's own, prepare's default),
+// the poll interval (seconds) and the workspace's directory name (default
+// ws-NAME).
+type fedPrepare struct {
+	launcher string
+	poll     int
+	wsName   string
+}
+
+// prepare writes the site's slurm.yaml and prepares its kit; it returns the
+// workspace.
+func (f *federation) prepare(ctx context.Context, bin, kit, name, workers, partition string, o fedPrepare) string {
 	t := f.t
-	cfg := path.Join(f.base, name+"-slurm.yaml")
+	wsName := o.wsName
+	if wsName == "" {
+		wsName = "ws-" + name
+	}
+	cfg := path.Join(f.base, wsName+"-slurm.yaml")
 	f.c.WriteFile(t, cfg, []byte(fmt.Sprintf(`runtime: slurm
 job_launcher:
   %s
   internal_port: %d
   parent_host: %s
-  poll_interval: 1
+  poll_interval: %d
   sbatch_directives:
     partition: %s
-`, workers, freeTCPPort(t), f.c.LoginHost, partition)), 0o600)
-	ws := path.Join(f.base, "ws-"+name)
+`, workers, freeTCPPort(t), f.c.LoginHost, o.poll, partition)), 0o600)
+	ws := path.Join(f.base, wsName)
 	out, err := f.c.Command(ctx, bin, "prepare", path.Join(f.kits, kit), "--config", cfg, "--output", ws,
-		"--launcher", "flare-slurm", "--json").CombinedOutput()
+		"--launcher", o.launcher, "--json").CombinedOutput()
 	if err != nil {
 		t.Fatalf("prepare %s: %v\n%s", name, err, out)
 	}
@@ -179,7 +237,7 @@ func (f *federation) startParent(ctx context.Context, ws, name string) {
 	}
 	defer logFile.Close()
 	cmd := f.c.Command(ctx, "/bin/bash", "-c", "cd \"$1\" && exec ./startup/start_slurm.sh", "bash", ws)
-	cmd.Env = f.c.PythonEnv(t)
+	cmd.Env = append(f.c.PythonEnv(t), f.parentEnv...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting the %s parent: %v", name, err)
@@ -242,16 +300,25 @@ func (f *federation) dumpLogs() {
 	for _, p := range f.logFiles {
 		f.t.Logf("==== %s\n%s", p, tail(p))
 	}
+	printed, left := 0, 0
 	for _, ws := range []string{f.server, f.client} {
 		if ws == "" {
 			continue
 		}
 		filepath.WalkDir(f.c.HostPath(ws), func(p string, d fs.DirEntry, err error) error {
 			if err == nil && !d.IsDir() && (d.Name() == "log.txt" || strings.HasPrefix(d.Name(), "slurm-")) {
+				if f.dumpJobs > 0 && printed >= f.dumpJobs {
+					left++
+					return nil
+				}
+				printed++
 				f.t.Logf("==== %s\n%s", p, tail(p))
 			}
 			return nil
 		})
+	}
+	if left > 0 {
+		f.t.Logf("==== %d more job logs left out (they stay in the workspaces with FLARE_SLURM_KEEP=1)", left)
 	}
 }
 
@@ -270,11 +337,12 @@ func (f *federation) adminCall(ctx context.Context, v any, args ...string) {
 	}
 }
 
-// makeJob exports a job folder (hello-numpy's recipe) and returns it.
-func (f *federation) makeJob(ctx context.Context, name, script string, rounds int, meta map[string]any) string {
+// makeJob exports a job folder (hello-numpy's recipe) and returns it;
+// trainArgs, when given, are the script's arguments.
+func (f *federation) makeJob(ctx context.Context, name, script string, rounds int, meta map[string]any, trainArgs ...string) string {
 	f.t.Helper()
 	metaJSON, _ := json.Marshal(meta)
-	cmd := f.c.PythonCommand(ctx, f.t, path.Join(f.base, "mkjob.py"), path.Join(f.base, "jobs"), name, script, strconv.Itoa(rounds), string(metaJSON))
+	cmd := f.c.PythonCommand(ctx, f.t, append([]string{path.Join(f.base, "mkjob.py"), path.Join(f.base, "jobs"), name, script, strconv.Itoa(rounds), string(metaJSON)}, trainArgs...)...)
 	cmd.Dir = f.jobsSrc
 	if out, err := cmd.CombinedOutput(); err != nil {
 		f.t.Fatalf("exporting job %s: %v\n%s", name, err, out)

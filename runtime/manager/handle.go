@@ -160,32 +160,32 @@ func (h *Handle) WaitReporting(ctx context.Context, report func(Status)) (Status
 	}
 }
 
-// nextWait is how long a wait sleeps before its next poll: one poll
-// interval ±10 %, except that a wake-up that would find the shared
-// observation still fresh (and so learn nothing) is mirrored to the same
-// distance after the observation expires. A result thus shows within 1.1
-// poll intervals, and waiters stay spread over a tenth of an interval.
+// nextWait is how long a wait sleeps before its next poll: until the
+// shared observation it last read expires, plus a spread of up to a
+// fiftieth of a poll interval (the jitter, 0.2 s at 10 s), so that waiters
+// never wake while it is fresh (and learn nothing) and never sleep through
+// another process's refresh after it expired. The first waiter to wake
+// refreshes, the others read its answer: a result shows within 1.02 poll
+// intervals (and the refresh) however many processes watch the workspace,
+// and one squeue per interval serves them all. Without an observation, or
+// with one that expired already (a failed refresh), it sleeps one poll
+// interval ±10 %.
 func (m *Manager) nextWait() time.Duration {
-	d := m.waitInterval()
 	exp := m.obs.expiry()
 	now := m.now()
-	if exp.IsZero() || exp.Sub(now) > m.cfg.PollInterval {
-		return d
+	if exp.IsZero() || !exp.After(now) || exp.Sub(now) > m.cfg.PollInterval {
+		return m.waitInterval()
 	}
-	if wake := now.Add(d); wake.Before(exp) {
-		d = exp.Sub(now) + exp.Sub(wake)
-	}
-	return d
+	return exp.Sub(now) + time.Duration(float64(m.cfg.PollInterval)*0.01*(1+m.jitter()))
 }
 
 func (m *Manager) waitInterval() time.Duration {
-	j := m.cfg.Jitter()
-	if j < -1 {
-		j = -1
-	} else if j > 1 {
-		j = 1
-	}
-	return time.Duration(float64(m.cfg.PollInterval) * (1 + 0.1*j))
+	return time.Duration(float64(m.cfg.PollInterval) * (1 + 0.1*m.jitter()))
+}
+
+// jitter is the configured jitter, clamped to [-1, 1].
+func (m *Manager) jitter() float64 {
+	return min(max(m.cfg.Jitter(), -1), 1)
 }
 
 // Terminate records a user abort in the job dir (so that every process

@@ -36,11 +36,34 @@ import flare_slurm_bridge as B  # noqa: E402
 FAKE = """#!{python}
 import json, os, signal, sys, time
 here = os.path.dirname(os.path.abspath(__file__))
+script = os.path.join(here, "script.json")
+if sys.argv[1] == "wait" and "--follow" in sys.argv:
+    # One answer per job id read: a line to print, or an exit.
+    for line in sys.stdin:
+        job = line.strip()
+        with open(os.path.join(here, "calls.jsonl"), "a") as f:
+            f.write(json.dumps({{"argv": sys.argv[1:], "exe": sys.argv[0], "stdin": job}}) + "\\n")
+        with open(script) as f:
+            answers = json.load(f)
+        queue = answers.get("follow", {{}}).get(job) or [{{"exit": 97}}]
+        answer = queue.pop(0) if len(queue) > 1 else queue[0]
+        with open(script, "w") as f:
+            json.dump(answers, f)
+        if "exit" in answer:
+            sys.exit(answer["exit"])
+        if "hold" in answer:
+            # stderr first, then wait (at most 20 s) until the test says go on
+            sys.stderr.write(answer.get("stderr", ""))
+            sys.stderr.flush()
+            deadline = time.monotonic() + 20
+            while not os.path.exists(answer["hold"]) and time.monotonic() < deadline:
+                time.sleep(0.02)
+        print(json.dumps(answer["line"]), flush=True)
+    sys.exit(0)
 stdin = sys.stdin.read()
 with open(os.path.join(here, "calls.jsonl"), "a") as f:
     f.write(json.dumps({{"argv": sys.argv[1:], "exe": sys.argv[0], "stdin": stdin,
                          "secret_source": os.environ.get("STUDY_SECRET_SOURCE")}}) + "\\n")
-script = os.path.join(here, "script.json")
 with open(script) as f:
     answers = json.load(f)
 queue = answers.get(sys.argv[1]) or [{{"stdout": "", "exit": 97}}]
@@ -102,6 +125,9 @@ class BridgeTest(unittest.TestCase):
             workspace_path=self.workspace, flare_slurm=self.binary, sandbox="none", python_path="/usr/bin/python3",
             executables={}, internal_port=8102, poll_interval=10.0)
         self.ctx = FLContextManager(identity_name="site-1").new_context()
+
+    def tearDown(self):
+        self.launcher.follower.close()
 
     def script(self, **answers):
         with open(os.path.join(self.dir, "script.json"), "w") as f:
@@ -201,7 +227,7 @@ class BridgeTest(unittest.TestCase):
         self.assertIsInstance(handle, JobHandleSpec)
         self.assertEqual(handle.slurm_job_id, "4242")
         call = self.calls()[0]
-        self.assertEqual(call["argv"], ["launch", "--workspace", self.workspace, "--request", "-", "--attach", "--json"])
+        self.assertEqual(call["argv"], ["launch", "--workspace", self.workspace, "--request", "-", "--attach", "--no-bootstrap", "--json"])
         self.assertNotIn("SECRET", " ".join(call["argv"]))
         self.assertEqual(call["secret_source"], "from-the-parent")  # the environment reaches the binary
         request = json.loads(call["stdin"])
@@ -302,9 +328,13 @@ class BridgeTest(unittest.TestCase):
         link = os.path.join(links, "flare-slurm")
         os.symlink(self.binary, link)
         self.launcher.binary.path = link
-        self.script(launch=[ok({"slurm_job_id": "4242", "job_name": "nvfl-site-1-0a1b", "job_dir": "/j", "notes": []})])
-        self.launch()
-        self.assertEqual([c["exe"] for c in self.calls()], [os.path.realpath(self.binary)])
+        self.script(launch=[ok({"slurm_job_id": "4242", "job_name": "nvfl-site-1-0a1b", "job_dir": "/j", "notes": []})],
+                    follow={"job-1": [{"line": {"status": "ok", "data": status("COMPLETED", True, 0)}}]})
+        handle = self.launch()
+        # The follower (one `wait --follow` per parent) runs it too.
+        self.assertIsNone(handle.wait())
+        self.assertEqual([c["argv"][0] for c in self.calls()], ["launch", "wait"])
+        self.assertEqual([c["exe"] for c in self.calls()], [os.path.realpath(self.binary)] * 2)
 
     def test_launch_given_up_is_stopped_not_killed(self):
         # Issue 25 item 11: the bridge's call timeout killed launch while
@@ -335,7 +365,10 @@ class BridgeTest(unittest.TestCase):
     def test_wait_stops_on_a_permanent_error(self):
         # Issue 25 item 11: an unknown job was asked about every 10 s
         # forever. no_such_job ends the wait with 104 (infrastructure).
-        self.script(launch=[ok({"slurm_job_id": "4242"})], wait=[error("no_such_job", "job job-1: no such job in this workspace")])
+        # The follower answers with an error line for the job.
+        line = json.loads(error("no_such_job", "job job-1: no such job in this workspace")["stdout"])
+        line["data"] = {"job_id": "job-1"}
+        self.script(launch=[ok({"slurm_job_id": "4242"})], follow={"job-1": [{"line": line}]})
         handle = self.launch()
         with self.assertLogs(self.launcher.logger, "ERROR"):
             handle.wait()
@@ -356,23 +389,29 @@ class BridgeTest(unittest.TestCase):
         self.script(launch=[ok({"slurm_job_id": "4242"})], status=[error("status_failed", "squeue unavailable")])
         self.assertEqual(self.launch().poll(), JobReturnCode.UNKNOWN)
 
+    def follow_line(self, data: dict) -> dict:
+        return {"line": {"status": "ok", "data": data}}
+
     def test_wait_until_terminal(self):
-        self.script(launch=[ok({"slurm_job_id": "4242"})], wait=[ok(status("FAILED", True, 103), 103)])
+        # One `wait --follow` process watches the parent's jobs: the job id
+        # goes to its standard input, the result comes back as one line.
+        self.script(launch=[ok({"slurm_job_id": "4242"})],
+                    follow={"job-1": [self.follow_line(status("FAILED", True, 103))]})
         handle = self.launch()
         self.assertIsNone(handle.wait())
-        self.assertEqual(handle.poll(), 103)
+        self.assertEqual(handle.poll(), 103)  # the result: no status call
         self.assertEqual([c["argv"][0] for c in self.calls()], ["launch", "wait"])
-        self.assertEqual(self.calls()[1]["argv"], ["wait", "--workspace", self.workspace, "--job-id", "job-1", "--json"])
+        self.assertEqual({k: self.calls()[1][k] for k in ("argv", "stdin")},
+                         {"argv": ["wait", "--workspace", self.workspace, "--follow", "--json"], "stdin": "job-1"})
 
     def test_wait_logs_why_the_job_is_pending_while_it_waits(self):
-        """What wait says on stderr (why the job is pending) reaches the parent's
-        log as it is written, not when the job ends (issue 28 item 10)."""
+        """What wait --follow says on stderr (why a job is pending) reaches the
+        parent's log as it is written, not when the job ends (issue 28 item 10)."""
         go_on = os.path.join(self.dir, "go-on")
         pending = ("flare-slurm: job job-1 (Slurm job 4242) pending for 30s of its 10m0s pending timeout; "
                    "Slurm's reason: Priority (jobs of higher priority are ahead of it in the queue)\n")
-        answer = ok(status("COMPLETED", True, 0))
-        answer.update(stderr=pending, hold=go_on)
-        self.script(launch=[ok({"slurm_job_id": "4242"})], wait=[answer])
+        self.script(launch=[ok({"slurm_job_id": "4242"})],
+                    follow={"job-1": [dict(self.follow_line(status("COMPLETED", True, 0)), stderr=pending, hold=go_on)]})
         handle = self.launch()
         seen = threading.Event()
 
@@ -405,14 +444,56 @@ class BridgeTest(unittest.TestCase):
         with self.assertRaisesRegex(B.FlareSlurmError, "no answer within 0.5 seconds; it was asked to stop"):
             handle.binary.call("status", ["--job-id", "job-1"], timeout=0.5)
 
-    def test_wait_tries_again_after_a_failed_call(self):
+    def test_one_follower_for_every_job(self):
+        self.script(launch=[ok({"slurm_job_id": "4242"})],
+                    follow={"job-1": [self.follow_line(status("COMPLETED", True, 0))],
+                            "job-2": [self.follow_line(dict(status("CANCELLED", True, 9), job_id="job-2"))]})
+        first = self.launch()
+        second = self.launch({"job_id": "job-2", "name": "hello"})
+        second.job_id = "job-2"  # the fake answered launch for job-1's request
+        threads = [threading.Thread(target=h.wait) for h in (first, second)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(30)
+        self.assertEqual((first.poll(), second.poll()), (0, 9))
+        follows = [c for c in self.calls() if c["argv"][0] == "wait"]
+        self.assertEqual(sorted(c["stdin"] for c in follows), ["job-1", "job-2"])
+        self.assertIs(first.follower, second.follower)
+
+    def test_wait_tries_again_when_the_follower_ends(self):
+        # The follower exits before the job ended (killed, crashed): the wait
+        # fails, tries again after RETRY_INTERVAL and a new follower answers.
         B.RETRY_INTERVAL = 0.01
         self.script(launch=[ok({"slurm_job_id": "4242"})],
-                    wait=[error("wait_failed", "lock"), {"stdout": "", "exit": 1}, ok(status("CANCELLED", True, 9), 9)])
+                    follow={"job-1": [{"exit": 1},
+                                      {"line": {"status": "error", "data": {"job_id": "job-1"},
+                                                "error": {"code": "wait_failed", "message": "job job-1: lock", "hint": "check"}}},
+                                      self.follow_line(status("CANCELLED", True, 9))]})
         handle = self.launch()
-        handle.wait()
+        with self.assertLogs(self.launcher.logger, "ERROR") as logs:
+            handle.wait()
         self.assertEqual(handle.poll(), 9)
+        self.assertIn("flare-slurm wait --follow ended (exit 1) before the job did", logs.output[0])
+        self.assertIn("flare-slurm wait: job job-1: lock (check)", logs.output[1])
         self.assertEqual([c["argv"][0] for c in self.calls()], ["launch", "wait", "wait", "wait"])
+
+    def test_system_end_closes_the_followers_input(self):
+        # At the parent's end the follower's input closes: it exits once the
+        # jobs it was given have ended (the fake, at once).
+        self.script(launch=[ok({"slurm_job_id": "4242"})], follow={"job-1": [self.follow_line(status("COMPLETED", True, 0))]})
+        self.launch().wait()
+        proc = self.launcher.follower._proc
+        self.assertIsNotNone(proc)
+        self.launcher.handle_event(EventType.SYSTEM_END, self.ctx)
+        self.assertEqual(proc.wait(10), 0)
+
+    def test_follower_that_cannot_start(self):
+        B.RETRY_INTERVAL = 0.01
+        launcher = B.ClientFlareSlurmJobLauncher(workspace_path=self.workspace, flare_slurm=self.dir + "/missing")
+        with self.assertRaisesRegex(B.FlareSlurmError, "cannot run .*/missing"):
+            launcher.follower.wait("job-1")
+        self.assertEqual(launcher.follower._pending, {})
 
     def test_terminate(self):
         self.script(launch=[ok({"slurm_job_id": "4242"})],

@@ -1,0 +1,130 @@
+package fedbench
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ClientSeen is when a client parent learned that a job's worker ended, and
+// the return code its launcher reported: NVFlare's client executor logs
+// `run (ID): child worker process finished with RC N` once the job handle's
+// wait() has returned and its poll() has given the code.
+type ClientSeen struct {
+	At time.Time
+	RC int
+}
+
+// clientSeenLine matches that line with its timestamp (NVFlare's default
+// log format: "2006-01-02 15:04:05,000 - …").
+var clientSeenLine = regexp.MustCompile(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*run \(([^)\s]+)\): child worker process finished with RC (-?\d+)`)
+
+// ParseClientSeen reads a client parent's log (its log.txt), whose times
+// are in loc (the parents run with TZ=UTC). A job listed twice keeps its
+// first line.
+func ParseClientSeen(log []byte, loc *time.Location) (map[string]ClientSeen, error) {
+	out := map[string]ClientSeen{}
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		m := clientSeenLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		at, err := time.ParseInLocation("2006-01-02 15:04:05,000", m[1], loc)
+		if err != nil {
+			return nil, fmt.Errorf("log time %q: %v", m[1], err)
+		}
+		rc, _ := strconv.Atoi(m[3])
+		if _, ok := out[m[2]]; !ok {
+			out[m[2]] = ClientSeen{At: at, RC: rc}
+		}
+	}
+	return out, sc.Err()
+}
+
+// JobMeta is what the benchmark's admin script reports of one NVFlare job
+// (the server's job meta): its status, when it was submitted (seconds since
+// the epoch), when it started running (ISO 8601) and how long it ran until
+// its status became FINISHED:… (Python's str(timedelta)).
+type JobMeta struct {
+	JobID      string  `json:"job_id"`
+	Status     string  `json:"status"`
+	SubmitTime float64 `json:"submit_time"`
+	StartTime  string  `json:"start_time"`
+	Duration   string  `json:"duration"`
+}
+
+// Finished is when NVFlare set the job's final status: its start time
+// plus its duration, both taken by the server when it set the statuses.
+func (m JobMeta) Finished() (time.Time, error) {
+	start, err := time.Parse(time.RFC3339Nano, m.StartTime)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("job %s: start_time %q: %v", m.JobID, m.StartTime, err)
+	}
+	d, err := ParseTimedelta(m.Duration)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("job %s: duration: %v", m.JobID, err)
+	}
+	return start.Add(d), nil
+}
+
+// Submitted is the job's submit time.
+func (m JobMeta) Submitted() time.Time {
+	sec := int64(m.SubmitTime)
+	return time.Unix(sec, int64((m.SubmitTime-float64(sec))*1e9))
+}
+
+// ParseTimedelta reads Python's str(datetime.timedelta) of a non-negative
+// span: "H:MM:SS", "H:MM:SS.ffffff", with "N day, " or "N days, " before.
+func ParseTimedelta(s string) (time.Duration, error) {
+	var d time.Duration
+	rest := s
+	if i := strings.Index(rest, " day"); i >= 0 {
+		days, err := strconv.Atoi(rest[:i])
+		if err != nil || days < 0 {
+			return 0, fmt.Errorf("timedelta %q: bad days", s)
+		}
+		d += time.Duration(days) * 24 * time.Hour
+		j := strings.Index(rest, ", ")
+		if j < 0 {
+			return 0, fmt.Errorf("timedelta %q: no \", \" after the days", s)
+		}
+		rest = rest[j+2:]
+	}
+	parts := strings.Split(rest, ":")
+	if len(parts) != 3 || len(parts[1]) != 2 || len(parts[2]) < 2 {
+		return 0, fmt.Errorf("timedelta %q: want H:MM:SS[.ffffff]", s)
+	}
+	h, err1 := strconv.Atoi(parts[0])
+	m, err2 := strconv.Atoi(parts[1])
+	sec, err3 := strconv.ParseFloat(parts[2], 64)
+	if err1 != nil || err2 != nil || err3 != nil || h < 0 || m < 0 || m > 59 || sec < 0 || sec >= 60 {
+		return 0, fmt.Errorf("timedelta %q: want H:MM:SS[.ffffff]", s)
+	}
+	d += time.Duration(h)*time.Hour + time.Duration(m)*time.Minute + time.Duration(sec*1e9)
+	return d, nil
+}
+
+// SlurmJobKey is the part of an NVFlare job's Slurm job name that both
+// launchers derive from its id: nvfl-<site>-<first 8 hex digits of
+// sha256(job id)>.
+func SlurmJobKey(jobID string) string {
+	sum := sha256.Sum256([]byte(jobID))
+	return hex.EncodeToString(sum[:])[:8]
+}
+
+// SlurmJobName is the Slurm job name of the job's worker of site (the
+// server parent launches under the identity "server").
+func SlurmJobName(site, jobID string) string {
+	if len(site) > 32 {
+		site = site[:32]
+	}
+	return "nvfl-" + site + "-" + SlurmJobKey(jobID)
+}
