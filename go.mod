@@ -7,12 +7,12 @@ require (
 	github.com/google/renameio/v2 v2.0.2
 	github.com/pmezard/go-difflib v1.0.0
 	github.com/rogpeppe/go-internal v1.16.0
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/sebdah/goldie/v2 v2.8.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
 	go.yaml.in/yaml/v3 v3.0.4
 	golang.org/x/sys v0.50.0
+	golang.org/x/text v0.17.0
 )
 
 require (
@@ -30,8 +30,5 @@ require (
 	github.com/shopspring/decimal v1.4.0 // indirect
 	github.com/spf13/cast v1.7.0 // indirect
 	golang.org/x/crypto v0.26.0 // indirect
-	golang.org/x/text v0.17.0 // indirect
 	golang.org/x/tools v0.26.0 // indirect
 )
-
-replace github.com/santhosh-tekuri/jsonschema/v6 => ./internal/third_party/jsonschema

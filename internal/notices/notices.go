@@ -64,7 +64,19 @@ func FromBinary(bin, root, gomodcache, goroot string) ([]Module, error) {
 		}
 		mods = append(mods, m)
 	}
+	for _, m := range InTree {
+		m.Dir = filepath.Join(root, filepath.FromSlash(m.Replace))
+		mods = append(mods, m)
+	}
 	return mods, nil
+}
+
+// InTree are the modules whose code is copied into flare-slurm's own module
+// (internal/third_party; their PATCHED.md says what changed), so that the
+// build information does not list them: each is in the notices with its
+// license, under the directory that holds it.
+var InTree = []Module{
+	{Path: "github.com/santhosh-tekuri/jsonschema/v6", Version: "v6.0.3", Replace: "internal/third_party/jsonschema"},
 }
 
 // moduleOf is the module of a build information dependency, without its
