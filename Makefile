@@ -1,14 +1,11 @@
 # flare-slurm build, test and review targets. `make test` is what CI runs.
 GO      ?= go
 BIN     ?= bin/flare-slurm
-# The in-tree copy of santhosh-tekuri/jsonschema (its own module, so `./...`
-# does not reach it; internal/third_party/jsonschema/PATCHED.md says why).
-JSONSCHEMA_DIR ?= internal/third_party/jsonschema
 # Packages whose golden_test.go files read golden/ (through golden.Dir;
 # they accept -update).
 GOLDEN_PKGS ?= ./generator/... ./internal/workspace
 
-.PHONY: editor-deps build test test-unit test-third-party test-slurm golden golden-scripts bench bench-process bench-federation demo lint fuzz clean docs dist notices
+.PHONY: editor-deps build test test-unit test-release test-slurm golden golden-scripts bench bench-process bench-federation demo lint fuzz clean docs dist notices
 
 # The project's own single-machine Slurm cluster (runtime/slurmtest/README.md).
 SLURM_CLUSTER ?= runtime/slurmtest/cluster.sh
@@ -22,12 +19,21 @@ build:
 lint:
 	$(GO) vet ./...
 	$(GO) vet -tags gendocs ./cmd/flare-slurm
-	cd $(JSONSCHEMA_DIR) && $(GO) vet ./...
+	$(GO) vet -tags release ./cmd/flare-slurm
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 
-test-unit: test-third-party editor-deps
+test-unit: editor-deps
 	$(GO) test -count=1 ./...
+
+# test-release runs the slow release checks, built only with -tags release
+# so that a plain `go test ./...` leaves them out: TestDist (make dist twice,
+# byte-identical artefacts) and TestGoInstallFromModuleProxy (go install
+# ...@VERSION through a local module proxy). make test runs them after the
+# other tests, on every path (FLARE_SLURM_IT=0 too).
+RELEASE_TESTS ?= ^(TestDist|TestGoInstallFromModuleProxy)$$
+test-release:
+	$(GO) test -count=1 -tags release -run '$(RELEASE_TESTS)' ./cmd/flare-slurm
 
 # editor-deps installs yaml-language-server, pinned by
 # internal/editortest/testdata/package-lock.json, for internal/editortest
@@ -43,9 +49,6 @@ editor-deps:
 $(EDITOR_DEPS)/node_modules/.package-lock.json: $(EDITOR_DEPS)/package-lock.json $(EDITOR_DEPS)/package.json
 	cd $(EDITOR_DEPS) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
-
-test-third-party:
-	cd $(JSONSCHEMA_DIR) && $(GO) test -count=1 ./...
 
 # make test runs the Slurm tier too when this machine can start the cluster
 # (root, apt or debootstrap, and its ports 6817-6819 and 3306 free or held by
@@ -63,6 +66,7 @@ test: lint
 		echo "make test: $$(bash $(SLURM_CLUSTER) can-run 2>&1); Slurm integration tests are skipped"; \
 		$(MAKE) --no-print-directory test-unit; \
 	fi
+	@$(MAKE) --no-print-directory test-release
 
 # test-slurm runs the Slurm version matrix: for each of SLURM_VERSIONS
 # (cluster.sh versions: 24.11, then 26.05) it starts that version's cluster
@@ -78,7 +82,7 @@ test: lint
 SLURM_VERSIONS ?= $(shell bash $(SLURM_CLUSTER) versions)
 SLURM_TIER_PKGS ?= ./runtime/integration/... ./runtime/slurmtest/... ./internal/slurmenv/...
 SLURM_LOG ?= bin/test-slurm
-test-slurm: test-third-party editor-deps
+test-slurm: editor-deps
 	@mkdir -p $(dir $(SLURM_LOG)); rc=0; pkgs=./...; \
 	for v in $(SLURM_VERSIONS); do \
 		log=$(SLURM_LOG)-$$v.log; \

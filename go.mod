@@ -7,7 +7,6 @@ require (
 	github.com/google/renameio/v2 v2.0.2
 	github.com/pmezard/go-difflib v1.0.0
 	github.com/rogpeppe/go-internal v1.16.0
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/sebdah/goldie/v2 v2.8.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
@@ -32,5 +31,3 @@ require (
 	golang.org/x/crypto v0.26.0 // indirect
 	golang.org/x/tools v0.26.0 // indirect
 )
-
-replace github.com/santhosh-tekuri/jsonschema/v6 => ./internal/third_party/jsonschema

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/flare-slurm/flare-slurm/internal/third_party/jsonschema"
 )
 
 // compileAll compiles every embedded schema (benchmarks exclude that

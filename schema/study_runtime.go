@@ -9,8 +9,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/flare-slurm/flare-slurm/internal/third_party/jsonschema"
+	"github.com/flare-slurm/flare-slurm/internal/third_party/jsonschema/kind"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/flare-slurm/flare-slurm/internal/problem"

@@ -154,7 +154,10 @@ func writeRendered(t *testing.T, w *prepare.Workspace, dir string) {
 // CI file and runs every command of them that targets examples/ with the
 // flare-slurm built from this tree on PATH, in a directory holding the
 // repository's examples and a copy of the deployed workspace (what the
-// files fetch from the site): each must succeed.
+// files fetch from the site): each must succeed. Their install step (go
+// install …/cmd/flare-slurm@latest) needs a module proxy:
+// TestGoInstallFromModuleProxy (make test-release) builds the command that
+// way.
 func TestCIExamples(t *testing.T) {
 	root := repoRoot()
 	tmp := t.TempDir()

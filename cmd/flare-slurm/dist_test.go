@@ -1,3 +1,5 @@
+//go:build release
+
 package main
 
 import (
@@ -45,11 +47,9 @@ var distPlatforms = []struct {
 // locale and umask; with FLARE_SLURM_DIST_COLD=1 (CI sets it) also an
 // empty Go build cache, so every package is compiled again rather than
 // reused. It costs three cross builds per run (docs/install.md has the
-// figures), so -short leaves it out while iterating; make test runs it.
+// figures): it is built only with -tags release, which make test's
+// test-release target sets; a plain go test ./... leaves it out.
 func TestDist(t *testing.T) {
-	if testing.Short() {
-		t.Skip("make dist cross-builds three binaries twice; run without -short (make test does)")
-	}
 	root := repoRoot()
 	if _, err := os.Stat(filepath.Join(root, ".git")); err != nil {
 		t.Skip("not a git checkout: make dist builds a commit (a source archive is built with go build, docs/install.md)")
@@ -78,26 +78,6 @@ func TestDist(t *testing.T) {
 	t.Run("checksums", func(t *testing.T) { checkSums(t, a) })
 	t.Run("binaries", func(t *testing.T) { checkBinaries(t, a, commit) })
 	t.Run("tarballs", func(t *testing.T) { checkTarballs(t, a, time.Unix(epoch, 0)) })
-}
-
-// run runs name args in dir with env added to the test's environment
-// (minus the parent make's job server) and returns stdout.
-func run(t *testing.T, dir string, env []string, name string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Dir = dir
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); k != "MAKEFLAGS" && k != "MFLAGS" && k != "MAKELEVEL" {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s %q: %v\n%s%s", name, args, err, stdout.String(), stderr.String())
-	}
-	return stdout.String()
 }
 
 // distFiles maps each file of a dist dir to its mode and content.

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/flare-slurm/flare-slurm/internal/third_party/jsonschema"
 
 	"github.com/flare-slurm/flare-slurm/schema"
 )

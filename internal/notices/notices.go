@@ -37,6 +37,7 @@ type Module struct {
 	Path    string // module path; GoModule for the standard library
 	Version string // its version ("" for the standard library)
 	Replace string // the replacement the build used ("" when none)
+	CopyIn  string // the directory of this repository holding its copy (InTree)
 	Dir     string // where its source, and so its license files, are
 }
 
@@ -64,7 +65,19 @@ func FromBinary(bin, root, gomodcache, goroot string) ([]Module, error) {
 		}
 		mods = append(mods, m)
 	}
+	for _, m := range InTree {
+		m.Dir = filepath.Join(root, filepath.FromSlash(m.CopyIn))
+		mods = append(mods, m)
+	}
 	return mods, nil
+}
+
+// InTree are the modules whose code is copied into flare-slurm's own module
+// (internal/third_party; their PATCHED.md says what changed), so that the
+// build information does not list them: each is in the notices with its
+// license, under the directory that holds it.
+var InTree = []Module{
+	{Path: "github.com/santhosh-tekuri/jsonschema/v6", Version: "v6.0.3", CopyIn: "internal/third_party/jsonschema"},
 }
 
 // moduleOf is the module of a build information dependency, without its
@@ -143,6 +156,9 @@ func Render(mods []Module) ([]byte, error) {
 // replacement.
 func Heading(m Module) string {
 	h := strings.TrimSpace(m.Path + " " + m.Version)
+	if m.CopyIn != "" {
+		h += " (copied into " + m.CopyIn + ")"
+	}
 	if m.Replace != "" {
 		h += " (replaced by " + m.Replace + ")"
 	}

@@ -5,8 +5,8 @@ import (
 	"log"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/message"
+	"github.com/flare-slurm/flare-slurm/internal/third_party/jsonschema"
+	"github.com/flare-slurm/flare-slurm/internal/third_party/jsonschema/message"
 )
 
 // SchemaExt --

@@ -279,13 +279,3 @@ type MetaSchemaCycleError struct {
 func (e *MetaSchemaCycleError) Error() string {
 	return fmt.Sprintf("cycle in resolving $schema in %q", e.URL)
 }
-
-// --
-
-type MetaSchemaMismatchError struct {
-	URL string
-}
-
-func (e *MetaSchemaMismatchError) Error() string {
-	return fmt.Sprintf("$schema in %q does not match with $schema in root", e.URL)
-}

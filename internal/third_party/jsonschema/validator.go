@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"github.com/santhosh-tekuri/jsonschema/v6/message"
+	"github.com/flare-slurm/flare-slurm/internal/third_party/jsonschema/kind"
+	"github.com/flare-slurm/flare-slurm/internal/third_party/jsonschema/message"
 )
 
 func (sch *Schema) Validate(v any) error {

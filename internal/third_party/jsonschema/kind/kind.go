@@ -5,7 +5,7 @@ import (
 	"math/big"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6/message"
+	"github.com/flare-slurm/flare-slurm/internal/third_party/jsonschema/message"
 )
 
 // --
