@@ -258,6 +258,16 @@ func ValidatePair(kitDir, cfgName string, data []byte, o ValidateOptions) (probs
 	return probs, skipped
 }
 
+// ValidatePairKit is the kit half of ValidatePair: the kit at kitDir
+// checked as prepare reads it. validate --kit reports it for a config it
+// cannot check (unreadable, of another kind), so that a bad config does not
+// hide the kit's own problems.
+func ValidatePairKit(kitDir string, o ValidateOptions) (probs, skipped Problems) {
+	_, probs, skipped = loadKit(kitDir, o.kitOptions())
+	probs.Sort()
+	return probs, skipped
+}
+
 // ValidateConfigForKit checks a Slurm config (read from cfgName, or data
 // when it is not nil) as ValidateWith does, plus its fit with the kit at
 // kitDir as prepare checks it (a parent block on a server kit). The kit's

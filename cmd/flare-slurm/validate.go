@@ -151,6 +151,15 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 						all = append(all, probs...)
 						bad[name] = true
 						cases = append(cases, cireport.Case{Name: name, ClassName: "validate", Failure: plural(len(probs), "problem"), Detail: problemsText(probs)})
+						if kitDir != "" {
+							// The config cannot be checked against the kit,
+							// but the kit's own problems are still shown.
+							kp, ksk := schema.ValidatePairKit(kitDir, opts)
+							for _, pr := range kp {
+								bad[pr.File] = true
+							}
+							all, skipped = append(all, kp...), append(skipped, ksk...)
+						}
 						continue
 					}
 					k = detected
