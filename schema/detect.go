@@ -1,12 +1,14 @@
 package schema
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/flare-slurm/flare-slurm/internal/ojson"
 	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
@@ -80,23 +82,26 @@ func DetectKindData(name string, data []byte) (string, Problems) {
 
 // detectData decides the kind of data read from path by its top-level keys.
 func detectData(path, ext string, inputName bool, data []byte) (string, Problems) {
-	t := parseTree(path, data)
-	if t.root == nil {
-		if !inputName {
-			return "", nil
-		}
-		if ext == ".json" {
-			return KindJobMeta, nil
-		}
-		return "", t.result()
-	}
-	has := func(keys ...string) bool {
-		for _, k := range keys {
-			if get(t.root, k) != nil || getKey(t.root, k) != nil {
-				return true
+	has, ok := jsonTopLevelKeys(data)
+	if !ok {
+		t := parseTree(path, data)
+		if t.root == nil {
+			if !inputName {
+				return "", nil
 			}
+			if ext == ".json" {
+				return KindJobMeta, nil
+			}
+			return "", t.result()
 		}
-		return false
+		has = func(keys ...string) bool {
+			for _, k := range keys {
+				if get(t.root, k) != nil || getKey(t.root, k) != nil {
+					return true
+				}
+			}
+			return false
+		}
 	}
 	switch {
 	case has("runtime", "job_launcher"):
@@ -107,6 +112,31 @@ func detectData(path, ext string, inputName bool, data []byte) (string, Problems
 		return KindJobMeta, nil
 	}
 	return "", nil
+}
+
+// jsonTopLevelKeys reads the top-level keys of data when it is a valid JSON
+// object, without building a tree of it (a job meta of megabytes would
+// cost hundreds of megabytes as a YAML tree, only for its first keys): has
+// says whether any of keys is one. ok is false for anything else (YAML, a
+// byte order mark, invalid JSON), which the YAML reader decides as before.
+func jsonTopLevelKeys(data []byte) (has func(keys ...string) bool, ok bool) {
+	start := ojson.SkipSpace(data, 0)
+	if start >= len(data) || data[start] != '{' || !json.Valid(data) {
+		return nil, false
+	}
+	top := map[string]bool{}
+	ojson.EachMember(data, start, func(keyOff, _, _ int) bool {
+		top[ojson.KeyText(data, keyOff)] = true
+		return true
+	})
+	return func(keys ...string) bool {
+		for _, k := range keys {
+			if top[k] {
+				return true
+			}
+		}
+		return false
+	}, true
 }
 
 // Kinds lists what `validate --kind` accepts.
