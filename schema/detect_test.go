@@ -93,3 +93,26 @@ func BenchmarkDetectKindJobMetaJSON(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkValidateJobMetaManySites: every site of a job meta with 20,000
+// sites checked (validate with no --site). Each site was looked up in the
+// whole resource_spec, quadratic in the sites (go test -run '^$' -bench
+// JobMetaManySites -benchmem ./schema).
+func BenchmarkValidateJobMetaManySites(b *testing.B) {
+	var m strings.Builder
+	m.WriteString(`{"name": "many", "resource_spec": {`)
+	for i := range 20000 {
+		if i > 0 {
+			m.WriteString(", ")
+		}
+		fmt.Fprintf(&m, `"site-%d": {"num_of_gpus": 1}`, i)
+	}
+	m.WriteString(`}, "launcher_spec": {"default": {"slurm": {"time": "1:00:00"}}}}`)
+	data := []byte(m.String())
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, probs := ParseJobMeta("many.json", data, ""); probs != nil {
+			b.Fatal(problemLines(probs))
+		}
+	}
+}
