@@ -239,9 +239,7 @@ func (b *bench) startParents(launcher string) {
 	f := b.f
 	f.server, f.client = b.ws[launcher][0], b.ws[launcher][1]
 	name := fmt.Sprintf("%s-%d", launcher, b.nparent)
-	f.startParent(b.ctx, f.server, "server-"+name)
-	f.startParent(b.ctx, f.client, "site-1-"+name)
-	f.waitLog(path.Join(f.base, "parent-site-1-"+name+".out"), "Successfully registered client:site-1", 3*time.Minute)
+	f.startServerThenClient(b.ctx, "server-"+name, "site-1-"+name)
 }
 
 // rootOut runs a command as root inside the cluster's root and returns its

@@ -88,10 +88,22 @@ func newFederation(t *testing.T, c *slurmtest.Cluster, ctx context.Context, sb f
 
 	f.server = f.prepare(ctx, f.bin, c.LoginHost, "server", f.workerConfig(sb.server, python), f.hold, fedPrepare{launcher: "flare-slurm", poll: 1})
 	f.client = f.prepare(ctx, f.bin, "site-1", "site-1", f.workerConfig(sb.client, python), c.Partition, fedPrepare{launcher: "flare-slurm", poll: 1})
-	f.startParent(ctx, f.server, "server")
-	f.startParent(ctx, f.client, "site-1")
-	f.waitLog(path.Join(f.base, "parent-site-1.out"), "Successfully registered client:site-1", 3*time.Minute)
+	f.startServerThenClient(ctx, "server", "site-1")
 	return f
+}
+
+// startServerThenClient starts the server's parent, waits until it says it
+// has started, then starts the client's and waits until the client has
+// registered. Started together, the client's login could reach the server
+// before it had deployed, and NVFlare's client gives up on the first
+// refused login ("Login failed."; seen once on Slurm 26.05 in a clean-clone
+// CI run): a site starts its server first.
+func (f *federation) startServerThenClient(ctx context.Context, server, client string) {
+	f.t.Helper()
+	f.startParent(ctx, f.server, server)
+	f.waitLog(path.Join(f.base, "parent-"+server+".out"), "Server started", 3*time.Minute)
+	f.startParent(ctx, f.client, client)
+	f.waitLog(path.Join(f.base, "parent-"+client+".out"), "Successfully registered client:site-1", 3*time.Minute)
 }
 
 // provisionFederation provisions NVFlare's dummy project with the login
