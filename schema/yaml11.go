@@ -22,11 +22,9 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -45,37 +43,10 @@ type reading11 struct {
 	val  any
 }
 
-var (
-	yaml11Bool = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$`)
-	})
-	yaml11Float = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?` +
-			`|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?` +
-			`|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*` +
-			`|[-+]?\.(?:inf|Inf|INF)` +
-			`|\.(?:nan|NaN|NAN))$`)
-	})
-	yaml11Int = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^(?:[-+]?0b[0-1_]+` +
-			`|[-+]?0[0-7_]+` +
-			`|[-+]?(?:0|[1-9][0-9_]*)` +
-			`|[-+]?0x[0-9a-fA-F_]+` +
-			`|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$`)
-	})
-	yaml11Null      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:~|null|Null|NULL|)$`) })
-	yaml11Timestamp = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]` +
-			`|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?` +
-			`(?:[Tt]|[ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?` +
-			`(?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$`)
-	})
-)
-
 // read11 resolves a plain scalar as PyYAML's SafeLoader does. PyYAML picks
 // the candidate resolvers by the first character, then tries them in the
 // order they were added (bool, float, int, merge, null, timestamp); every
-// regular expression is anchored, so the order only matters where two
+// resolver matches the whole text, so the order only matters where two
 // could match, which none of these do.
 func read11(text string) reading11 {
 	first := byte(0)
@@ -84,16 +55,16 @@ func read11(text string) reading11 {
 	}
 	in := func(set string) bool { return strings.IndexByte(set, first) >= 0 }
 	switch {
-	case in("yYnNtTfFoO") && yaml11Bool().MatchString(text):
+	case in("yYnNtTfFoO") && is11Bool(text):
 		v := strings.ToLower(text)
 		return reading11{"bool", v == "yes" || v == "true" || v == "on"}
-	case in("-+0123456789.") && yaml11Float().MatchString(text):
+	case in("-+0123456789.") && is11Float(text):
 		return reading11{"float", float11(text)}
-	case in("-+0123456789") && yaml11Int().MatchString(text):
+	case in("-+0123456789") && is11Int(text):
 		return reading11{"int", int11(text)}
-	case (text == "" || in("~nN")) && yaml11Null().MatchString(text):
+	case (text == "" || in("~nN")) && is11Null(text):
 		return reading11{"null", nil}
-	case in("0123456789") && yaml11Timestamp().MatchString(text):
+	case in("0123456789") && is11Timestamp(text):
 		return reading11{"timestamp", text}
 	}
 	return reading11{"str", text}

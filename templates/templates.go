@@ -2,9 +2,10 @@
 // generated script and commented config is rendered from, and the one
 // engine that renders them.
 //
-// All *.tmpl files are parsed, in sorted order, into one template set.
-// Files whose name starts with "_" are partials: they hold {{define}}
-// blocks shared by the others and are never rendered on their own.
+// Each *.tmpl file is rendered from a set of its own: the partials, in
+// sorted order, and that file, parsed when it is first rendered. Files
+// whose name starts with "_" are partials: they hold {{define}} blocks
+// shared by the others and are never rendered on their own.
 // Rendering is strict (missingkey=error) and deterministic: templates can
 // call text/template's builtins and only the functions of an allow-list
 // (FuncMap), each a pure function of its arguments. Nothing that reads the
@@ -60,35 +61,54 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-var (
-	loadOnce sync.Once
-	set      *template.Template
-	loadErr  error
-)
+// partials is the set of the partials ("_*.tmpl", in sorted order),
+// parsed once; each file's set is a clone of it with that file added.
+var partials = sync.OnceValues(func() (*template.Template, error) {
+	names, err := fs.Glob(files, "_*.tmpl")
+	if err != nil {
+		return nil, &Error{Template: "_*.tmpl", Err: err}
+	}
+	sort.Strings(names)
+	return parseSet(template.New("").Funcs(FuncMap()).Option("missingkey=error"), names)
+})
 
-func load() (*template.Template, error) {
-	loadOnce.Do(func() {
-		names, err := fs.Glob(files, "*.tmpl")
-		if err != nil {
-			loadErr = &Error{Template: "*.tmpl", Err: err}
-			return
-		}
-		sort.Strings(names)
-		root := template.New("").Funcs(FuncMap()).Option("missingkey=error")
-		for _, name := range names {
-			text, err := files.ReadFile(name)
+// sets holds, per template file, the set it renders from: the partials
+// and that file, parsed on first use. prepare renders three small files
+// and the compiler three others; parsing all of them for either cost
+// prepare a sixth of its memory (issue 27 item 4).
+var sets sync.Map // file name -> func() (*template.Template, error)
+
+// load returns the template set file renders from.
+func load(file string) (*template.Template, error) {
+	once, ok := sets.Load(file)
+	if !ok {
+		once, _ = sets.LoadOrStore(file, sync.OnceValues(func() (*template.Template, error) {
+			base, err := partials()
+			if err != nil || strings.HasPrefix(file, "_") {
+				return base, err
+			}
+			set, err := base.Clone()
 			if err != nil {
-				loadErr = &Error{Template: name, Err: err}
-				return
+				return nil, &Error{Template: file, Err: err}
 			}
-			if _, err := root.New(name).Parse(string(text)); err != nil {
-				loadErr = &Error{Template: name, Err: err}
-				return
-			}
+			return parseSet(set, []string{file})
+		}))
+	}
+	return once.(func() (*template.Template, error))()
+}
+
+// parseSet parses the named files, in order, into root's set.
+func parseSet(root *template.Template, names []string) (*template.Template, error) {
+	for _, name := range names {
+		text, err := files.ReadFile(name)
+		if err != nil {
+			return nil, &Error{Template: name, Err: err}
 		}
-		set = root
-	})
-	return set, loadErr
+		if _, err := root.New(name).Parse(string(text)); err != nil {
+			return nil, &Error{Template: name, Err: err}
+		}
+	}
+	return root, nil
 }
 
 // Render executes the named template file (for example "start_slurm.sh.tmpl")
@@ -103,7 +123,7 @@ func RenderBlock(file, block string, data any) ([]byte, error) {
 	if strings.HasPrefix(file, "_") && file == block {
 		return nil, &Error{Template: file, Err: fmt.Errorf("partials are not rendered on their own")}
 	}
-	root, err := load()
+	root, err := load(file)
 	if err != nil {
 		return nil, err
 	}

@@ -2,10 +2,13 @@ package templates
 
 import (
 	"errors"
+	"io/fs"
 	"maps"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
+	"text/template"
 	"text/template/parse"
 
 	"github.com/Masterminds/sprig/v3"
@@ -21,7 +24,7 @@ var builtins = map[string]bool{
 // calledFunctions lists the non-builtin functions the embedded templates call.
 func calledFunctions(t *testing.T) []string {
 	t.Helper()
-	root, err := load()
+	root, err := loadAll()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +98,7 @@ func TestFuncMapIsWhatTemplatesUse(t *testing.T) {
 // reachable from a template: env and expandenv by name, and every other
 // sprig function outside the allow-list, fail to parse in the real set.
 func TestEnvironmentFunctionsUnreachable(t *testing.T) {
-	root, err := load()
+	root, err := loadAll()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,4 +155,15 @@ func TestExportPartialQuotes(t *testing.T) {
 	if want := "export X='a'\"'\"'b'\n"; string(out) != want {
 		t.Fatalf("got %q want %q", out, want)
 	}
+}
+
+// loadAll parses every template file, in sorted order, into one set: what
+// the tests walk (each file renders from the partials and itself).
+func loadAll() (*template.Template, error) {
+	names, err := fs.Glob(files, "*.tmpl")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	return parseSet(template.New("").Funcs(FuncMap()).Option("missingkey=error"), names)
 }
