@@ -1,4 +1,4 @@
-package workspace
+package staging
 
 import (
 	"context"
@@ -20,8 +20,8 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
 )
 
-// StagingFile is one entry of the tree Fill writes.
-type StagingFile struct {
+// File is one entry of the tree Fill writes.
+type File struct {
 	Path string      // slash-separated, relative to the workspace root ("." is the root)
 	Dir  bool        // a directory
 	Mode fs.FileMode // permission bits, set exactly (the umask does not apply)
@@ -44,8 +44,8 @@ type StagingFile struct {
 // file created with O_CREAT|O_EXCL|O_NOFOLLOW relative to its directory's
 // descriptor, then the directories' own modes, deepest first. A cancelled
 // ctx stops it between files.
-func (s *Staging) Fill(ctx context.Context, files []StagingFile) error {
-	var dirs, regular []*StagingFile
+func (s *Staging) Fill(ctx context.Context, files []File) error {
+	var dirs, regular []*File
 	for i := range files {
 		f := &files[i]
 		switch {
@@ -56,15 +56,15 @@ func (s *Staging) Fill(ctx context.Context, files []StagingFile) error {
 			regular = append(regular, f)
 		}
 	}
-	sort.Slice(dirs, func(i, j int) bool { return StagingPathLess(dirs[i].Path, dirs[j].Path) })
-	sort.SliceStable(regular, func(i, j int) bool { return StagingPathLess(path.Dir(regular[i].Path), path.Dir(regular[j].Path)) })
+	sort.Slice(dirs, func(i, j int) bool { return PathLess(dirs[i].Path, dirs[j].Path) })
+	sort.SliceStable(regular, func(i, j int) bool { return PathLess(path.Dir(regular[i].Path), path.Dir(regular[j].Path)) })
 	if err := s.mkdirs(dirs); err != nil {
 		return err
 	}
 	// Work is handed out a directory at a time: creating entries in one
 	// directory serialises on its lock, so workers in distinct
 	// directories do not wait for each other.
-	var groups [][]*StagingFile
+	var groups [][]*File
 	for i, f := range regular {
 		if i == 0 || path.Dir(f.Path) != path.Dir(regular[i-1].Path) {
 			groups = append(groups, nil)
@@ -111,7 +111,7 @@ func (s *Staging) Fill(ctx context.Context, files []StagingFile) error {
 
 // mkdirs creates dirs (sorted, parents first) below the root, 0700 while
 // the tree is filled, and records the identity of each.
-func (s *Staging) mkdirs(dirs []*StagingFile) error {
+func (s *Staging) mkdirs(dirs []*File) error {
 	type open struct {
 		rel string
 		d   *dirfd.Dir
@@ -163,7 +163,7 @@ func (s *Staging) openStaged(rel string) (*dirfd.Dir, error) {
 // writeFile creates f in d: its Data, or a copy of its Source made with
 // copy_file_range (read/write where it cannot), with f's exact mode and
 // modification time.
-func writeFile(d *dirfd.Dir, f *StagingFile, mask fs.FileMode) (err error) {
+func writeFile(d *dirfd.Dir, f *File, mask fs.FileMode) (err error) {
 	var in *os.File
 	if f.Source != "" {
 		if in, err = dirfd.OpenRegular(f.Source, f.Expect); err != nil {
@@ -269,10 +269,10 @@ func processUmask() fs.FileMode {
 	return 0o777
 }
 
-// StagingPathLess orders slash paths so that a directory comes right
+// PathLess orders slash paths so that a directory comes right
 // before its contents: "." first, then component by component (the order
 // Fill creates directories in).
-func StagingPathLess(a, b string) bool {
+func PathLess(a, b string) bool {
 	if a == "." || b == "." {
 		return a == "." && b != "."
 	}
