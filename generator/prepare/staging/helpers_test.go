@@ -117,7 +117,7 @@ func wantKind(t testing.TB, err error, kind ErrorKind) *Error {
 	t.Helper()
 	var se *Error
 	if !errors.As(err, &se) || se.Kind != kind {
-		t.Fatalf("error %v (%T), want a Error of kind %d", err, err, kind)
+		t.Fatalf("error %v (%T), want a staging.Error of kind %d", err, err, kind)
 	}
 	return se
 }

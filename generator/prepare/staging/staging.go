@@ -30,7 +30,7 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/shell"
 )
 
-// ErrorKind says what kind of failure a Error is.
+// ErrorKind says what kind of failure an Error is.
 type ErrorKind int
 
 // The kinds of Error.
