@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flare-slurm/flare-slurm/generator/prepare/staging"
 	"github.com/flare-slurm/flare-slurm/internal/bridge"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/ojson"
@@ -70,7 +71,7 @@ func TestBridgeSelectedWorkspace(t *testing.T) {
 			}
 			for _, file := range plain.Files {
 				plainPaths = append(plainPaths, file.Path)
-				if file.Path == resourcesDefault || file.Path == workspace.LocalManifestPath {
+				if file.Path == resourcesDefault || file.Path == staging.LocalManifestPath {
 					continue // both name the launcher; the record of local/ names the bridge module too
 				}
 				got := ws.File(file.Path)

@@ -24,9 +24,9 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/visible"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 
+	"github.com/flare-slurm/flare-slurm/generator/prepare/staging"
 	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
@@ -191,9 +191,9 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 	// follows from the files compared (each change there is reported as
 	// itself), and it holds a digest of every local/ file, secret ones
 	// too: never compared, never shown.
-	delete(disk.entries, workspace.LocalManifestPath)
+	delete(disk.entries, staging.LocalManifestPath)
 	for _, f := range w.Files {
-		if f.Path == workspace.LocalManifestPath {
+		if f.Path == staging.LocalManifestPath {
 			continue
 		}
 		have, exists := disk.entries[f.Path]
@@ -265,7 +265,7 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 	for p := range disk.entries {
 		rest = append(rest, p)
 	}
-	sort.Slice(rest, func(i, j int) bool { return workspace.StagingPathLess(rest[i], rest[j]) })
+	sort.Slice(rest, func(i, j int) bool { return staging.PathLess(rest[i], rest[j]) })
 	var removedDir string
 	for _, p := range rest {
 		if removedDir != "" && strings.HasPrefix(p, removedDir+"/") {
@@ -301,7 +301,7 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 		writeDiff(&text, display, old, sample{}, true, false)
 	}
 	d.Text = text.String()
-	sort.Slice(d.Excluded, func(i, j int) bool { return workspace.StagingPathLess(d.Excluded[i].Path, d.Excluded[j].Path) })
+	sort.Slice(d.Excluded, func(i, j int) bool { return staging.PathLess(d.Excluded[i].Path, d.Excluded[j].Path) })
 	if in := d.SecretsInCopy(); len(in) > 0 && !slices.Contains(w.ignore, schema.WarnPrepareSecretCopy) {
 		d.Warnings = append(d.Warnings, fmt.Sprintf("%s holds %d secret file(s) (%s): not read into the report, but a copy published for a drift check "+
 			"should hold none; publish the workspace without them (docs/prepare.md) [%s]",

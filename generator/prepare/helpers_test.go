@@ -10,12 +10,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
-	"github.com/flare-slurm/flare-slurm/internal/workspace/stagingtest"
+	"github.com/flare-slurm/flare-slurm/generator/prepare/staging"
+	"github.com/flare-slurm/flare-slurm/generator/prepare/staging/stagingtest"
 )
 
 // stagingPrefix is the name prefix of the staging directories of an output.
-var stagingPrefix = workspace.StagingPrefix
+var stagingPrefix = staging.Prefix
 
 // repoRoot is the repository root (for examples/).
 func repoRoot(t testing.TB) string {

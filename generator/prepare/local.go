@@ -14,11 +14,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/flare-slurm/flare-slurm/generator/prepare/staging"
 	"github.com/flare-slurm/flare-slurm/internal/bridge"
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/problem"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -28,7 +28,7 @@ import (
 // the workspace and dropped them silently (issue 25 item 2). The rule:
 //
 //   - prepare records what it writes into local/: every directory, and the
-//     SHA-256 of every file (workspace.LocalManifestPath, staged with the
+//     SHA-256 of every file (staging.LocalManifestPath, staged with the
 //     rest of the tree). The files it writes from the config
 //     (resources.json.default, comm_config.json, the bridge module) are
 //     always its own: edit slurm.yaml or the kit instead.
@@ -83,10 +83,10 @@ type carried struct {
 	reason string
 }
 
-// recordLocal adds workspace.LocalManifestPath to w: what w (the new
+// recordLocal adds staging.LocalManifestPath to w: what w (the new
 // workspace, before anything is carried into it) holds under local/.
 func (w *Workspace) recordLocal() error {
-	m := workspace.LocalManifest{Files: map[string]string{}}
+	m := staging.LocalManifest{Files: map[string]string{}}
 	for _, f := range w.Files {
 		if f.Path != schema.LocalDir && !strings.HasPrefix(f.Path, schema.LocalDir+"/") {
 			continue
@@ -109,10 +109,10 @@ func (w *Workspace) recordLocal() error {
 	default:
 		f.Mode = 0o700 // the runtime refuses a control area others can read
 	}
-	if f := w.File(workspace.LocalManifestPath); f != nil && f.Dir {
-		return errorf(errcode.InvalidKit, "remove that directory from the kit", "%s is a directory in the kit %s; prepare must replace it", workspace.LocalManifestPath, w.Kit)
+	if f := w.File(staging.LocalManifestPath); f != nil && f.Dir {
+		return errorf(errcode.InvalidKit, "remove that directory from the kit", "%s is a directory in the kit %s; prepare must replace it", staging.LocalManifestPath, w.Kit)
 	}
-	w.put(workspace.LocalManifestPath, m.Encode(), 0o600)
+	w.put(staging.LocalManifestPath, m.Encode(), 0o600)
 	return nil
 }
 
@@ -139,10 +139,10 @@ func (e *oldEntry) expect() dirfd.Expect { return dirfd.ExpectOf(&e.st) }
 // localScan is one reading of an old workspace's local/.
 type localScan struct {
 	w        *Workspace
-	root     string                   // the old workspace (or the copy --against compares)
-	manifest *workspace.LocalManifest // nil: none, or unusable (manifestErr)
-	entries  []*oldEntry              // in path order, a directory before its entries
-	dirModes map[string]fs.FileMode   // the mode of each directory, by slash path
+	root     string                 // the old workspace (or the copy --against compares)
+	manifest *staging.LocalManifest // nil: none, or unusable (manifestErr)
+	entries  []*oldEntry            // in path order, a directory before its entries
+	dirModes map[string]fs.FileMode // the mode of each directory, by slash path
 	// fileDir is the open directory of each directory and regular file
 	// (by slash path): files are read through it, never by path.
 	fileDir map[string]*dirfd.Dir
@@ -158,9 +158,9 @@ func (w *Workspace) carryLocal(root string) error {
 	defer func() {
 		slices.SortStableFunc(w.Files, func(a, b *File) int {
 			switch {
-			case workspace.StagingPathLess(a.Path, b.Path):
+			case staging.PathLess(a.Path, b.Path):
 				return -1
-			case workspace.StagingPathLess(b.Path, a.Path):
+			case staging.PathLess(b.Path, a.Path):
 				return 1
 			}
 			return 0
@@ -171,7 +171,7 @@ func (w *Workspace) carryLocal(root string) error {
 		return nil // absent, not a directory, unusable: StagingOpen reports it
 	}
 	defer out.Close()
-	if !workspace.IsWorkspaceOf(out, w.Output) {
+	if !staging.IsWorkspaceOf(out, w.Output) {
 		return nil
 	}
 	local, err := out.OpenDir(schema.LocalDir)
@@ -189,7 +189,7 @@ func (w *Workspace) carryLocal(root string) error {
 		}
 	}()
 	var manifestErr error
-	s.manifest, manifestErr = workspace.ReadLocalManifest(out)
+	s.manifest, manifestErr = staging.ReadLocalManifest(out)
 	if manifestErr != nil {
 		s.manifest = nil
 	}
@@ -200,7 +200,7 @@ func (w *Workspace) carryLocal(root string) error {
 		return err
 	}
 	if s.manifest == nil && len(w.carried) > 0 {
-		record := filepath.Join(root, filepath.FromSlash(workspace.LocalManifestPath))
+		record := filepath.Join(root, filepath.FromSlash(staging.LocalManifestPath))
 		why := fmt.Sprintf("the workspace %s holds no record of what prepare wrote into its local/ (%s; it was prepared by an earlier flare-slurm)", root, record)
 		if manifestErr != nil {
 			why = fmt.Sprintf("the record of what prepare wrote into the local/ of %s (%s) cannot be used: %v", root, record, unwrapPathError(manifestErr))

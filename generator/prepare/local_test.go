@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flare-slurm/flare-slurm/generator/prepare/staging"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -217,8 +217,8 @@ func TestCheckShowsWhatWasPlantedInLocal(t *testing.T) {
 	// The record rewritten to claim evil.py for prepare: prepare would
 	// remove it, --check says so (the record itself is never compared: it
 	// holds digests of secret files too), and a re-prepare does.
-	record := filepath.Join(out, filepath.FromSlash(workspace.LocalManifestPath))
-	var m workspace.LocalManifest
+	record := filepath.Join(out, filepath.FromSlash(staging.LocalManifestPath))
+	var m staging.LocalManifest
 	if err := json.Unmarshal(readFile(t, record), &m); err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +405,7 @@ func TestWorkspaceWithoutARecordKeepsEverything(t *testing.T) {
 			f := newFixture(t, "site-1", bareConfig)
 			out := filepath.Join(f.dir, "ws")
 			f.run(t, out)
-			record := filepath.Join(out, filepath.FromSlash(workspace.LocalManifestPath))
+			record := filepath.Join(out, filepath.FromSlash(staging.LocalManifestPath))
 			if err := spoil(record); err != nil {
 				t.Fatal(err)
 			}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flare-slurm/flare-slurm/internal/workspace/stagingtest"
+	"github.com/flare-slurm/flare-slurm/generator/prepare/staging/stagingtest"
 )
 
 // testSeed returns the seed of a randomised test and logs it.

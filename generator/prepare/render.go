@@ -20,6 +20,7 @@ import (
 	"github.com/flare-slurm/flare-slurm/schema"
 	"github.com/flare-slurm/flare-slurm/templates"
 
+	"github.com/flare-slurm/flare-slurm/generator/prepare/staging"
 	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
@@ -299,7 +300,7 @@ func Render(opts Options) (*Workspace, error) {
 	if err := w.recordLocal(); err != nil {
 		return nil, err
 	}
-	sort.SliceStable(w.Files, func(i, j int) bool { return workspace.StagingPathLess(w.Files[i].Path, w.Files[j].Path) })
+	sort.SliceStable(w.Files, func(i, j int) bool { return staging.PathLess(w.Files[i].Path, w.Files[j].Path) })
 
 	w.Result = Result{
 		Runtime:      "slurm",

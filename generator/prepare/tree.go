@@ -11,9 +11,9 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 
+	"github.com/flare-slurm/flare-slurm/generator/prepare/staging"
 	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
@@ -78,7 +78,7 @@ func (w *Workspace) scanDir(d *dirfd.Dir, abs, rel string, excluded map[string]b
 			"check the permissions of the kit"))
 		// Entries returns the entries it could read before the error.
 	}
-	stagePrefix := workspace.StagingPrefix(w.Output)
+	stagePrefix := staging.Prefix(w.Output)
 	outParent := filepath.Dir(w.Output)
 	for _, e := range entries {
 		childAbs := filepath.Join(abs, e.Name())

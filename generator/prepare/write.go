@@ -7,9 +7,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/flare-slurm/flare-slurm/generator/prepare/staging"
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -17,8 +17,8 @@ import (
 // puts a server's job store and snapshots (contract §4.4).
 var serverStores = []string{"jobs-storage", "snapshot-storage"}
 
-// Write materialises w at w.Output through internal/workspace's staging
-// (every step relative to directory descriptors, nothing resolved twice):
+// Write materialises w at w.Output through package staging (every step
+// relative to directory descriptors, nothing resolved twice):
 //
 //  1. The output is opened and checked: its parent must not be writable by
 //     another account (unless sticky), and an existing non-empty output
@@ -40,7 +40,7 @@ var serverStores = []string{"jobs-storage", "snapshot-storage"}
 // directory and the parents of OUT that it created, and leaves OUT as it
 // was.
 func Write(ctx context.Context, w *Workspace) (err error) {
-	target, err := workspace.StagingOpen(w.Output)
+	target, err := staging.Open(w.Output)
 	if err != nil {
 		return stagingFailure(err)
 	}
@@ -48,13 +48,13 @@ func Write(ctx context.Context, w *Workspace) (err error) {
 	if err := target.CheckReplace(w.force); err != nil {
 		return stagingFailure(err)
 	}
-	if target.State == workspace.OutputOther {
+	if target.State == staging.OutputOther {
 		w.warnf(schema.WarnPrepareForce, "replacing %s, which is not a workspace prepared for it (%s) (--force)", w.Output, target.Reason)
 	}
 	if err := w.checkDiscards(target); err != nil {
 		return err
 	}
-	stage, err := target.Stage(workspace.StagingOptions{Warn: func(m string) { w.warnf(schema.WarnPrepareStaging, "%s", m) }})
+	stage, err := target.Stage(staging.Options{Warn: func(m string) { w.warnf(schema.WarnPrepareStaging, "%s", m) }})
 	if err != nil {
 		return stagingFailure(err)
 	}
@@ -87,7 +87,7 @@ func Write(ctx context.Context, w *Workspace) (err error) {
 // checkDiscards refuses, without Force, to replace a workspace that holds
 // job artifacts under .nvflare_slurm/jobs/ or server job store and
 // snapshot data; with Force it records what is discarded.
-func (w *Workspace) checkDiscards(target *workspace.StagingTarget) error {
+func (w *Workspace) checkDiscards(target *staging.Target) error {
 	jobs, err := target.List(jobsDir)
 	if err != nil {
 		return &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot read the job artifacts of %s: %v", w.Output, err),
@@ -130,11 +130,11 @@ func (w *Workspace) checkDiscards(target *workspace.StagingTarget) error {
 	return nil
 }
 
-// stagingFiles is w's tree for workspace.Staging.Fill.
-func (w *Workspace) stagingFiles() []workspace.StagingFile {
-	out := make([]workspace.StagingFile, len(w.Files))
+// stagingFiles is w's tree for staging.Staging.Fill.
+func (w *Workspace) stagingFiles() []staging.File {
+	out := make([]staging.File, len(w.Files))
 	for i, f := range w.Files {
-		out[i] = workspace.StagingFile{Path: f.Path, Dir: f.Dir, Mode: f.Mode, Data: f.Data, ModTime: f.ModTime}
+		out[i] = staging.File{Path: f.Path, Dir: f.Dir, Mode: f.Mode, Data: f.Data, ModTime: f.ModTime}
 		if !f.rendered && !f.Dir {
 			out[i].Source, out[i].Expect = f.Source, f.Expect
 		}
@@ -164,18 +164,18 @@ func (w *Workspace) fillFailure(ctx context.Context, err error) error {
 		Hint: "the output was not changed; fix the cause and re-run prepare", Err: err}
 }
 
-// stagingFailure turns an error of internal/workspace's staging into a
+// stagingFailure turns an error of the staging package into a
 // prepare Error.
 func stagingFailure(err error) error {
-	var se *workspace.StagingError
+	var se *staging.Error
 	if !errors.As(err, &se) {
 		return &Error{Code: errcode.PrepareFailed, Message: err.Error(), Err: err}
 	}
 	code := errcode.PrepareFailed
 	switch se.Kind {
-	case workspace.StagingUnsafeOutput:
+	case staging.UnsafeOutput:
 		code = errcode.InvalidOutput
-	case workspace.StagingNotWorkspace:
+	case staging.NotWorkspace:
 		code = errcode.NotAWorkspace
 	}
 	return &Error{Code: code, Message: se.Message, Hint: se.Hint, Err: err}

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/flare-slurm/flare-slurm/internal/workspace/stagingtest"
+	"github.com/flare-slurm/flare-slurm/generator/prepare/staging/stagingtest"
 )
 
 // TestMain runs the remover as another account when the test binary is

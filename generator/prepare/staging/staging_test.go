@@ -1,4 +1,4 @@
-package workspace
+package staging
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 )
 
 func TestStageInstallsANewOutputAndItsParents(t *testing.T) {
@@ -101,14 +102,14 @@ func TestStagingOpenRefusesParentsOthersCanWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, out := range []string{filepath.Join(parent, "ws"), filepath.Join(parent, "new", "ws")} {
-				_, err := stageOnce(t, out, tree(out, "x"), false, StagingOptions{})
+				_, err := stageOnce(t, out, tree(out, "x"), false, Options{})
 				if tc.want == "" {
 					if err != nil {
 						t.Fatalf("%s refused: %v", out, err)
 					}
 					continue
 				}
-				se := wantKind(t, err, StagingUnsafeOutput)
+				se := wantKind(t, err, UnsafeOutput)
 				if !strings.Contains(se.Message, parent+" ") || !strings.Contains(se.Message, tc.want) || !strings.Contains(se.Message, "nothing was written") {
 					t.Errorf("message %q lacks the directory or %q", se.Message, tc.want)
 				}
@@ -136,20 +137,20 @@ func TestStagingOpenRefusesSymlinksAndFiles(t *testing.T) {
 		if err := os.Symlink(victim, link); err != nil {
 			t.Fatal(err)
 		}
-		_, err := stageOnce(t, link, tree(link, "x"), true, StagingOptions{})
-		if se := wantKind(t, err, StagingUnsafeOutput); !strings.Contains(se.Message, "is a symlink") {
+		_, err := stageOnce(t, link, tree(link, "x"), true, Options{})
+		if se := wantKind(t, err, UnsafeOutput); !strings.Contains(se.Message, "is a symlink") {
 			t.Errorf("message %q", se.Message)
 		}
-		_, err = stageOnce(t, filepath.Join(link, "ws"), tree(filepath.Join(link, "ws"), "x"), true, StagingOptions{})
-		if se := wantKind(t, err, StagingUnsafeOutput); !strings.Contains(se.Message, "symlink") {
+		_, err = stageOnce(t, filepath.Join(link, "ws"), tree(filepath.Join(link, "ws"), "x"), true, Options{})
+		if se := wantKind(t, err, UnsafeOutput); !strings.Contains(se.Message, "symlink") {
 			t.Errorf("message %q", se.Message)
 		}
 		file := filepath.Join(d, "file")
 		if err := os.WriteFile(file, []byte("keep"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err = stageOnce(t, file, tree(file, "x"), true, StagingOptions{})
-		if se := wantKind(t, err, StagingUnsafeOutput); !strings.Contains(se.Message, "not a directory") {
+		_, err = stageOnce(t, file, tree(file, "x"), true, Options{})
+		if se := wantKind(t, err, UnsafeOutput); !strings.Contains(se.Message, "not a directory") {
 			t.Errorf("message %q", se.Message)
 		}
 		if digest(t, victim) != before {
@@ -176,24 +177,24 @@ func TestStagingRecognisesWorkspacesByTheirMarker(t *testing.T) {
 	}
 	cases := map[string]struct {
 		setup  func(out string)
-		state  StagingState
+		state  State
 		reason string
 	}{
 		"absent":    {func(string) {}, OutputAbsent, ""},
 		"empty":     {func(out string) { os.Mkdir(out, 0o755) }, OutputEmpty, ""},
-		"workspace": {func(out string) { write(filepath.Join(out, MarkerFile), string(markerJSON(out))) }, OutputWorkspace, ""},
+		"workspace": {func(out string) { write(filepath.Join(out, workspace.MarkerFile), string(markerJSON(out))) }, OutputWorkspace, ""},
 		"thesis": {func(out string) { write(filepath.Join(out, "chapter1.tex"), "\\chapter{x}") },
 			OutputOther, "it holds no local/resources.json.default"},
-		"moved workspace": {func(out string) { write(filepath.Join(out, MarkerFile), string(markerJSON("/old/place"))) },
+		"moved workspace": {func(out string) { write(filepath.Join(out, workspace.MarkerFile), string(markerJSON("/old/place"))) },
 			OutputOther, `names the workspace "/old/place"`},
 		"other runtime": {func(out string) {
-			write(filepath.Join(out, MarkerFile), `{"components": [{"id": "k8s_launcher", "args": {"workspace_path": "`+out+`"}}]}`)
+			write(filepath.Join(out, workspace.MarkerFile), `{"components": [{"id": "k8s_launcher", "args": {"workspace_path": "`+out+`"}}]}`)
 		}, OutputOther, "has no slurm_launcher component naming a workspace"},
-		"not json": {func(out string) { write(filepath.Join(out, MarkerFile), "{") }, OutputOther, "is not valid JSON"},
+		"not json": {func(out string) { write(filepath.Join(out, workspace.MarkerFile), "{") }, OutputOther, "is not valid JSON"},
 		"marker is a symlink": {func(out string) {
 			write(filepath.Join(d, "forged.json"), string(markerJSON(out)))
 			os.MkdirAll(filepath.Join(out, "local"), 0o755)
-			os.Symlink(filepath.Join(d, "forged.json"), filepath.Join(out, MarkerFile))
+			os.Symlink(filepath.Join(d, "forged.json"), filepath.Join(out, workspace.MarkerFile))
 		}, OutputOther, "cannot be read"},
 		"local is a symlink": {func(out string) {
 			write(filepath.Join(d, "forged", "resources.json.default"), string(markerJSON(out)))
@@ -202,7 +203,7 @@ func TestStagingRecognisesWorkspacesByTheirMarker(t *testing.T) {
 		}, OutputOther, "cannot be read"},
 		"marker is a fifo": {func(out string) {
 			os.MkdirAll(filepath.Join(out, "local"), 0o755)
-			syscall.Mkfifo(filepath.Join(out, MarkerFile), 0o644)
+			syscall.Mkfifo(filepath.Join(out, workspace.MarkerFile), 0o644)
 		}, OutputOther, "cannot be read"},
 	}
 	for name, tc := range cases {
@@ -210,7 +211,7 @@ func TestStagingRecognisesWorkspacesByTheirMarker(t *testing.T) {
 			out := filepath.Join(d, strings.ReplaceAll(name, " ", "-"))
 			tc.setup(out)
 			before := digest(t, out)
-			target, err := StagingOpen(out)
+			target, err := Open(out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -218,14 +219,14 @@ func TestStagingRecognisesWorkspacesByTheirMarker(t *testing.T) {
 				t.Errorf("state %d reason %q, want %d %q", target.State, target.Reason, tc.state, tc.reason)
 			}
 			target.Close()
-			_, err = stageOnce(t, out, tree(out, "new"), false, StagingOptions{})
+			_, err = stageOnce(t, out, tree(out, "new"), false, Options{})
 			if tc.state != OutputOther {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
 				}
 				return
 			}
-			se := wantKind(t, err, StagingNotWorkspace)
+			se := wantKind(t, err, NotWorkspace)
 			if !strings.Contains(se.Message, out) || !strings.Contains(se.Hint, "--force") {
 				t.Errorf("message %q hint %q", se.Message, se.Hint)
 			}
@@ -236,7 +237,7 @@ func TestStagingRecognisesWorkspacesByTheirMarker(t *testing.T) {
 				t.Errorf("staging left: %v", s)
 			}
 			// --force replaces it.
-			if _, err := stageOnce(t, out, tree(out, "new"), true, StagingOptions{}); err != nil {
+			if _, err := stageOnce(t, out, tree(out, "new"), true, Options{}); err != nil {
 				t.Fatal(err)
 			}
 			if readTag(t, out) != "new" {
@@ -254,7 +255,7 @@ func TestInstallFsyncsOnlyTheParent(t *testing.T) {
 	out := filepath.Join(d, "ws")
 	for _, tag := range []string{"new output", "exchange"} {
 		var synced []string
-		opts := StagingOptions{syncDirs: func(ds ...*dirfd.Dir) error {
+		opts := Options{syncDirs: func(ds ...*dirfd.Dir) error {
 			for _, x := range ds {
 				synced = append(synced, x.Path())
 			}
@@ -288,7 +289,7 @@ func TestInstallFallbackWithoutExchange(t *testing.T) {
 	d := tempDir(t)
 	out := filepath.Join(d, "ws")
 	mustStage(t, out, "one")
-	if _, err := stageOnce(t, out, tree(out, "two"), false, StagingOptions{rename: exchangeUnsupported(nil)}); err != nil {
+	if _, err := stageOnce(t, out, tree(out, "two"), false, Options{rename: exchangeUnsupported(nil)}); err != nil {
 		t.Fatal(err)
 	}
 	if readTag(t, out) != "two" {
@@ -311,8 +312,8 @@ func TestInstallFallbackRestoresOnFailure(t *testing.T) {
 		}
 		return nil
 	}
-	_, err := stageOnce(t, out, tree(out, "two"), false, StagingOptions{rename: exchangeUnsupported(fail)})
-	wantKind(t, err, StagingFailed)
+	_, err := stageOnce(t, out, tree(out, "two"), false, Options{rename: exchangeUnsupported(fail)})
+	wantKind(t, err, Failed)
 	if digest(t, out) != before {
 		t.Fatal("the old workspace was not put back")
 	}
@@ -334,8 +335,8 @@ func TestOldWorkspaceLeftByFailedUndoIsNeverDeleted(t *testing.T) {
 		}
 		return nil
 	}
-	_, err := stageOnce(t, out, tree(out, "two"), false, StagingOptions{rename: exchangeUnsupported(fail)})
-	se := wantKind(t, err, StagingOldKept)
+	_, err := stageOnce(t, out, tree(out, "two"), false, Options{rename: exchangeUnsupported(fail)})
+	se := wantKind(t, err, OldKept)
 	s := stagings(t, out)
 	if len(s) != 1 {
 		t.Fatalf("staging directories %v, want the one holding the old workspace", s)
@@ -349,7 +350,7 @@ func TestOldWorkspaceLeftByFailedUndoIsNeverDeleted(t *testing.T) {
 	}
 	// Later prepares (the output is absent, then present) keep it.
 	for range 2 {
-		warnings, err := stageOnce(t, out, tree(out, "three"), false, StagingOptions{})
+		warnings, err := stageOnce(t, out, tree(out, "three"), false, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -366,7 +367,7 @@ func TestOldWorkspaceLeftByFailedUndoIsNeverDeleted(t *testing.T) {
 // would have made it, holding entries.
 func abandoned(t *testing.T, out, host, suffix string, entries ...string) string {
 	t.Helper()
-	dir := filepath.Join(filepath.Dir(out), fmt.Sprintf("%sh%sp%ds%s-%s", StagingPrefix(out), host, 1<<22, "1", suffix))
+	dir := filepath.Join(filepath.Dir(out), fmt.Sprintf("%sh%sp%ds%s-%s", Prefix(out), host, 1<<22, "1", suffix))
 	for _, e := range entries {
 		if err := os.MkdirAll(filepath.Join(dir, e, "local"), 0o700); err != nil {
 			t.Fatal(err)
@@ -388,7 +389,7 @@ func TestOldWorkspaceOfKilledFallbackIsKept(t *testing.T) {
 	d := tempDir(t)
 	out := filepath.Join(d, "ws")
 	dead := abandoned(t, out, hostTag(), "00bb", newName, asideName)
-	warnings, err := stageOnce(t, out, tree(out, "one"), false, StagingOptions{})
+	warnings, err := stageOnce(t, out, tree(out, "one"), false, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +403,7 @@ func TestOldWorkspaceOfKilledFallbackIsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := abandoned(t, out, hostTag(), "00cc", asideName)
-	if _, err := stageOnce(t, out, tree(out, "two"), false, StagingOptions{}); err != nil {
+	if _, err := stageOnce(t, out, tree(out, "two"), false, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(done); !os.IsNotExist(err) {
@@ -427,7 +428,7 @@ func TestAbandonedStagingIsRemovedLiveOnesKept(t *testing.T) {
 	}
 	// A live prepare of this process's pid: its name says alive, but
 	// the lock decides, and this one is held.
-	live := filepath.Join(d, fmt.Sprintf("%sh%sp%ds%s-0022", StagingPrefix(out), hostTag(), os.Getpid(), startTime(os.Getpid())))
+	live := filepath.Join(d, fmt.Sprintf("%sh%sp%ds%s-0022", Prefix(out), hostTag(), os.Getpid(), startTime(os.Getpid())))
 	if err := os.MkdirAll(filepath.Join(live, newName), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +445,7 @@ func TestAbandonedStagingIsRemovedLiveOnesKept(t *testing.T) {
 	if err := os.Chown(otherUser, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	warnings, err := stageOnce(t, out, tree(out, "one"), false, StagingOptions{})
+	warnings, err := stageOnce(t, out, tree(out, "one"), false, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +463,7 @@ func TestAbandonedStagingIsRemovedLiveOnesKept(t *testing.T) {
 	}
 	// Once the holder is gone, the next prepare removes it.
 	holder.Close()
-	if _, err := stageOnce(t, out, tree(out, "two"), false, StagingOptions{}); err != nil {
+	if _, err := stageOnce(t, out, tree(out, "two"), false, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(live); !os.IsNotExist(err) {
@@ -477,7 +478,7 @@ func TestLivenessWithoutLocksUsesTheProcessStartTime(t *testing.T) {
 	out := filepath.Join(d, "ws")
 	self := os.Getpid()
 	mk := func(pid int, start, suffix string) string {
-		dir := filepath.Join(d, fmt.Sprintf("%sh%sp%ds%s-%s", StagingPrefix(out), hostTag(), pid, start, suffix))
+		dir := filepath.Join(d, fmt.Sprintf("%sh%sp%ds%s-%s", Prefix(out), hostTag(), pid, start, suffix))
 		if err := os.MkdirAll(filepath.Join(dir, newName), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -490,7 +491,7 @@ func TestLivenessWithoutLocksUsesTheProcessStartTime(t *testing.T) {
 		mk(self, "0", "0044"):             true, // start time unknown: the pid alone
 	}
 	noLocks := func(*dirfd.Dir) (bool, error) { return false, dirfd.ErrLockUnsupported }
-	if _, err := stageOnce(t, out, tree(out, "one"), false, StagingOptions{tryLock: noLocks}); err != nil {
+	if _, err := stageOnce(t, out, tree(out, "one"), false, Options{tryLock: noLocks}); err != nil {
 		t.Fatal(err)
 	}
 	for dir, keep := range dirs {
@@ -506,12 +507,12 @@ func TestLivenessWithoutLocksUsesTheProcessStartTime(t *testing.T) {
 func TestStagingIsLockedWhileItRuns(t *testing.T) {
 	d := tempDir(t)
 	out := filepath.Join(d, "ws")
-	target, err := StagingOpen(out)
+	target, err := Open(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer target.Close()
-	s, err := target.Stage(StagingOptions{})
+	s, err := target.Stage(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,7 +525,7 @@ func TestStagingIsLockedWhileItRuns(t *testing.T) {
 	}
 	other.Close()
 	// A concurrent prepare of the same output leaves it alone.
-	if _, err := stageOnce(t, out, tree(out, "other"), false, StagingOptions{}); err != nil {
+	if _, err := stageOnce(t, out, tree(out, "other"), false, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(s.Path()); err != nil {
@@ -544,7 +545,7 @@ func TestUnremovableStagingIsReported(t *testing.T) {
 	d := tempDir(t)
 	out := filepath.Join(d, "ws")
 	failing := func(*dirfd.Dir, string, *dirfd.FileID) error { return unix.EPERM }
-	warnings, err := stageOnce(t, out, tree(out, "one"), false, StagingOptions{remove: failing})
+	warnings, err := stageOnce(t, out, tree(out, "one"), false, Options{remove: failing})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -581,7 +582,7 @@ func TestUnexpectedDirectorySwappedOutIsKept(t *testing.T) {
 		}
 		return dirfd.Rename(from, fromName, to, toName, flags)
 	}
-	warnings, err := stageOnce(t, out, tree(out, "two"), false, StagingOptions{rename: race})
+	warnings, err := stageOnce(t, out, tree(out, "two"), false, Options{rename: race})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -596,7 +597,7 @@ func TestUnexpectedDirectorySwappedOutIsKept(t *testing.T) {
 		t.Errorf("warnings %q", warnings)
 	}
 	// And no later prepare deletes it.
-	if _, err := stageOnce(t, out, tree(out, "three"), false, StagingOptions{}); err != nil {
+	if _, err := stageOnce(t, out, tree(out, "three"), false, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if digest(t, filepath.Join(s[0], newName)) != before {
@@ -654,13 +655,13 @@ func TestFillRefusesSourcesSwappedAfterTheScan(t *testing.T) {
 			if err := unix.Stat(src, &st); err != nil {
 				t.Fatal(err)
 			}
-			files := append(tree(out, "one"), StagingFile{Path: "transfer/kit-file", Mode: 0o644, Source: src, Expect: dirfd.ExpectOf(&st)})
+			files := append(tree(out, "one"), File{Path: "transfer/kit-file", Mode: 0o644, Source: src, Expect: dirfd.ExpectOf(&st)})
 			if err := swap(); err != nil {
 				t.Fatal(err)
 			}
 			done := make(chan error, 1)
 			go func() {
-				_, err := stageOnce(t, out, files, false, StagingOptions{})
+				_, err := stageOnce(t, out, files, false, Options{})
 				done <- err
 			}()
 			var err error
@@ -695,8 +696,8 @@ func TestFillRefusesSourcesSwappedAfterTheScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	mtime := time.Unix(1234567890, 123456789)
-	files := append(tree(out, "one"), StagingFile{Path: "transfer/kit-file", Mode: 0o640, Source: src, Expect: dirfd.ExpectOf(&st), ModTime: mtime})
-	if _, err := stageOnce(t, out, files, false, StagingOptions{}); err != nil {
+	files := append(tree(out, "one"), File{Path: "transfer/kit-file", Mode: 0o640, Source: src, Expect: dirfd.ExpectOf(&st), ModTime: mtime})
+	if _, err := stageOnce(t, out, files, false, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	info, err := os.Stat(filepath.Join(out, "transfer", "kit-file"))
@@ -710,12 +711,12 @@ func TestFillRefusesSourcesSwappedAfterTheScan(t *testing.T) {
 func TestCancelledFillLeavesNothing(t *testing.T) {
 	d := tempDir(t)
 	out := filepath.Join(d, "new", "ws")
-	target, err := StagingOpen(out)
+	target, err := Open(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer target.Close()
-	s, err := target.Stage(StagingOptions{})
+	s, err := target.Stage(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -734,9 +735,9 @@ func TestCancelledFillLeavesNothing(t *testing.T) {
 
 // stageUntilInstall opens, checks, stages, fills and syncs a new tree for
 // out, and returns the staging ready to install.
-func stageUntilInstall(t *testing.T, out, tag string) (*StagingTarget, *Staging) {
+func stageUntilInstall(t *testing.T, out, tag string) (*Target, *Staging) {
 	t.Helper()
-	target, err := StagingOpen(out)
+	target, err := Open(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -744,7 +745,7 @@ func stageUntilInstall(t *testing.T, out, tag string) (*StagingTarget, *Staging)
 	if err := target.CheckReplace(false); err != nil {
 		t.Fatal(err)
 	}
-	s, err := target.Stage(StagingOptions{})
+	s, err := target.Stage(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -760,7 +761,7 @@ func stageUntilInstall(t *testing.T, out, tag string) (*StagingTarget, *Staging)
 
 // TestInstallRefusesAnOutputSwappedAfterItsCheck (issue 25 item 15: a
 // mutant without this check went unnoticed): the output is checked to be
-// the directory StagingOpen opened (device and inode) right before the
+// the directory Open opened (device and inode) right before the
 // exchange; a directory swapped in there meanwhile is neither replaced
 // nor moved.
 func TestInstallRefusesAnOutputSwappedAfterItsCheck(t *testing.T) {
@@ -837,8 +838,8 @@ func TestFillCopiesNothingOfASourceScannedEmpty(t *testing.T) {
 	if st.Size != 0 {
 		t.Skipf("%s reports %d bytes here", src, st.Size)
 	}
-	files := append(tree(out, "one"), StagingFile{Path: "transfer/status", Mode: 0o644, Source: src, Expect: dirfd.ExpectOf(&st)})
-	if _, err := stageOnce(t, out, files, false, StagingOptions{}); err != nil {
+	files := append(tree(out, "one"), File{Path: "transfer/status", Mode: 0o644, Source: src, Expect: dirfd.ExpectOf(&st)})
+	if _, err := stageOnce(t, out, files, false, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if data, err := os.ReadFile(filepath.Join(out, "transfer", "status")); err != nil || len(data) != 0 {

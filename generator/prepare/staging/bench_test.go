@@ -1,4 +1,4 @@
-package workspace
+package staging
 
 import (
 	"context"
@@ -35,12 +35,12 @@ func BenchmarkInstallDurability(b *testing.B) {
 			mustStage(b, out, "first")
 			for b.Loop() {
 				b.StopTimer()
-				target, err := StagingOpen(out)
+				target, err := Open(out)
 				if err != nil {
 					b.Fatal(err)
 				}
 				var s *Staging
-				opts := StagingOptions{syncDirs: func(...*dirfd.Dir) error { return bc.sync(s.parent, s.dir) }}
+				opts := Options{syncDirs: func(...*dirfd.Dir) error { return bc.sync(s.parent, s.dir) }}
 				if s, err = target.Stage(opts); err != nil {
 					b.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-package workspace
+package staging
 
 import (
 	"encoding/json"
@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/flare-slurm/flare-slurm/internal/workspace/stagingtest"
+	"github.com/flare-slurm/flare-slurm/generator/prepare/staging/stagingtest"
 )
 
 // seed returns the seed of a randomised test and logs it.
@@ -29,13 +29,13 @@ func TestMain(m *testing.M) {
 
 // bigTree is tree plus n files in a few directories, so that a fill takes
 // long enough for an attacker to act in the middle of it.
-func bigTree(output, tag string, n int) []StagingFile {
+func bigTree(output, tag string, n int) []File {
 	files := tree(output, tag)
 	for i := range 4 {
-		files = append(files, StagingFile{Path: fmt.Sprintf("transfer/d%d", i), Dir: true, Mode: 0o755})
+		files = append(files, File{Path: fmt.Sprintf("transfer/d%d", i), Dir: true, Mode: 0o755})
 	}
 	for i := range n {
-		files = append(files, StagingFile{Path: fmt.Sprintf("transfer/d%d/f%03d", i%4, i), Mode: 0o644, Data: []byte(tag + strings.Repeat("x", i))})
+		files = append(files, File{Path: fmt.Sprintf("transfer/d%d/f%03d", i%4, i), Mode: 0o644, Data: []byte(tag + strings.Repeat("x", i))})
 	}
 	return files
 }
@@ -69,12 +69,12 @@ func TestStagingSymlinkRace(t *testing.T) {
 		const n = 120
 		var want [2]string
 		for i, tag := range []string{"A", "B"} {
-			if _, err := stageOnce(t, out, bigTree(out, tag, n), false, StagingOptions{}); err != nil {
+			if _, err := stageOnce(t, out, bigTree(out, tag, n), false, Options{}); err != nil {
 				t.Fatal(err)
 			}
 			want[i] = digest(t, out)
 		}
-		a := &stagingtest.Attacker{Parent: parent, Prefix: StagingPrefix(out), Victim: victim}
+		a := &stagingtest.Attacker{Parent: parent, Prefix: Prefix(out), Victim: victim}
 		a.Start(seed(t))
 		defer a.Stop()
 		deadline := time.Now().Add(2 * time.Minute)
@@ -86,7 +86,7 @@ func TestStagingSymlinkRace(t *testing.T) {
 		for run := 0; run < runs || (a.Landed() == 0 && time.Now().Before(deadline)); run++ {
 			tag := []string{"A", "B"}[run%2]
 			landed := a.Landed()
-			_, err := stageOnce(t, out, bigTree(out, tag, n), false, StagingOptions{})
+			_, err := stageOnce(t, out, bigTree(out, tag, n), false, Options{})
 			if a.Landed() != landed {
 				landedRuns++
 			}
@@ -200,7 +200,7 @@ func TestStagingUnprivilegedAttacker(t *testing.T) {
 	before := victimTree(t, victim)
 	out := filepath.Join(parent, "ws")
 	stop := filepath.Join(d, "stop")
-	cmd := stagingtest.AsOtherAccount(t, d, "FLARE_SLURM_TEST_ATTACKER="+strings.Join([]string{parent, victim, stop, StagingPrefix(out)}, ":"))
+	cmd := stagingtest.AsOtherAccount(t, d, "FLARE_SLURM_TEST_ATTACKER="+strings.Join([]string{parent, victim, stop, Prefix(out)}, ":"))
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
@@ -229,8 +229,8 @@ func TestStagingUnprivilegedAttacker(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		_, err := stageOnce(t, out, bigTree(out, tag, 60), false, StagingOptions{})
-		var se *StagingError
+		_, err := stageOnce(t, out, bigTree(out, tag, 60), false, Options{})
+		var se *Error
 		switch {
 		case err == nil:
 			installed++
@@ -240,9 +240,9 @@ func TestStagingUnprivilegedAttacker(t *testing.T) {
 			if digest(t, out) != want[run%2] {
 				t.Fatalf("run %d: the output is not the complete tree %s", run, tag)
 			}
-		case errors.As(err, &se) && se.Kind == StagingUnsafeOutput:
+		case errors.As(err, &se) && se.Kind == UnsafeOutput:
 			refused++ // the planted symlink was there when the output was opened
-		case errors.As(err, &se) && se.Kind == StagingFailed:
+		case errors.As(err, &se) && se.Kind == Failed:
 			failed++ // planted between the open and the rename
 		default:
 			t.Fatalf("run %d: %v (%T)", run, err, err)

@@ -1,13 +1,11 @@
-package workspace
-
-// Staging: how prepare replaces a workspace without ever touching what it
-// does not own.
+// Package staging is how prepare replaces a workspace without ever
+// touching what it does not own.
 //
 // Everything happens relative to directory descriptors (internal/dirfd):
 // the output's parent is opened once, without following any symlink, and
 // checked (only its owner, this account or root may write it, unless it
 // is sticky); the existing output is opened once and recognised as a
-// workspace of this output (see staging_marker.go) or refused; the
+// workspace of this output (see marker.go) or refused; the
 // staging directory is created in the parent, opened, verified to be the
 // empty directory just made and locked (flock) for as long as the prepare
 // runs; the new tree is filled below it through descriptors; one syncfs
@@ -16,6 +14,7 @@ package workspace
 // removed through descriptors, never following a symlink and never
 // entering a directory that is not the one listed. No path string inside
 // the staging tree or the tree being removed is ever resolved again.
+package staging
 
 import (
 	"errors"
@@ -31,54 +30,54 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/shell"
 )
 
-// StagingErrorKind says what kind of failure a StagingError is.
-type StagingErrorKind int
+// ErrorKind says what kind of failure an Error is.
+type ErrorKind int
 
-// The kinds of StagingError.
+// The kinds of Error.
 const (
-	// StagingFailed: an I/O failure; the output is as it was.
-	StagingFailed StagingErrorKind = iota
-	// StagingUnsafeOutput: the output or its parent is not a place
+	// Failed: an I/O failure; the output is as it was.
+	Failed ErrorKind = iota
+	// UnsafeOutput: the output or its parent is not a place
 	// prepare may write (writable by another account, a symlink, not a
 	// directory); nothing was touched.
-	StagingUnsafeOutput
-	// StagingNotWorkspace: the output is a non-empty directory that is
+	UnsafeOutput
+	// NotWorkspace: the output is a non-empty directory that is
 	// not a workspace prepared for it; nothing was touched.
-	StagingNotWorkspace
-	// StagingSourceChanged: a file to copy is no longer the regular
+	NotWorkspace
+	// SourceChanged: a file to copy is no longer the regular
 	// file that was scanned (a named pipe, a device, another file).
-	StagingSourceChanged
-	// StagingNotDurable: the new workspace is in place but flushing the
+	SourceChanged
+	// NotDurable: the new workspace is in place but flushing the
 	// parent directory failed.
-	StagingNotDurable
-	// StagingOldKept: the swap failed and the old workspace could not be
+	NotDurable
+	// OldKept: the swap failed and the old workspace could not be
 	// put back; it is kept in the staging directory.
-	StagingOldKept
+	OldKept
 )
 
-// StagingError is every failure of the staging code: a message saying
+// Error is every failure of the staging code: a message saying
 // what failed and where, and a hint saying what to do.
-type StagingError struct {
-	Kind    StagingErrorKind
+type Error struct {
+	Kind    ErrorKind
 	Message string
 	Hint    string
 	Err     error
 }
 
-func (e *StagingError) Error() string { return e.Message }
-func (e *StagingError) Unwrap() error { return e.Err }
+func (e *Error) Error() string { return e.Message }
+func (e *Error) Unwrap() error { return e.Err }
 
-func stagingErr(kind StagingErrorKind, err error, hint, format string, args ...any) *StagingError {
-	return &StagingError{Kind: kind, Err: err, Hint: hint, Message: fmt.Sprintf(format, args...)}
+func stagingErr(kind ErrorKind, err error, hint, format string, args ...any) *Error {
+	return &Error{Kind: kind, Err: err, Hint: hint, Message: fmt.Sprintf(format, args...)}
 }
 
-// StagingState says what is at the output path when it is opened.
-type StagingState int
+// State says what is at the output path when it is opened.
+type State int
 
 // The states of an output.
 const (
 	// OutputAbsent: nothing at the output path.
-	OutputAbsent StagingState = iota
+	OutputAbsent State = iota
 	// OutputEmpty: an empty directory.
 	OutputEmpty
 	// OutputWorkspace: a workspace prepared for this output (its marker
@@ -89,12 +88,12 @@ const (
 	OutputOther
 )
 
-// StagingTarget is the output of one prepare, opened: its parent (or, when
+// Target is the output of one prepare, opened: its parent (or, when
 // the parent does not exist yet, the nearest existing ancestor) and the
 // existing output directory, each through a descriptor checked once.
-type StagingTarget struct {
+type Target struct {
 	Path   string // the output: absolute and clean
-	State  StagingState
+	State  State
 	Reason string // for OutputOther: why it is not a workspace of Path
 
 	base     string
@@ -103,7 +102,7 @@ type StagingTarget struct {
 	out      *dirfd.Dir // the existing output directory (nil when absent)
 }
 
-// StagingOpen opens the output at path (absolute) for a prepare and
+// Open opens the output at path (absolute) for a prepare and
 // classifies what is there. It refuses, touching nothing:
 //   - a parent (or, for a parent to create, the ancestor it goes in)
 //     that another account may write: owned by an account other than
@@ -111,11 +110,11 @@ type StagingTarget struct {
 //     sticky bit;
 //   - any symlink on the way to the parent, or an output that is a
 //     symlink or not a directory.
-func StagingOpen(path string) (*StagingTarget, error) {
+func Open(path string) (*Target, error) {
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path || filepath.Dir(path) == path {
-		return nil, stagingErr(StagingUnsafeOutput, nil, "give an absolute path below /", "output %s is not a clean absolute path below /", path)
+		return nil, stagingErr(UnsafeOutput, nil, "give an absolute path below /", "output %s is not a clean absolute path below /", path)
 	}
-	t := &StagingTarget{Path: path, base: filepath.Base(path)}
+	t := &Target{Path: path, base: filepath.Base(path)}
 	dir := filepath.Dir(path)
 	for {
 		d, err := dirfd.Open(dir)
@@ -124,11 +123,11 @@ func StagingOpen(path string) (*StagingTarget, error) {
 			break
 		}
 		if errors.Is(err, dirfd.ErrSymlink) {
-			return nil, stagingErr(StagingUnsafeOutput, err, "give the output by its real path (without symlinks), or re-run prepare",
+			return nil, stagingErr(UnsafeOutput, err, "give the output by its real path (without symlinks), or re-run prepare",
 				"a directory on the way to output %s is a symlink (it was resolved before; it changed while prepare ran)", path)
 		}
 		if !errors.Is(err, unix.ENOENT) || filepath.Dir(dir) == dir {
-			return nil, stagingErr(StagingUnsafeOutput, err, "check the path and its permissions", "cannot open the output's parent directory: %v", err)
+			return nil, stagingErr(UnsafeOutput, err, "check the path and its permissions", "cannot open the output's parent directory: %v", err)
 		}
 		t.missing = append([]string{filepath.Base(dir)}, t.missing...)
 		dir = filepath.Dir(dir)
@@ -148,18 +147,18 @@ func StagingOpen(path string) (*StagingTarget, error) {
 }
 
 // openOutput opens and classifies an existing output.
-func (t *StagingTarget) openOutput() error {
+func (t *Target) openOutput() error {
 	st, err := t.ancestor.Lstat(t.base)
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		return nil
 	case err != nil:
-		return stagingErr(StagingUnsafeOutput, err, "check the permissions of the output path", "cannot inspect output %s: %v", t.Path, err)
+		return stagingErr(UnsafeOutput, err, "check the permissions of the output path", "cannot inspect output %s: %v", t.Path, err)
 	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
-		return stagingErr(StagingUnsafeOutput, nil, "give the directory the symlink points to as --output, or remove the symlink",
+		return stagingErr(UnsafeOutput, nil, "give the directory the symlink points to as --output, or remove the symlink",
 			"output %s is a symlink; prepare replaces directories only", t.Path)
 	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
-		return stagingErr(StagingUnsafeOutput, nil, "choose a directory path for --output", "output %s exists and is not a directory", t.Path)
+		return stagingErr(UnsafeOutput, nil, "choose a directory path for --output", "output %s exists and is not a directory", t.Path)
 	}
 	out, err := t.ancestor.OpenDir(t.base)
 	if err == nil && out.ID() != dirfd.IDOf(&st) {
@@ -167,12 +166,12 @@ func (t *StagingTarget) openOutput() error {
 		err = dirfd.ErrChanged
 	}
 	if err != nil {
-		return stagingErr(StagingUnsafeOutput, err, "check the output path and its permissions", "cannot open output %s: %v", t.Path, err)
+		return stagingErr(UnsafeOutput, err, "check the output path and its permissions", "cannot open output %s: %v", t.Path, err)
 	}
 	t.out = out
 	names, err := out.Names()
 	if err != nil {
-		return stagingErr(StagingFailed, err, "check the permissions of the existing workspace", "cannot list output %s: %v", t.Path, err)
+		return stagingErr(Failed, err, "check the permissions of the existing workspace", "cannot list output %s: %v", t.Path, err)
 	}
 	if len(names) == 0 {
 		t.State = OutputEmpty
@@ -187,13 +186,13 @@ func (t *StagingTarget) openOutput() error {
 }
 
 // CheckReplace refuses, unless force, to replace an output that is not a
-// workspace prepared for it (StagingNotWorkspace). An absent or empty
+// workspace prepared for it (NotWorkspace). An absent or empty
 // output and a workspace of this output are always fine.
-func (t *StagingTarget) CheckReplace(force bool) error {
+func (t *Target) CheckReplace(force bool) error {
 	if t.State != OutputOther || force {
 		return nil
 	}
-	return stagingErr(StagingNotWorkspace, nil,
+	return stagingErr(NotWorkspace, nil,
 		fmt.Sprintf("prepare replaces the whole directory: choose a new or empty directory for --output, or re-run with --force to replace %s and everything in it", shell.Quote(t.Path)),
 		"output %s is not a workspace prepared for this path (%s)", t.Path, t.Reason)
 }
@@ -201,7 +200,7 @@ func (t *StagingTarget) CheckReplace(force bool) error {
 // List returns the names in the directory at the slash path rel below the
 // existing output (nil when the output, or rel, does not exist or is not a
 // directory). It never follows a symlink.
-func (t *StagingTarget) List(rel string) ([]string, error) {
+func (t *Target) List(rel string) ([]string, error) {
 	if t.out == nil {
 		return nil, nil
 	}
@@ -217,7 +216,7 @@ func (t *StagingTarget) List(rel string) ([]string, error) {
 }
 
 // Close releases the descriptors of t.
-func (t *StagingTarget) Close() {
+func (t *Target) Close() {
 	if t == nil {
 		return
 	}
@@ -240,7 +239,7 @@ func checkWriters(d *dirfd.Dir, output string, creating bool) error {
 	fix := fmt.Sprintf("choose an output in a directory only you can write, or (as its owner) run 'chmod g-w,o-w %s', or 'chmod +t %s' if others must create files in it",
 		shell.Quote(d.Path()), shell.Quote(d.Path()))
 	if owner := int(st.Uid); owner != euid && owner != 0 {
-		return stagingErr(StagingUnsafeOutput, nil,
+		return stagingErr(UnsafeOutput, nil,
 			fmt.Sprintf("run prepare as %s, or choose an output in a directory you own", accountName(owner)),
 			"%s %s belongs to %s, not to %s who runs prepare: that account could swap prepare's staging directory for a symlink; nothing was written",
 			what, d.Path(), accountName(owner), accountName(euid))
@@ -253,7 +252,7 @@ func checkWriters(d *dirfd.Dir, output string, creating bool) error {
 		case st.Mode&0o022 == 0o022:
 			who = "its group and every account"
 		}
-		return stagingErr(StagingUnsafeOutput, nil, fix,
+		return stagingErr(UnsafeOutput, nil, fix,
 			"%s %s is writable by %s (mode %04o) and not sticky: another account could swap prepare's staging directory for a symlink; nothing was written",
 			what, d.Path(), who, st.Mode&0o7777)
 	}

@@ -1,4 +1,4 @@
-package workspace
+package staging
 
 import (
 	"context"
@@ -9,8 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flare-slurm/flare-slurm/generator/prepare/staging/stagingtest"
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
-	"github.com/flare-slurm/flare-slurm/internal/workspace/stagingtest"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
 )
 
 // markerJSON is a resources.json.default that names output as its
@@ -21,11 +22,11 @@ func markerJSON(output string) []byte {
 
 // tree is a small workspace for output: the marker, a file saying tag, a
 // read-only directory (as kits have) and a nested file.
-func tree(output, tag string) []StagingFile {
-	return []StagingFile{
+func tree(output, tag string) []File {
+	return []File{
 		{Path: ".", Dir: true, Mode: 0o700},
 		{Path: "local", Dir: true, Mode: 0o755},
-		{Path: MarkerFile, Mode: 0o644, Data: markerJSON(output)},
+		{Path: workspace.MarkerFile, Mode: 0o644, Data: markerJSON(output)},
 		{Path: "startup", Dir: true, Mode: 0o500},
 		{Path: "startup/tag", Mode: 0o600, Data: []byte(tag)},
 		{Path: "transfer", Dir: true, Mode: 0o755},
@@ -36,11 +37,11 @@ func tree(output, tag string) []StagingFile {
 
 // stageOnce runs a whole staging of files at output (open, check, stage,
 // fill, sync, install, close) and returns the warnings.
-func stageOnce(t testing.TB, output string, files []StagingFile, force bool, opts StagingOptions) ([]string, error) {
+func stageOnce(t testing.TB, output string, files []File, force bool, opts Options) ([]string, error) {
 	t.Helper()
 	var warnings []string
 	opts.Warn = func(m string) { warnings = append(warnings, m) }
-	target, err := StagingOpen(output)
+	target, err := Open(output)
 	if err != nil {
 		return warnings, err
 	}
@@ -67,7 +68,7 @@ func stageOnce(t testing.TB, output string, files []StagingFile, force bool, opt
 
 func mustStage(t testing.TB, output, tag string) {
 	t.Helper()
-	if w, err := stageOnce(t, output, tree(output, tag), false, StagingOptions{}); err != nil {
+	if w, err := stageOnce(t, output, tree(output, tag), false, Options{}); err != nil {
 		t.Fatalf("staging %s: %v (warnings %q)", output, err, w)
 	}
 }
@@ -84,7 +85,7 @@ func stagings(t testing.TB, output string) []string {
 	}
 	var out []string
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), StagingPrefix(output)) {
+		if strings.HasPrefix(e.Name(), Prefix(output)) {
 			out = append(out, filepath.Join(filepath.Dir(output), e.Name()))
 		}
 	}
@@ -101,7 +102,7 @@ func readTag(t testing.TB, output string) string {
 	return string(b)
 }
 
-// tempDir is t.TempDir with symlinks resolved (StagingOpen takes real
+// tempDir is t.TempDir with symlinks resolved (Open takes real
 // paths).
 func tempDir(t testing.TB) string {
 	t.Helper()
@@ -112,11 +113,11 @@ func tempDir(t testing.TB) string {
 	return d
 }
 
-func wantKind(t testing.TB, err error, kind StagingErrorKind) *StagingError {
+func wantKind(t testing.TB, err error, kind ErrorKind) *Error {
 	t.Helper()
-	var se *StagingError
+	var se *Error
 	if !errors.As(err, &se) || se.Kind != kind {
-		t.Fatalf("error %v (%T), want a StagingError of kind %d", err, err, kind)
+		t.Fatalf("error %v (%T), want a staging.Error of kind %d", err, err, kind)
 	}
 	return se
 }

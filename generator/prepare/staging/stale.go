@@ -1,4 +1,4 @@
-package workspace
+package staging
 
 // Staging directories and how a later prepare proves one abandoned.
 //
@@ -41,9 +41,9 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/shell"
 )
 
-// StagingPrefix is the name prefix of the staging directories of output
+// Prefix is the name prefix of the staging directories of output
 // (they sit beside it).
-func StagingPrefix(output string) string {
+func Prefix(output string) string {
 	return "." + filepath.Base(output) + ".prepare-"
 }
 
@@ -109,7 +109,7 @@ func stagingName(output string) (string, error) {
 	if start == "" {
 		start = "0"
 	}
-	return fmt.Sprintf("%sh%sp%ds%s-%s", StagingPrefix(output), hostTag(), pid, start, hex.EncodeToString(rnd[:])), nil
+	return fmt.Sprintf("%sh%sp%ds%s-%s", Prefix(output), hostTag(), pid, start, hex.EncodeToString(rnd[:])), nil
 }
 
 // asideName is the entry of a staging directory that holds the old
@@ -126,7 +126,7 @@ const (
 // cleanStale removes the abandoned staging directories of earlier
 // prepares of output from parent.
 func (s *Staging) cleanStale(parent *dirfd.Dir) {
-	prefix := StagingPrefix(s.target.Path)
+	prefix := Prefix(s.target.Path)
 	names, err := parent.Names()
 	if err != nil {
 		return

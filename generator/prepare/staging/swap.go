@@ -1,4 +1,4 @@
-package workspace
+package staging
 
 import (
 	"errors"
@@ -11,8 +11,8 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/shell"
 )
 
-// StagingOptions configure Stage.
-type StagingOptions struct {
+// Options configure Stage.
+type Options struct {
 	// Warn receives what the user should know that did not stop the
 	// prepare (abandoned staging directories removed or left).
 	Warn func(string)
@@ -24,7 +24,7 @@ type StagingOptions struct {
 	syncDirs func(ds ...*dirfd.Dir) error
 }
 
-func (o *StagingOptions) defaults() {
+func (o *Options) defaults() {
 	if o.rename == nil {
 		o.rename = dirfd.Rename
 	}
@@ -43,8 +43,8 @@ func (o *StagingOptions) defaults() {
 // Stage, filled by Fill, made durable by Sync, swapped into place by
 // Install, removed (with the old workspace) by Close.
 type Staging struct {
-	target *StagingTarget
-	opts   StagingOptions
+	target *Target
+	opts   Options
 
 	parent  *dirfd.Dir   // the output's parent
 	created []createdDir // parents of the output Stage created, outermost first
@@ -79,7 +79,7 @@ func (s *Staging) warnf(format string, args ...any) {
 // staging directory beside the output (0700), verified to be the empty
 // directory just made and locked until Close. On error everything it
 // created is gone again.
-func (t *StagingTarget) Stage(opts StagingOptions) (_ *Staging, err error) {
+func (t *Target) Stage(opts Options) (_ *Staging, err error) {
 	opts.defaults()
 	s := &Staging{target: t, opts: opts, dirs: map[string]dirfd.FileID{}}
 	defer func() {
@@ -91,10 +91,10 @@ func (t *StagingTarget) Stage(opts StagingOptions) (_ *Staging, err error) {
 	for _, name := range t.missing {
 		d, err := parent.Mkdir(name, 0o755, true)
 		if errors.Is(err, unix.EEXIST) {
-			return nil, stagingErr(StagingFailed, err, "re-run prepare", "cannot create the output's parent directory %s: it appeared while prepare ran", parent.Join(name))
+			return nil, stagingErr(Failed, err, "re-run prepare", "cannot create the output's parent directory %s: it appeared while prepare ran", parent.Join(name))
 		}
 		if err != nil {
-			return nil, stagingErr(StagingFailed, err, "check the path and its permissions", "cannot create the output's parent directory %s: %v", parent.Join(name), err)
+			return nil, stagingErr(Failed, err, "check the path and its permissions", "cannot create the output's parent directory %s: %v", parent.Join(name), err)
 		}
 		s.created = append(s.created, createdDir{parent: parent, name: name, id: d.ID()})
 		parent, s.parent = d, d
@@ -104,24 +104,24 @@ func (t *StagingTarget) Stage(opts StagingOptions) (_ *Staging, err error) {
 
 	s.name, err = stagingName(t.Path)
 	if err != nil {
-		return nil, stagingErr(StagingFailed, err, "", "cannot name a staging directory: %v", err)
+		return nil, stagingErr(Failed, err, "", "cannot name a staging directory: %v", err)
 	}
 	s.path = parent.Join(s.name)
 	dir, err := parent.Mkdir(s.name, 0o700, true)
 	if err != nil {
-		return nil, stagingErr(StagingFailed, err, "the output's parent directory must be writable", "cannot create a staging directory beside %s: %v", t.Path, err)
+		return nil, stagingErr(Failed, err, "the output's parent directory must be writable", "cannot create a staging directory beside %s: %v", t.Path, err)
 	}
 	s.dir = dir
 	locked, err := opts.tryLock(dir)
 	if err != nil && !errors.Is(err, dirfd.ErrLockUnsupported) {
-		return nil, stagingErr(StagingFailed, err, "check the filesystem", "cannot lock the staging directory %s: %v", s.path, err)
+		return nil, stagingErr(Failed, err, "check the filesystem", "cannot lock the staging directory %s: %v", s.path, err)
 	}
 	if err == nil && !locked {
-		return nil, stagingErr(StagingFailed, dirfd.ErrChanged, "re-run prepare", "the staging directory %s is locked by another process", s.path)
+		return nil, stagingErr(Failed, dirfd.ErrChanged, "re-run prepare", "the staging directory %s is locked by another process", s.path)
 	}
 	root, err := dir.Mkdir(newName, 0o700, true)
 	if err != nil {
-		return nil, stagingErr(StagingFailed, err, "check the filesystem", "cannot create the staging tree in %s: %v", s.path, err)
+		return nil, stagingErr(Failed, err, "check the filesystem", "cannot create the staging tree in %s: %v", s.path, err)
 	}
 	s.root = root
 	s.dirs["."] = root.ID()
@@ -135,7 +135,7 @@ func (s *Staging) Path() string { return s.path }
 // instead of one fsync per file (contract §13).
 func (s *Staging) Sync() error {
 	if err := s.dir.SyncFilesystem(); err != nil {
-		return stagingErr(StagingFailed, err, "check the filesystem", "cannot flush the staged workspace to disk: %v", err)
+		return stagingErr(Failed, err, "check the filesystem", "cannot flush the staged workspace to disk: %v", err)
 	}
 	return nil
 }
@@ -145,7 +145,7 @@ func (s *Staging) Sync() error {
 //
 // A new output gets renameat2(RENAME_NOREPLACE) (an output that appears
 // meanwhile is not clobbered). An existing one, still the directory
-// StagingOpen checked, is exchanged with renameat2(RENAME_EXCHANGE); the
+// Open checked, is exchanged with renameat2(RENAME_EXCHANGE); the
 // old tree is then inside the staging directory and Close removes it.
 // Only the output's parent is fsynced afterwards: its entry is what makes
 // the new workspace durable (the staging directory's entries are garbage).
@@ -155,12 +155,12 @@ func (s *Staging) Sync() error {
 // directory, then the new tree to the output. Between them the output is
 // briefly absent (never partial); if the second rename fails the first is
 // undone, and if that fails too the old workspace stays in the staging
-// directory, marked so that no prepare removes it (StagingOldKept).
+// directory, marked so that no prepare removes it (OldKept).
 func (s *Staging) Install() error {
 	t := s.target
 	rename := s.opts.rename
 	if st, err := s.dir.Lstat(newName); err != nil || dirfd.IDOf(&st) != s.root.ID() {
-		return stagingErr(StagingFailed, dirfd.ErrChanged, "re-run prepare", "the staged workspace in %s was replaced while prepare ran; nothing was replaced", s.path)
+		return stagingErr(Failed, dirfd.ErrChanged, "re-run prepare", "the staged workspace in %s was replaced while prepare ran; nothing was replaced", s.path)
 	}
 	if t.out == nil {
 		err := rename(s.dir, newName, s.parent, t.base, unix.RENAME_NOREPLACE)
@@ -168,7 +168,7 @@ func (s *Staging) Install() error {
 			err = rename(s.dir, newName, s.parent, t.base, 0)
 		}
 		if err != nil {
-			return stagingErr(StagingFailed, err, "the output was not changed; check the output directory and re-run prepare",
+			return stagingErr(Failed, err, "the output was not changed; check the output directory and re-run prepare",
 				"cannot move the staged workspace into place at %s: %v", t.Path, err)
 		}
 		s.installed = true
@@ -176,7 +176,7 @@ func (s *Staging) Install() error {
 	}
 	st, err := s.parent.Lstat(t.base)
 	if err != nil || dirfd.IDOf(&st) != t.out.ID() {
-		return stagingErr(StagingFailed, dirfd.ErrChanged, "check who else writes there and re-run prepare",
+		return stagingErr(Failed, dirfd.ErrChanged, "check who else writes there and re-run prepare",
 			"output %s was replaced by another directory while prepare ran; nothing was replaced", t.Path)
 	}
 	err = rename(s.dir, newName, s.parent, t.base, unix.RENAME_EXCHANGE)
@@ -185,11 +185,11 @@ func (s *Staging) Install() error {
 		return s.syncParent()
 	}
 	if !dirfd.Unsupported(err) {
-		return stagingErr(StagingFailed, err, "the output was not changed; check the output directory and re-run prepare",
+		return stagingErr(Failed, err, "the output was not changed; check the output directory and re-run prepare",
 			"cannot move the staged workspace into place at %s: %v", t.Path, err)
 	}
 	if err := rename(s.parent, t.base, s.dir, asideName, 0); err != nil {
-		return stagingErr(StagingFailed, err, "the output was not changed; check the output directory and re-run prepare",
+		return stagingErr(Failed, err, "the output was not changed; check the output directory and re-run prepare",
 			"cannot move the old workspace %s aside: %v", t.Path, err)
 	}
 	if err := rename(s.dir, newName, s.parent, t.base, 0); err != nil {
@@ -201,10 +201,10 @@ func (s *Staging) Install() error {
 			if merr := s.markKept(asideName); merr != nil {
 				msg += fmt.Sprintf(" (marking it failed: %v)", merr)
 			}
-			return &StagingError{Kind: StagingOldKept, Err: err, Message: msg,
+			return &Error{Kind: OldKept, Err: err, Message: msg,
 				Hint: fmt.Sprintf("move it back with: mv %s %s (prepare never deletes it)", shell.Quote(old), shell.Quote(t.Path))}
 		}
-		return stagingErr(StagingFailed, err, "the output was not changed; check the output directory and re-run prepare",
+		return stagingErr(Failed, err, "the output was not changed; check the output directory and re-run prepare",
 			"cannot move the staged workspace into place at %s: %v", t.Path, err)
 	}
 	s.installed, s.old = true, asideName
@@ -213,7 +213,7 @@ func (s *Staging) Install() error {
 
 func (s *Staging) syncParent() error {
 	if err := s.opts.syncDirs(s.parent); err != nil {
-		return stagingErr(StagingNotDurable, err, "check the filesystem; re-run prepare to be sure the workspace is durable",
+		return stagingErr(NotDurable, err, "check the filesystem; re-run prepare to be sure the workspace is durable",
 			"the new workspace is in place at %s, but flushing the directory failed: %v", s.target.Path, err)
 	}
 	return nil
@@ -233,7 +233,7 @@ func syncDirs(ds ...*dirfd.Dir) error {
 // swap), unless it holds the only copy of the old workspace. A prepare
 // that did not install also removes the parents of the output that Stage
 // created (deepest first, while empty). The old workspace is removed only
-// when it is still the directory StagingOpen checked; anything else is
+// when it is still the directory Open checked; anything else is
 // left, with an error naming the staging directory. Close releases the
 // staging lock last.
 func (s *Staging) Close() error {

@@ -1,5 +1,5 @@
 // Package stagingtest holds what the staging tests of internal/dirfd,
-// internal/workspace and generator/prepare share: the symlink attacker,
+// generator/prepare/staging and generator/prepare share: the symlink attacker,
 // the seed of randomised tests, a tree digest, and running the test binary
 // as another account.
 package stagingtest

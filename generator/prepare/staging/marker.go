@@ -1,0 +1,72 @@
+package staging
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/flare-slurm/flare-slurm/internal/dirfd"
+	"github.com/flare-slurm/flare-slurm/internal/ojson"
+	"github.com/flare-slurm/flare-slurm/internal/workspace"
+)
+
+// markerLimit caps what is read of a marker file: the real one is a few
+// kilobytes.
+const markerLimit = 4 << 20
+
+// IsWorkspaceOf says whether the directory out is a workspace prepared
+// for output (its marker names output).
+func IsWorkspaceOf(out *dirfd.Dir, output string) bool { return markerReason(out, output) == "" }
+
+// markerReason says why the directory out is not a workspace prepared for
+// output, or "" when it is one.
+func markerReason(out *dirfd.Dir, output string) string {
+	dir, name, _ := strings.Cut(workspace.MarkerFile, "/")
+	local, err := out.OpenDir(dir)
+	if err == nil {
+		defer local.Close()
+	}
+	var f io.ReadCloser
+	if err == nil {
+		f, err = local.OpenRegular(name, dirfd.Expect{})
+	}
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return "it holds no " + workspace.MarkerFile
+	}
+	if err != nil {
+		return fmt.Sprintf("its %s cannot be read: %v", workspace.MarkerFile, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, markerLimit+1))
+	if err != nil {
+		return fmt.Sprintf("its %s cannot be read: %v", workspace.MarkerFile, err)
+	}
+	if len(data) > markerLimit {
+		return fmt.Sprintf("its %s is larger than %d bytes", workspace.MarkerFile, markerLimit)
+	}
+	doc, err := ojson.Parse(data)
+	if err != nil {
+		return fmt.Sprintf("its %s is not valid JSON", workspace.MarkerFile)
+	}
+	var named []string
+	if comps := doc.Get("components"); comps != nil && comps.Kind == ojson.Array {
+		for _, c := range comps.Items {
+			if id := c.Get("id"); id == nil || id.Kind != ojson.String || id.Str != workspace.MarkerComponent {
+				continue
+			}
+			if p := c.Get("args").Get(workspace.MarkerArg); p != nil && p.Kind == ojson.String {
+				if p.Str == output {
+					return ""
+				}
+				named = append(named, p.Str)
+			}
+		}
+	}
+	if len(named) > 0 {
+		return fmt.Sprintf("its %s names the workspace %q", workspace.MarkerFile, named[0])
+	}
+	return fmt.Sprintf("its %s has no %s component naming a workspace", workspace.MarkerFile, workspace.MarkerComponent)
+}
