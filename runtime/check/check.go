@@ -51,10 +51,7 @@ const (
 )
 
 //go:embed probe.py
-var program []byte
-
-// Program is the probe program check writes into each probe's run dir.
-func Program() []byte { return slices.Clone(program) }
+var program []byte // the probe program check writes into each probe's run dir
 
 // DefaultTimeout bounds a whole check run.
 const DefaultTimeout = 15 * time.Minute

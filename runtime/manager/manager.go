@@ -54,7 +54,6 @@ type Manager struct {
 
 	mu      sync.Mutex
 	handles map[string]*Handle // by NVFlare job id; nil while launching
-	closed  bool
 
 	// Test hooks: the production value is set by New (or nil).
 	noSync bool // skip the fsync of handle.json
@@ -160,9 +159,6 @@ func (e *RunningError) Error() string {
 		e.Info.JobID, e.Info.SlurmJobID, e.Info.SubmitTime.Format(time.RFC3339))
 }
 
-// ErrShutdown is returned by Launch after Shutdown.
-var ErrShutdown = errors.New("the launcher is shutting down and accepts no new launches")
-
 var clusterRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^` + scheduler.ClusterNameChars + `$`) })
 
 // Launch writes the job's artifacts, submits it once and returns its live
@@ -172,10 +168,6 @@ func (m *Manager) Launch(ctx context.Context, job Job) (*Handle, error) {
 		return nil, fmt.Errorf("job %s: artifact dir %s is not %s", job.JobID, job.Dir, m.JobDir(job.JobID))
 	}
 	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return nil, ErrShutdown
-	}
 	if _, ok := m.handles[job.JobID]; ok {
 		m.mu.Unlock()
 		return nil, fmt.Errorf("job %s already has a live handle in this process", job.JobID)
@@ -443,13 +435,6 @@ func (m *Manager) Open(jobID string) (*Handle, error) {
 	h := &Handle{m: m, info: HandleInfo{JobID: jobID, SlurmJobID: fin.SlurmJobID}}
 	h.done.Store(fin)
 	return h, nil
-}
-
-// Shutdown closes launch admission. Live handles stay usable.
-func (m *Manager) Shutdown() {
-	m.mu.Lock()
-	m.closed = true
-	m.mu.Unlock()
 }
 
 // extraHandles are this process's handles whose job dir is gone, so that
