@@ -82,7 +82,7 @@ func calledFunctions(t *testing.T) []string {
 // listed (it would not parse).
 func TestFuncMapIsWhatTemplatesUse(t *testing.T) {
 	called := calledFunctions(t)
-	offered := slices.Sorted(maps.Keys(FuncMap()))
+	offered := slices.Sorted(maps.Keys(funcMap()))
 	if !slices.Equal(called, offered) {
 		t.Fatalf("templates call %q; FuncMap offers %q", called, offered)
 	}
@@ -101,7 +101,7 @@ func TestEnvironmentFunctionsUnreachable(t *testing.T) {
 	}
 	names := []string{"env", "expandenv", "getHostByName", "now", "randAlpha", "uuidv4"}
 	for name := range sprig.TxtFuncMap() {
-		if _, ok := FuncMap()[name]; !ok && !builtins[name] {
+		if _, ok := funcMap()[name]; !ok && !builtins[name] {
 			names = append(names, name)
 		}
 	}
@@ -145,7 +145,7 @@ func TestPartialIsNotRenderedAlone(t *testing.T) {
 }
 
 func TestExportPartialQuotes(t *testing.T) {
-	out, err := RenderBlock("_helpers.tmpl", "export", map[string]string{"Name": "X", "Value": "a'b"})
+	out, err := renderBlock("_helpers.tmpl", "export", map[string]string{"Name": "X", "Value": "a'b"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,8 +118,8 @@ func Slug(heading string) string {
 	return b.String()
 }
 
-// Check returns one line per dead link among links.
-func Check(root string, links []Link) []string {
+// check returns one line per dead link among links.
+func check(root string, links []Link) []string {
 	var dead []string
 	anchors := map[string]map[string]bool{}
 	for _, l := range links {

@@ -36,7 +36,7 @@ func TestMarkdownLinksResolve(t *testing.T) {
 	if len(all) == 0 {
 		t.Fatal("no links found: the walk is broken")
 	}
-	for _, d := range Check(repoRoot, all) {
+	for _, d := range check(repoRoot, all) {
 		t.Error(d)
 	}
 }
@@ -66,7 +66,7 @@ func TestCheckFindsDeadLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead := Check(dir, links)
+	dead := check(dir, links)
 	want := []string{
 		"README.md:3: docs/b.md: docs/b.md does not exist",
 		"README.md:4: docs/a.md#not-a-heading: docs/a.md has no heading with anchor #not-a-heading",

@@ -41,8 +41,8 @@ const (
 	CheckFailed      = "check_failed"      // check: a probe failed (exit 4)
 )
 
-// All lists every code, in the order docs/conventions.md lists them.
-var All = []string{
+// all lists every code, in the order docs/conventions.md lists them.
+var all = []string{
 	Usage, Internal, InvalidInput,
 	InvalidKit, InvalidOutput, JobsPresent, NotAWorkspace, LocalRefused, PrepareFailed, Interrupted, Drift, NeedsFormat, NoSuchKey,
 	JUnitFailed, DocsFailed, WriteFailed, InvalidRequest,

@@ -38,13 +38,13 @@ func TestParseTimedelta(t *testing.T) {
 		"1 day, 0:00:01":         24*time.Hour + time.Second,
 		"2 days, 3:04:05.000001": 51*time.Hour + 4*time.Minute + 5*time.Second + time.Microsecond,
 	} {
-		got, err := ParseTimedelta(in)
+		got, err := parseTimedelta(in)
 		if err != nil || got != want {
 			t.Errorf("ParseTimedelta(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"", "N/A", "35", "0:0:35", "0:00:60", "-1:00:00", "x days, 0:00:01"} {
-		if _, err := ParseTimedelta(bad); err == nil {
+		if _, err := parseTimedelta(bad); err == nil {
 			t.Errorf("ParseTimedelta(%q): no error", bad)
 		}
 	}

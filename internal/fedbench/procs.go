@@ -40,9 +40,9 @@ func (s Sample) Others() (int, int64) {
 	return s.Processes - s.parents, s.PrivateKiB - s.ParentsKiB
 }
 
-// SessionOf reads the session id from the content of /proc/PID/stat (the
+// sessionOf reads the session id from the content of /proc/PID/stat (the
 // sixth field; the command name, second, may hold spaces and parentheses).
-func SessionOf(stat string) (int, error) {
+func sessionOf(stat string) (int, error) {
 	_, sid, err := parseStat(stat)
 	return sid, err
 }

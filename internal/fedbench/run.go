@@ -249,7 +249,7 @@ func Analyze(in Input) (Run, error) {
 	if !first.IsZero() && !last.IsZero() {
 		r.Seconds = last.Sub(first).Seconds()
 	}
-	r.WallTime, r.ClientSeen, r.ClientExitSeen, r.Finished = Summarise(wall), Summarise(seen), Summarise(exitSeen), Summarise(finished)
+	r.WallTime, r.ClientSeen, r.ClientExitSeen, r.Finished = summarise(wall), summarise(seen), summarise(exitSeen), summarise(finished)
 	r.States = st
 
 	rpc := RPCFigures{Ctld: in.Ctld, Dbd: in.Dbd, ParentCtld: in.Ctld.ByUser[in.ParentUser],
@@ -261,15 +261,15 @@ func Analyze(in Input) (Run, error) {
 		rpc.DbdPerJobMinute = float64(rpc.ParentDbd) / rpc.WatchedJobMinutes
 	}
 	r.RPC = rpc
-	r.Samples = RunningAt(in.Samples, in.Slurm)
+	r.Samples = runningAt(in.Samples, in.Slurm)
 	r.Memory = memFigures(in.Baseline, r.Samples)
 	return r, nil
 }
 
-// RunningAt sets each sample's Running: the jobs whose accounting start is
+// runningAt sets each sample's Running: the jobs whose accounting start is
 // at or before it and whose end is after it (sacct's times are whole
 // seconds).
-func RunningAt(samples []Sample, jobs []SlurmJob) []Sample {
+func runningAt(samples []Sample, jobs []SlurmJob) []Sample {
 	out := slices.Clone(samples)
 	for i := range out {
 		n := 0
@@ -304,15 +304,15 @@ func memFigures(base Sample, samples []Sample) MemFigures {
 		}
 	}
 	n := float64(m.PeakRunning)
-	m.PeakProcesses = Summarise(procs).Median
-	m.PeakPrivateMiB = Summarise(priv).Median / 1024
+	m.PeakProcesses = summarise(procs).Median
+	m.PeakPrivateMiB = summarise(priv).Median / 1024
 	m.ProcessesPerJob = (m.PeakProcesses - float64(base.Processes)) / n
 	m.PrivateMiBPerJob = (m.PeakPrivateMiB - m.BaselinePrivateMiB) / n
 	m.BaselineParentsMiB = mib(base.ParentsKiB)
-	m.PeakParentsMiB = Summarise(parents).Median / 1024
+	m.PeakParentsMiB = summarise(parents).Median / 1024
 	bp, bk := base.Others()
-	m.OthersProcessesPerJob = (Summarise(oprocs).Median - float64(bp)) / n
-	m.OthersMiBPerJob = (Summarise(opriv).Median/1024 - mib(bk)) / n
+	m.OthersProcessesPerJob = (summarise(oprocs).Median - float64(bp)) / n
+	m.OthersMiBPerJob = (summarise(opriv).Median/1024 - mib(bk)) / n
 	return m
 }
 

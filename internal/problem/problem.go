@@ -48,8 +48,8 @@ const (
 	Drift Kind = "drift"
 )
 
-// Kinds lists every kind, in the order docs/conventions.md lists them.
-var Kinds = []Kind{Read, Syntax, Structure, Schema, Rule, Layout, Drift}
+// kinds lists every kind, in the order docs/conventions.md lists them.
+var kinds = []Kind{Read, Syntax, Structure, Schema, Rule, Layout, Drift}
 
 // Problem is one thing wrong with one input file. Every check, schema or Go,
 // reports in this shape so that a user sees all problems at once. In JSON
@@ -137,10 +137,10 @@ func (ps Problems) Sort() {
 // thousands, which made a 42 MB error envelope. The rest are counted.
 const MaxPerFile = 100
 
-// MaxText is the longest file name, path, message or hint a problem shows,
+// maxText is the longest file name, path, message or hint a problem shows,
 // in bytes: a message may quote a value, and a value may be megabytes
 // long. A longer text is cut and says how much was left out.
-const MaxText = 4096
+const maxText = 4096
 
 // OmittedNote is the problem that stands for n problems of file that are
 // not listed; kind is the kind of the first of them.
@@ -151,7 +151,7 @@ func OmittedNote(file string, kind Kind, n int) Problem {
 }
 
 // Cap keeps, for each file, its first MaxPerFile problems in the order
-// given, cuts every text to MaxText bytes, and ends the problems of a file
+// given, cuts every text to maxText bytes, and ends the problems of a file
 // whose problems were left out with one OmittedNote counting all of them
 // (notes already among ps are added up, not repeated).
 func Cap(ps Problems) Problems {
@@ -192,19 +192,19 @@ func Cap(ps Problems) Problems {
 	return out
 }
 
-// Shortened is p with each text cut to MaxText bytes.
+// Shortened is p with each text cut to maxText bytes.
 func (p Problem) Shortened() Problem {
 	p.File, p.Path, p.Message, p.Hint = ShortenText(p.File), ShortenText(p.Path), ShortenText(p.Message), ShortenText(p.Hint)
 	return p
 }
 
-// ShortenText cuts s to at most MaxText bytes (at a character boundary)
+// ShortenText cuts s to at most maxText bytes (at a character boundary)
 // and says how many bytes were left out.
 func ShortenText(s string) string {
-	if len(s) <= MaxText {
+	if len(s) <= maxText {
 		return s
 	}
-	const room = MaxText - 64 // for the note
+	const room = maxText - 64 // for the note
 	cut := room
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--

@@ -29,9 +29,9 @@ import (
 	"strings"
 )
 
-// Kept are the Slurm variables passed on although they are the commands'
+// kept are the Slurm variables passed on although they are the commands'
 // input: the location of the cluster's configuration.
-var Kept = []string{"SLURM_CONF"}
+var kept = []string{"SLURM_CONF"}
 
 // droppedPrefixes are the families of the Slurm commands' variables.
 var droppedPrefixes = []string{"SLURM_", "SLURMD_", "SBATCH_", "SRUN_", "SALLOC_", "SQUEUE_", "SACCT_", "SCANCEL_"}
@@ -42,7 +42,7 @@ var dropped = []string{"PMI_FANOUT", "PMI_FANOUT_OFF_HOST", "PMI_TIME", "LC_ALL"
 
 // Dropped says whether Scrub drops the variable name.
 func Dropped(name string) bool {
-	if slices.Contains(Kept, name) {
+	if slices.Contains(kept, name) {
 		return false
 	}
 	if slices.Contains(dropped, name) {

@@ -1,6 +1,6 @@
 // Package testenv holds the one rule for tests that need something a
 // machine may lack (python3 with PyYAML, NVFlare's source, node, mypy,
-// GNU time, chattr): CI installs it, so there the test fails; elsewhere it
+// GNU time, chattr): ci installs it, so there the test fails; elsewhere it
 // skips with the reason.
 package testenv
 
@@ -10,15 +10,15 @@ import (
 	"testing"
 )
 
-// CI says whether the tests run under CI (CI=true, set by .ci/run).
-func CI() bool { return os.Getenv("CI") == "true" }
+// ci says whether the tests run under ci (ci=true, set by .ci/run).
+func ci() bool { return os.Getenv("CI") == "true" }
 
 // Unavailable stops t because what it needs is missing: a failure under
-// CI, a skip elsewhere.
+// ci, a skip elsewhere.
 func Unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
 	why := fmt.Sprintf(format, args...)
-	if CI() {
+	if ci() {
 		t.Fatal(why + " (CI must provide it: see .ci/run)")
 	}
 	t.Skip(why)

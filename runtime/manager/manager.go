@@ -26,8 +26,8 @@ import (
 
 // States a Status reports besides Slurm's own words.
 const (
-	StateSubmitted = "SUBMITTED" // accepted by sbatch, not observed yet
-	StateLost      = "LOST"      // gone from the queue with no accounting record (→ 104)
+	stateSubmitted = "SUBMITTED" // accepted by sbatch, not observed yet
+	stateLost      = "LOST"      // gone from the queue with no accounting record (→ 104)
 )
 
 // Config is what a Manager needs.
@@ -86,7 +86,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	control := filepath.Join(cfg.Workspace, ControlDir)
+	control := filepath.Join(cfg.Workspace, controlDir)
 	jobs := filepath.Join(control, JobsDir)
 	for _, d := range []string{control, jobs} {
 		if err := ensureDir(d, os.Getuid()); err != nil {
@@ -327,7 +327,7 @@ func (m *Manager) cancelVerified(ctx context.Context, info HandleInfo) string {
 	switch {
 	case err != nil:
 		return fmt.Sprintf("not sent (%v); %s", err, manual)
-	case !found || IsTerminal(row.State):
+	case !found || isTerminal(row.State):
 		return "not needed: the job is no longer in the queue"
 	}
 	if err := cl.Cancel(ctx, info.SlurmJobID); err != nil {
@@ -348,7 +348,7 @@ func (m *Manager) cancelByIdentity(ctx context.Context, name, marker string) str
 	}
 	var cancelled, failed []string
 	for _, r := range q.Rows {
-		if r.Ambiguous || r.UID != cl.UID || r.Name != name || r.Comment != marker || IsTerminal(r.State) {
+		if r.Ambiguous || r.UID != cl.UID || r.Name != name || r.Comment != marker || isTerminal(r.State) {
 			continue
 		}
 		if err := cl.Cancel(ctx, r.JobID); err != nil {
@@ -447,7 +447,7 @@ func (m *Manager) extraHandles() []*Handle {
 		if h == nil || h.done.Load() != nil {
 			continue
 		}
-		if _, err := os.Lstat(filepath.Join(m.JobDir(h.info.JobID), HandleFile)); err != nil {
+		if _, err := os.Lstat(filepath.Join(m.JobDir(h.info.JobID), handleFile)); err != nil {
 			out = append(out, h)
 		}
 	}

@@ -40,8 +40,8 @@ var versionRE = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^slurm(?:-[A-Za-z0-9_.]+)?\s+([0-9]+)\.([0-9]+)\.([0-9]+)(?:[-+.~_][A-Za-z0-9.+~_-]*)?$`)
 })
 
-// ParseVersion reads the first line of `sbatch --version`.
-func ParseVersion(out string) (Version, error) {
+// parseVersion reads the first line of `sbatch --version`.
+func parseVersion(out string) (Version, error) {
 	line, _, _ := strings.Cut(strings.TrimLeft(out, "\n"), "\n")
 	line = strings.TrimSpace(line)
 	m := versionRE().FindStringSubmatch(line)

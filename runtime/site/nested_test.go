@@ -35,7 +35,7 @@ func TestNestedLaunchRefused(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, ErrNestedLaunch) {
+			if !errors.Is(err, errNestedLaunch) {
 				t.Fatalf("launch with %s=1: %v, want ErrNestedLaunch", compile.ChildProcessEnv, err)
 			}
 			if len(rec.calls) != 0 {
