@@ -75,6 +75,11 @@ type Problem struct {
 	Omitted int `json:"-"`
 }
 
+// InSchema says whether p is about a key or value that a schema describes:
+// a schema or rule problem with a field path (one about a whole file, the
+// YAML structure or a kit's layout is not).
+func (p Problem) InSchema() bool { return p.Path != "" && (p.Kind == Schema || p.Kind == Rule) }
+
 // String renders "file:line:column: path: message (hint)", leaving out the
 // parts that are unknown. A part holding a character that is not printable
 // (a newline, an escape) is shown in Go's %q form: one problem is one line.
