@@ -59,7 +59,7 @@ const ChildProcessEnv = "NVFLARE_SLURM_CHILD_PROCESS"
 // request's site besides the server's own name.
 const serverParentIdentity = "server"
 
-// resolver collects every problem of one Resolve call.
+// resolver collects every problem of one resolve call.
 type resolver struct {
 	ws     *workspace.Prepared
 	req    *Request
@@ -69,9 +69,9 @@ type resolver struct {
 	stFile string
 	stRT   *schema.StudyRuntime // the loaded study runtime file, for positions
 	// wsReal says the run dir check found the workspace root to be its
-	// own real path (no symlink in it) during this Resolve.
+	// own real path (no symlink in it) during this resolve.
 	wsReal bool
-	paths  pathCache // what each path looked up for mounts is, during this Resolve
+	paths  pathCache // what each path looked up for mounts is, during this resolve
 	// review is a dry run (render): a missing run directory and unset
 	// secret sources are noted as not checked instead of refused.
 	review bool
@@ -98,18 +98,6 @@ func (r *resolver) wsProblem(path, msg, hint string) {
 
 func (r *resolver) studyProblem(path, msg, hint string) {
 	r.ps = append(r.ps, r.stRT.At(schema.Problem{Kind: problem.Rule, File: r.stFile, Path: "studies." + r.study.Name + "." + path, Message: msg, Hint: hint}))
-}
-
-// Resolve checks one launch request against the workspace and the rules of
-// contract §5–§8 and §12 and returns the plan of effective values. All
-// problems found come back at once as schema.Problems; nothing is written.
-func Resolve(ws *workspace.Prepared, req *Request, env Environ) (*Plan, error) {
-	plan, err := resolve(ws, req, env, false)
-	var ps schema.Problems
-	if errors.As(err, &ps) {
-		return nil, req.source().place(ps)
-	}
-	return plan, err
 }
 
 func resolve(ws *workspace.Prepared, req *Request, env Environ, review bool) (*Plan, error) {

@@ -128,9 +128,6 @@ func (v *Value) Get(key string) *Value {
 	return nil
 }
 
-// Has says whether object v holds key.
-func (v *Value) Has(key string) bool { return v.Get(key) != nil }
-
 // Set replaces the value of key in place, keeping its position, or appends
 // key at the end of the object. It returns v so calls can be chained.
 func (v *Value) Set(key string, val *Value) *Value {

@@ -100,15 +100,6 @@ func Names() []string {
 	return out
 }
 
-// About is the one-line description of each probe, by name.
-func About() map[string]string {
-	out := make(map[string]string, len(probes))
-	for _, p := range probes {
-		out[p.name] = p.about
-	}
-	return out
-}
-
 // Select returns the probes to run, in report order: all, or only those of
 // only, less those of skip. An unknown name is an error naming the known ones.
 func Select(only, skip []string) ([]string, error) {

@@ -120,15 +120,9 @@ func (rt *Runtime) Lookup(name string) (string, bool) {
 // launcher does in a Slurm child process: a worker never submits Slurm jobs.
 var errNestedLaunch = fmt.Errorf("nested Slurm job launch refused: %s=1 says this process runs inside a flare-slurm worker, which never submits Slurm jobs", compile.ChildProcessEnv)
 
-// Launch compiles the launch request (file names it in messages; "-" for
-// standard input) and submits the job.
-func (rt *Runtime) Launch(ctx context.Context, file string, data []byte) (*manager.Handle, error) {
-	h, _, err := rt.LaunchWithNotes(ctx, file, data)
-	return h, err
-}
-
-// LaunchWithNotes is Launch that also returns the plan's notes
-// (compile.Plan.Notes), also when the submission then fails.
+// LaunchWithNotes compiles the launch request (file names it in messages;
+// "-" for standard input), submits the job and returns its handle and the
+// plan's notes (compile.Plan.Notes), also when the submission then fails.
 func (rt *Runtime) LaunchWithNotes(ctx context.Context, file string, data []byte) (*manager.Handle, []string, error) {
 	h, _, notes, err := rt.launch(ctx, file, data, nil, false)
 	return h, notes, err
