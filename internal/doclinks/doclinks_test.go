@@ -27,7 +27,7 @@ func TestMarkdownLinksResolve(t *testing.T) {
 	}
 	var all []Link
 	for _, f := range files {
-		ls, err := Links(repoRoot, f)
+		ls, err := linksIn(repoRoot, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +62,7 @@ func TestCheckFindsDeadLinks(t *testing.T) {
 		"`[in code](docs/nope.md)` [web](https://example.org/x.md)",
 		"[self](#missing)",
 	}, "\n"))
-	links, err := Links(dir, "README.md")
+	links, err := linksIn(dir, "README.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func TestScrubDropsEveryDocumentedInput(t *testing.T) {
 				t.Errorf("Slurm %s: no input variables of %s in the snapshot", version, cmd)
 			}
 			for _, name := range docs[cmd] {
-				if !Dropped(name) && !slices.Contains(kept, name) {
+				if !isDropped(name) && !slices.Contains(kept, name) {
 					t.Errorf("Slurm %s: %s reads %s, which Scrub passes on", version, cmd, name)
 				}
 			}
@@ -90,7 +90,7 @@ func TestScrubDropsEveryDocumentedInput(t *testing.T) {
 			t.Errorf("%s is kept but no Slurm command documents it", k)
 		}
 	}
-	if !Dropped("SLURM_GPUS_PER_NODE") {
+	if !isDropped("SLURM_GPUS_PER_NODE") {
 		t.Error("SLURM_GPUS_PER_NODE reaches the job's srun")
 	}
 }

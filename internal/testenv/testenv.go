@@ -1,6 +1,6 @@
 // Package testenv holds the one rule for tests that need something a
 // machine may lack (python3 with PyYAML, NVFlare's source, node, mypy,
-// GNU time, chattr): ci installs it, so there the test fails; elsewhere it
+// GNU time, chattr): CI installs it, so there the test fails; elsewhere it
 // skips with the reason.
 package testenv
 
@@ -10,11 +10,11 @@ import (
 	"testing"
 )
 
-// ci says whether the tests run under ci (ci=true, set by .ci/run).
+// ci says whether the tests run under CI (CI=true, set by .ci/run).
 func ci() bool { return os.Getenv("CI") == "true" }
 
 // Unavailable stops t because what it needs is missing: a failure under
-// ci, a skip elsewhere.
+// CI, a skip elsewhere.
 func Unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
 	why := fmt.Sprintf(format, args...)

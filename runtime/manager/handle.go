@@ -59,7 +59,7 @@ type Handle struct {
 	// timers is the last copy of the job's timers this process saw or
 	// wrote (guarded by the observer's mu): when the job dir is removed by
 	// hand, the refresh continues from it instead of starting over.
-	timers Timers
+	timers jobTimers
 }
 
 // covered says whether c can answer for h. A job whose dir is gone is

@@ -22,7 +22,7 @@ import (
 // Files of the control area (contract §8 plus this runtime's own).
 const (
 	controlDir   = schema.ControlDir
-	JobsDir      = workspace.JobsDir
+	jobsDirName  = workspace.JobsDir
 	handleFile   = workspace.HandleFile
 	timersFile   = workspace.TimersFile
 	lockFile     = "observe.lock"
@@ -123,9 +123,9 @@ func parseHandle(path string, data []byte) (HandleInfo, error) {
 	return h, nil
 }
 
-// Timers are the per-job clocks of contract §9 kept in the job dir, so that
+// jobTimers are the per-job clocks of contract §9 kept in the job dir, so that
 // every process watching the workspace shares them (timers.json).
-type Timers struct {
+type jobTimers struct {
 	PendingSince    time.Time `json:"pending_since,omitzero"`
 	Misses          int       `json:"accounting_misses,omitempty"`
 	LastMiss        time.Time `json:"last_miss,omitzero"`
@@ -133,8 +133,8 @@ type Timers struct {
 	UserAbort       bool      `json:"user_abort,omitempty"`
 }
 
-func readTimers(dir string) (Timers, error) {
-	var t Timers
+func readTimers(dir string) (jobTimers, error) {
+	var t jobTimers
 	data, err := readSmallFile(filepath.Join(dir, timersFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return t, nil
@@ -148,7 +148,7 @@ func readTimers(dir string) (Timers, error) {
 	return t, nil
 }
 
-func writeTimers(dir string, t Timers) error {
+func writeTimers(dir string, t jobTimers) error {
 	data, err := json.Marshal(t)
 	if err != nil {
 		return err

@@ -45,7 +45,7 @@ func ListHandles(root string) ([]HandleInfo, error) {
 		return nil, err
 	}
 	defer ws.Close()
-	jobs, err := ws.OpenBeneath(controlDir + "/" + JobsDir)
+	jobs, err := ws.OpenBeneath(controlDir + "/" + jobsDirName)
 	if err != nil {
 		return nil, err
 	}

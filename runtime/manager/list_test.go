@@ -43,7 +43,7 @@ func makeJobDir(t testing.TB, jobs, key string, h *HandleInfo) string {
 func newTestWorkspace(t testing.TB) (ws, jobs string) {
 	t.Helper()
 	ws = t.TempDir()
-	jobs = filepath.Join(ws, controlDir, JobsDir)
+	jobs = filepath.Join(ws, controlDir, jobsDirName)
 	if err := os.MkdirAll(jobs, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestListHandlesFollowsNoSymlinkedControlDir(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(viaJobs, controlDir), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(otherJobs, filepath.Join(viaJobs, controlDir, JobsDir)); err != nil {
+	if err := os.Symlink(otherJobs, filepath.Join(viaJobs, controlDir, jobsDirName)); err != nil {
 		t.Fatal(err)
 	}
 	for _, ws := range []string{viaControl, viaJobs} {

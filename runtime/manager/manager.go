@@ -87,7 +87,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	control := filepath.Join(cfg.Workspace, controlDir)
-	jobs := filepath.Join(control, JobsDir)
+	jobs := filepath.Join(control, jobsDirName)
 	for _, d := range []string{control, jobs} {
 		if err := ensureDir(d, os.Getuid()); err != nil {
 			return nil, err

@@ -320,7 +320,7 @@ type liveJob struct {
 	info   HandleInfo
 	dir    string
 	onDisk bool
-	timers Timers
+	timers jobTimers
 	dirty  bool
 	// queueState is the terminal state squeue still lists the job in.
 	queueState string
@@ -332,7 +332,7 @@ type liveJob struct {
 // listJobs reads the handle of every job dir of the workspace. Dirs without
 // a (valid) handle are skipped: gc deals with them.
 func (o *observer) listJobs() ([]*liveJob, error) {
-	jobsDir := filepath.Join(o.dir, JobsDir)
+	jobsDir := filepath.Join(o.dir, jobsDirName)
 	ents, err := os.ReadDir(jobsDir)
 	if err != nil {
 		return nil, fmt.Errorf("list job dirs: %w", err)
@@ -393,7 +393,7 @@ func (o *observer) refresh(ctx context.Context, c *cache, extra []*Handle) {
 		seen[h.info.SlurmJobID] = true
 		// The job dir is gone (removed by hand): the job is still asked
 		// about, with the clocks this process last saw.
-		jobs = append(jobs, &liveJob{info: h.info, dir: filepath.Join(o.dir, JobsDir, workspace.JobKey(h.info.JobID)), timers: h.timers, h: h})
+		jobs = append(jobs, &liveJob{info: h.info, dir: filepath.Join(o.dir, jobsDirName, workspace.JobKey(h.info.JobID)), timers: h.timers, h: h})
 	}
 	live := map[string]bool{}
 	for _, j := range jobs {
