@@ -233,7 +233,7 @@ func (p *Plan) compile(secrets []secretLine) (*Artifacts, error) {
 		SecretEnv:    secretEnv,
 		NodeScript:   nodeScript,
 		SandboxRoot:  v.Sandbox != schema.SandboxNone,
-		Argv:         p.SbatchArgv(),
+		Argv:         p.sbatchArgv(),
 		SchedulerEnv: p.SchedulerEnv(os.Environ()),
 	}, nil
 }
@@ -253,8 +253,8 @@ func (p *Plan) secretNamesAll() []string {
 	return slices.Compact(names)
 }
 
-// SbatchArgv is the sbatch command of contract §8, argv[0] "sbatch".
-func (p *Plan) SbatchArgv() []string {
+// sbatchArgv is the sbatch command of contract §8, argv[0] "sbatch".
+func (p *Plan) sbatchArgv() []string {
 	v := p.view
 	res := v.Resources
 	n := strconv.Itoa(res.Nodes)

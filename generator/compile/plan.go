@@ -153,9 +153,9 @@ func cloneInt(p *int) *int {
 	return &v
 }
 
-// JSON renders plan.json: the view, 2-space indented, keys in a fixed
+// planJSON renders plan.json: the view, 2-space indented, keys in a fixed
 // order, a trailing newline, no HTML escaping.
-func (p *Plan) JSON() ([]byte, error) {
+func (p *Plan) planJSON() ([]byte, error) {
 	return marshalJSON(p.view)
 }
 

@@ -42,7 +42,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 					f.args()[arg] = []any{pair[0], secrets[arg]}
 				}
 				p, a := f.MustCompile()
-				plan, err := p.JSON()
+				plan, err := p.planJSON()
 				if err != nil {
 					t.Fatal(err)
 				}

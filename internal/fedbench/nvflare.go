@@ -61,9 +61,9 @@ type JobMeta struct {
 	Duration   string  `json:"duration"`
 }
 
-// Finished is when NVFlare set the job's final status: its start time
+// finished is when NVFlare set the job's final status: its start time
 // plus its duration, both taken by the server when it set the statuses.
-func (m JobMeta) Finished() (time.Time, error) {
+func (m JobMeta) finished() (time.Time, error) {
 	start, err := time.Parse(time.RFC3339Nano, m.StartTime)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("job %s: start_time %q: %v", m.JobID, m.StartTime, err)
@@ -75,8 +75,8 @@ func (m JobMeta) Finished() (time.Time, error) {
 	return start.Add(d), nil
 }
 
-// Submitted is the job's submit time.
-func (m JobMeta) Submitted() time.Time {
+// submitted is the job's submit time.
+func (m JobMeta) submitted() time.Time {
 	sec := int64(m.SubmitTime)
 	return time.Unix(sec, int64((m.SubmitTime-float64(sec))*1e9))
 }

@@ -52,18 +52,18 @@ func TestParseTimedelta(t *testing.T) {
 
 func TestJobMetaTimes(t *testing.T) {
 	m := JobMeta{JobID: "j", SubmitTime: 1796403600.25, StartTime: "2026-12-04T17:00:05.500000+00:00", Duration: "0:00:40.250000"}
-	fin, err := m.Finished()
+	fin, err := m.finished()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := time.Date(2026, 12, 4, 17, 0, 45, 750e6, time.UTC); !fin.Equal(want) {
 		t.Errorf("Finished = %v, want %v", fin, want)
 	}
-	if got := m.Submitted(); got.Unix() != 1796403600 || got.Nanosecond() != 250e6 {
+	if got := m.submitted(); got.Unix() != 1796403600 || got.Nanosecond() != 250e6 {
 		t.Errorf("Submitted = %v", got)
 	}
 	for _, bad := range []JobMeta{{StartTime: "", Duration: "0:00:01"}, {StartTime: m.StartTime, Duration: "N/A"}} {
-		if _, err := bad.Finished(); err == nil {
+		if _, err := bad.finished(); err == nil {
 			t.Errorf("%+v: no error", bad)
 		}
 	}

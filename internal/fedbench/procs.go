@@ -34,9 +34,9 @@ type Sample struct {
 	Running int `json:"running"`
 }
 
-// Others are the processes and private memory of the sample that are not
+// others are the processes and private memory of the sample that are not
 // the NVFlare parents.
-func (s Sample) Others() (int, int64) {
+func (s Sample) others() (int, int64) {
 	return s.Processes - s.parents, s.PrivateKiB - s.ParentsKiB
 }
 

@@ -173,11 +173,11 @@ func Analyze(in Input) (Run, error) {
 	}
 	for _, m := range in.Jobs {
 		st.NVFlare[m.Status]++
-		sub := m.Submitted()
+		sub := m.submitted()
 		if first.IsZero() || sub.Before(first) {
 			first = sub
 		}
-		fin, err := m.Finished()
+		fin, err := m.finished()
 		if m.Status == "" || len(m.Status) < 9 || m.Status[:9] != "FINISHED:" || err != nil {
 			st.Lost++
 			note("job %s: NVFlare status %q", m.JobID, m.Status)
@@ -298,7 +298,7 @@ func memFigures(base Sample, samples []Sample) MemFigures {
 			procs = append(procs, float64(s.Processes))
 			priv = append(priv, float64(s.PrivateKiB))
 			parents = append(parents, float64(s.ParentsKiB))
-			op, ok := s.Others()
+			op, ok := s.others()
 			oprocs = append(oprocs, float64(op))
 			opriv = append(opriv, float64(ok))
 		}
@@ -310,7 +310,7 @@ func memFigures(base Sample, samples []Sample) MemFigures {
 	m.PrivateMiBPerJob = (m.PeakPrivateMiB - m.BaselinePrivateMiB) / n
 	m.BaselineParentsMiB = mib(base.ParentsKiB)
 	m.PeakParentsMiB = summarise(parents).Median / 1024
-	bp, bk := base.Others()
+	bp, bk := base.others()
 	m.OthersProcessesPerJob = (summarise(oprocs).Median - float64(bp)) / n
 	m.OthersMiBPerJob = (summarise(opriv).Median/1024 - mib(bk)) / n
 	return m

@@ -187,7 +187,7 @@ func Cap(ps Problems) Problems {
 			continue
 		}
 		c.listed++
-		out = append(out, p.Shortened())
+		out = append(out, p.shortened())
 	}
 	for _, f := range order {
 		if c := counts[f]; c.omitted > 0 {
@@ -197,8 +197,8 @@ func Cap(ps Problems) Problems {
 	return out
 }
 
-// Shortened is p with each text cut to maxText bytes.
-func (p Problem) Shortened() Problem {
+// shortened is p with each text cut to maxText bytes.
+func (p Problem) shortened() Problem {
 	p.File, p.Path, p.Message, p.Hint = ShortenText(p.File), ShortenText(p.Path), ShortenText(p.Message), ShortenText(p.Hint)
 	return p
 }

@@ -46,7 +46,7 @@ func TestShortenText(t *testing.T) {
 	if s := "short"; ShortenText(s) != s {
 		t.Error("a short text is kept")
 	}
-	p := Problem{File: "f", Message: long, Hint: long, Path: long}.Shortened()
+	p := Problem{File: "f", Message: long, Hint: long, Path: long}.shortened()
 	if len(p.Message) > maxText || len(p.Hint) > maxText || len(p.Path) > maxText {
 		t.Errorf("problem texts %d/%d/%d bytes", len(p.Message), len(p.Hint), len(p.Path))
 	}

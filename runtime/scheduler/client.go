@@ -149,7 +149,7 @@ func (c *Client) run(ctx context.Context, name string, timeout time.Duration, en
 	if r.StdoutOverflow {
 		return r, protocolf(name, "stdout exceeded the %d-byte limit", maxStdout)
 	}
-	if !r.OK() {
+	if !r.ok() {
 		return r, &unavailableError{Command: name, Diag: diagnostic(r)}
 	}
 	return r, nil

@@ -29,7 +29,7 @@ func TestExecRunnerArgvNotShell(t *testing.T) {
 	p := script(t, dir, "echoargs", `printf '%s\n' "$@"`)
 	hostile := "$(touch " + filepath.Join(dir, "pwned") + ")"
 	r := execRunner{}.Run(context.Background(), Command{Argv: []string{p, hostile, "a b"}, Timeout: 5 * time.Second})
-	if !r.OK() || string(r.Stdout) != hostile+"\na b\n" {
+	if !r.ok() || string(r.Stdout) != hostile+"\na b\n" {
 		t.Fatalf("r = %+v", r)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
@@ -43,7 +43,7 @@ func TestExecRunnerTimeoutKillsGroup(t *testing.T) {
 	p := script(t, dir, "slow", "(sleep 1; touch "+marker+") &\nsleep 30")
 	start := time.Now()
 	r := execRunner{}.Run(context.Background(), Command{Argv: []string{p}, Timeout: 200 * time.Millisecond})
-	if !r.TimedOut || r.OK() || r.ExitCode != -1 {
+	if !r.TimedOut || r.ok() || r.ExitCode != -1 {
 		t.Fatalf("r = %+v", r)
 	}
 	if d := time.Since(start); d > 3*time.Second {
@@ -64,8 +64,8 @@ func TestExecRunnerCaps(t *testing.T) {
 	}
 	exact := script(t, dir, "exact", "head -c $((16*1024*1024)) /dev/zero")
 	r = execRunner{}.Run(context.Background(), Command{Argv: []string{exact}, Timeout: 20 * time.Second})
-	if r.StdoutOverflow || !r.OK() {
-		t.Fatalf("exact limit: overflow=%v ok=%v", r.StdoutOverflow, r.OK())
+	if r.StdoutOverflow || !r.ok() {
+		t.Fatalf("exact limit: overflow=%v ok=%v", r.StdoutOverflow, r.ok())
 	}
 	noisy := script(t, dir, "noisy", "head -c 70000 /dev/zero | tr '\\0' e >&2; exit 3")
 	r = execRunner{}.Run(context.Background(), Command{Argv: []string{noisy}, Timeout: 20 * time.Second})
@@ -76,7 +76,7 @@ func TestExecRunnerCaps(t *testing.T) {
 
 func TestExecRunnerStartError(t *testing.T) {
 	r := execRunner{}.Run(context.Background(), Command{Argv: []string{"/nonexistent/sbatch"}, Timeout: time.Second})
-	if r.StartErr == nil || r.OK() {
+	if r.StartErr == nil || r.ok() {
 		t.Fatalf("r = %+v", r)
 	}
 }

@@ -37,8 +37,8 @@ type Result struct {
 	StdoutOverflow bool // stdout exceeded maxStdout; Stdout holds the first maxStdout bytes
 }
 
-// OK says whether the command ran to completion with exit status 0.
-func (r Result) OK() bool { return r.StartErr == nil && !r.TimedOut && r.ExitCode == 0 }
+// ok says whether the command ran to completion with exit status 0.
+func (r Result) ok() bool { return r.StartErr == nil && !r.TimedOut && r.ExitCode == 0 }
 
 // Runner runs scheduler commands. execRunner is the real one; tests use
 // stand-ins.
