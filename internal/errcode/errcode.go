@@ -1,7 +1,7 @@
 // Package errcode holds every error code of flare-slurm's JSON envelope
 // ({"status":"error","error":{"code":…}}): the one place a code is
 // defined. docs/conventions.md lists them all; TestDocumented checks that
-// list against All.
+// list against all.
 package errcode
 
 // Codes, grouped by the command that reports them.
