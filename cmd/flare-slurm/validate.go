@@ -169,7 +169,7 @@ func (a *app) writeValidate(format string, res *validate.Result, listSkipped boo
 			}
 		}
 		err := failure(errcode.InvalidInput,
-			fmt.Sprintf("%s in %s", plural(len(res.Problems), "problem"), plural(res.Files, "file")),
+			fmt.Sprintf("%s in %s", plural(len(res.Problems), "problem"), plural(res.BadFiles, "file")),
 			res.Hint, res.Problems)
 		err.(*cliError).Warnings = res.Warnings
 		err.(*cliError).Skipped = res.Skipped

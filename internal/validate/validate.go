@@ -64,8 +64,8 @@ type Result struct {
 	// Problems are every problem, sorted, each once (a kit's own problems
 	// are met once per config paired with it).
 	Problems schema.Problems
-	// Files is how many files have a problem.
-	Files int
+	// BadFiles is how many files have a problem.
+	BadFiles int
 	// Hint is the hint of a failed validate ("" when there is none).
 	Hint string
 	// Warnings (without the ignored codes) and Skipped, sorted and capped.
@@ -199,7 +199,7 @@ func Run(paths []string, opts Options) *Result {
 		// --kit with several configs meets the kit's own problems once
 		// per config: each is reported once
 		res.Problems = slices.Compact(all)
-		res.Files = len(bad)
+		res.BadFiles = len(bad)
 		res.Hint = hint(res.Problems, schemas)
 	}
 	return &res
