@@ -15,7 +15,7 @@ func TestDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, set := range Sets {
+	for _, set := range sets {
 		dir := Dir(set)
 		if !filepath.IsAbs(dir) || dir != filepath.Join(here, set) {
 			t.Errorf("Dir(%q) = %q, want %q", set, dir, filepath.Join(here, set))
@@ -36,7 +36,7 @@ func TestDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if e.IsDir() && !slices.Contains(Sets, e.Name()) {
+		if e.IsDir() && !slices.Contains(sets, e.Name()) {
 			t.Errorf("golden/%s is not a golden set: add it to Sets or remove it", e.Name())
 		}
 	}

@@ -24,17 +24,17 @@ const (
 	Workspace = "workspace"
 )
 
-// Sets lists every golden set; a directory under golden/ that is not
+// sets lists every golden set; a directory under golden/ that is not
 // here is refused by the package's test.
-var Sets = []string{Compile, Prepare, Workspace}
+var sets = []string{Compile, Prepare, Workspace}
 
 // Dir returns the absolute directory of the golden set named set. It
 // panics on a name that is not in Sets (so a typo cannot make
 // `make golden` write a new, unreviewed directory) and when the source
 // tree cannot be found.
 func Dir(set string) string {
-	if !slices.Contains(Sets, set) {
-		panic(fmt.Sprintf("golden: no golden set %q (sets: %v; add a new one to golden.Sets)", set, Sets))
+	if !slices.Contains(sets, set) {
+		panic(fmt.Sprintf("golden: no golden set %q (sets: %v; add a new one to golden.sets)", set, sets))
 	}
 	return filepath.Join(root(), set)
 }

@@ -8,7 +8,7 @@
 // shared by the others and are never rendered on their own.
 // Rendering is strict (missingkey=error) and deterministic: templates can
 // call text/template's builtins and only the functions of an allow-list
-// (FuncMap), each a pure function of its arguments. Nothing that reads the
+// (funcMap), each a pure function of its arguments. Nothing that reads the
 // environment, the host, the clock or a random source is reachable.
 package templates
 
@@ -28,11 +28,11 @@ import (
 //go:embed *.tmpl
 var files embed.FS
 
-// FuncMap returns the allow-list of functions templates are rendered with,
+// funcMap returns the allow-list of functions templates are rendered with,
 // beyond text/template's builtins. TestFuncMapIsWhatTemplatesUse keeps it
 // equal to the set the templates call; a function joins it only when a
 // template needs it, and only if its result depends on its arguments alone.
-func FuncMap() template.FuncMap {
+func funcMap() template.FuncMap {
 	return template.FuncMap{
 		"shq":       shell.Quote, // shq S: S quoted for a POSIX shell
 		"shjoin":    shell.Join,  // shjoin LIST: each item quoted, joined by spaces
@@ -69,7 +69,7 @@ var partials = sync.OnceValues(func() (*template.Template, error) {
 		return nil, &Error{Template: "_*.tmpl", Err: err}
 	}
 	sort.Strings(names)
-	return parseSet(template.New("").Funcs(FuncMap()).Option("missingkey=error"), names)
+	return parseSet(template.New("").Funcs(funcMap()).Option("missingkey=error"), names)
 })
 
 // sets holds, per template file, the set it renders from: the partials
@@ -114,12 +114,12 @@ func parseSet(root *template.Template, names []string) (*template.Template, erro
 // Render executes the named template file (for example "start_slurm.sh.tmpl")
 // with data and returns the result in memory. Writing it is the caller's job.
 func Render(name string, data any) ([]byte, error) {
-	return RenderBlock(name, name, data)
+	return renderBlock(name, name, data)
 }
 
-// RenderBlock executes one named {{define}} block. file names the template
+// renderBlock executes one named {{define}} block. file names the template
 // file the block belongs to, for error messages.
-func RenderBlock(file, block string, data any) ([]byte, error) {
+func renderBlock(file, block string, data any) ([]byte, error) {
 	if strings.HasPrefix(file, "_") && file == block {
 		return nil, &Error{Template: file, Err: fmt.Errorf("partials are not rendered on their own")}
 	}

@@ -85,7 +85,7 @@ func calledFunctions(t *testing.T) []string {
 // listed (it would not parse).
 func TestFuncMapIsWhatTemplatesUse(t *testing.T) {
 	called := calledFunctions(t)
-	offered := slices.Sorted(maps.Keys(FuncMap()))
+	offered := slices.Sorted(maps.Keys(funcMap()))
 	if !slices.Equal(called, offered) {
 		t.Fatalf("templates call %q; FuncMap offers %q", called, offered)
 	}
@@ -104,7 +104,7 @@ func TestEnvironmentFunctionsUnreachable(t *testing.T) {
 	}
 	names := []string{"env", "expandenv", "getHostByName", "now", "randAlpha", "uuidv4"}
 	for name := range sprig.TxtFuncMap() {
-		if _, ok := FuncMap()[name]; !ok && !builtins[name] {
+		if _, ok := funcMap()[name]; !ok && !builtins[name] {
 			names = append(names, name)
 		}
 	}
@@ -148,7 +148,7 @@ func TestPartialIsNotRenderedAlone(t *testing.T) {
 }
 
 func TestExportPartialQuotes(t *testing.T) {
-	out, err := RenderBlock("_helpers.tmpl", "export", map[string]string{"Name": "X", "Value": "a'b"})
+	out, err := renderBlock("_helpers.tmpl", "export", map[string]string{"Name": "X", "Value": "a'b"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,5 +165,5 @@ func loadAll() (*template.Template, error) {
 		return nil, err
 	}
 	sort.Strings(names)
-	return parseSet(template.New("").Funcs(FuncMap()).Option("missingkey=error"), names)
+	return parseSet(template.New("").Funcs(funcMap()).Option("missingkey=error"), names)
 }

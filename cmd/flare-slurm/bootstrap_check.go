@@ -137,7 +137,7 @@ func commandProblems(ces scheduler.CommandErrors) schema.Problems {
 }
 
 // runtimeFailure reports a runtime error with its own hint when it
-// carries one (manager.HintError), else with fallback.
+// carries one (manager.Hint), else with fallback.
 func runtimeFailure(code string, err error, fallback string) error {
 	hint := manager.Hint(err)
 	if hint == "" {

@@ -1,31 +1,16 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"slices"
-	"strings"
-	"syscall"
 
-	"github.com/google/renameio/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
-	"github.com/flare-slurm/flare-slurm/internal/problem"
 	"github.com/flare-slurm/flare-slurm/internal/visible"
+	"github.com/flare-slurm/flare-slurm/internal/yaml11"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
-
-// fmtFile is one entry of `fmt --json` output.
-type fmtFile struct {
-	Path    string           `json:"path"`
-	Kind    string           `json:"kind"`
-	Quoted  []schema.Quoting `json:"quoted"`
-	Left    []schema.Quoting `json:"left"`
-	Written bool             `json:"written"`
-}
 
 // newFmtCommand builds `flare-slurm fmt`.
 func newFmtCommand(a *app) *cobra.Command {
@@ -53,21 +38,22 @@ indentation stay byte for byte. Where you meant the number flare-slurm read (an 
 			if len(slices.DeleteFunc(slices.Clone(paths), func(p string) bool { return p != "-" })) > 1 {
 				return usageErrorf("'-' (standard input) can be given once")
 			}
-			var files []fmtFile
+			var files []yaml11.File
 			var probs schema.Problems
 			pending := 0
+			opts := yaml11.Options{Kind: kind, Fix: fix, Stdin: a.stdin, StdinName: stdinName}
 			for _, p := range paths {
-				f, out, ps := fmtOne(a, p, kind, fix)
-				probs = append(probs, ps...)
-				if ps != nil {
+				o := yaml11.Format(p, opts)
+				probs = append(probs, o.Problems...)
+				if o.Problems != nil {
 					continue
 				}
-				files = append(files, f)
+				files = append(files, o.File)
 				if !fix {
-					pending += len(f.Quoted)
+					pending += len(o.File.Quoted)
 				}
-				if out != nil {
-					if _, err := a.stdout.Write(out); err != nil {
+				if o.Fixed != nil {
+					if _, err := a.stdout.Write(o.Fixed); err != nil {
 						return err
 					}
 				}
@@ -96,98 +82,8 @@ indentation stay byte for byte. Where you meant the number flare-slurm read (an 
 	return cmd
 }
 
-// fmtOne formats one PATH: its entry, the fixed text to print (standard
-// input with --fix), or the problems that stop it.
-func fmtOne(a *app, p, kind string, fix bool) (fmtFile, []byte, schema.Problems) {
-	name := p
-	var data []byte
-	var probs schema.Problems
-	var st fs.FileInfo
-	if p == "-" {
-		name = stdinName
-		if data, probs = schema.ReadStdin(name, a.stdin); probs != nil {
-			return fmtFile{}, nil, probs
-		}
-	} else {
-		// Read once, bounded, without waiting on a pipe, and --fix never
-		// through a symlink (it writes the file back); the kind is found in
-		// what was read, not by reading the path again.
-		if data, st, probs = schema.ReadInput(p, fix); probs != nil {
-			if fix && probs[0].Message == "is a symlink, not a regular file" {
-				probs[0].Message = "is a symlink: fmt --fix does not write through one"
-			}
-			return fmtFile{}, nil, probs
-		}
-	}
-	k := kind
-	if k == "" {
-		var ps schema.Problems
-		if p == "-" {
-			k, ps = schema.DetectKindData(name, data)
-		} else {
-			k, ps = schema.DetectKindFile(p, data)
-		}
-		if ps != nil {
-			return fmtFile{}, nil, ps
-		}
-		if k == "" {
-			return fmtFile{}, nil, schema.Problems{{Kind: problem.Rule, File: name, Message: "cannot tell what kind of file this is",
-				Hint: "pass --kind slurm-config or --kind study-runtime"}}
-		}
-	}
-	if k != schema.KindSlurmConfig && k != schema.KindStudyRuntime {
-		return fmtFile{}, nil, schema.Problems{{Kind: problem.Rule, File: name, Message: "is a " + k + ": fmt formats slurm-config and study-runtime files"}}
-	}
-	fixed, done, left := schema.QuoteReadings(k, data)
-	f := fmtFile{Path: name, Kind: k, Quoted: done, Left: left}
-	if f.Quoted == nil {
-		f.Quoted = []schema.Quoting{}
-	}
-	if f.Left == nil {
-		f.Left = []schema.Quoting{}
-	}
-	if !fix {
-		return f, nil, nil
-	}
-	if p == "-" {
-		return f, fixed, nil
-	}
-	if len(done) > 0 {
-		if err := replaceKeepingOwner(p, fixed, st); err != nil {
-			return fmtFile{}, nil, schema.Problems{{Kind: problem.Read, File: p, Message: "cannot write file: " + errText(err)}}
-		}
-		f.Written = true
-	}
-	return f, nil, nil
-}
-
-// replaceKeepingOwner replaces the file p, whose fstat was st, with data,
-// atomically (a new file renamed over it: a symlink put at p meanwhile is
-// replaced, never written through), with st's mode and, when this process
-// may set it (root), st's owner: fmt --fix run as root must not hand a
-// study admin's file to root.
-func replaceKeepingOwner(p string, data []byte, st fs.FileInfo) error {
-	t, err := renameio.TempFile("", p)
-	if err != nil {
-		return err
-	}
-	defer t.Cleanup()
-	if _, err := t.Write(data); err != nil {
-		return err
-	}
-	if err := t.Chmod(st.Mode().Perm()); err != nil {
-		return err
-	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
-		if err := t.Chown(int(sys.Uid), int(sys.Gid)); err != nil {
-			return err
-		}
-	}
-	return t.CloseAtomicallyReplace()
-}
-
 // printFmt reports what fmt found or did, one line per value.
-func (a *app) printFmt(files []fmtFile, fix bool) {
+func (a *app) printFmt(files []yaml11.File, fix bool) {
 	for _, f := range files {
 		verb := "would quote"
 		if fix {
@@ -206,13 +102,4 @@ func (a *app) printFmt(files []fmtFile, fix bool) {
 			fmt.Fprintf(a.stderr, "%s: %s quoted\n", visible.Quote(f.Path), plural(len(f.Quoted), "value"))
 		}
 	}
-}
-
-// errText is an OS error without the path it repeats.
-func errText(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return strings.TrimSpace(err.Error())
 }

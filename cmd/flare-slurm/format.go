@@ -55,7 +55,7 @@ func problemRule(p problem.Problem) string {
 		return ruleRead
 	case p.Kind == problem.Syntax:
 		return ruleSyntax
-	case p.Path != "" && (p.Kind == problem.Schema || p.Kind == problem.Rule):
+	case p.InSchema():
 		return ruleSchema
 	}
 	return ruleCheck

@@ -66,9 +66,9 @@ func TestProblemRuleOfRealProblems(t *testing.T) {
 	}
 }
 
-// TestProblemRuleByKindNotMessage: the class of a problem and the hint of a
-// failed validate come from its Kind; a message that reads like another
-// kind's changes nothing.
+// TestProblemRuleByKindNotMessage: the class of a problem comes from its
+// Kind; a message that reads like another kind's changes nothing (the hint
+// of a failed validate: internal/validate's TestHintByKindNotMessage).
 func TestProblemRuleByKindNotMessage(t *testing.T) {
 	for _, tc := range []struct {
 		p    problem.Problem
@@ -87,18 +87,5 @@ func TestProblemRuleByKindNotMessage(t *testing.T) {
 		if got := problemRule(tc.p); got != tc.rule {
 			t.Errorf("%v (kind %q): rule %q, want %q", tc.p, tc.p.Kind, got, tc.rule)
 		}
-	}
-	hint := func(ps ...problem.Problem) string { return validateHint(ps, nil) }
-	if got := hint(problem.Problem{Kind: problem.Rule, File: "f", Message: "cannot read file: x"}); got != "" {
-		t.Errorf("a rule problem that reads like a read failure got the read hint %q", got)
-	}
-	if got := hint(problem.Problem{Kind: problem.Read, File: "f", Message: "x"}); got != "check that the path exists and is readable" {
-		t.Errorf("read hint: %q", got)
-	}
-	if got := hint(problem.Problem{Kind: problem.Schema, File: "f", Message: "not valid YAML: x"}); got != "" {
-		t.Errorf("a schema problem that reads like a syntax error got the syntax hint %q", got)
-	}
-	if got := hint(problem.Problem{Kind: problem.Syntax, File: "f", Message: "x"}); got != "fix the syntax at the position shown" {
-		t.Errorf("syntax hint: %q", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/google/renameio/v2"
 	"github.com/spf13/cobra"
@@ -85,4 +86,13 @@ func writeInitFile(path string, text []byte, force bool) error {
 		return failure(errcode.WriteFailed, fmt.Sprintf("cannot create %s: %s", path, errText(err)), "give another --output", nil)
 	}
 	return nil
+}
+
+// errText is an OS error without the path it repeats.
+func errText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return strings.TrimSpace(err.Error())
 }

@@ -7,18 +7,15 @@ import (
 	"errors"
 	"io"
 	"os"
-	"runtime"
 
 	"github.com/spf13/cobra"
 
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
+	"github.com/flare-slurm/flare-slurm/internal/procmem"
 )
 
 func main() {
-	// No heap profile is ever written from the CLI, and every sampled
-	// allocation would keep a profiling bucket resident for the life of the
-	// process (a wait lives as long as its job).
-	runtime.MemProfileRate = 0
+	procmem.NoProfiling()
 	os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

@@ -117,7 +117,7 @@ func (a *app) writeJSON(v any) error {
 // one SARIF log of the problems (and the text goes to stderr as usual).
 func (a *app) reportError(cmd *cobra.Command, e *cliError) {
 	// At most problem.MaxPerFile problems per file, each text at most
-	// problem.MaxText bytes: a hostile request made a 42 MB envelope.
+	// 4096 bytes: a hostile request made a 42 MB envelope.
 	e.Problems, e.Warnings, e.Skipped = problem.Cap(e.Problems), problem.Cap(e.Warnings), problem.Cap(e.Skipped)
 	e.Message, e.Hint = problem.ShortenText(e.Message), problem.ShortenText(e.Hint)
 	switch outputFormat(cmd) {

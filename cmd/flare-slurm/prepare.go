@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -20,6 +19,7 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/cireport"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/problem"
+	"github.com/flare-slurm/flare-slurm/internal/procmem"
 	"github.com/flare-slurm/flare-slurm/internal/visible"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
@@ -125,12 +125,7 @@ for --check --against on another host). Without it the workspace is the one
 			if err := checkWarningCodes(opts.IgnoreWarnings); err != nil {
 				return err
 			}
-			// prepare is short-lived and allocates little (about 2 MiB for a
-			// small kit): collecting garbage only costs time and the
-			// memory of the collector's threads. The limit brings the
-			// collector back should a huge kit need it.
-			debug.SetGCPercent(-1)
-			debug.SetMemoryLimit(256 << 20)
+			procmem.ShortLived()
 			if check {
 				return a.prepareCheck(opts, against, outFormat, junit)
 			}

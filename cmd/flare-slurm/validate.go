@@ -2,19 +2,16 @@ package main
 
 import (
 	"fmt"
-	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/flare-slurm/flare-slurm/internal/cireport"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
+	"github.com/flare-slurm/flare-slurm/internal/validate"
 	"github.com/flare-slurm/flare-slurm/schema"
-
-	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
 // validatedFile is one entry of `validate --json` output.
@@ -103,179 +100,14 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 			if len(slices.DeleteFunc(slices.Clone(paths), func(p string) bool { return p != "-" })) > 1 {
 				return usageErrorf("'-' (standard input) can be given once")
 			}
-			// One kit among the PATHs pairs with the Slurm configs beside
-			// it: each is checked as 'prepare KIT --config PATH' reads it.
-			pairKit, kitPaths := kitDir, givenKits(paths, kind)
-			if pairKit == "" && len(kitPaths) == 1 {
-				pairKit = kitPaths[0]
-			}
-			var unpaired []string // configs checked alone: several kits given
-			var files []validatedFile
-			var all, warnings, skipped schema.Problems
-			var cases []cireport.Case
-			bad := map[string]bool{}
-			schemas := map[string]bool{} // schemas that describe a key or value with a problem
-			opts := schema.ValidateOptions{Site: site, Offline: offline, ExcludeSecrets: excludeSecrets}
-			for _, p := range paths {
-				// A path of "-" is standard input, named <stdin>.
-				var data []byte
-				name := p
-				if p == "-" {
-					name = stdinName
-					var probs schema.Problems
-					if data, probs = schema.ReadStdin(name, a.stdin); probs != nil {
-						all = append(all, probs...)
-						bad[name] = true
-						cases = append(cases, cireport.Case{Name: name, ClassName: "validate", Failure: plural(len(probs), "problem"), Detail: problemsText(probs)})
-						continue
-					}
-				}
-				k := kind
-				if k == "" {
-					var detected string
-					var probs schema.Problems
-					if data != nil {
-						detected, probs = schema.DetectKindData(name, data)
-					} else {
-						detected, probs = schema.DetectKind(p)
-					}
-					if probs == nil && detected == "" {
-						probs = schema.Problems{{Kind: problem.Rule, File: name, Message: "cannot tell what kind of file this is",
-							Hint: "pass --kind: one of " + strings.Join(schema.Kinds(), ", ")}}
-					}
-					if probs == nil && kitDir != "" && detected != schema.KindSlurmConfig {
-						probs = schema.Problems{{Kind: problem.Rule, File: name, Message: "is a " + detected + ", not a Slurm config: --kit checks Slurm configs against the kit",
-							Hint: "validate it without --kit"}}
-					}
-					if probs != nil {
-						all = append(all, probs...)
-						bad[name] = true
-						cases = append(cases, cireport.Case{Name: name, ClassName: "validate", Failure: plural(len(probs), "problem"), Detail: problemsText(probs)})
-						if kitDir != "" {
-							// The config cannot be checked against the kit,
-							// but the kit's own problems are still shown.
-							kp, ksk := schema.ValidatePairKit(kitDir, opts)
-							for _, pr := range kp {
-								bad[pr.File] = true
-							}
-							all, skipped = append(all, kp...), append(skipped, ksk...)
-						}
-						continue
-					}
-					k = detected
-				}
-				start := time.Now()
-				var probs, sk, ws schema.Problems
-				switch {
-				case kitDir != "":
-					probs, sk = schema.ValidatePair(kitDir, name, data, opts)
-					if data != nil {
-						ws = schema.ReadingWarningsData(k, name, data)
-					} else {
-						ws = schema.ReadingWarnings(k, p)
-					}
-					ws = append(ws, schema.ReadingWarnings(schema.KindStudyRuntime, filepath.Join(kitDir, "local", schema.StudyRuntimeFile))...)
-				case k == schema.KindSlurmConfig && pairKit != "":
-					probs, sk = schema.ValidateConfigForKit(pairKit, name, data, opts)
-					if data != nil {
-						ws = schema.ReadingWarningsData(k, name, data)
-					} else {
-						ws = schema.ReadingWarnings(k, p)
-					}
-				case data != nil:
-					if k == schema.KindSlurmConfig && len(kitPaths) > 1 {
-						unpaired = append(unpaired, name)
-					}
-					probs, sk = schema.ValidateData(k, name, data, opts)
-					ws = schema.ReadingWarningsData(k, name, data)
-				default:
-					if k == schema.KindSlurmConfig && len(kitPaths) > 1 {
-						unpaired = append(unpaired, name)
-					}
-					probs, sk = schema.ValidateWith(k, p, opts)
-					ws = schema.ReadingWarnings(k, p)
-					if k == schema.KindKit {
-						warnings = append(warnings, schema.KitNotes(p)...)
-					}
-				}
-				skipped = append(skipped, sk...)
-				if strict {
-					probs = append(probs, ws...)
-				} else {
-					warnings = append(warnings, ws...)
-				}
-				c := cireport.Case{Name: name, ClassName: "validate." + k, Seconds: time.Since(start).Seconds()}
-				if probs != nil {
-					c.Failure, c.Detail = plural(len(probs), "problem"), problemsText(probs)
-				}
-				cases = append(cases, c)
-				for _, pr := range probs {
-					bad[pr.File] = true
-					if name := schema.SchemaOf(k, pr.File); name != "" && problemRule(pr) == ruleSchema {
-						schemas[name] = true
-					}
-				}
-				all = append(all, probs...)
-				files = append(files, validatedFile{Path: name, Kind: k, Valid: probs == nil})
-			}
-			for _, u := range unpaired {
-				warnings = append(warnings, schema.Problem{Kind: problem.Rule, File: u, Code: schema.WarnUnpairedConfig,
-					Message: fmt.Sprintf("is checked alone: %d kits were given, so it is not checked against one", len(kitPaths)),
-					Hint:    "run 'flare-slurm validate --kit KIT " + u + "' to check it as 'prepare KIT --config " + u + "' reads it"})
-			}
+			res := validate.Run(paths, validate.Options{Kind: kind, Kit: kitDir, Site: site, Strict: strict,
+				Offline: offline, ExcludeSecrets: excludeSecrets, IgnoreWarnings: ignoreWarnings, Stdin: a.stdin})
 			if junit != "" {
-				if err := writeJUnit(junit, "flare-slurm validate", cases); err != nil {
+				if err := writeJUnit(junit, "flare-slurm validate", validateCases(res)); err != nil {
 					return err
 				}
 			}
-			warnings = schema.WithoutCodes(warnings, ignoreWarnings)
-			warnings.Sort()
-			skipped.Sort()
-			warnings, skipped = problem.Cap(warnings), problem.Cap(skipped)
-			if len(all) > 0 {
-				// every file is reported: the valid ones too
-				if outFormat != "json" && outFormat != "sarif" {
-					for _, f := range files {
-						if f.Valid {
-							fmt.Fprintf(a.stdout, "%s: ok (%s)\n", f.Path, f.Kind)
-						}
-					}
-				}
-				all.Sort()
-				// --kit with several configs meets the kit's own problems
-				// once per config: each is reported once
-				all = slices.Compact(all)
-				err := failure(errcode.InvalidInput,
-					fmt.Sprintf("%s in %s", plural(len(all), "problem"), plural(len(bad), "file")),
-					validateHint(all, schemas), all)
-				err.(*cliError).Warnings = warnings
-				err.(*cliError).Skipped = skipped
-				return err
-			}
-			if warnings == nil {
-				warnings = schema.Problems{}
-			}
-			switch outFormat {
-			case "json":
-				data := map[string]any{"files": files, "warnings": warnings}
-				if offline || excludeSecrets {
-					if skipped == nil {
-						skipped = schema.Problems{}
-					}
-					data["skipped"] = skipped
-				}
-				return a.printOK(data)
-			case "sarif":
-				return a.writeSARIF(nil, warnings)
-			}
-			a.printWarnings(outFormat, warnings)
-			for _, s := range skipped {
-				fmt.Fprintf(a.stderr, "flare-slurm: skipped: %s\n", s.String())
-			}
-			for _, f := range files {
-				fmt.Fprintf(a.stdout, "%s: ok (%s)\n", f.Path, f.Kind)
-			}
-			return nil
+			return a.writeValidate(outFormat, res, offline || excludeSecrets)
 		},
 	}
 	cmd.Flags().StringVar(&kind, "kind", "", "kind of every PATH: "+strings.Join(schema.Kinds(), ", ")+" (default: detected)")
@@ -290,23 +122,8 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 	return cmd
 }
 
-// givenKits are the PATHs that are startup kits (directories), unless
-// --kind names another kind.
-func givenKits(paths []string, kind string) []string {
-	if kind != "" && kind != schema.KindKit {
-		return nil
-	}
-	var kits []string
-	for _, p := range paths {
-		if p != "-" && schema.IsKitPath(p) {
-			kits = append(kits, p)
-		}
-	}
-	return kits
-}
-
 // stdinName names standard input (a PATH of "-") in problems and results.
-const stdinName = "<stdin>"
+const stdinName = validate.StdinName
 
 // plural renders "1 problem" or "3 problems".
 func plural(n int, word string) string {
@@ -316,31 +133,71 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
-// isKind says whether a problem is of kind k.
-func isKind(k problem.Kind) func(problem.Problem) bool {
-	return func(p problem.Problem) bool { return p.Kind == k }
+// validateCases are the JUnit test cases of a validate: one per PATH.
+func validateCases(res *validate.Result) []cireport.Case {
+	cases := make([]cireport.Case, len(res.Paths))
+	for i, p := range res.Paths {
+		c := cireport.Case{Name: p.Name, ClassName: "validate"}
+		if p.Checked() {
+			c.ClassName, c.Seconds = "validate."+p.Kind, p.Seconds
+		}
+		if p.Problems != nil {
+			c.Failure, c.Detail = plural(len(p.Problems), "problem"), problemsText(p.Problems)
+		}
+		cases[i] = c
+	}
+	return cases
 }
 
-// validateHint is the hint of a failed validate: the schema command when a
-// problem is about a key or value a schema describes, else a hint that fits
-// the problems (each problem line carries its own hint too), or none.
-func validateHint(all schema.Problems, schemas map[string]bool) string {
-	if len(schemas) > 0 {
-		names := slices.Sorted(maps.Keys(schemas))
-		cmds := make([]string, len(names))
-		for i, n := range names {
-			cmds[i] = "'flare-slurm schema " + n + "'"
+// writeValidate writes a validate's result in format; a result with
+// problems is the error returned. listSkipped puts the skipped checks in
+// the JSON output (--offline, --exclude-secrets).
+func (a *app) writeValidate(format string, res *validate.Result, listSkipped bool) error {
+	var files []validatedFile
+	for _, p := range res.Paths {
+		if p.Checked() {
+			files = append(files, validatedFile{Path: p.Name, Kind: p.Kind, Valid: p.Problems == nil})
 		}
-		if len(cmds) == 1 {
-			return "run " + cmds[0] + " to see every key such a file may hold"
+	}
+	if len(res.Problems) > 0 {
+		// every file is reported: the valid ones too
+		if format != "json" && format != "sarif" {
+			for _, f := range files {
+				if f.Valid {
+					fmt.Fprintf(a.stdout, "%s: ok (%s)\n", f.Path, f.Kind)
+				}
+			}
 		}
-		return "run " + strings.Join(cmds, " or ") + " to see every key these files may hold"
+		err := failure(errcode.InvalidInput,
+			fmt.Sprintf("%s in %s", plural(len(res.Problems), "problem"), plural(res.BadFiles, "file")),
+			res.Hint, res.Problems)
+		err.(*cliError).Warnings = res.Warnings
+		err.(*cliError).Skipped = res.Skipped
+		return err
 	}
-	switch {
-	case slices.ContainsFunc(all, isKind(problem.Read)):
-		return "check that the path exists and is readable"
-	case slices.ContainsFunc(all, isKind(problem.Syntax)):
-		return "fix the syntax at the position shown"
+	warnings, skipped := res.Warnings, res.Skipped
+	if warnings == nil {
+		warnings = schema.Problems{}
 	}
-	return ""
+	switch format {
+	case "json":
+		data := map[string]any{"files": files, "warnings": warnings}
+		if listSkipped {
+			if skipped == nil {
+				skipped = schema.Problems{}
+			}
+			data["skipped"] = skipped
+		}
+		return a.printOK(data)
+	case "sarif":
+		return a.writeSARIF(nil, warnings)
+	}
+	a.printWarnings(format, warnings)
+	for _, s := range skipped {
+		fmt.Fprintf(a.stderr, "flare-slurm: skipped: %s\n", s.String())
+	}
+	for _, f := range files {
+		fmt.Fprintf(a.stdout, "%s: ok (%s)\n", f.Path, f.Kind)
+	}
+	return nil
 }

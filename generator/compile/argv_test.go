@@ -30,7 +30,7 @@ func TestSbatchArgvContract(t *testing.T) {
 		"--partition=p1", "--account=a1", "--qos=q1", "--time=01:00:00", "--constraint=c1", "--reservation=r1",
 		"--job-name=" + v.JobName, "--comment=nvfl:" + f.JobID + "@" + workspace.WorkspaceID(f.Root), "--output=" + filepath.Join(v.RunDir, "slurm-%j.out"),
 		filepath.Join(v.JobDir, "batch.sh")}
-	if got := p.SbatchArgv(); !slices.Equal(got, want) {
+	if got := p.sbatchArgv(); !slices.Equal(got, want) {
 		t.Errorf("sbatch argv:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	if !strings.HasPrefix(v.JobName, "nvfl-site-1-") || v.RunDir != filepath.Join(f.Root, f.JobID) {
@@ -52,7 +52,7 @@ func TestSbatchArgvAlwaysIsolates(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %s: %v", sandbox, role, err)
 			}
-			argv := p.SbatchArgv()
+			argv := p.sbatchArgv()
 			if len(argv) < 4 || argv[0] != "sbatch" || argv[1] != "--parsable" || argv[2] != "--no-requeue" || argv[3] != "--export=NIL" {
 				t.Errorf("%s %s: argv starts %q", sandbox, role, argv[:min(4, len(argv))])
 			}
@@ -117,7 +117,7 @@ func TestSbatchOutputEscapesPercent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	argv := p.SbatchArgv()
+	argv := p.sbatchArgv()
 	run := filepath.Join(f.Root, f.JobID)
 	if want := "--output=" + strings.ReplaceAll(run, "%", "%%") + "/slurm-%j.out"; !slices.Contains(argv, want) {
 		t.Errorf("argv %q lacks %q", argv, want)

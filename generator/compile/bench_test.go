@@ -34,7 +34,7 @@ func BenchmarkCompileJob(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				p, err := Resolve(ws, req, env)
+				p, err := resolvePlaced(ws, req, env)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -80,7 +80,7 @@ func BenchmarkResolveAndRender(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				p, err := Resolve(ws, req, env)
+				p, err := resolvePlaced(ws, req, env)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -25,8 +25,8 @@ func TestJobNameKeepsFirst32Characters(t *testing.T) {
 		f.Request = f.defaultRequest()
 		p, a := f.MustCompile()
 		want := "nvfl-" + tc.kept + "-" + workspace.JobKey(f.JobID)[:8]
-		if p.JobName() != want || !utf8.ValidString(p.JobName()) {
-			t.Errorf("site %q: job name %q, want %q", tc.site, p.JobName(), want)
+		if p.view.JobName != want || !utf8.ValidString(p.view.JobName) {
+			t.Errorf("site %q: job name %q, want %q", tc.site, p.view.JobName, want)
 		}
 		found := false
 		for _, arg := range a.Argv {

@@ -41,8 +41,8 @@ type Artifacts struct {
 	SchedulerEnv []string
 }
 
-// SystemPath is the PATH the apptainer backend resets to before setup.
-const SystemPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+// systemPath is the PATH the apptainer backend resets to before setup.
+const systemPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // apptainerExecOptions are the options of every `apptainer exec` the
 // scripts run, one option (with its value) per entry, before the binds:
@@ -100,8 +100,8 @@ var nodeGroupBootstrap = []EnvVar{{"CLIENT_API_TYPE", "CELL_API"}, {"NVFLARE_CLI
 
 type secretLine struct{ Name, Value string }
 
-// Redacted replaces every secret value in a rendered secret.env for review.
-const Redacted = "<redacted>"
+// redacted replaces every secret value in a rendered secret.env for review.
+const redacted = "<redacted>"
 
 // Compile renders the artifacts of the plan. Secret values are read here,
 // from env (study secret_env sources) and from the request's credentials,
@@ -120,14 +120,14 @@ func (p *Plan) Compile(env Environ) (*Artifacts, error) {
 // unset sources are redacted like the rest.
 func (p *Plan) CompileRedacted(env Environ) (*Artifacts, error) {
 	if p.review {
-		env = func(string) (string, bool) { return Redacted, true }
+		env = func(string) (string, bool) { return redacted, true }
 	}
 	secrets, err := p.secretValues(env)
 	if err != nil {
 		return nil, err
 	}
 	for i := range secrets {
-		secrets[i].Value = Redacted
+		secrets[i].Value = redacted
 	}
 	return p.compile(secrets)
 }
@@ -168,7 +168,7 @@ func (p *Plan) compile(secrets []secretLine) (*Artifacts, error) {
 		Tools:      v.Tools,
 		RunDir:     v.RunDir,
 		SecretPath: filepath.Join(v.JobDir, secretFile),
-		SystemPath: SystemPath,
+		SystemPath: systemPath,
 		GPUEnv:     gpuEnv,
 	}
 	if v.Image != nil {
@@ -233,7 +233,7 @@ func (p *Plan) compile(secrets []secretLine) (*Artifacts, error) {
 		SecretEnv:    secretEnv,
 		NodeScript:   nodeScript,
 		SandboxRoot:  v.Sandbox != schema.SandboxNone,
-		Argv:         p.SbatchArgv(),
+		Argv:         p.sbatchArgv(),
 		SchedulerEnv: p.SchedulerEnv(os.Environ()),
 	}, nil
 }
@@ -253,8 +253,8 @@ func (p *Plan) secretNamesAll() []string {
 	return slices.Compact(names)
 }
 
-// SbatchArgv is the sbatch command of contract §8, argv[0] "sbatch".
-func (p *Plan) SbatchArgv() []string {
+// sbatchArgv is the sbatch command of contract §8, argv[0] "sbatch".
+func (p *Plan) sbatchArgv() []string {
 	v := p.view
 	res := v.Resources
 	n := strconv.Itoa(res.Nodes)
@@ -279,14 +279,14 @@ func (p *Plan) SbatchArgv() []string {
 		"--output="+schema.SlurmFilename(v.RunDir)+"/"+workspace.SlurmOutputPattern, filepath.Join(v.JobDir, batchFile))
 }
 
-// ScrubSchedulerEnv returns base ("NAME=value" entries) without the
+// scrubSchedulerEnv returns base ("NAME=value" entries) without the
 // variables that would change what the Slurm commands do (contract §8),
 // keeping the order of the rest, and with LC_ALL=C appended.
-func ScrubSchedulerEnv(base []string) []string {
+func scrubSchedulerEnv(base []string) []string {
 	return slurmenv.Scrub(base)
 }
 
-// SchedulerEnv is ScrubSchedulerEnv that also drops every study secret_env
+// SchedulerEnv is scrubSchedulerEnv that also drops every study secret_env
 // name and source of the workspace (the job's and the other studies') and
 // the bootstrap credential names, so no secret value reaches the
 // scheduler's environment.

@@ -2,11 +2,13 @@ package compile
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // fixture is a prepared workspace built in a temp dir: the files a real
@@ -219,7 +221,19 @@ func (f *fixture) Resolve() (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Resolve(ws, req, f.environ())
+	return resolvePlaced(ws, req, f.environ())
+}
+
+// resolvePlaced checks one parsed launch request against the workspace and
+// returns the plan of effective values, or every problem, placed in the
+// request's text.
+func resolvePlaced(ws *workspace.Prepared, req *Request, env Environ) (*Plan, error) {
+	plan, err := resolve(ws, req, env, false)
+	var ps schema.Problems
+	if errors.As(err, &ps) {
+		return nil, req.source().place(ps)
+	}
+	return plan, err
 }
 
 // MustCompile resolves and compiles, failing the test on any error.

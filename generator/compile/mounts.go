@@ -239,7 +239,7 @@ func realPath(p string) string {
 	return realPathFrom("/", p, nil)
 }
 
-// pathCache remembers, for one Resolve, what each looked-up path is, so
+// pathCache remembers, for one resolve, what each looked-up path is, so
 // that mount sources sharing a prefix are not walked again.
 type pathCache map[string]pathEntry
 

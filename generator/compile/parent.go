@@ -102,11 +102,11 @@ func (r *resolver) parentURL(args map[string][]string, v *PlanView) string {
 	return ""
 }
 
-// SharedFileForm is the form of a shared-file listener URL, as NVFlare's
+// sharedFileForm is the form of a shared-file listener URL, as NVFlare's
 // file driver writes it (get_urls) and parses it (parse_file_url): the
 // authority is the placeholder "0", the path the absolute listener
 // directory, and tuning parameters may follow as a query.
-const SharedFileForm = "shared-file://0/<absolute listener dir>[?<tuning>]"
+const sharedFileForm = "shared-file://0/<absolute listener dir>[?<tuning>]"
 
 // sharedFileURL accepts a shared-file listener URL unchanged and returns the
 // listener's parent directory, which containers bind-mount read-write.
@@ -118,10 +118,10 @@ func (r *resolver) sharedFileURL(u *url.URL, raw string, v *PlanView) string {
 		r.reqProblem("job_args.parent_url", fmt.Sprintf("%q uses scheme %q", raw, u.Scheme), "the workspace's worker link is shared-file: allowed scheme shared-file")
 		return ""
 	case u.Host != "0" || u.User != nil || u.Opaque != "":
-		r.reqProblem("job_args.parent_url", fmt.Sprintf("%q: the authority must be the placeholder 0, as NVFlare's file driver requires", raw), "form: "+SharedFileForm)
+		r.reqProblem("job_args.parent_url", fmt.Sprintf("%q: the authority must be the placeholder 0, as NVFlare's file driver requires", raw), "form: "+sharedFileForm)
 		return ""
 	case listener == "" || !path.IsAbs(listener) || path.Clean(listener) != listener:
-		r.reqProblem("job_args.parent_url", fmt.Sprintf("%q does not name an absolute, normalised listener directory", raw), "form: "+SharedFileForm)
+		r.reqProblem("job_args.parent_url", fmt.Sprintf("%q does not name an absolute, normalised listener directory", raw), "form: "+sharedFileForm)
 		return ""
 	case listener != root && !strings.HasPrefix(listener, strings.TrimSuffix(root, "/")+"/"):
 		r.reqProblem("job_args.parent_url", fmt.Sprintf("listener %s is outside the shared-file root_dir %s", listener, root), "")

@@ -10,7 +10,7 @@ import (
 )
 
 // Plan is the resolved launch plan of one job: every effective value the
-// artifacts are rendered from. It is immutable: Resolve builds it, nothing
+// artifacts are rendered from. It is immutable: resolve builds it, nothing
 // changes it afterwards, and its accessors return copies. It holds no
 // secret value except the bootstrap credentials of the request, which only
 // Compile reads (into secret.env) and which View and plan.json never show.
@@ -153,9 +153,9 @@ func cloneInt(p *int) *int {
 	return &v
 }
 
-// JSON renders plan.json: the view, 2-space indented, keys in a fixed
+// planJSON renders plan.json: the view, 2-space indented, keys in a fixed
 // order, a trailing newline, no HTML escaping.
-func (p *Plan) JSON() ([]byte, error) {
+func (p *Plan) planJSON() ([]byte, error) {
 	return marshalJSON(p.view)
 }
 
@@ -184,6 +184,5 @@ func (p *Plan) Notes() []string {
 	return append(notes, p.reviewNotes...)
 }
 
-func (p *Plan) JobName() string         { return p.view.JobName }
 func (p *Plan) Sandbox() string         { return p.view.Sandbox }
 func (p *Plan) PendingTimeout() float64 { return p.view.Resources.PendingTimeout }

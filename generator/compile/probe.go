@@ -6,15 +6,15 @@ import (
 	"strings"
 )
 
-// ProbeDirectiveKeys are the sbatch directives a probe job may add to its
+// probeDirectiveKeys are the sbatch directives a probe job may add to its
 // plan (WithProbeWorker): begin holds a job in the queue so that it stays
 // pending (flare-slurm check's pending probes).
-var ProbeDirectiveKeys = []string{"begin"}
+var probeDirectiveKeys = []string{"begin"}
 
 // WithProbeWorker returns a copy of the plan for one probe of flare-slurm
 // check: the worker is the probe program script, run as
 // "python_path -u script <worker args>" in place of "-m <module>", and
-// extra directives (only ProbeDirectiveKeys) follow the job's own. Every
+// extra directives (only probeDirectiveKeys) follow the job's own. Every
 // other value — backend, setup, environment, secrets, mounts, resources
 // and directives — stays the job's, so the probe runs where and how the
 // NVFlare worker would.
@@ -27,8 +27,8 @@ func (p *Plan) WithProbeWorker(script string, extra ...Directive) (*Plan, error)
 		return nil, fmt.Errorf("compile: probe program %q is not an absolute path", script)
 	}
 	for _, d := range extra {
-		if !slices.Contains(ProbeDirectiveKeys, d.Key) {
-			return nil, fmt.Errorf("compile: probe directive %q is not one of %s", d.Key, strings.Join(ProbeDirectiveKeys, ", "))
+		if !slices.Contains(probeDirectiveKeys, d.Key) {
+			return nil, fmt.Errorf("compile: probe directive %q is not one of %s", d.Key, strings.Join(probeDirectiveKeys, ", "))
 		}
 		if d.Value == "" || strings.ContainsAny(d.Value, " \t\r\n\x00") {
 			return nil, fmt.Errorf("compile: probe directive %s=%q must be one word", d.Key, d.Value)

@@ -93,10 +93,3 @@ func (s *requestSource) place(ps schema.Problems) schema.Problems {
 	}
 	return ps
 }
-
-func joinPath(parent, name string) string {
-	if parent == "" {
-		return name
-	}
-	return parent + "." + name
-}

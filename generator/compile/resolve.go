@@ -52,14 +52,14 @@ const (
 // a process that sees it runs inside a Slurm job and must not submit more.
 const ChildProcessEnv = "NVFLARE_SLURM_CHILD_PROCESS"
 
-// ServerParentIdentity is the identity NVFlare's server parent runs under
+// serverParentIdentity is the identity NVFlare's server parent runs under
 // (SiteType.SERVER), whatever the server's name: the site its launcher
 // names a server job after (job name nvfl-server-…, launcher_spec and
 // resource_spec key "server"). A server workspace accepts it as the
 // request's site besides the server's own name.
-const ServerParentIdentity = "server"
+const serverParentIdentity = "server"
 
-// resolver collects every problem of one Resolve call.
+// resolver collects every problem of one resolve call.
 type resolver struct {
 	ws     *workspace.Prepared
 	req    *Request
@@ -69,9 +69,9 @@ type resolver struct {
 	stFile string
 	stRT   *schema.StudyRuntime // the loaded study runtime file, for positions
 	// wsReal says the run dir check found the workspace root to be its
-	// own real path (no symlink in it) during this Resolve.
+	// own real path (no symlink in it) during this resolve.
 	wsReal bool
-	paths  pathCache // what each path looked up for mounts is, during this Resolve
+	paths  pathCache // what each path looked up for mounts is, during this resolve
 	// review is a dry run (render): a missing run directory and unset
 	// secret sources are noted as not checked instead of refused.
 	review bool
@@ -100,18 +100,6 @@ func (r *resolver) studyProblem(path, msg, hint string) {
 	r.ps = append(r.ps, r.stRT.At(schema.Problem{Kind: problem.Rule, File: r.stFile, Path: "studies." + r.study.Name + "." + path, Message: msg, Hint: hint}))
 }
 
-// Resolve checks one launch request against the workspace and the rules of
-// contract §5–§8 and §12 and returns the plan of effective values. All
-// problems found come back at once as schema.Problems; nothing is written.
-func Resolve(ws *workspace.Prepared, req *Request, env Environ) (*Plan, error) {
-	plan, err := resolve(ws, req, env, false)
-	var ps schema.Problems
-	if errors.As(err, &ps) {
-		return nil, req.source().place(ps)
-	}
-	return plan, err
-}
-
 func resolve(ws *workspace.Prepared, req *Request, env Environ, review bool) (*Plan, error) {
 	if ws == nil || req == nil {
 		return nil, errors.New("compile: Resolve needs a workspace and a request")
@@ -137,12 +125,12 @@ func resolve(ws *workspace.Prepared, req *Request, env Environ, review bool) (*P
 	if req.Role != ws.Role {
 		r.reqProblem("role", fmt.Sprintf("is %q but the workspace is a %s workspace", req.Role, ws.Role), "")
 	}
-	if ws.Site != "" && req.Site != ws.Site && !(ws.Role == "server" && req.Site == ServerParentIdentity) {
+	if ws.Site != "" && req.Site != ws.Site && !(ws.Role == "server" && req.Site == serverParentIdentity) {
 		r.reqProblem("site", fmt.Sprintf("is %q but the workspace belongs to site %q", req.Site, ws.Site),
-			fmt.Sprintf("a client's site is its name; a server's is its name or %q, the identity NVFlare's server parent launches under", ServerParentIdentity))
+			fmt.Sprintf("a client's site is its name; a server's is its name or %q, the identity NVFlare's server parent launches under", serverParentIdentity))
 	}
 	v.RunDir = r.runDir()
-	v.AppDir = filepath.Join(v.RunDir, AppDirName(req.Role, req.Site))
+	v.AppDir = filepath.Join(v.RunDir, appDirName(req.Role, req.Site))
 	r.requestPaths(v.AppDir)
 
 	rt := r.loadStudyRuntime()
@@ -172,11 +160,11 @@ func resolve(ws *workspace.Prepared, req *Request, env Environ, review bool) (*P
 	return p, nil
 }
 
-// AppDirName is the name of a job's app folder in its run dir, as
+// appDirName is the name of a job's app folder in its run dir, as
 // NVFlare's Workspace.get_app_dir names it: a server's workspace is named
 // "server" whatever its identity, so a server job's app is app_server; a
 // client's is app_<site>.
-func AppDirName(role, site string) string {
+func appDirName(role, site string) string {
 	if role == "server" {
 		return "app_server"
 	}

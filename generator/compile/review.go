@@ -27,7 +27,7 @@ func (p *Plan) ReviewFiles(a *Artifacts) ([]ReviewFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, err := p.JSON()
+	plan, err := p.planJSON()
 	if err != nil {
 		return nil, err
 	}

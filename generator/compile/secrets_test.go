@@ -42,7 +42,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 					f.args()[arg] = []any{pair[0], secrets[arg]}
 				}
 				p, a := f.MustCompile()
-				plan, err := p.JSON()
+				plan, err := p.planJSON()
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -90,7 +90,7 @@ func TestScrubSchedulerEnv(t *testing.T) {
 	base := []string{"PATH=/usr/bin", "SBATCH_ACCOUNT=a", "SQUEUE_FORMAT=x", "SACCT_FORMAT=y", "SCANCEL_VERBOSE=1",
 		"SLURM_CLUSTERS=c", "SLURM_EXPORT_ENV=ALL", "SLURM_HINT=h", "SLURM_MEM_PER_CPU=1", "SLURM_MEM_PER_GPU=2",
 		"SLURM_MEM_PER_NODE=3", "SLURM_JOB_ID=9", "LC_ALL=de_DE", "HOME=/h"}
-	got := ScrubSchedulerEnv(base)
+	got := scrubSchedulerEnv(base)
 	// a parent inside an allocation: its SLURM_JOB_ID would be propagated into the job (issue 28 item 12)
 	want := []string{"PATH=/usr/bin", "HOME=/h", "LC_ALL=C"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {

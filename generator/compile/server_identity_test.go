@@ -12,7 +12,7 @@ import (
 // Another name is refused; a client workspace does not take "server".
 func TestServerParentIdentity(t *testing.T) {
 	f := newFixture(t, "none", "server")
-	f.Request["site"] = ServerParentIdentity
+	f.Request["site"] = serverParentIdentity
 	f.setMeta(map[string]any{"launcher_spec": map[string]any{"server": map[string]any{"slurm": map[string]any{"pending_timeout": 42}}}})
 	p, _ := f.MustCompile()
 	v := p.View()
@@ -27,7 +27,7 @@ func TestServerParentIdentity(t *testing.T) {
 	}
 
 	c := newFixture(t, "none", "client")
-	c.Request["site"] = ServerParentIdentity
+	c.Request["site"] = serverParentIdentity
 	c.Write()
 	if _, err := c.Resolve(); err == nil || !strings.Contains(err.Error(), `site: is "server" but the workspace belongs to site "site-1"`) {
 		t.Fatalf("client workspace: %v", err)

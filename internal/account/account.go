@@ -21,9 +21,9 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/trust"
 )
 
-// GetentTimeout bounds one run of getent (an NSS source that does not
+// getentTimeout bounds one run of getent (an NSS source that does not
 // answer must not hang the caller).
-const GetentTimeout = 5 * time.Second
+const getentTimeout = 5 * time.Second
 
 // maxGetentOutput bounds what is read from getent: one passwd line.
 const maxGetentOutput = 4 << 10
@@ -31,7 +31,7 @@ const maxGetentOutput = 4 << 10
 // Name returns the account name of uid, from os/user or, when that finds
 // none, from `getent passwd UID` with getent found on path (a PATH value).
 func Name(ctx context.Context, uid int, path string) (string, error) {
-	return lookup(ctx, uid, path, user.LookupId, GetentTimeout)
+	return lookup(ctx, uid, path, user.LookupId, getentTimeout)
 }
 
 // lookup is Name with the os/user lookup and the time limit given.

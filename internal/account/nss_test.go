@@ -91,7 +91,7 @@ func nssChild() error {
 		return errors.New("the account is in /etc/passwd: a pure-Go lookup would find it")
 	}
 	// The fallback alone, through the real getent and NSS.
-	name, err := getent(context.Background(), nssOnlyUID, "/usr/bin:/bin", GetentTimeout)
+	name, err := getent(context.Background(), nssOnlyUID, "/usr/bin:/bin", getentTimeout)
 	if err != nil || name != "nss.only@example.org" {
 		return fmt.Errorf("getent: %q, %v", name, err)
 	}

@@ -102,8 +102,8 @@ func escapeProperty(s string) string {
 	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
 }
 
-// SARIFSchemaURI is the schema the SARIF log names.
-const SARIFSchemaURI = "https://json.schemastore.org/sarif-2.1.0.json"
+// sarifSchemaURI is the schema the SARIF log names.
+const sarifSchemaURI = "https://json.schemastore.org/sarif-2.1.0.json"
 
 // SARIF writes one SARIF 2.1.0 log with one run of tool. Each finding is a
 // result of its level (error unless it is a warning) whose rule is its class (rules lists the classes;
@@ -156,7 +156,7 @@ func SARIF(w io.Writer, tool Tool, rules []Rule, fs []Finding) error {
 		results = append(results, r)
 	}
 	log := sarifLog{
-		Schema:  SARIFSchemaURI,
+		Schema:  sarifSchemaURI,
 		Version: "2.1.0",
 		Runs: []sarifRun{{
 			Tool:    sarifTool{Driver: sarifDriver{Name: tool.Name, Version: tool.Version, InformationURI: tool.InformationURI, Rules: sr}},

@@ -51,14 +51,14 @@ func commands(root *cobra.Command) []*cobra.Command {
 	return out
 }
 
-// MarkdownName is the file name of cmd's Markdown page (cobra's:
+// markdownName is the file name of cmd's Markdown page (cobra's:
 // "flare-slurm_validate.md"), which the pages' links use.
-func MarkdownName(cmd *cobra.Command) string {
+func markdownName(cmd *cobra.Command) string {
 	return strings.ReplaceAll(cmd.CommandPath(), " ", "_") + ".md"
 }
 
-// ManName is the file name of cmd's man page ("flare-slurm-validate.1").
-func ManName(cmd *cobra.Command) string {
+// manName is the file name of cmd's man page ("flare-slurm-validate.1").
+func manName(cmd *cobra.Command) string {
 	return strings.ReplaceAll(cmd.CommandPath(), " ", "-") + ".1"
 }
 
@@ -70,7 +70,7 @@ func Markdown(root *cobra.Command) ([]Page, error) {
 		if err := doc.GenMarkdownCustom(c, &b, func(s string) string { return s }); err != nil {
 			return nil, fmt.Errorf("render the Markdown page of %q: %w", c.CommandPath(), err)
 		}
-		pages = append(pages, Page{Name: MarkdownName(c), Data: b.Bytes()})
+		pages = append(pages, Page{Name: markdownName(c), Data: b.Bytes()})
 	}
 	return pages, nil
 }
@@ -95,7 +95,7 @@ func Man(root *cobra.Command, source string, date time.Time) ([]Page, error) {
 		if err != nil {
 			return nil, fmt.Errorf("render the man page of %q: %w", c.CommandPath(), err)
 		}
-		pages = append(pages, Page{Name: ManName(c), Data: b.Bytes()})
+		pages = append(pages, Page{Name: manName(c), Data: b.Bytes()})
 	}
 	return pages, nil
 }

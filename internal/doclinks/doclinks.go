@@ -27,9 +27,9 @@ var (
 	fenceRE   = regexp.MustCompile("^\\s*(```|~~~)")
 )
 
-// Links lists the relative links of the Markdown file at root/file,
+// linksIn lists the relative links of the Markdown file at root/file,
 // outside fenced code blocks and inline code.
-func Links(root, file string) ([]Link, error) {
+func linksIn(root, file string) ([]Link, error) {
 	data, err := os.ReadFile(filepath.Join(root, file))
 	if err != nil {
 		return nil, err
@@ -74,10 +74,10 @@ func stripInlineCode(line string) string {
 	return b.String()
 }
 
-// Anchors are the fragment names GitHub gives the headings of a Markdown
+// anchorsOf are the fragment names GitHub gives the headings of a Markdown
 // file: lower case, punctuation other than - and _ dropped, spaces as -,
 // a repeated one suffixed -1, -2, ...
-func Anchors(data string) map[string]bool {
+func anchorsOf(data string) map[string]bool {
 	out := map[string]bool{}
 	seen := map[string]int{}
 	inFence := false
@@ -93,7 +93,7 @@ func Anchors(data string) map[string]bool {
 		if m == nil {
 			continue
 		}
-		slug := Slug(m[2])
+		slug := slugOf(m[2])
 		if n := seen[slug]; n > 0 {
 			out[fmt.Sprintf("%s-%d", slug, n)] = true
 		} else {
@@ -104,8 +104,8 @@ func Anchors(data string) map[string]bool {
 	return out
 }
 
-// Slug is GitHub's anchor for a heading's text.
-func Slug(heading string) string {
+// slugOf is GitHub's anchor for a heading's text.
+func slugOf(heading string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(heading) {
 		switch {
@@ -118,8 +118,8 @@ func Slug(heading string) string {
 	return b.String()
 }
 
-// Check returns one line per dead link among links.
-func Check(root string, links []Link) []string {
+// check returns one line per dead link among links.
+func check(root string, links []Link) []string {
 	var dead []string
 	anchors := map[string]map[string]bool{}
 	for _, l := range links {
@@ -143,7 +143,7 @@ func Check(root string, links []Link) []string {
 				dead = append(dead, fmt.Sprintf("%s:%d: %s: %v", l.File, l.Line, l.Target, err))
 				continue
 			}
-			a = Anchors(string(data))
+			a = anchorsOf(string(data))
 			anchors[file] = a
 		}
 		if !a[frag] {

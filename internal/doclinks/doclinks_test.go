@@ -27,7 +27,7 @@ func TestMarkdownLinksResolve(t *testing.T) {
 	}
 	var all []Link
 	for _, f := range files {
-		ls, err := Links(repoRoot, f)
+		ls, err := linksIn(repoRoot, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +36,7 @@ func TestMarkdownLinksResolve(t *testing.T) {
 	if len(all) == 0 {
 		t.Fatal("no links found: the walk is broken")
 	}
-	for _, d := range Check(repoRoot, all) {
+	for _, d := range check(repoRoot, all) {
 		t.Error(d)
 	}
 }
@@ -62,11 +62,11 @@ func TestCheckFindsDeadLinks(t *testing.T) {
 		"`[in code](docs/nope.md)` [web](https://example.org/x.md)",
 		"[self](#missing)",
 	}, "\n"))
-	links, err := Links(dir, "README.md")
+	links, err := linksIn(dir, "README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead := Check(dir, links)
+	dead := check(dir, links)
 	want := []string{
 		"README.md:3: docs/b.md: docs/b.md does not exist",
 		"README.md:4: docs/a.md#not-a-heading: docs/a.md has no heading with anchor #not-a-heading",

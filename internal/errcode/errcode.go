@@ -1,7 +1,7 @@
 // Package errcode holds every error code of flare-slurm's JSON envelope
 // ({"status":"error","error":{"code":…}}): the one place a code is
 // defined. docs/conventions.md lists them all; TestDocumented checks that
-// list against All.
+// list against all.
 package errcode
 
 // Codes, grouped by the command that reports them.
@@ -41,8 +41,8 @@ const (
 	CheckFailed      = "check_failed"      // check: a probe failed (exit 4)
 )
 
-// All lists every code, in the order docs/conventions.md lists them.
-var All = []string{
+// all lists every code, in the order docs/conventions.md lists them.
+var all = []string{
 	Usage, Internal, InvalidInput,
 	InvalidKit, InvalidOutput, JobsPresent, NotAWorkspace, LocalRefused, PrepareFailed, Interrupted, Drift, NeedsFormat, NoSuchKey,
 	JUnitFailed, DocsFailed, WriteFailed, InvalidRequest,

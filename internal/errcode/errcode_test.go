@@ -34,16 +34,16 @@ func TestAllComplete(t *testing.T) {
 			}
 		}
 	}
-	if len(consts) != len(All) {
-		t.Errorf("errcode.go defines %d codes, All lists %d", len(consts), len(All))
+	if len(consts) != len(all) {
+		t.Errorf("errcode.go defines %d codes, All lists %d", len(consts), len(all))
 	}
 	for _, c := range consts {
-		if !slices.Contains(All, c) {
+		if !slices.Contains(all, c) {
 			t.Errorf("code %q is missing from All", c)
 		}
 	}
 	seen := map[string]bool{}
-	for _, c := range All {
+	for _, c := range all {
 		if seen[c] {
 			t.Errorf("code %q twice in All", c)
 		}
@@ -62,7 +62,7 @@ func TestDocumented(t *testing.T) {
 	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_0-9]+)` \\| [^|]+ \\|$").FindAllStringSubmatch(string(b), -1) {
 		documented = append(documented, m[1])
 	}
-	if !slices.Equal(documented, All) {
-		t.Errorf("docs/conventions.md error codes\n  %v\nwant (errcode.All)\n  %v", documented, All)
+	if !slices.Equal(documented, all) {
+		t.Errorf("docs/conventions.md error codes\n  %v\nwant (errcode.all)\n  %v", documented, all)
 	}
 }

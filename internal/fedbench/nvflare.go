@@ -61,29 +61,29 @@ type JobMeta struct {
 	Duration   string  `json:"duration"`
 }
 
-// Finished is when NVFlare set the job's final status: its start time
+// finished is when NVFlare set the job's final status: its start time
 // plus its duration, both taken by the server when it set the statuses.
-func (m JobMeta) Finished() (time.Time, error) {
+func (m JobMeta) finished() (time.Time, error) {
 	start, err := time.Parse(time.RFC3339Nano, m.StartTime)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("job %s: start_time %q: %v", m.JobID, m.StartTime, err)
 	}
-	d, err := ParseTimedelta(m.Duration)
+	d, err := parseTimedelta(m.Duration)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("job %s: duration: %v", m.JobID, err)
 	}
 	return start.Add(d), nil
 }
 
-// Submitted is the job's submit time.
-func (m JobMeta) Submitted() time.Time {
+// submitted is the job's submit time.
+func (m JobMeta) submitted() time.Time {
 	sec := int64(m.SubmitTime)
 	return time.Unix(sec, int64((m.SubmitTime-float64(sec))*1e9))
 }
 
-// ParseTimedelta reads Python's str(datetime.timedelta) of a non-negative
+// parseTimedelta reads Python's str(datetime.timedelta) of a non-negative
 // span: "H:MM:SS", "H:MM:SS.ffffff", with "N day, " or "N days, " before.
-func ParseTimedelta(s string) (time.Duration, error) {
+func parseTimedelta(s string) (time.Duration, error) {
 	var d time.Duration
 	rest := s
 	if i := strings.Index(rest, " day"); i >= 0 {
@@ -112,10 +112,10 @@ func ParseTimedelta(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// SlurmJobKey is the part of an NVFlare job's Slurm job name that both
+// slurmJobKey is the part of an NVFlare job's Slurm job name that both
 // launchers derive from its id: nvfl-<site>-<first 8 hex digits of
 // sha256(job id)>.
-func SlurmJobKey(jobID string) string {
+func slurmJobKey(jobID string) string {
 	sum := sha256.Sum256([]byte(jobID))
 	return hex.EncodeToString(sum[:])[:8]
 }
@@ -126,5 +126,5 @@ func SlurmJobName(site, jobID string) string {
 	if len(site) > 32 {
 		site = site[:32]
 	}
-	return "nvfl-" + site + "-" + SlurmJobKey(jobID)
+	return "nvfl-" + site + "-" + slurmJobKey(jobID)
 }

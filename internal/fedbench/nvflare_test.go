@@ -38,13 +38,13 @@ func TestParseTimedelta(t *testing.T) {
 		"1 day, 0:00:01":         24*time.Hour + time.Second,
 		"2 days, 3:04:05.000001": 51*time.Hour + 4*time.Minute + 5*time.Second + time.Microsecond,
 	} {
-		got, err := ParseTimedelta(in)
+		got, err := parseTimedelta(in)
 		if err != nil || got != want {
 			t.Errorf("ParseTimedelta(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"", "N/A", "35", "0:0:35", "0:00:60", "-1:00:00", "x days, 0:00:01"} {
-		if _, err := ParseTimedelta(bad); err == nil {
+		if _, err := parseTimedelta(bad); err == nil {
 			t.Errorf("ParseTimedelta(%q): no error", bad)
 		}
 	}
@@ -52,18 +52,18 @@ func TestParseTimedelta(t *testing.T) {
 
 func TestJobMetaTimes(t *testing.T) {
 	m := JobMeta{JobID: "j", SubmitTime: 1796403600.25, StartTime: "2026-12-04T17:00:05.500000+00:00", Duration: "0:00:40.250000"}
-	fin, err := m.Finished()
+	fin, err := m.finished()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := time.Date(2026, 12, 4, 17, 0, 45, 750e6, time.UTC); !fin.Equal(want) {
 		t.Errorf("Finished = %v, want %v", fin, want)
 	}
-	if got := m.Submitted(); got.Unix() != 1796403600 || got.Nanosecond() != 250e6 {
+	if got := m.submitted(); got.Unix() != 1796403600 || got.Nanosecond() != 250e6 {
 		t.Errorf("Submitted = %v", got)
 	}
 	for _, bad := range []JobMeta{{StartTime: "", Duration: "0:00:01"}, {StartTime: m.StartTime, Duration: "N/A"}} {
-		if _, err := bad.Finished(); err == nil {
+		if _, err := bad.finished(); err == nil {
 			t.Errorf("%+v: no error", bad)
 		}
 	}

@@ -34,15 +34,15 @@ type Sample struct {
 	Running int `json:"running"`
 }
 
-// Others are the processes and private memory of the sample that are not
+// others are the processes and private memory of the sample that are not
 // the NVFlare parents.
-func (s Sample) Others() (int, int64) {
+func (s Sample) others() (int, int64) {
 	return s.Processes - s.parents, s.PrivateKiB - s.ParentsKiB
 }
 
-// SessionOf reads the session id from the content of /proc/PID/stat (the
+// sessionOf reads the session id from the content of /proc/PID/stat (the
 // sixth field; the command name, second, may hold spaces and parentheses).
-func SessionOf(stat string) (int, error) {
+func sessionOf(stat string) (int, error) {
 	_, sid, err := parseStat(stat)
 	return sid, err
 }

@@ -14,13 +14,13 @@ func TestSessionOf(t *testing.T) {
 		"77 (flare slurm) S 70 71 72 0 -1":              72,
 		"5 (a (b) c)) R 1 2 3 4":                        3,
 	} {
-		got, err := SessionOf(stat)
+		got, err := sessionOf(stat)
 		if err != nil || got != want {
 			t.Errorf("SessionOf(%q) = %d, %v; want %d", stat, got, err, want)
 		}
 	}
 	for _, bad := range []string{"", "1 (x", "1 (x) S 1 2"} {
-		if _, err := SessionOf(bad); err == nil {
+		if _, err := sessionOf(bad); err == nil {
 			t.Errorf("SessionOf(%q): no error", bad)
 		}
 	}

@@ -261,13 +261,13 @@ func states(s StateFigures) string {
 
 // Doc markers: UpdateDoc replaces what lies between them.
 const (
-	DocBegin = "<!-- bench-federation:begin (written by make bench-federation) -->"
-	DocEnd   = "<!-- bench-federation:end -->"
+	docBegin = "<!-- bench-federation:begin (written by make bench-federation) -->"
+	docEnd   = "<!-- bench-federation:end -->"
 )
 
-// DocSection is what UpdateDoc puts between the markers: the Markdown and
+// docSection is what UpdateDoc puts between the markers: the Markdown and
 // the result as JSON, without the per-second samples.
-func DocSection(res Result) string {
+func docSection(res Result) string {
 	compact := res
 	compact.Runs = slices.Clone(res.Runs)
 	for i := range compact.Runs {
@@ -277,14 +277,14 @@ func DocSection(res Result) string {
 	return Markdown(res) + "\nThe result as JSON (each job's times and the parent host's samples of every second are in `BENCH_FEDERATION_JSON`):\n\n```json\n" + string(data) + "\n```\n"
 }
 
-// UpdateDoc writes res into the document at path, between DocBegin and
-// DocEnd, which must be there once each.
+// UpdateDoc writes res into the document at path, between docBegin and
+// docEnd, which must be there once each.
 func UpdateDoc(path string, res Result) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	out, err := replaceSection(data, DocSection(res))
+	out, err := replaceSection(data, docSection(res))
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -292,13 +292,13 @@ func UpdateDoc(path string, res Result) error {
 }
 
 func replaceSection(doc []byte, section string) ([]byte, error) {
-	if bytes.Count(doc, []byte(DocBegin)) != 1 || bytes.Count(doc, []byte(DocEnd)) != 1 {
-		return nil, fmt.Errorf("want %q and %q once each", DocBegin, DocEnd)
+	if bytes.Count(doc, []byte(docBegin)) != 1 || bytes.Count(doc, []byte(docEnd)) != 1 {
+		return nil, fmt.Errorf("want %q and %q once each", docBegin, docEnd)
 	}
-	i := bytes.Index(doc, []byte(DocBegin)) + len(DocBegin)
-	j := bytes.Index(doc, []byte(DocEnd))
+	i := bytes.Index(doc, []byte(docBegin)) + len(docBegin)
+	j := bytes.Index(doc, []byte(docEnd))
 	if j < i {
-		return nil, fmt.Errorf("%q comes before %q", DocEnd, DocBegin)
+		return nil, fmt.Errorf("%q comes before %q", docEnd, docBegin)
 	}
 	var b bytes.Buffer
 	b.Write(doc[:i])

@@ -66,7 +66,7 @@ func TestTargets(t *testing.T) {
 func TestUpdateDoc(t *testing.T) {
 	res := result(t)
 	p := filepath.Join(t.TempDir(), "performance.md")
-	doc := "# Performance\n\nbefore\n\n" + DocBegin + "\nold table\n" + DocEnd + "\n\nafter\n"
+	doc := "# Performance\n\nbefore\n\n" + docBegin + "\nold table\n" + docEnd + "\n\nafter\n"
 	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestUpdateDoc(t *testing.T) {
 	}
 	data, _ := os.ReadFile(p)
 	out := string(data)
-	if strings.Contains(out, "old table") || !strings.HasPrefix(out, "# Performance\n\nbefore\n\n"+DocBegin) || !strings.HasSuffix(out, DocEnd+"\n\nafter\n") {
+	if strings.Contains(out, "old table") || !strings.HasPrefix(out, "# Performance\n\nbefore\n\n"+docBegin) || !strings.HasSuffix(out, docEnd+"\n\nafter\n") {
 		t.Errorf("document:\n%s", out)
 	}
 	// The JSON block reads back as the result, without the samples.
@@ -97,8 +97,8 @@ func TestUpdateDoc(t *testing.T) {
 	}
 	for name, bad := range map[string]string{
 		"no markers":       "# Performance\n",
-		"twice":            DocBegin + DocEnd + DocBegin + DocEnd,
-		"end before begin": DocEnd + "\n" + DocBegin,
+		"twice":            docBegin + docEnd + docBegin + docEnd,
+		"end before begin": docEnd + "\n" + docBegin,
 	} {
 		if err := os.WriteFile(p, []byte(bad), 0o644); err != nil {
 			t.Fatal(err)

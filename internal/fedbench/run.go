@@ -173,11 +173,11 @@ func Analyze(in Input) (Run, error) {
 	}
 	for _, m := range in.Jobs {
 		st.NVFlare[m.Status]++
-		sub := m.Submitted()
+		sub := m.submitted()
 		if first.IsZero() || sub.Before(first) {
 			first = sub
 		}
-		fin, err := m.Finished()
+		fin, err := m.finished()
 		if m.Status == "" || len(m.Status) < 9 || m.Status[:9] != "FINISHED:" || err != nil {
 			st.Lost++
 			note("job %s: NVFlare status %q", m.JobID, m.Status)
@@ -249,7 +249,7 @@ func Analyze(in Input) (Run, error) {
 	if !first.IsZero() && !last.IsZero() {
 		r.Seconds = last.Sub(first).Seconds()
 	}
-	r.WallTime, r.ClientSeen, r.ClientExitSeen, r.Finished = Summarise(wall), Summarise(seen), Summarise(exitSeen), Summarise(finished)
+	r.WallTime, r.ClientSeen, r.ClientExitSeen, r.Finished = summarise(wall), summarise(seen), summarise(exitSeen), summarise(finished)
 	r.States = st
 
 	rpc := RPCFigures{Ctld: in.Ctld, Dbd: in.Dbd, ParentCtld: in.Ctld.ByUser[in.ParentUser],
@@ -261,15 +261,15 @@ func Analyze(in Input) (Run, error) {
 		rpc.DbdPerJobMinute = float64(rpc.ParentDbd) / rpc.WatchedJobMinutes
 	}
 	r.RPC = rpc
-	r.Samples = RunningAt(in.Samples, in.Slurm)
+	r.Samples = runningAt(in.Samples, in.Slurm)
 	r.Memory = memFigures(in.Baseline, r.Samples)
 	return r, nil
 }
 
-// RunningAt sets each sample's Running: the jobs whose accounting start is
+// runningAt sets each sample's Running: the jobs whose accounting start is
 // at or before it and whose end is after it (sacct's times are whole
 // seconds).
-func RunningAt(samples []Sample, jobs []SlurmJob) []Sample {
+func runningAt(samples []Sample, jobs []SlurmJob) []Sample {
 	out := slices.Clone(samples)
 	for i := range out {
 		n := 0
@@ -298,21 +298,21 @@ func memFigures(base Sample, samples []Sample) MemFigures {
 			procs = append(procs, float64(s.Processes))
 			priv = append(priv, float64(s.PrivateKiB))
 			parents = append(parents, float64(s.ParentsKiB))
-			op, ok := s.Others()
+			op, ok := s.others()
 			oprocs = append(oprocs, float64(op))
 			opriv = append(opriv, float64(ok))
 		}
 	}
 	n := float64(m.PeakRunning)
-	m.PeakProcesses = Summarise(procs).Median
-	m.PeakPrivateMiB = Summarise(priv).Median / 1024
+	m.PeakProcesses = summarise(procs).Median
+	m.PeakPrivateMiB = summarise(priv).Median / 1024
 	m.ProcessesPerJob = (m.PeakProcesses - float64(base.Processes)) / n
 	m.PrivateMiBPerJob = (m.PeakPrivateMiB - m.BaselinePrivateMiB) / n
 	m.BaselineParentsMiB = mib(base.ParentsKiB)
-	m.PeakParentsMiB = Summarise(parents).Median / 1024
-	bp, bk := base.Others()
-	m.OthersProcessesPerJob = (Summarise(oprocs).Median - float64(bp)) / n
-	m.OthersMiBPerJob = (Summarise(opriv).Median/1024 - mib(bk)) / n
+	m.PeakParentsMiB = summarise(parents).Median / 1024
+	bp, bk := base.others()
+	m.OthersProcessesPerJob = (summarise(oprocs).Median - float64(bp)) / n
+	m.OthersMiBPerJob = (summarise(opriv).Median/1024 - mib(bk)) / n
 	return m
 }
 

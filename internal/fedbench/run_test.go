@@ -19,7 +19,7 @@ func TestSummarise(t *testing.T) {
 		// 20 values: the 95th percentile is the 19th.
 		{[]float64{20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1}, Dist{20, 10.5, 19, 20}},
 	} {
-		if got := Summarise(c.in); got != c.want {
+		if got := summarise(c.in); got != c.want {
 			t.Errorf("Summarise(%v) = %+v, want %+v", c.in, got, c.want)
 		}
 	}

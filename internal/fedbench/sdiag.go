@@ -101,8 +101,8 @@ func parseRPCLine(line string) (string, int64, error) {
 	return "", 0, fmt.Errorf("no count")
 }
 
-// Total is the sum of the counts by type.
-func (s RPCStats) Total() int64 {
+// total is the sum of the counts by type.
+func (s RPCStats) total() int64 {
 	var n int64
 	for _, c := range s.ByType {
 		n += c

@@ -35,8 +35,8 @@ func TestParseRPCStatsSdiag(t *testing.T) {
 	for _, n := range s.ByUser {
 		users += n
 	}
-	if s.Total() != users {
-		t.Errorf("total by type %d, by user %d", s.Total(), users)
+	if s.total() != users {
+		t.Errorf("total by type %d, by user %d", s.total(), users)
 	}
 }
 

@@ -14,11 +14,11 @@ type Dist struct {
 	Max    float64 `json:"max"`
 }
 
-// Summarise returns xs' Dist. The median of an even count is the mean of
+// summarise returns xs' Dist. The median of an even count is the mean of
 // the middle two; the 95th percentile is the nearest rank (the smallest
 // value at or above 95 % of the sample), so with fewer than 20 values it is
 // the maximum.
-func Summarise(xs []float64) Dist {
+func summarise(xs []float64) Dist {
 	if len(xs) == 0 {
 		return Dist{}
 	}

@@ -23,9 +23,9 @@ import (
 // FileName is the notices file at the repository root and in releases.
 const FileName = "THIRD_PARTY_NOTICES"
 
-// GoModule names the Go standard library and runtime in the notices: they
+// goModule names the Go standard library and runtime in the notices: they
 // are linked into every Go binary, under Go's license.
-const GoModule = "Go standard library and runtime"
+const goModule = "Go standard library and runtime"
 
 // licenseNames are the files of a module whose text a notice carries, in
 // this order: the license, and the NOTICE and PATENTS grants that its
@@ -34,10 +34,10 @@ var licenseNames = []string{"LICENSE", "LICENSE.txt", "LICENSE.md", "COPYING", "
 
 // Module is one module linked into the binary.
 type Module struct {
-	Path    string // module path; GoModule for the standard library
+	Path    string // module path; goModule for the standard library
 	Version string // its version ("" for the standard library)
 	Replace string // the replacement the build used ("" when none)
-	CopyIn  string // the directory of this repository holding its copy (InTree)
+	CopyIn  string // the directory of this repository holding its copy (inTree)
 	Dir     string // where its source, and so its license files, are
 }
 
@@ -52,7 +52,7 @@ func FromBinary(bin, root, gomodcache, goroot string) ([]Module, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the build information of %s: %w", bin, err)
 	}
-	mods := []Module{{Path: GoModule, Dir: goroot}}
+	mods := []Module{{Path: goModule, Dir: goroot}}
 	for _, d := range info.Deps {
 		m := moduleOf(d)
 		switch {
@@ -65,18 +65,18 @@ func FromBinary(bin, root, gomodcache, goroot string) ([]Module, error) {
 		}
 		mods = append(mods, m)
 	}
-	for _, m := range InTree {
+	for _, m := range inTree {
 		m.Dir = filepath.Join(root, filepath.FromSlash(m.CopyIn))
 		mods = append(mods, m)
 	}
 	return mods, nil
 }
 
-// InTree are the modules whose code is copied into flare-slurm's own module
+// inTree are the modules whose code is copied into flare-slurm's own module
 // (internal/third_party; their PATCHED.md says what changed), so that the
 // build information does not list them: each is in the notices with its
 // license, under the directory that holds it.
-var InTree = []Module{
+var inTree = []Module{
 	{Path: "github.com/santhosh-tekuri/jsonschema/v6", Version: "v6.0.3", CopyIn: "internal/third_party/jsonschema"},
 }
 
@@ -118,8 +118,8 @@ const rule = "==================================================================
 func Render(mods []Module) ([]byte, error) {
 	mods = append([]Module(nil), mods...)
 	sort.SliceStable(mods, func(i, j int) bool {
-		if (mods[i].Path == GoModule) != (mods[j].Path == GoModule) {
-			return mods[i].Path == GoModule
+		if (mods[i].Path == goModule) != (mods[j].Path == goModule) {
+			return mods[i].Path == goModule
 		}
 		return mods[i].Path < mods[j].Path
 	})
@@ -136,25 +136,25 @@ func Render(mods []Module) ([]byte, error) {
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", Heading(m), err)
+				return nil, fmt.Errorf("%s: %w", heading(m), err)
 			}
 			found++
 			b.WriteString("\n" + rule)
-			fmt.Fprintf(&b, "%s: %s\n", Heading(m), name)
+			fmt.Fprintf(&b, "%s: %s\n", heading(m), name)
 			b.WriteString(rule + "\n")
 			b.Write(bytes.TrimRight(data, "\n"))
 			b.WriteString("\n")
 		}
 		if found == 0 {
-			return nil, fmt.Errorf("%s: no license file (%s) in %s", Heading(m), strings.Join(licenseNames, ", "), m.Dir)
+			return nil, fmt.Errorf("%s: no license file (%s) in %s", heading(m), strings.Join(licenseNames, ", "), m.Dir)
 		}
 	}
 	return b.Bytes(), nil
 }
 
-// Heading names a module in the notices: its path, version and
+// heading names a module in the notices: its path, version and
 // replacement.
-func Heading(m Module) string {
+func heading(m Module) string {
 	h := strings.TrimSpace(m.Path + " " + m.Version)
 	if m.CopyIn != "" {
 		h += " (copied into " + m.CopyIn + ")"

@@ -45,9 +45,9 @@ func TestNoticesCoverTheBinary(t *testing.T) {
 		t.Fatal("the binary lists no modules: is this a module build?")
 	}
 	// Each module of the build information has its notice...
-	for _, d := range append([]Module{{Path: GoModule}}, depModules(info)...) {
-		if !bytes.Contains(committed, []byte("\n"+Heading(d)+": ")) {
-			t.Errorf("%s has no notice for %s: run make notices", FileName, Heading(d))
+	for _, d := range append([]Module{{Path: goModule}}, depModules(info)...) {
+		if !bytes.Contains(committed, []byte("\n"+heading(d)+": ")) {
+			t.Errorf("%s has no notice for %s: run make notices", FileName, heading(d))
 		}
 	}
 	// ...with the license text its source carries today.

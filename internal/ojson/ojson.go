@@ -72,8 +72,8 @@ type Member struct {
 	KeyOffset int
 }
 
-// NullValue returns a JSON null.
-func NullValue() *Value { return &Value{Kind: Null} }
+// nullValue returns a JSON null.
+func nullValue() *Value { return &Value{Kind: Null} }
 
 // BoolValue returns a JSON boolean.
 func BoolValue(b bool) *Value { return &Value{Kind: Bool, Bool: b} }
@@ -86,12 +86,12 @@ func IntValue(n int64) *Value { return &Value{Kind: Number, Num: strconv.FormatI
 
 // FloatValue returns a JSON number written as Python writes a float
 // (10 becomes 10.0).
-func FloatValue(f float64) *Value { return &Value{Kind: Number, Num: FormatFloat(f)} }
+func FloatValue(f float64) *Value { return &Value{Kind: Number, Num: formatFloat(f)} }
 
 // StringOrNull returns a JSON string, or null when s is empty.
 func StringOrNull(s string) *Value {
 	if s == "" {
-		return NullValue()
+		return nullValue()
 	}
 	return StringValue(s)
 }
@@ -127,9 +127,6 @@ func (v *Value) Get(key string) *Value {
 	}
 	return nil
 }
-
-// Has says whether object v holds key.
-func (v *Value) Has(key string) bool { return v.Get(key) != nil }
 
 // Set replaces the value of key in place, keeping its position, or appends
 // key at the end of the object. It returns v so calls can be chained.
@@ -190,12 +187,12 @@ func (v *Value) Truthy() bool {
 	return false
 }
 
-// FormatFloat writes f the way Python's repr(float) does: the shortest
+// formatFloat writes f the way Python's repr(float) does: the shortest
 // digits that read back as f, fixed notation with at least one fraction
 // digit when the decimal exponent is in [-4, 16), otherwise scientific
 // notation with a signed, at least two-digit exponent. Non-finite values
 // are written as json.dumps writes them: NaN, Infinity, -Infinity.
-func FormatFloat(f float64) string {
+func formatFloat(f float64) string {
 	switch {
 	case math.IsNaN(f):
 		return "NaN"

@@ -23,7 +23,7 @@ func TestFormatFloatMatchesPythonRepr(t *testing.T) {
 		{math.Inf(1), "Infinity"}, {math.Inf(-1), "-Infinity"}, {math.NaN(), "NaN"},
 	}
 	for _, c := range cases {
-		if got := FormatFloat(c.f); got != c.want {
+		if got := formatFloat(c.f); got != c.want {
 			t.Errorf("FormatFloat(%v) = %q, want %q", c.f, got, c.want)
 		}
 	}

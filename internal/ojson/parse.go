@@ -28,18 +28,18 @@ func Parse(data []byte) (*Value, error) {
 	return parse(&parser{data: data})
 }
 
-// Duplicate is a key given again in one object: the object, the key and
+// duplicate is a key given again in one object: the object, the key and
 // the offset of the repetition's opening quote.
-type Duplicate struct {
+type duplicate struct {
 	Object    *Value
 	Key       string
 	KeyOffset int
 }
 
-// ParseReportingDuplicates is Parse that also lists every repeated key, in
+// parseReportingDuplicates is Parse that also lists every repeated key, in
 // document order (the value keeps the key's first position and its last
 // value either way).
-func ParseReportingDuplicates(data []byte) (*Value, []Duplicate, error) {
+func parseReportingDuplicates(data []byte) (*Value, []duplicate, error) {
 	p := &parser{data: data, reportDuplicates: true}
 	v, err := parse(p)
 	return v, p.duplicates, err
@@ -79,7 +79,7 @@ type parser struct {
 	pos  int
 
 	reportDuplicates bool
-	duplicates       []Duplicate
+	duplicates       []duplicate
 
 	// scan: check the text without building values (Scan); path is the
 	// way to the value being read, found the repeated keys.
@@ -158,7 +158,7 @@ func (p *parser) bareValue(depth int) (*Value, error) {
 		}
 		return StringValue(s), nil
 	case p.literal("null"):
-		return p.built(NullValue), nil
+		return p.built(nullValue), nil
 	case p.literal("true"):
 		return p.built(func() *Value { return BoolValue(true) }), nil
 	case p.literal("false"):
@@ -224,7 +224,7 @@ func (p *parser) object(depth int) (*Value, error) {
 		}
 		if i, dup := index[key]; dup {
 			if p.reportDuplicates {
-				p.duplicates = append(p.duplicates, Duplicate{Object: obj, Key: key, KeyOffset: keyOffset})
+				p.duplicates = append(p.duplicates, duplicate{Object: obj, Key: key, KeyOffset: keyOffset})
 			}
 			obj.Members[i].Value = val
 		} else {

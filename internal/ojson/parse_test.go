@@ -44,7 +44,7 @@ func TestParseOffsets(t *testing.T) {
 // its last value, and is reported at its repetition, in document order.
 func TestParseReportingDuplicates(t *testing.T) {
 	data := []byte(`{"a": 1, "b": {"c": 1, "c": 2}, "a": 3}`)
-	v, dups, err := ParseReportingDuplicates(data)
+	v, dups, err := parseReportingDuplicates(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestParseReportingDuplicates(t *testing.T) {
 	if v.Get("a").Num != "3" || v.Members[0].Key != "a" || v.Get("b").Get("c").Num != "2" {
 		t.Errorf("values: %s", Marshal(v))
 	}
-	if _, dups, _ := ParseReportingDuplicates([]byte(`{"a": 1}`)); dups != nil {
+	if _, dups, _ := parseReportingDuplicates([]byte(`{"a": 1}`)); dups != nil {
 		t.Errorf("no duplicates: got %+v", dups)
 	}
 }
@@ -82,7 +82,7 @@ func TestDuplicateKeysLinear(t *testing.T) {
 	data := manyKeys(500_000)
 	done := make(chan error, 1)
 	go func() {
-		v, dups, err := ParseReportingDuplicates(data)
+		v, dups, err := parseReportingDuplicates(data)
 		if err == nil && (len(dups) != 1 || dups[0].Key != "k0" || len(v.Members) != 500_000 || v.Get("k0").Num != "-1") {
 			err = fmt.Errorf("duplicates %+v, %d members", dups, len(v.Members))
 		}
@@ -104,7 +104,7 @@ func BenchmarkParseManyKeys(b *testing.B) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {
-				if _, _, err := ParseReportingDuplicates(data); err != nil {
+				if _, _, err := parseReportingDuplicates(data); err != nil {
 					b.Fatal(err)
 				}
 			}

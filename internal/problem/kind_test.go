@@ -105,7 +105,7 @@ func TestKindsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range Kinds {
+	for _, k := range kinds {
 		if !strings.Contains(string(data), "| `"+string(k)+"` |") {
 			t.Errorf("docs/conventions.md has no row for kind %q", k)
 		}

@@ -48,8 +48,8 @@ const (
 	Drift Kind = "drift"
 )
 
-// Kinds lists every kind, in the order docs/conventions.md lists them.
-var Kinds = []Kind{Read, Syntax, Structure, Schema, Rule, Layout, Drift}
+// kinds lists every kind, in the order docs/conventions.md lists them.
+var kinds = []Kind{Read, Syntax, Structure, Schema, Rule, Layout, Drift}
 
 // Problem is one thing wrong with one input file. Every check, schema or Go,
 // reports in this shape so that a user sees all problems at once. In JSON
@@ -74,6 +74,11 @@ type Problem struct {
 	// problems of File were left out (Cap).
 	Omitted int `json:"-"`
 }
+
+// InSchema says whether p is about a key or value that a schema describes:
+// a schema or rule problem with a field path (one about a whole file, the
+// YAML structure or a kit's layout is not).
+func (p Problem) InSchema() bool { return p.Path != "" && (p.Kind == Schema || p.Kind == Rule) }
 
 // String renders "file:line:column: path: message (hint)", leaving out the
 // parts that are unknown. A part holding a character that is not printable
@@ -137,10 +142,10 @@ func (ps Problems) Sort() {
 // thousands, which made a 42 MB error envelope. The rest are counted.
 const MaxPerFile = 100
 
-// MaxText is the longest file name, path, message or hint a problem shows,
+// maxText is the longest file name, path, message or hint a problem shows,
 // in bytes: a message may quote a value, and a value may be megabytes
 // long. A longer text is cut and says how much was left out.
-const MaxText = 4096
+const maxText = 4096
 
 // OmittedNote is the problem that stands for n problems of file that are
 // not listed; kind is the kind of the first of them.
@@ -151,7 +156,7 @@ func OmittedNote(file string, kind Kind, n int) Problem {
 }
 
 // Cap keeps, for each file, its first MaxPerFile problems in the order
-// given, cuts every text to MaxText bytes, and ends the problems of a file
+// given, cuts every text to maxText bytes, and ends the problems of a file
 // whose problems were left out with one OmittedNote counting all of them
 // (notes already among ps are added up, not repeated).
 func Cap(ps Problems) Problems {
@@ -182,7 +187,7 @@ func Cap(ps Problems) Problems {
 			continue
 		}
 		c.listed++
-		out = append(out, p.Shortened())
+		out = append(out, p.shortened())
 	}
 	for _, f := range order {
 		if c := counts[f]; c.omitted > 0 {
@@ -192,19 +197,19 @@ func Cap(ps Problems) Problems {
 	return out
 }
 
-// Shortened is p with each text cut to MaxText bytes.
-func (p Problem) Shortened() Problem {
+// shortened is p with each text cut to maxText bytes.
+func (p Problem) shortened() Problem {
 	p.File, p.Path, p.Message, p.Hint = ShortenText(p.File), ShortenText(p.Path), ShortenText(p.Message), ShortenText(p.Hint)
 	return p
 }
 
-// ShortenText cuts s to at most MaxText bytes (at a character boundary)
+// ShortenText cuts s to at most maxText bytes (at a character boundary)
 // and says how many bytes were left out.
 func ShortenText(s string) string {
-	if len(s) <= MaxText {
+	if len(s) <= maxText {
 		return s
 	}
-	const room = MaxText - 64 // for the note
+	const room = maxText - 64 // for the note
 	cut := room
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--

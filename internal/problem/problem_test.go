@@ -34,20 +34,20 @@ func TestCap(t *testing.T) {
 	}
 }
 
-// TestShortenText: a text longer than MaxText bytes is cut at a character
+// TestShortenText: a text longer than maxText bytes is cut at a character
 // boundary and says how much was left out; a message quoting a megabyte
 // value stays a few kilobytes.
 func TestShortenText(t *testing.T) {
 	long := strings.Repeat("é", 1<<20)
 	got := ShortenText(long)
-	if len(got) > MaxText || !utf8.ValidString(got) || !strings.HasSuffix(got, fmt.Sprintf("more bytes not shown)")) {
+	if len(got) > maxText || !utf8.ValidString(got) || !strings.HasSuffix(got, fmt.Sprintf("more bytes not shown)")) {
 		t.Errorf("shortened to %d bytes, valid %v, ends %q", len(got), utf8.ValidString(got), got[len(got)-40:])
 	}
 	if s := "short"; ShortenText(s) != s {
 		t.Error("a short text is kept")
 	}
-	p := Problem{File: "f", Message: long, Hint: long, Path: long}.Shortened()
-	if len(p.Message) > MaxText || len(p.Hint) > MaxText || len(p.Path) > MaxText {
+	p := Problem{File: "f", Message: long, Hint: long, Path: long}.shortened()
+	if len(p.Message) > maxText || len(p.Hint) > maxText || len(p.Path) > maxText {
 		t.Errorf("problem texts %d/%d/%d bytes", len(p.Message), len(p.Hint), len(p.Path))
 	}
 }

@@ -202,7 +202,7 @@ func (f *Fixture) Scenarios(large bool) ([]Scenario, error) {
 	if !large {
 		return list, nil
 	}
-	kit, err := f.LargeKit()
+	kit, err := f.buildLargeKit()
 	if err != nil {
 		return nil, err
 	}
@@ -220,9 +220,9 @@ func (f *Fixture) Scenarios(large bool) ([]Scenario, error) {
 	return list, nil
 }
 
-// LargeKit builds, once, a client kit of the example site-1 files plus
+// buildLargeKit builds, once, a client kit of the example site-1 files plus
 // 10,000 files totalling 200 MiB in 100 directories.
-func (f *Fixture) LargeKit() (string, error) {
+func (f *Fixture) buildLargeKit() (string, error) {
 	if f.largeKit != "" {
 		return f.largeKit, nil
 	}

@@ -5,10 +5,10 @@ import (
 	"strings"
 )
 
-// ErrUnclosedQuote and ErrTrailingEscape are the two ways Split can fail.
+// errUnclosedQuote and errTrailingEscape are the two ways Split can fail.
 var (
-	ErrUnclosedQuote  = errors.New("no closing quotation")
-	ErrTrailingEscape = errors.New("no escaped character after a final backslash")
+	errUnclosedQuote  = errors.New("no closing quotation")
+	errTrailingEscape = errors.New("no escaped character after a final backslash")
 )
 
 // Split breaks s into words the way a POSIX shell would, without any
@@ -33,7 +33,7 @@ func Split(s string) ([]string, error) {
 			}
 		case '\\':
 			if i+1 >= len(s) {
-				return nil, ErrTrailingEscape
+				return nil, errTrailingEscape
 			}
 			i++
 			cur.WriteByte(s[i])
@@ -41,7 +41,7 @@ func Split(s string) ([]string, error) {
 		case '\'':
 			end := strings.IndexByte(s[i+1:], '\'')
 			if end < 0 {
-				return nil, ErrUnclosedQuote
+				return nil, errUnclosedQuote
 			}
 			cur.WriteString(s[i+1 : i+1+end])
 			i += end + 1
@@ -56,7 +56,7 @@ func Split(s string) ([]string, error) {
 				}
 				if d == '\\' {
 					if i+1 >= len(s) {
-						return nil, ErrTrailingEscape
+						return nil, errTrailingEscape
 					}
 					if next := s[i+1]; next == '"' || next == '\\' {
 						cur.WriteByte(next)
@@ -67,7 +67,7 @@ func Split(s string) ([]string, error) {
 				cur.WriteByte(d)
 			}
 			if !closed {
-				return nil, ErrUnclosedQuote
+				return nil, errUnclosedQuote
 			}
 			inWord = true
 		default:

@@ -49,11 +49,11 @@ func TestSplitMatchesShlex(t *testing.T) {
 
 func TestSplitErrors(t *testing.T) {
 	cases := map[string]error{
-		`'abc`:  ErrUnclosedQuote,
-		`"abc`:  ErrUnclosedQuote,
-		`abc\`:  ErrTrailingEscape,
-		`"abc\`: ErrTrailingEscape,
-		`a "b`:  ErrUnclosedQuote,
+		`'abc`:  errUnclosedQuote,
+		`"abc`:  errUnclosedQuote,
+		`abc\`:  errTrailingEscape,
+		`"abc\`: errTrailingEscape,
+		`a "b`:  errUnclosedQuote,
 	}
 	for in, want := range cases {
 		if _, err := Split(in); !errors.Is(err, want) {

@@ -18,14 +18,14 @@ import (
 	"github.com/flare-slurm/flare-slurm/runtime/slurmtest"
 )
 
-// SlurmVersions are the Slurm releases of the test cluster (cluster.sh
+// slurmVersions are the Slurm releases of the test cluster (cluster.sh
 // versions) whose man pages the snapshots hold.
-var SlurmVersions = []string{"24.11", "26.05"}
+var slurmVersions = []string{"24.11", "26.05"}
 
-// Commands are the Slurm commands whose environment Scrub sets, directly
+// commands are the Slurm commands whose environment Scrub sets, directly
 // (sbatch, squeue, sacct, scancel) or through the job (srun, which a node
 // group's batch script runs).
-var Commands = []string{"sbatch", "srun", "squeue", "sacct", "scancel"}
+var commands = []string{"sbatch", "srun", "squeue", "sacct", "scancel"}
 
 var update = flag.Bool("update", false, "rewrite testdata/input-variables-VERSION.txt from the installed man pages")
 
@@ -90,10 +90,10 @@ func TestInputVariablesOfInstalledManPages(t *testing.T) {
 	// pages are read while its root is there.
 	version := os.Getenv("FLARE_SLURM_VERSION")
 	if version == "" {
-		version = SlurmVersions[0] // cluster.sh's default
+		version = slurmVersions[0] // cluster.sh's default
 	}
-	if !slices.Contains(SlurmVersions, version) {
-		t.Fatalf("FLARE_SLURM_VERSION=%s: no snapshot testdata/input-variables-%s.txt (SlurmVersions is %v)", version, version, SlurmVersions)
+	if !slices.Contains(slurmVersions, version) {
+		t.Fatalf("FLARE_SLURM_VERSION=%s: no snapshot testdata/input-variables-%s.txt (SlurmVersions is %v)", version, version, slurmVersions)
 	}
 	{
 		cmd := exec.Command("bash", script, "env")
@@ -112,7 +112,7 @@ func TestInputVariablesOfInstalledManPages(t *testing.T) {
 		fmt.Fprintf(&snap, "# The input environment variables that each Slurm command documents in its man page\n"+
 			"# (sections INPUT ENVIRONMENT VARIABLES / ENVIRONMENT VARIABLES), read from the test cluster's\n"+
 			"# root for Slurm %s by TestInputVariablesOfInstalledManPages (-update rewrites this file).\n", version)
-		for _, c := range Commands {
+		for _, c := range commands {
 			page := filepath.Join(root, "usr", "share", "man", "man1", c+".1.gz")
 			names, release := readPage(t, page, version)
 			if len(names) == 0 {

@@ -29,9 +29,9 @@ import (
 	"strings"
 )
 
-// Kept are the Slurm variables passed on although they are the commands'
+// kept are the Slurm variables passed on although they are the commands'
 // input: the location of the cluster's configuration.
-var Kept = []string{"SLURM_CONF"}
+var kept = []string{"SLURM_CONF"}
 
 // droppedPrefixes are the families of the Slurm commands' variables.
 var droppedPrefixes = []string{"SLURM_", "SLURMD_", "SBATCH_", "SRUN_", "SALLOC_", "SQUEUE_", "SACCT_", "SCANCEL_"}
@@ -40,9 +40,9 @@ var droppedPrefixes = []string{"SLURM_", "SLURMD_", "SBATCH_", "SRUN_", "SALLOC_
 // reads (srun's PMI tuning), and LC_ALL, which Scrub sets itself.
 var dropped = []string{"PMI_FANOUT", "PMI_FANOUT_OFF_HOST", "PMI_TIME", "LC_ALL"}
 
-// Dropped says whether Scrub drops the variable name.
-func Dropped(name string) bool {
-	if slices.Contains(Kept, name) {
+// isDropped says whether Scrub drops the variable name.
+func isDropped(name string) bool {
+	if slices.Contains(kept, name) {
 		return false
 	}
 	if slices.Contains(dropped, name) {
@@ -58,14 +58,14 @@ func Dropped(name string) bool {
 
 // Scrub returns base ("NAME=value" entries) without the variables that
 // would change what the Slurm commands do or reach the job's own srun
-// (Dropped) and without the names in extra (for example the variables
+// (isDropped) and without the names in extra (for example the variables
 // that hold secrets), keeping the order of the rest, with LC_ALL=C
 // appended.
 func Scrub(base []string, extra ...string) []string {
 	out := make([]string, 0, len(base)+1)
 	for _, kv := range base {
 		name, _, _ := strings.Cut(kv, "=")
-		if Dropped(name) || slices.Contains(extra, name) {
+		if isDropped(name) || slices.Contains(extra, name) {
 			continue
 		}
 		out = append(out, kv)

@@ -61,14 +61,14 @@ func documentedInputs(t *testing.T, version string) map[string][]string {
 // (issue 28 item 12). Among them: srun's SLURM_GPUS_PER_NODE (NVFlare
 // issue 5268) and squeue's and sacct's SLURM_JSON (26.05: JSON output).
 func TestScrubDropsEveryDocumentedInput(t *testing.T) {
-	for _, version := range SlurmVersions {
+	for _, version := range slurmVersions {
 		docs := documentedInputs(t, version)
-		for _, cmd := range Commands {
+		for _, cmd := range commands {
 			if len(docs[cmd]) == 0 {
 				t.Errorf("Slurm %s: no input variables of %s in the snapshot", version, cmd)
 			}
 			for _, name := range docs[cmd] {
-				if !Dropped(name) && !slices.Contains(Kept, name) {
+				if !isDropped(name) && !slices.Contains(kept, name) {
 					t.Errorf("Slurm %s: %s reads %s, which Scrub passes on", version, cmd, name)
 				}
 			}
@@ -79,9 +79,9 @@ func TestScrubDropsEveryDocumentedInput(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range Kept {
+	for _, k := range kept {
 		found := false
-		for _, version := range SlurmVersions {
+		for _, version := range slurmVersions {
 			for _, names := range documentedInputs(t, version) {
 				found = found || slices.Contains(names, k)
 			}
@@ -90,7 +90,7 @@ func TestScrubDropsEveryDocumentedInput(t *testing.T) {
 			t.Errorf("%s is kept but no Slurm command documents it", k)
 		}
 	}
-	if !Dropped("SLURM_GPUS_PER_NODE") {
+	if !isDropped("SLURM_GPUS_PER_NODE") {
 		t.Error("SLURM_GPUS_PER_NODE reaches the job's srun")
 	}
 }

@@ -10,15 +10,15 @@ import (
 	"testing"
 )
 
-// CI says whether the tests run under CI (CI=true, set by .ci/run).
-func CI() bool { return os.Getenv("CI") == "true" }
+// ci says whether the tests run under CI (CI=true, set by .ci/run).
+func ci() bool { return os.Getenv("CI") == "true" }
 
 // Unavailable stops t because what it needs is missing: a failure under
 // CI, a skip elsewhere.
 func Unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
 	why := fmt.Sprintf(format, args...)
-	if CI() {
+	if ci() {
 		t.Fatal(why + " (CI must provide it: see .ci/run)")
 	}
 	t.Skip(why)

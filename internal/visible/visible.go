@@ -14,10 +14,10 @@ import (
 	"unicode/utf8"
 )
 
-// Printable says whether every character of s is printable as Go's
+// printable says whether every character of s is printable as Go's
 // strconv.IsPrint defines it (letters, marks, numbers, punctuation,
 // symbols and the ASCII space) and s is valid UTF-8.
-func Printable(s string) bool {
+func printable(s string) bool {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c >= 0x20 && c < 0x7f {
@@ -35,7 +35,7 @@ func Printable(s string) bool {
 
 // Quote is s when Printable(s), else s in Go's %q form.
 func Quote(s string) string {
-	if Printable(s) {
+	if printable(s) {
 		return s
 	}
 	return strconv.Quote(s)
@@ -44,7 +44,7 @@ func Quote(s string) string {
 // Lines applies Quote to each line of a message of several lines, keeping
 // the line breaks it was written with.
 func Lines(s string) string {
-	if Printable(strings.ReplaceAll(s, "\n", "")) {
+	if printable(strings.ReplaceAll(s, "\n", "")) {
 		return s
 	}
 	lines := strings.Split(s, "\n")

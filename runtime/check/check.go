@@ -51,10 +51,7 @@ const (
 )
 
 //go:embed probe.py
-var program []byte
-
-// Program is the probe program check writes into each probe's run dir.
-func Program() []byte { return slices.Clone(program) }
+var program []byte // the probe program check writes into each probe's run dir
 
 // DefaultTimeout bounds a whole check run.
 const DefaultTimeout = 15 * time.Minute
@@ -99,15 +96,6 @@ func Names() []string {
 	out := make([]string, len(probes))
 	for i, p := range probes {
 		out[i] = p.name
-	}
-	return out
-}
-
-// About is the one-line description of each probe, by name.
-func About() map[string]string {
-	out := make(map[string]string, len(probes))
-	for _, p := range probes {
-		out[p.name] = p.about
 	}
 	return out
 }

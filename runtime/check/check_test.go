@@ -41,9 +41,9 @@ func TestSelect(t *testing.T) {
 	if _, err := Select([]string{"success"}, []string{"success"}); err == nil {
 		t.Error("--only X --skip X must leave nothing and say so")
 	}
-	for n, about := range About() {
-		if about == "" || !strings.HasPrefix(JobPrefix+n, "check-") {
-			t.Errorf("probe %s has no description", n)
+	for _, p := range probes {
+		if p.about == "" || !strings.HasPrefix(JobPrefix+p.name, "check-") {
+			t.Errorf("probe %s has no description", p.name)
 		}
 	}
 }

@@ -14,9 +14,9 @@ import (
 
 // Verdicts of gc on one leftover job dir.
 const (
-	GCFinished = "finished" // the scheduler confirms no allocation is live or pending
-	GCLive     = "live"     // the allocation is pending or running
-	GCUnknown  = "unknown"  // the scheduler did not give a usable answer
+	gcFinished = "finished" // the scheduler confirms no allocation is live or pending
+	gcLive     = "live"     // the allocation is pending or running
+	gcUnknown  = "unknown"  // the scheduler did not give a usable answer
 )
 
 // GCEntry is gc's view of one job dir.
@@ -28,7 +28,7 @@ type GCEntry struct {
 	State      string `json:"state,omitempty"`
 	Reason     string `json:"reason"`
 	Removed    bool   `json:"removed"`
-	// Action is what gc did with the dir: GCRemoved, GCKept, or (a dry
+	// Action is what gc did with the dir: GCRemoved, gcKept, or (a dry
 	// run of a finished job's dir) GCWouldRemove; Reason says why.
 	Action string `json:"action"`
 }
@@ -36,7 +36,7 @@ type GCEntry struct {
 // What gc did with a job dir (GCEntry.Action).
 const (
 	GCRemoved     = "removed"
-	GCKept        = "kept"
+	gcKept        = "kept"
 	GCWouldRemove = "would_remove"
 )
 
@@ -59,7 +59,7 @@ func (m *Manager) GC(ctx context.Context, remove bool) ([]GCEntry, error) {
 	for i := range out {
 		if e := &out[i]; e.Removed {
 			if _, serr := os.Lstat(e.Dir); serr == nil || !errors.Is(serr, os.ErrNotExist) {
-				e.Removed, e.Action = false, GCKept
+				e.Removed, e.Action = false, gcKept
 				e.Reason += "; its removal failed (the log says why)"
 			}
 		}
@@ -78,7 +78,7 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 	var nameless []*GCEntry
 	for _, e := range ents {
 		dir := filepath.Join(m.jobsDir, e.Name())
-		ge := &GCEntry{Dir: dir, Verdict: GCUnknown}
+		ge := &GCEntry{Dir: dir, Verdict: gcUnknown}
 		entries = append(entries, ge)
 		byDir[dir] = ge
 		if !e.IsDir() {
@@ -129,8 +129,8 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 			switch {
 			case err != nil:
 				ge.Reason = err.Error()
-			case found && !IsTerminal(row.State):
-				ge.Verdict, ge.State, ge.Reason = GCLive, row.State, "in the queue"
+			case found && !isTerminal(row.State):
+				ge.Verdict, ge.State, ge.Reason = gcLive, row.State, "in the queue"
 			default:
 				left = append(left, j)
 			}
@@ -153,12 +153,12 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 					ge.Reason = err.Error()
 				case !found:
 					ge.Reason = "not in the queue and no accounting record: cannot confirm it finished"
-				case !IsTerminal(rec.State):
-					ge.Verdict, ge.State, ge.Reason = GCLive, rec.State, "accounting shows it live"
+				case !isTerminal(rec.State):
+					ge.Verdict, ge.State, ge.Reason = gcLive, rec.State, "accounting shows it live"
 				default:
-					ge.Verdict, ge.State, ge.Reason = GCFinished, rec.State, "accounting shows it ended"
+					ge.Verdict, ge.State, ge.Reason = gcFinished, rec.State, "accounting shows it ended"
 					if remove {
-						rc := ReturnCode(rec.State, rec.Exit, rec.DerivedExit, j.timers.UserAbort)
+						rc := returnCode(rec.State, rec.Exit, rec.DerivedExit, j.timers.UserAbort)
 						m.obs.finish(c, j, rec.State, rc, "collected by gc", m.now())
 						ge.Removed = true
 					}
@@ -179,9 +179,9 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 			case err != nil:
 				ge.Reason = noHandle + "; " + err.Error()
 			case queued[filepath.Base(ge.Dir)]:
-				ge.Verdict, ge.Reason = GCLive, noHandle+", but a job of this NVFlare job id is in the queue"
+				ge.Verdict, ge.Reason = gcLive, noHandle+", but a job of this NVFlare job id is in the queue"
 			default:
-				ge.Verdict, ge.Reason = GCFinished, noHandle+" and no job of this NVFlare job id in the queue"
+				ge.Verdict, ge.Reason = gcFinished, noHandle+" and no job of this NVFlare job id in the queue"
 				if remove {
 					if rerr := removeJobDir(ge.Dir); rerr != nil {
 						ge.Reason += "; remove failed: " + rerr.Error()
@@ -198,10 +198,10 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 		switch {
 		case e.Removed:
 			e.Action = GCRemoved
-		case e.Verdict == GCFinished && !remove:
+		case e.Verdict == gcFinished && !remove:
 			e.Action = GCWouldRemove
 		default:
-			e.Action = GCKept
+			e.Action = gcKept
 		}
 		res[i] = *e
 	}

@@ -22,7 +22,7 @@ func TestGCKeepsYoungHandlelessDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 1 || entries[0].Removed || entries[0].Verdict != GCUnknown || !strings.Contains(entries[0].Reason, "launch") {
+	if len(entries) != 1 || entries[0].Removed || entries[0].Verdict != gcUnknown || !strings.Contains(entries[0].Reason, "launch") {
 		t.Fatalf("young dir: %+v", entries)
 	}
 	if _, err := os.Stat(dir); err != nil {

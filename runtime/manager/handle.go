@@ -45,7 +45,7 @@ func (s Status) Pending(now time.Time) string {
 		return out + "; Slurm gives no reason"
 	}
 	out += "; Slurm's reason: " + s.Reason
-	if why := PendingReasonText(s.Reason); why != "" {
+	if why := pendingReasonText(s.Reason); why != "" {
 		out += " (" + why + ")"
 	}
 	return out
@@ -59,7 +59,7 @@ type Handle struct {
 	// timers is the last copy of the job's timers this process saw or
 	// wrote (guarded by the observer's mu): when the job dir is removed by
 	// hand, the refresh continues from it instead of starting over.
-	timers Timers
+	timers jobTimers
 }
 
 // covered says whether c can answer for h. A job whose dir is gone is
@@ -74,7 +74,7 @@ func (h *Handle) covered(c *cache) bool {
 	if _, ok := c.Jobs[h.info.SlurmJobID]; ok {
 		return true
 	}
-	_, err := os.Lstat(filepath.Join(h.m.JobDir(h.info.JobID), HandleFile))
+	_, err := os.Lstat(filepath.Join(h.m.JobDir(h.info.JobID), handleFile))
 	return err == nil
 }
 
@@ -93,7 +93,7 @@ func (h *Handle) Poll(ctx context.Context) (Status, error) {
 	}
 	c, err := h.m.obs.view(ctx, h.m.extraHandles, false, nil, h.covered)
 	if err != nil {
-		return h.unknown(StateSubmitted, err.Error()), err
+		return h.unknown(stateSubmitted, err.Error()), err
 	}
 	return h.from(c), nil
 }
@@ -111,7 +111,7 @@ func (h *Handle) from(c *cache) Status {
 		}
 		return st
 	}
-	return h.unknown(StateSubmitted, "")
+	return h.unknown(stateSubmitted, "")
 }
 
 // pendingLimit is the job's effective pending timeout: its own, which may
@@ -125,7 +125,7 @@ func (h *Handle) pendingLimit() time.Duration {
 }
 
 func (h *Handle) unknown(state, detail string) Status {
-	return Status{JobID: h.info.JobID, SlurmJobID: h.info.SlurmJobID, State: state, ReturnCode: RCUnknown, Detail: detail}
+	return Status{JobID: h.info.JobID, SlurmJobID: h.info.SlurmJobID, State: state, ReturnCode: rcUnknown, Detail: detail}
 }
 
 func (h *Handle) finished(f Finished) Status {
@@ -238,7 +238,7 @@ func (h *Handle) terminate(ctx context.Context, user bool) (Status, error) {
 		return nil
 	}, nil)
 	if err != nil {
-		return h.unknown(StateSubmitted, err.Error()), err
+		return h.unknown(stateSubmitted, err.Error()), err
 	}
 	st := h.from(c)
 	if st.Terminal {
@@ -303,7 +303,7 @@ func (m *Manager) eachLive(ctx context.Context, fn func(h *Handle, st Status, op
 	for _, info := range infos {
 		h, err := m.Open(info.JobID)
 		if err != nil {
-			fn(nil, Status{JobID: info.JobID, SlurmJobID: info.SlurmJobID, State: StateSubmitted, ReturnCode: RCUnknown, Detail: err.Error()}, err)
+			fn(nil, Status{JobID: info.JobID, SlurmJobID: info.SlurmJobID, State: stateSubmitted, ReturnCode: rcUnknown, Detail: err.Error()}, err)
 			continue
 		}
 		if st, _ := h.Poll(ctx); !st.Terminal {
@@ -344,7 +344,7 @@ func (m *Manager) AllStatuses(ctx context.Context) ([]Status, error) {
 		seen[info.JobID] = true
 		h, err := m.Open(info.JobID)
 		if err != nil {
-			out = append(out, Status{JobID: info.JobID, SlurmJobID: info.SlurmJobID, State: StateSubmitted, ReturnCode: RCUnknown, Detail: err.Error()})
+			out = append(out, Status{JobID: info.JobID, SlurmJobID: info.SlurmJobID, State: stateSubmitted, ReturnCode: rcUnknown, Detail: err.Error()})
 			continue
 		}
 		st, _ := h.Poll(ctx)

@@ -26,7 +26,7 @@ func TestHandleWithoutJobDirFiveMisses(t *testing.T) {
 			t.Fatalf("miss %d: terminal early: %+v", i+1, s)
 		}
 	}
-	if s := e.poll(h); !s.Terminal || s.ReturnCode != RCInfrastructure || s.State != StateLost {
+	if s := e.poll(h); !s.Terminal || s.ReturnCode != RCInfrastructure || s.State != stateLost {
 		t.Fatalf("fifth miss: %+v", s)
 	}
 }

@@ -24,7 +24,7 @@ func tempHandles(t *testing.T, dir string) []string {
 	}
 	var tmps []string
 	for _, e := range ents {
-		if fsx.IsTempOf(e.Name(), HandleFile) {
+		if fsx.IsTempOf(e.Name(), handleFile) {
 			tmps = append(tmps, filepath.Join(dir, e.Name()))
 		}
 	}
@@ -63,7 +63,7 @@ func TestHandleNeverVisiblePartially(t *testing.T) {
 		if filepath.Dir(tmp) != dir {
 			t.Errorf("temp %s is not in the job dir %s", tmp, dir)
 		}
-		if _, err := os.Lstat(filepath.Join(dir, HandleFile)); !os.IsNotExist(err) {
+		if _, err := os.Lstat(filepath.Join(dir, handleFile)); !os.IsNotExist(err) {
 			t.Errorf("handle.json exists before its content is complete: %v", err)
 		}
 		if _, err := readHandle(dir); !errors.Is(err, errNoHandle) {
@@ -96,7 +96,7 @@ func TestHandleNeverVisiblePartially(t *testing.T) {
 	if tmps := tempHandles(t, dir); len(tmps) != 0 {
 		t.Fatalf("temp files left after publishing: %v", tmps)
 	}
-	st, _ := os.Lstat(filepath.Join(dir, HandleFile))
+	st, _ := os.Lstat(filepath.Join(dir, handleFile))
 	if st.Mode() != 0o600 {
 		t.Fatalf("handle.json mode %v", st.Mode())
 	}
@@ -114,25 +114,25 @@ func TestHandleWriteNeverReplaces(t *testing.T) {
 	if err := writeHandle(dir, first, true, nil); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := os.ReadFile(filepath.Join(dir, HandleFile))
+	before, _ := os.ReadFile(filepath.Join(dir, handleFile))
 	second := first
 	second.SlurmJobID = "8"
 	if err := writeHandle(dir, second, true, nil); !errors.Is(err, os.ErrExist) {
 		t.Fatalf("second handle write: want ErrExist, got %v", err)
 	}
 	// Between staging and publishing, another writer's handle appears.
-	if err := os.Remove(filepath.Join(dir, HandleFile)); err != nil {
+	if err := os.Remove(filepath.Join(dir, handleFile)); err != nil {
 		t.Fatal(err)
 	}
 	appears := func(string) {
-		if err := os.WriteFile(filepath.Join(dir, HandleFile), before, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, handleFile), before, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := writeHandle(dir, second, false, appears); !errors.Is(err, os.ErrExist) {
 		t.Fatalf("publish over a handle that appeared: want ErrExist, got %v", err)
 	}
-	if after, _ := os.ReadFile(filepath.Join(dir, HandleFile)); !bytes.Equal(after, before) {
+	if after, _ := os.ReadFile(filepath.Join(dir, handleFile)); !bytes.Equal(after, before) {
 		t.Fatalf("handle.json replaced:\n%s\nwant\n%s", after, before)
 	}
 	if got, err := readHandle(dir); err != nil || got.SlurmJobID != "7" {
@@ -153,7 +153,7 @@ func TestHandleCrashBeforePublish(t *testing.T) {
 	e := newEnv(t)
 	launchCrashing(t, e, e.m, "j")
 	dir := e.m.JobDir("j")
-	if _, err := os.Lstat(filepath.Join(dir, HandleFile)); !os.IsNotExist(err) {
+	if _, err := os.Lstat(filepath.Join(dir, handleFile)); !os.IsNotExist(err) {
 		t.Fatalf("handle.json exists after a crash before publishing: %v", err)
 	}
 	tmps := tempHandles(t, dir)
@@ -202,7 +202,7 @@ func TestHandleCrashBeforePublish(t *testing.T) {
 		return GCEntry{}
 	}
 	// Young: a launch may be in progress.
-	if en := gcOf(true); en.Verdict != GCUnknown || en.Removed || !strings.Contains(en.Reason, "launch may be in progress") {
+	if en := gcOf(true); en.Verdict != gcUnknown || en.Removed || !strings.Contains(en.Reason, "launch may be in progress") {
 		t.Fatalf("young crashed dir: %+v", en)
 	}
 	old := e.clock.Now().Add(-time.Hour)
@@ -210,17 +210,17 @@ func TestHandleCrashBeforePublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Its job (101) is still queued: live, kept.
-	if en := gcOf(true); en.Verdict != GCLive || en.Removed || !strings.Contains(en.Reason, "unpublished handle") {
+	if en := gcOf(true); en.Verdict != gcLive || en.Removed || !strings.Contains(en.Reason, "unpublished handle") {
 		t.Fatalf("crashed dir with a queued job: %+v", en)
 	}
 	e.slurm.set("101", "CANCELLED", false, "0:15")
-	if en := gcOf(false); en.Verdict != GCFinished || en.Removed {
+	if en := gcOf(false); en.Verdict != gcFinished || en.Removed {
 		t.Fatalf("dry run: %+v", en)
 	}
 	if _, err := os.Stat(tmps[0]); err != nil {
 		t.Fatalf("dry run removed the temp handle: %v", err)
 	}
-	if en := gcOf(true); en.Verdict != GCFinished || !en.Removed {
+	if en := gcOf(true); en.Verdict != gcFinished || !en.Removed {
 		t.Fatalf("crashed dir after its job left the queue: %+v", en)
 	}
 	if _, err := os.Lstat(dir); !os.IsNotExist(err) {
@@ -244,7 +244,7 @@ func TestHandleLeftoverTempBesideHandle(t *testing.T) {
 	h := e.launch("j")
 	dir := e.m.JobDir("j")
 	tmp := filepath.Join(dir, ".handle.json.tmp-0123456789abcdef")
-	if err := os.Link(filepath.Join(dir, HandleFile), tmp); err != nil {
+	if err := os.Link(filepath.Join(dir, handleFile), tmp); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := e.manager().Open("j"); err != nil || got.Info() != h.Info() {
@@ -282,7 +282,7 @@ func TestHandleWriteFailureCancelsOnlyAVerifiedJob(t *testing.T) {
 				return err
 			}
 			// handle.json cannot be created: a directory holds its name.
-			return os.Mkdir(filepath.Join(job.Dir, HandleFile), 0o700)
+			return os.Mkdir(filepath.Join(job.Dir, handleFile), 0o700)
 		}
 		e.slurm.squeueFail = c.squeueFail
 		if c.comment != "" {

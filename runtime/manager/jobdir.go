@@ -21,10 +21,10 @@ import (
 
 // Files of the control area (contract §8 plus this runtime's own).
 const (
-	ControlDir   = schema.ControlDir
-	JobsDir      = workspace.JobsDir
-	HandleFile   = workspace.HandleFile
-	TimersFile   = workspace.TimersFile
+	controlDir   = schema.ControlDir
+	jobsDirName  = workspace.JobsDir
+	handleFile   = workspace.HandleFile
+	timersFile   = workspace.TimersFile
 	lockFile     = "observe.lock"
 	cacheFile    = "observations.json"
 	handleFormat = 1
@@ -61,7 +61,7 @@ func writeHandle(dir string, h HandleInfo, sync bool, staged func(tmp string)) e
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dir, HandleFile)
+	path := filepath.Join(dir, handleFile)
 	tmp, err := fsx.WriteTemp(path, append(data, '\n'), 0o600, sync)
 	if err != nil {
 		return err
@@ -86,7 +86,7 @@ func hasTempHandle(dir string) bool {
 		return false
 	}
 	for _, e := range ents {
-		if fsx.IsTempOf(e.Name(), HandleFile) {
+		if fsx.IsTempOf(e.Name(), handleFile) {
 			return true
 		}
 	}
@@ -100,14 +100,14 @@ var errNoHandle = errors.New("no handle.json")
 
 func readHandle(dir string) (HandleInfo, error) {
 	var h HandleInfo
-	data, err := readSmallFile(filepath.Join(dir, HandleFile))
+	data, err := readSmallFile(filepath.Join(dir, handleFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return h, errNoHandle
 	}
 	if err != nil {
 		return h, err
 	}
-	return parseHandle(filepath.Join(dir, HandleFile), data)
+	return parseHandle(filepath.Join(dir, handleFile), data)
 }
 
 // parseHandle decodes the content of a handle.json read from path and
@@ -123,9 +123,9 @@ func parseHandle(path string, data []byte) (HandleInfo, error) {
 	return h, nil
 }
 
-// Timers are the per-job clocks of contract §9 kept in the job dir, so that
+// jobTimers are the per-job clocks of contract §9 kept in the job dir, so that
 // every process watching the workspace shares them (timers.json).
-type Timers struct {
+type jobTimers struct {
 	PendingSince    time.Time `json:"pending_since,omitzero"`
 	Misses          int       `json:"accounting_misses,omitempty"`
 	LastMiss        time.Time `json:"last_miss,omitzero"`
@@ -133,9 +133,9 @@ type Timers struct {
 	UserAbort       bool      `json:"user_abort,omitempty"`
 }
 
-func readTimers(dir string) (Timers, error) {
-	var t Timers
-	data, err := readSmallFile(filepath.Join(dir, TimersFile))
+func readTimers(dir string) (jobTimers, error) {
+	var t jobTimers
+	data, err := readSmallFile(filepath.Join(dir, timersFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return t, nil
 	}
@@ -143,17 +143,17 @@ func readTimers(dir string) (Timers, error) {
 		return t, err
 	}
 	if err := json.Unmarshal(data, &t); err != nil {
-		return t, fmt.Errorf("%s: %v", filepath.Join(dir, TimersFile), err)
+		return t, fmt.Errorf("%s: %v", filepath.Join(dir, timersFile), err)
 	}
 	return t, nil
 }
 
-func writeTimers(dir string, t Timers) error {
+func writeTimers(dir string, t jobTimers) error {
 	data, err := json.Marshal(t)
 	if err != nil {
 		return err
 	}
-	return renameio.WriteFile(filepath.Join(dir, TimersFile), append(data, '\n'), 0o600)
+	return renameio.WriteFile(filepath.Join(dir, timersFile), append(data, '\n'), 0o600)
 }
 
 // readSmallFile reads a control file (handle, timers) without following a

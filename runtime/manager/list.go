@@ -45,7 +45,7 @@ func ListHandles(root string) ([]HandleInfo, error) {
 		return nil, err
 	}
 	defer ws.Close()
-	jobs, err := ws.OpenBeneath(ControlDir + "/" + JobsDir)
+	jobs, err := ws.OpenBeneath(controlDir + "/" + jobsDirName)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func readHandleBeneath(jobs *dirfd.Dir, key string) (HandleInfo, error) {
 		return HandleInfo{}, err
 	}
 	defer dir.Close()
-	f, err := dir.OpenRegular(HandleFile, dirfd.Expect{})
+	f, err := dir.OpenRegular(handleFile, dirfd.Expect{})
 	if err != nil {
 		return HandleInfo{}, err
 	}
@@ -91,9 +91,9 @@ func readHandleBeneath(jobs *dirfd.Dir, key string) (HandleInfo, error) {
 		return HandleInfo{}, err
 	}
 	if len(data) > listMaxHandleSize {
-		return HandleInfo{}, fmt.Errorf("%s: larger than %d bytes", dir.Join(HandleFile), listMaxHandleSize)
+		return HandleInfo{}, fmt.Errorf("%s: larger than %d bytes", dir.Join(handleFile), listMaxHandleSize)
 	}
-	return parseHandle(dir.Join(HandleFile), data)
+	return parseHandle(dir.Join(handleFile), data)
 }
 
 // isJobKey says whether name has the form of JobKey's result (64 lowercase

@@ -43,7 +43,7 @@ func makeJobDir(t testing.TB, jobs, key string, h *HandleInfo) string {
 func newTestWorkspace(t testing.TB) (ws, jobs string) {
 	t.Helper()
 	ws = t.TempDir()
-	jobs = filepath.Join(ws, ControlDir, JobsDir)
+	jobs = filepath.Join(ws, controlDir, jobsDirName)
 	if err := os.MkdirAll(jobs, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestListHandlesKeepsOnlyValidHandlesOfTheirOwnKey(t *testing.T) {
 	e := testHandle("job-e")
 	target := makeJobDir(t, elsewhere, workspace.JobKey("job-e"), &e)
 	linkDir := makeJobDir(t, jobs, workspace.JobKey("job-e"), nil)
-	if err := os.Symlink(filepath.Join(target, HandleFile), filepath.Join(linkDir, HandleFile)); err != nil {
+	if err := os.Symlink(filepath.Join(target, handleFile), filepath.Join(linkDir, handleFile)); err != nil {
 		t.Fatal(err)
 	}
 	// The job dir itself is a symlink to a valid job dir outside.
@@ -108,7 +108,7 @@ func TestListHandlesKeepsOnlyValidHandlesOfTheirOwnKey(t *testing.T) {
 	}
 	// handle.json is a FIFO: opening it for reading must not block.
 	fifoDir := makeJobDir(t, jobs, workspace.JobKey("job-g"), nil)
-	if err := syscall.Mkfifo(filepath.Join(fifoDir, HandleFile), 0o600); err != nil {
+	if err := syscall.Mkfifo(filepath.Join(fifoDir, handleFile), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// Too large, not JSON, incomplete.
@@ -118,7 +118,7 @@ func TestListHandlesKeepsOnlyValidHandlesOfTheirOwnKey(t *testing.T) {
 		"job-j": `{"format":1,"job_id":"job-j"}`,
 	} {
 		dir := makeJobDir(t, jobs, workspace.JobKey(id), nil)
-		if err := os.WriteFile(filepath.Join(dir, HandleFile), []byte(content), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, handleFile), []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -150,14 +150,14 @@ func TestListHandlesFollowsNoSymlinkedControlDir(t *testing.T) {
 	makeJobDir(t, otherJobs, workspace.JobKey("job-a"), &h)
 
 	viaControl := t.TempDir()
-	if err := os.Symlink(filepath.Join(elsewhere, ControlDir), filepath.Join(viaControl, ControlDir)); err != nil {
+	if err := os.Symlink(filepath.Join(elsewhere, controlDir), filepath.Join(viaControl, controlDir)); err != nil {
 		t.Fatal(err)
 	}
 	viaJobs := t.TempDir()
-	if err := os.Mkdir(filepath.Join(viaJobs, ControlDir), 0o700); err != nil {
+	if err := os.Mkdir(filepath.Join(viaJobs, controlDir), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(otherJobs, filepath.Join(viaJobs, ControlDir, JobsDir)); err != nil {
+	if err := os.Symlink(otherJobs, filepath.Join(viaJobs, controlDir, jobsDirName)); err != nil {
 		t.Fatal(err)
 	}
 	for _, ws := range []string{viaControl, viaJobs} {

@@ -26,8 +26,8 @@ import (
 
 // States a Status reports besides Slurm's own words.
 const (
-	StateSubmitted = "SUBMITTED" // accepted by sbatch, not observed yet
-	StateLost      = "LOST"      // gone from the queue with no accounting record (→ 104)
+	stateSubmitted = "SUBMITTED" // accepted by sbatch, not observed yet
+	stateLost      = "LOST"      // gone from the queue with no accounting record (→ 104)
 )
 
 // Config is what a Manager needs.
@@ -54,7 +54,6 @@ type Manager struct {
 
 	mu      sync.Mutex
 	handles map[string]*Handle // by NVFlare job id; nil while launching
-	closed  bool
 
 	// Test hooks: the production value is set by New (or nil).
 	noSync bool // skip the fsync of handle.json
@@ -87,8 +86,8 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	control := filepath.Join(cfg.Workspace, ControlDir)
-	jobs := filepath.Join(control, JobsDir)
+	control := filepath.Join(cfg.Workspace, controlDir)
+	jobs := filepath.Join(control, jobsDirName)
 	for _, d := range []string{control, jobs} {
 		if err := ensureDir(d, os.Getuid()); err != nil {
 			return nil, err
@@ -160,9 +159,6 @@ func (e *RunningError) Error() string {
 		e.Info.JobID, e.Info.SlurmJobID, e.Info.SubmitTime.Format(time.RFC3339))
 }
 
-// ErrShutdown is returned by Launch after Shutdown.
-var ErrShutdown = errors.New("the launcher is shutting down and accepts no new launches")
-
 var clusterRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^` + scheduler.ClusterNameChars + `$`) })
 
 // Launch writes the job's artifacts, submits it once and returns its live
@@ -172,10 +168,6 @@ func (m *Manager) Launch(ctx context.Context, job Job) (*Handle, error) {
 		return nil, fmt.Errorf("job %s: artifact dir %s is not %s", job.JobID, job.Dir, m.JobDir(job.JobID))
 	}
 	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return nil, ErrShutdown
-	}
 	if _, ok := m.handles[job.JobID]; ok {
 		m.mu.Unlock()
 		return nil, fmt.Errorf("job %s already has a live handle in this process", job.JobID)
@@ -335,7 +327,7 @@ func (m *Manager) cancelVerified(ctx context.Context, info HandleInfo) string {
 	switch {
 	case err != nil:
 		return fmt.Sprintf("not sent (%v); %s", err, manual)
-	case !found || IsTerminal(row.State):
+	case !found || isTerminal(row.State):
 		return "not needed: the job is no longer in the queue"
 	}
 	if err := cl.Cancel(ctx, info.SlurmJobID); err != nil {
@@ -356,7 +348,7 @@ func (m *Manager) cancelByIdentity(ctx context.Context, name, marker string) str
 	}
 	var cancelled, failed []string
 	for _, r := range q.Rows {
-		if r.Ambiguous || r.UID != cl.UID || r.Name != name || r.Comment != marker || IsTerminal(r.State) {
+		if r.Ambiguous || r.UID != cl.UID || r.Name != name || r.Comment != marker || isTerminal(r.State) {
 			continue
 		}
 		if err := cl.Cancel(ctx, r.JobID); err != nil {
@@ -445,13 +437,6 @@ func (m *Manager) Open(jobID string) (*Handle, error) {
 	return h, nil
 }
 
-// Shutdown closes launch admission. Live handles stay usable.
-func (m *Manager) Shutdown() {
-	m.mu.Lock()
-	m.closed = true
-	m.mu.Unlock()
-}
-
 // extraHandles are this process's handles whose job dir is gone, so that
 // the refresh still asks about them.
 func (m *Manager) extraHandles() []*Handle {
@@ -462,7 +447,7 @@ func (m *Manager) extraHandles() []*Handle {
 		if h == nil || h.done.Load() != nil {
 			continue
 		}
-		if _, err := os.Lstat(filepath.Join(m.JobDir(h.info.JobID), HandleFile)); err != nil {
+		if _, err := os.Lstat(filepath.Join(m.JobDir(h.info.JobID), handleFile)); err != nil {
 			out = append(out, h)
 		}
 	}

@@ -36,8 +36,8 @@ const (
 	finishedMax  = 4096
 )
 
-// Observation is the latest view of one live job.
-type Observation struct {
+// observation is the latest view of one live job.
+type observation struct {
 	JobID      string    `json:"job_id"`
 	State      string    `json:"state"`
 	Detail     string    `json:"detail,omitempty"` // why the view is not fresh, when it is not
@@ -73,7 +73,7 @@ type Finished struct {
 type cache struct {
 	Format      int                    `json:"format"`
 	RefreshedAt time.Time              `json:"refreshed_at"`
-	Jobs        map[string]Observation `json:"jobs"`
+	Jobs        map[string]observation `json:"jobs"`
 	Finished    map[string]Finished    `json:"finished"`
 }
 
@@ -248,7 +248,7 @@ func (o *observer) lockPatience() time.Duration {
 }
 
 func (o *observer) read() (*cache, error) {
-	c := &cache{Format: 1, Jobs: map[string]Observation{}, Finished: map[string]Finished{}}
+	c := &cache{Format: 1, Jobs: map[string]observation{}, Finished: map[string]Finished{}}
 	data, err := readNoFollow(filepath.Join(o.dir, cacheFile), 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
@@ -262,7 +262,7 @@ func (o *observer) read() (*cache, error) {
 		c = &cache{Format: 1}
 	}
 	if c.Jobs == nil {
-		c.Jobs = map[string]Observation{}
+		c.Jobs = map[string]observation{}
 	}
 	if c.Finished == nil {
 		c.Finished = map[string]Finished{}
@@ -320,7 +320,7 @@ type liveJob struct {
 	info   HandleInfo
 	dir    string
 	onDisk bool
-	timers Timers
+	timers jobTimers
 	dirty  bool
 	// queueState is the terminal state squeue still lists the job in.
 	queueState string
@@ -332,7 +332,7 @@ type liveJob struct {
 // listJobs reads the handle of every job dir of the workspace. Dirs without
 // a (valid) handle are skipped: gc deals with them.
 func (o *observer) listJobs() ([]*liveJob, error) {
-	jobsDir := filepath.Join(o.dir, JobsDir)
+	jobsDir := filepath.Join(o.dir, jobsDirName)
 	ents, err := os.ReadDir(jobsDir)
 	if err != nil {
 		return nil, fmt.Errorf("list job dirs: %w", err)
@@ -393,7 +393,7 @@ func (o *observer) refresh(ctx context.Context, c *cache, extra []*Handle) {
 		seen[h.info.SlurmJobID] = true
 		// The job dir is gone (removed by hand): the job is still asked
 		// about, with the clocks this process last saw.
-		jobs = append(jobs, &liveJob{info: h.info, dir: filepath.Join(o.dir, JobsDir, workspace.JobKey(h.info.JobID)), timers: h.timers, h: h})
+		jobs = append(jobs, &liveJob{info: h.info, dir: filepath.Join(o.dir, jobsDirName, workspace.JobKey(h.info.JobID)), timers: h.timers, h: h})
 	}
 	live := map[string]bool{}
 	for _, j := range jobs {
@@ -441,7 +441,7 @@ func (o *observer) refresh(ctx context.Context, c *cache, extra []*Handle) {
 			left = append(left, j)
 			continue
 		}
-		if IsTerminal(row.State) {
+		if isTerminal(row.State) {
 			// Still listed, so the job exists: the result comes from
 			// accounting, and its absence there is not a miss.
 			j.queueState = row.State
@@ -482,14 +482,14 @@ func (o *observer) note(c *cache, j *liveJob, state, detail string, now time.Tim
 	if state == "" {
 		state = prev.State
 		if !ok || state == "" {
-			state = StateSubmitted
+			state = stateSubmitted
 		}
 	}
 	at := now
 	if detail != "" && ok {
 		at = prev.ObservedAt
 	}
-	c.Jobs[j.info.SlurmJobID] = Observation{JobID: j.info.JobID, State: state, Detail: detail, ObservedAt: at}
+	c.Jobs[j.info.SlurmJobID] = observation{JobID: j.info.JobID, State: state, Detail: detail, ObservedAt: at}
 }
 
 // queued handles a job squeue shows live: pending timer, cancellation.
@@ -555,7 +555,7 @@ func (o *observer) accounted(c *cache, j *liveJob, a *scheduler.Accounting, now 
 		}
 		if j.timers.Misses >= maxMisses {
 			o.m.log.Error("slurm accounting has no record of the job after five healthy answers", "job_id", j.info.JobID, "slurm_job_id", j.info.SlurmJobID)
-			o.finish(c, j, StateLost, RCInfrastructure, fmt.Sprintf("not in the queue and no accounting record after %d answers", maxMisses), now)
+			o.finish(c, j, stateLost, RCInfrastructure, fmt.Sprintf("not in the queue and no accounting record after %d answers", maxMisses), now)
 			return
 		}
 		o.note(c, j, "", fmt.Sprintf("not in the queue; no accounting record yet (%d/%d)", j.timers.Misses, maxMisses), now)
@@ -565,12 +565,12 @@ func (o *observer) accounted(c *cache, j *liveJob, a *scheduler.Accounting, now 
 	if j.timers.Misses != 0 {
 		j.timers.Misses, j.timers.LastMiss, j.dirty = 0, time.Time{}, true
 	}
-	if !IsTerminal(rec.State) {
+	if !isTerminal(rec.State) {
 		o.note(c, j, rec.State, "", now)
 		o.gone(c, j)
 		return
 	}
-	rc := ReturnCode(rec.State, rec.Exit, rec.DerivedExit, j.timers.UserAbort)
+	rc := returnCode(rec.State, rec.Exit, rec.DerivedExit, j.timers.UserAbort)
 	detail := fmt.Sprintf("exit code %d:%d, derived %d:%d", rec.Exit.Status, rec.Exit.Signal, rec.DerivedExit.Status, rec.DerivedExit.Signal)
 	if j.timers.UserAbort {
 		detail += ", user abort"

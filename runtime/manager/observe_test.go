@@ -28,7 +28,7 @@ func TestTerminalQueueRowWithoutRecordIsNotAMiss(t *testing.T) {
 	e.slurm.mu.Unlock()
 	for i := 0; i < 12; i++ {
 		s := e.poll(h)
-		if s.Terminal || s.ReturnCode != RCUnknown {
+		if s.Terminal || s.ReturnCode != rcUnknown {
 			t.Fatalf("poll %d: terminal while squeue lists the job: %+v", i, s)
 		}
 		if !strings.Contains(s.Detail, "waiting for its accounting record") {
@@ -68,7 +68,7 @@ func TestJobDirOutlivesAnUnrecordedResult(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("poll with an unwritable cache: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(e.m.JobDir("j"), HandleFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(e.m.JobDir("j"), handleFile)); err != nil {
 		t.Fatalf("job dir removed although its result was not recorded: %v", err)
 	}
 	e.m.writeCache = writeCacheFileDefault
@@ -122,7 +122,7 @@ func TestUnwritableCacheKeepsOneRefreshPerInterval(t *testing.T) {
 func TestLockWaitEndsWithContext(t *testing.T) {
 	e := newEnv(t)
 	h := e.launch("j")
-	f, err := os.OpenFile(filepath.Join(e.ws, ControlDir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(filepath.Join(e.ws, controlDir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestPendingTimeoutClampedAtObserveTime(t *testing.T) {
 	for _, recorded := range []float64{1e9, 0, -5} {
 		e := newEnv(t) // site pending timeout 600 s
 		e.launch("j")
-		path := filepath.Join(e.m.JobDir("j"), HandleFile)
+		path := filepath.Join(e.m.JobDir("j"), handleFile)
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)

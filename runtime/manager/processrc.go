@@ -13,15 +13,15 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
 )
 
-// ProcessRCFile is the file in a job's run dir (<workspace>/<job id>) where
+// processRCFile is the file in a job's run dir (<workspace>/<job id>) where
 // an NVFlare worker records its own return code (FLMetaKey.PROCESS_RC_FILE).
-const ProcessRCFile = "_process_rc.txt"
+const processRCFile = "_process_rc.txt"
 
-// maxProcessRC bounds what is read of ProcessRCFile: one number.
+// maxProcessRC bounds what is read of processRCFile: one number.
 const maxProcessRC = 64
 
 // refineReturnCode refines the return code of a finished job from the
-// worker's ProcessRCFile, as NVFlare's parent does (fed_utils.get_return_code):
+// worker's processRCFile, as NVFlare's parent does (fed_utils.get_return_code):
 // an infrastructure failure (104) stands; otherwise the file's first line,
 // an integer, replaces the launcher's code (a value outside 0..255, which
 // no process exit status can be, counts as malformed). A missing file keeps the code;
@@ -37,10 +37,10 @@ func (m *Manager) refineReturnCode(jobID string, rc int) (int, string) {
 	case errors.Is(err, os.ErrNotExist):
 		return rc, ""
 	case err != nil:
-		m.log.Warn("cannot read the worker's return code; keeping the launcher's", "job_id", jobID, "file", ProcessRCFile, "err", err, "return_code", rc)
+		m.log.Warn("cannot read the worker's return code; keeping the launcher's", "job_id", jobID, "file", processRCFile, "err", err, "return_code", rc)
 		return rc, ""
 	}
-	return v, fmt.Sprintf("return code %d from %s (the launcher's was %d)", v, ProcessRCFile, rc)
+	return v, fmt.Sprintf("return code %d from %s (the launcher's was %d)", v, processRCFile, rc)
 }
 
 func readProcessRC(workspace, jobID string) (int, error) {
@@ -54,14 +54,14 @@ func readProcessRC(workspace, jobID string) (int, error) {
 		return 0, err
 	}
 	defer run.Close()
-	fd, err := unix.Openat(run.Fd(), ProcessRCFile, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(run.Fd(), processRCFile, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			return 0, os.ErrNotExist
 		}
-		return 0, &os.PathError{Op: "open", Path: run.Join(ProcessRCFile), Err: err}
+		return 0, &os.PathError{Op: "open", Path: run.Join(processRCFile), Err: err}
 	}
-	f := os.NewFile(uintptr(fd), run.Join(ProcessRCFile))
+	f := os.NewFile(uintptr(fd), run.Join(processRCFile))
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {

@@ -44,7 +44,7 @@ func TestReturnCodeRefinedFromProcessRC(t *testing.T) {
 			if err := os.Mkdir(run, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			rcFile := filepath.Join(run, ProcessRCFile)
+			rcFile := filepath.Join(run, processRCFile)
 			switch c.file {
 			case "":
 			case "LINK":
@@ -67,10 +67,10 @@ func TestReturnCodeRefinedFromProcessRC(t *testing.T) {
 			}
 			if c.file != "" {
 				if _, err := os.Lstat(rcFile); err != nil {
-					t.Errorf("%s was removed: %v", ProcessRCFile, err)
+					t.Errorf("%s was removed: %v", processRCFile, err)
 				}
 			}
-			if c.file != "" && !c.warn && c.want != 104 && !strings.Contains(st.Detail, ProcessRCFile) {
+			if c.file != "" && !c.warn && c.want != 104 && !strings.Contains(st.Detail, processRCFile) {
 				t.Errorf("detail %q does not say where the code came from", st.Detail)
 			}
 		})

@@ -32,6 +32,6 @@ var pendingReasons = map[string]string{
 	"BadConstraints":              "no node satisfies its constraints",
 }
 
-// PendingReasonText explains Slurm's pending reason, or "" for one it does
+// pendingReasonText explains Slurm's pending reason, or "" for one it does
 // not know.
-func PendingReasonText(reason string) string { return pendingReasons[reason] }
+func pendingReasonText(reason string) string { return pendingReasons[reason] }

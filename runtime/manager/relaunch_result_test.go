@@ -125,7 +125,7 @@ func TestGCReportsAFailedRemovalAsKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 1 || entries[0].Removed || entries[0].Action != GCKept || !strings.Contains(entries[0].Reason, "removal failed") {
+	if len(entries) != 1 || entries[0].Removed || entries[0].Action != gcKept || !strings.Contains(entries[0].Reason, "removal failed") {
 		t.Fatalf("entries %+v, want the dir kept with its removal failure", entries)
 	}
 	if _, err := os.Stat(e.m.JobDir("done")); err != nil {

@@ -8,7 +8,7 @@ const (
 	RCExecutionError = 1
 	RCAborted        = 9
 	RCInfrastructure = 104
-	RCUnknown        = 127
+	rcUnknown        = 127
 )
 
 // pendingStates are the states in which the pending timer runs.
@@ -25,21 +25,21 @@ var infrastructureStates = map[string]bool{
 // IsPending says whether state starts (or continues) the pending timer.
 func IsPending(state string) bool { return pendingStates[state] }
 
-// IsTerminal says whether state ends a job. Every other state, known or
+// isTerminal says whether state ends a job. Every other state, known or
 // not (RUNNING, COMPLETING, SUSPENDED, REQUEUED, …), is non-terminal.
-func IsTerminal(state string) bool {
+func isTerminal(state string) bool {
 	return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED" || infrastructureStates[state]
 }
 
 // workerCodes pass through from the worker's exit status.
 var workerCodes = map[int]bool{101: true, 102: true, 103: true, 104: true}
 
-// ReturnCode maps a terminal accounting record to the NVFlare return code
+// returnCode maps a terminal accounting record to the NVFlare return code
 // (contract §9): infrastructure states → 104; after a user abort,
 // CANCELLED or COMPLETED → 9; CANCELLED otherwise → 104; a worker code
 // 101–104 in ExitCode, then in DerivedExitCode, passes through; any other
 // non-zero exit or a signal → 1; COMPLETED → 0; anything else → 1.
-func ReturnCode(state string, exit, derived scheduler.ExitCode, userAbort bool) int {
+func returnCode(state string, exit, derived scheduler.ExitCode, userAbort bool) int {
 	switch {
 	case infrastructureStates[state]:
 		return RCInfrastructure

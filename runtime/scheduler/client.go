@@ -1,8 +1,8 @@
 // Package scheduler runs the four Slurm commands flare-slurm needs —
 // sbatch, squeue, sacct and scancel — as argv with time limits, output
 // caps and a scrubbed environment, and reads their answers. Every answer
-// is found, not found, unavailable (UnavailableError) or a protocol error
-// (ProtocolError); only the first two say anything about a job.
+// is found, not found, unavailable (unavailableError) or a protocol error
+// (protocolError); only the first two say anything about a job.
 package scheduler
 
 import (
@@ -130,7 +130,7 @@ type Client struct {
 	Paths    Paths
 	UID      int
 	User     string   // the account name sacct prints in User
-	Env      []string // environment for queries and scancel (QueryEnv applied by New)
+	Env      []string // environment for queries and scancel (queryEnv applied by New)
 	Timeouts Timeouts
 	Runner   Runner
 	Location *time.Location // time zone of sacct's Submit column
@@ -139,18 +139,18 @@ type Client struct {
 // New builds a client; env is the caller's environment before scrubbing.
 func New(paths Paths, uid int, user string, env []string, t Timeouts, r Runner) *Client {
 	if r == nil {
-		r = ExecRunner{}
+		r = execRunner{}
 	}
-	return &Client{Paths: paths, UID: uid, User: user, Env: QueryEnv(env), Timeouts: t, Runner: r, Location: time.Local}
+	return &Client{Paths: paths, UID: uid, User: user, Env: queryEnv(env), Timeouts: t, Runner: r, Location: time.Local}
 }
 
 func (c *Client) run(ctx context.Context, name string, timeout time.Duration, env []string, argv ...string) (Result, error) {
 	r := c.Runner.Run(ctx, Command{Argv: argv, Env: env, Timeout: timeout})
 	if r.StdoutOverflow {
-		return r, protocolf(name, "stdout exceeded the %d-byte limit", MaxStdout)
+		return r, protocolf(name, "stdout exceeded the %d-byte limit", maxStdout)
 	}
-	if !r.OK() {
-		return r, &UnavailableError{Command: name, Diag: Diagnostic(r)}
+	if !r.ok() {
+		return r, &unavailableError{Command: name, Diag: diagnostic(r)}
 	}
 	return r, nil
 }
@@ -161,7 +161,7 @@ func (c *Client) Version(ctx context.Context) (Version, error) {
 	if err != nil {
 		return Version{}, err
 	}
-	return ParseVersion(string(r.Stdout))
+	return parseVersion(string(r.Stdout))
 }
 
 // ProbeAccounting runs `sacct -X -n --starttime=now --format=JobIDRaw`,
@@ -187,8 +187,8 @@ func (c *Client) Submit(ctx context.Context, argv []string, env []string) (id, c
 		// A job id on stdout means Slurm took the job, whatever the exit
 		// status: say so with the id (*SubmittedError).
 		if IsUnavailable(err) && r.StartErr == nil {
-			if id, cluster, perr := ParseSubmit(r.Stdout); perr == nil {
-				return id, cluster, &SubmittedError{ID: id, Cluster: cluster, Diag: Diagnostic(r)}
+			if id, cluster, perr := parseSubmit(r.Stdout); perr == nil {
+				return id, cluster, &SubmittedError{ID: id, Cluster: cluster, Diag: diagnostic(r)}
 			}
 		}
 		if rej := rejection(r); rej != nil && IsUnavailable(err) {
@@ -196,7 +196,7 @@ func (c *Client) Submit(ctx context.Context, argv []string, env []string) (id, c
 		}
 		return "", "", err
 	}
-	id, cluster, err = ParseSubmit(r.Stdout)
+	id, cluster, err = parseSubmit(r.Stdout)
 	if err != nil {
 		return "", "", &UnparsedSubmitError{Err: err}
 	}
@@ -214,7 +214,7 @@ func (c *Client) Queue(ctx context.Context, ids []string) (*Queue, error) {
 		return &Queue{}, nil
 	}
 	r, err := c.run(ctx, "squeue", c.Timeouts.Query, c.Env, c.Paths.Squeue, "-h",
-		"--user="+strconv.Itoa(c.UID), "--jobs="+strings.Join(ids, ","), "--format="+SqueueFormat)
+		"--user="+strconv.Itoa(c.UID), "--jobs="+strings.Join(ids, ","), "--format="+squeueFormat)
 	if err != nil {
 		if IsUnavailable(err) && r.ExitCode > 0 && !r.TimedOut && len(lines(r.Stdout)) == 0 &&
 			strings.Contains(r.Stderr, invalidJobID) {
@@ -222,7 +222,7 @@ func (c *Client) Queue(ctx context.Context, ids []string) (*Queue, error) {
 		}
 		return nil, err
 	}
-	return ParseQueue(r.Stdout)
+	return parseQueue(r.Stdout)
 }
 
 // QueueAll lists every job of this account in the queue (used by gc for
@@ -230,11 +230,11 @@ func (c *Client) Queue(ctx context.Context, ids []string) (*Queue, error) {
 // jobs in partitions configured Hidden=YES (with --jobs it lists them).
 func (c *Client) QueueAll(ctx context.Context) (*Queue, error) {
 	r, err := c.run(ctx, "squeue", c.Timeouts.Query, c.Env, c.Paths.Squeue, "-h", "--all",
-		"--user="+strconv.Itoa(c.UID), "--format="+SqueueFormat)
+		"--user="+strconv.Itoa(c.UID), "--format="+squeueFormat)
 	if err != nil {
 		return nil, err
 	}
-	return ParseQueue(r.Stdout)
+	return parseQueue(r.Stdout)
 }
 
 // Accounting asks sacct for the allocation records of ids.
@@ -243,7 +243,7 @@ func (c *Client) Accounting(ctx context.Context, ids []string) (*Accounting, err
 		return &Accounting{}, nil
 	}
 	r, err := c.run(ctx, "sacct", c.Timeouts.Query, c.Env, c.Paths.Sacct, "-X", "-n", "-P",
-		"--jobs="+strings.Join(ids, ","), "--format="+SacctFormat)
+		"--jobs="+strings.Join(ids, ","), "--format="+sacctFormat)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +251,7 @@ func (c *Client) Accounting(ctx context.Context, ids []string) (*Accounting, err
 	if loc == nil {
 		loc = time.Local
 	}
-	return ParseAccounting(r.Stdout, loc)
+	return parseAccounting(r.Stdout, loc)
 }
 
 // Cancel runs `scancel -Q --me <id>`. The caller verifies ownership first.

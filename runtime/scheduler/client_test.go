@@ -28,8 +28,8 @@ func TestExecRunnerArgvNotShell(t *testing.T) {
 	dir := t.TempDir()
 	p := script(t, dir, "echoargs", `printf '%s\n' "$@"`)
 	hostile := "$(touch " + filepath.Join(dir, "pwned") + ")"
-	r := ExecRunner{}.Run(context.Background(), Command{Argv: []string{p, hostile, "a b"}, Timeout: 5 * time.Second})
-	if !r.OK() || string(r.Stdout) != hostile+"\na b\n" {
+	r := execRunner{}.Run(context.Background(), Command{Argv: []string{p, hostile, "a b"}, Timeout: 5 * time.Second})
+	if !r.ok() || string(r.Stdout) != hostile+"\na b\n" {
 		t.Fatalf("r = %+v", r)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
@@ -42,8 +42,8 @@ func TestExecRunnerTimeoutKillsGroup(t *testing.T) {
 	marker := filepath.Join(dir, "survived")
 	p := script(t, dir, "slow", "(sleep 1; touch "+marker+") &\nsleep 30")
 	start := time.Now()
-	r := ExecRunner{}.Run(context.Background(), Command{Argv: []string{p}, Timeout: 200 * time.Millisecond})
-	if !r.TimedOut || r.OK() || r.ExitCode != -1 {
+	r := execRunner{}.Run(context.Background(), Command{Argv: []string{p}, Timeout: 200 * time.Millisecond})
+	if !r.TimedOut || r.ok() || r.ExitCode != -1 {
 		t.Fatalf("r = %+v", r)
 	}
 	if d := time.Since(start); d > 3*time.Second {
@@ -58,25 +58,25 @@ func TestExecRunnerTimeoutKillsGroup(t *testing.T) {
 func TestExecRunnerCaps(t *testing.T) {
 	dir := t.TempDir()
 	big := script(t, dir, "big", "head -c $((16*1024*1024+1)) /dev/zero")
-	r := ExecRunner{}.Run(context.Background(), Command{Argv: []string{big}, Timeout: 20 * time.Second})
-	if !r.StdoutOverflow || len(r.Stdout) != MaxStdout {
+	r := execRunner{}.Run(context.Background(), Command{Argv: []string{big}, Timeout: 20 * time.Second})
+	if !r.StdoutOverflow || len(r.Stdout) != maxStdout {
 		t.Fatalf("overflow=%v len=%d", r.StdoutOverflow, len(r.Stdout))
 	}
 	exact := script(t, dir, "exact", "head -c $((16*1024*1024)) /dev/zero")
-	r = ExecRunner{}.Run(context.Background(), Command{Argv: []string{exact}, Timeout: 20 * time.Second})
-	if r.StdoutOverflow || !r.OK() {
-		t.Fatalf("exact limit: overflow=%v ok=%v", r.StdoutOverflow, r.OK())
+	r = execRunner{}.Run(context.Background(), Command{Argv: []string{exact}, Timeout: 20 * time.Second})
+	if r.StdoutOverflow || !r.ok() {
+		t.Fatalf("exact limit: overflow=%v ok=%v", r.StdoutOverflow, r.ok())
 	}
 	noisy := script(t, dir, "noisy", "head -c 70000 /dev/zero | tr '\\0' e >&2; exit 3")
-	r = ExecRunner{}.Run(context.Background(), Command{Argv: []string{noisy}, Timeout: 20 * time.Second})
-	if r.ExitCode != 3 || len(r.Stderr) != MaxStderr+len(StderrTruncated) || !strings.HasSuffix(r.Stderr, StderrTruncated) {
+	r = execRunner{}.Run(context.Background(), Command{Argv: []string{noisy}, Timeout: 20 * time.Second})
+	if r.ExitCode != 3 || len(r.Stderr) != maxStderr+len(stderrTruncated) || !strings.HasSuffix(r.Stderr, stderrTruncated) {
 		t.Fatalf("rc=%d stderr len=%d", r.ExitCode, len(r.Stderr))
 	}
 }
 
 func TestExecRunnerStartError(t *testing.T) {
-	r := ExecRunner{}.Run(context.Background(), Command{Argv: []string{"/nonexistent/sbatch"}, Timeout: time.Second})
-	if r.StartErr == nil || r.OK() {
+	r := execRunner{}.Run(context.Background(), Command{Argv: []string{"/nonexistent/sbatch"}, Timeout: time.Second})
+	if r.StartErr == nil || r.ok() {
 		t.Fatalf("r = %+v", r)
 	}
 }
@@ -85,12 +85,12 @@ func TestScrubEnv(t *testing.T) {
 	in := []string{"PATH=/bin", "SBATCH_PARTITION=x", "SQUEUE_FORMAT=y", "SACCT_FORMAT=z", "SCANCEL_USER=u",
 		"SLURM_CLUSTERS=c", "SLURM_EXPORT_ENV=ALL", "SLURM_HINT=h", "SLURM_MEM_PER_CPU=1", "SLURM_MEM_PER_GPU=1",
 		"SLURM_MEM_PER_NODE=1", "LC_ALL=de_DE", "SLURM_CONF=/etc/slurm.conf", "SLURM_TIME_FORMAT=relative"}
-	got := strings.Join(ScrubEnv(in), " ")
+	got := strings.Join(scrubEnv(in), " ")
 	// SLURM_TIME_FORMAT is an input of squeue and sacct: dropped (issue 28 item 12)
 	if got != "PATH=/bin SLURM_CONF=/etc/slurm.conf LC_ALL=C" {
 		t.Fatalf("ScrubEnv = %s", got)
 	}
-	got = strings.Join(QueryEnv(in), " ")
+	got = strings.Join(queryEnv(in), " ")
 	if got != "PATH=/bin SLURM_CONF=/etc/slurm.conf LC_ALL=C SLURM_TIME_FORMAT=standard" {
 		t.Fatalf("QueryEnv = %s", got)
 	}
@@ -150,7 +150,7 @@ func TestClientArgvAndClassification(t *testing.T) {
 	}
 	// Overflow is a protocol error, not an answer.
 	f.answer = func(Command) Result { return Result{StdoutOverflow: true} }
-	if _, err := c.Queue(context.Background(), []string{"12"}); !IsProtocol(err) {
+	if _, err := c.Queue(context.Background(), []string{"12"}); !isProtocol(err) {
 		t.Fatalf("overflow: %v", err)
 	}
 }
@@ -169,7 +169,7 @@ func TestClientSacctSubmitCancel(t *testing.T) {
 	if _, err := c.Accounting(context.Background(), []string{"1", "2"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(f.calls[1].Argv, " "); got != "/s/sacct -X -n -P --jobs=1,2 --format="+SacctFormat {
+	if got := strings.Join(f.calls[1].Argv, " "); got != "/s/sacct -X -n -P --jobs=1,2 --format="+sacctFormat {
 		t.Fatalf("sacct argv %s", got)
 	}
 	if err := c.Cancel(context.Background(), "5"); err != nil {

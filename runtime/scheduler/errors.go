@@ -7,15 +7,15 @@ import (
 	"unicode"
 )
 
-// UnavailableError is a scheduler command that gave no usable answer: it
+// unavailableError is a scheduler command that gave no usable answer: it
 // could not start, timed out or exited non-zero. It never says anything
 // about the state of a job.
-type UnavailableError struct {
+type unavailableError struct {
 	Command string // "squeue", "sacct", …
 	Diag    string // "rc=1 stderr=…"
 }
 
-func (e *UnavailableError) Error() string {
+func (e *unavailableError) Error() string {
 	return fmt.Sprintf("%s unavailable: %s", e.Command, e.Diag)
 }
 
@@ -42,37 +42,37 @@ type UnparsedSubmitError struct {
 func (e *UnparsedSubmitError) Error() string { return e.Err.Error() }
 func (e *UnparsedSubmitError) Unwrap() error { return e.Err }
 
-// ProtocolError is an answer that contradicts the formats and ownership
+// protocolError is an answer that contradicts the formats and ownership
 // rules flare-slurm relies on. Like an unavailable scheduler, it never
 // makes a job terminal.
-type ProtocolError struct {
+type protocolError struct {
 	Command string
 	Msg     string
 }
 
-func (e *ProtocolError) Error() string {
+func (e *protocolError) Error() string {
 	return fmt.Sprintf("%s protocol error: %s", e.Command, e.Msg)
 }
 
 func protocolf(cmd, format string, args ...any) error {
-	return &ProtocolError{Command: cmd, Msg: fmt.Sprintf(format, args...)}
+	return &protocolError{Command: cmd, Msg: fmt.Sprintf(format, args...)}
 }
 
-// IsUnavailable says whether err is (or wraps) an UnavailableError.
+// IsUnavailable says whether err is (or wraps) an unavailableError.
 func IsUnavailable(err error) bool {
-	var u *UnavailableError
+	var u *unavailableError
 	return errors.As(err, &u)
 }
 
-// IsProtocol says whether err is (or wraps) a ProtocolError.
-func IsProtocol(err error) bool {
-	var p *ProtocolError
+// isProtocol says whether err is (or wraps) a protocolError.
+func isProtocol(err error) bool {
+	var p *protocolError
 	return errors.As(err, &p)
 }
 
-// Diagnostic renders a result for a log line: the exit status (or
+// diagnostic renders a result for a log line: the exit status (or
 // "timeout"/"not started") and stderr on one printable line.
-func Diagnostic(r Result) string {
+func diagnostic(r Result) string {
 	rc := fmt.Sprint(r.ExitCode)
 	switch {
 	case r.TimedOut:
@@ -104,8 +104,8 @@ func (e *RejectedError) Error() string {
 	return strings.Join(e.Lines, "; ")
 }
 
-// IsRejected says whether err is (or wraps) a RejectedError.
-func IsRejected(err error) bool {
+// isRejected says whether err is (or wraps) a RejectedError.
+func isRejected(err error) bool {
 	var r *RejectedError
 	return errors.As(err, &r)
 }

@@ -10,12 +10,12 @@ import (
 	"time"
 )
 
-// Output caps of contract §9: more stdout than MaxStdout is a protocol
-// error; stderr beyond MaxStderr is cut and marked with StderrTruncated.
+// Output caps of contract §9: more stdout than maxStdout is a protocol
+// error; stderr beyond maxStderr is cut and marked with stderrTruncated.
 const (
-	MaxStdout       = 16 << 20
-	MaxStderr       = 64 << 10
-	StderrTruncated = "\n...[stderr truncated]"
+	maxStdout       = 16 << 20
+	maxStderr       = 64 << 10
+	stderrTruncated = "\n...[stderr truncated]"
 )
 
 // Command is one scheduler command: an argv (never a shell line), the
@@ -30,28 +30,28 @@ type Command struct {
 // exit on its own (it could not start, timed out or died of a signal).
 type Result struct {
 	Stdout         []byte
-	Stderr         string // capped at MaxStderr, marked when cut
+	Stderr         string // capped at maxStderr, marked when cut
 	ExitCode       int
 	TimedOut       bool
 	StartErr       error
-	StdoutOverflow bool // stdout exceeded MaxStdout; Stdout holds the first MaxStdout bytes
+	StdoutOverflow bool // stdout exceeded maxStdout; Stdout holds the first maxStdout bytes
 }
 
-// OK says whether the command ran to completion with exit status 0.
-func (r Result) OK() bool { return r.StartErr == nil && !r.TimedOut && r.ExitCode == 0 }
+// ok says whether the command ran to completion with exit status 0.
+func (r Result) ok() bool { return r.StartErr == nil && !r.TimedOut && r.ExitCode == 0 }
 
-// Runner runs scheduler commands. ExecRunner is the real one; tests use
+// Runner runs scheduler commands. execRunner is the real one; tests use
 // stand-ins.
 type Runner interface {
 	Run(ctx context.Context, c Command) Result
 }
 
-// ExecRunner runs commands as child processes in their own process group,
+// execRunner runs commands as child processes in their own process group,
 // killing the whole group when the time limit passes.
-type ExecRunner struct{}
+type execRunner struct{}
 
 // Run executes c.Argv directly (no shell) with c.Env.
-func (ExecRunner) Run(ctx context.Context, c Command) Result {
+func (execRunner) Run(ctx context.Context, c Command) Result {
 	if len(c.Argv) == 0 {
 		return Result{ExitCode: -1, StartErr: errors.New("empty command")}
 	}
@@ -70,8 +70,8 @@ func (ExecRunner) Run(ctx context.Context, c Command) Result {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// A grandchild holding the pipes open must not hang us past the limit.
 	cmd.WaitDelay = time.Second
-	stdout := &capWriter{limit: MaxStdout}
-	stderr := &capWriter{limit: MaxStderr}
+	stdout := &capWriter{limit: maxStdout}
+	stderr := &capWriter{limit: maxStderr}
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
@@ -85,7 +85,7 @@ func (ExecRunner) Run(ctx context.Context, c Command) Result {
 		StdoutOverflow: stdout.over,
 	}
 	if stderr.over {
-		res.Stderr += StderrTruncated
+		res.Stderr += stderrTruncated
 	}
 	if ctx.Err() == context.DeadlineExceeded {
 		res.TimedOut = true

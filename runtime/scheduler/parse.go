@@ -12,24 +12,24 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
 )
 
-// Formats of the query commands (contract §9). SacctFormat adds Submit to
+// Formats of the query commands (contract §9). sacctFormat adds Submit to
 // the contract's list: it is needed to detect a job id reused after a
 // controller reset (see Accounting.Lookup).
 const (
-	// SqueueFormat ends with %r, the reason a job is in its state (why a
+	// squeueFormat ends with %r, the reason a job is in its state (why a
 	// pending job waits: Priority, Resources, QOSMaxJobsPerUser, …).
-	SqueueFormat = "%i|%T|%U|%k|%j|%r"
-	SacctFormat  = "JobIDRaw%32,JobName%128,User%64,State%64,ExitCode%32,DerivedExitCode%32,Submit"
+	squeueFormat = "%i|%T|%U|%k|%j|%r"
+	sacctFormat  = "JobIDRaw%32,JobName%128,User%64,State%64,ExitCode%32,DerivedExitCode%32,Submit"
 )
 
-// SubmitSkew is how much earlier than the recorded submit time an
+// submitSkew is how much earlier than the recorded submit time an
 // accounting Submit may be before the row is taken for an older job that
 // had the same id.
-const SubmitSkew = 60 * time.Second
+const submitSkew = 60 * time.Second
 
-// NormalizeState reduces a state word as squeue/sacct print it to its
+// normalizeState reduces a state word as squeue/sacct print it to its
 // name: "CANCELLED by 0" → "CANCELLED", "COMPLETED+" → "COMPLETED".
-func NormalizeState(s string) string {
+func normalizeState(s string) string {
 	f := strings.Fields(s)
 	if len(f) == 0 {
 		return ""
@@ -50,7 +50,7 @@ func validState(s string) bool {
 	return true
 }
 
-// QueueRow is one squeue row of SqueueFormat.
+// QueueRow is one squeue row of squeueFormat.
 type QueueRow struct {
 	JobID   string
 	State   string // normalised
@@ -68,9 +68,9 @@ type QueueRow struct {
 	Ambiguous bool
 }
 
-// MarkerPrefix starts the Slurm comment of every job flare-slurm submits
+// markerPrefix starts the Slurm comment of every job flare-slurm submits
 // (nvfl:<NVFlare job id>; job ids hold no '|').
-const MarkerPrefix = workspace.CommentMarkerPrefix
+const markerPrefix = workspace.CommentMarkerPrefix
 
 // Queue is one successful squeue answer.
 type Queue struct {
@@ -104,7 +104,7 @@ func (q *Queue) Lookup(id, name, marker string, uid int) (QueueRow, bool, error)
 	return r, true, nil
 }
 
-// ParseQueue reads squeue output of SqueueFormat. Every non-blank line must
+// parseQueue reads squeue output of squeueFormat. Every non-blank line must
 // have the six fields. The job id, state and uid cannot hold the '|'
 // delimiter; the comment, the name and the reason (free text, which Slurm
 // does not escape) can. After an NVFlare marker (which holds none) the
@@ -112,7 +112,7 @@ func (q *Queue) Lookup(id, name, marker string, uid int) (QueueRow, bool, error)
 // cannot) and the reason the rest; otherwise the three are told apart only
 // when they hold exactly the two delimiters, and the row is ambiguous (see
 // QueueRow.Ambiguous).
-func ParseQueue(out []byte) (*Queue, error) {
+func parseQueue(out []byte) (*Queue, error) {
 	q := &Queue{}
 	for _, line := range lines(out) {
 		f := strings.SplitN(line, "|", 4)
@@ -123,7 +123,7 @@ func ParseQueue(out []byte) (*Queue, error) {
 		if id == "" {
 			return nil, protocolf("squeue", "malformed row %q: empty job id", truncate(line, 200))
 		}
-		state := NormalizeState(f[1])
+		state := normalizeState(f[1])
 		if !validState(state) {
 			return nil, protocolf("squeue", "malformed row %q: %q is not a state", truncate(line, 200), f[1])
 		}
@@ -135,7 +135,7 @@ func ParseQueue(out []byte) (*Queue, error) {
 		rest := f[3]
 		comment, nameReason, _ := strings.Cut(rest, "|")
 		switch {
-		case strings.HasPrefix(comment, MarkerPrefix), strings.Count(rest, "|") == 2:
+		case strings.HasPrefix(comment, markerPrefix), strings.Count(rest, "|") == 2:
 			name, reason, _ := strings.Cut(nameReason, "|")
 			r.Comment, r.Name, r.Reason = comment, strings.TrimSpace(name), queueReason(reason)
 		default:
@@ -174,7 +174,7 @@ func parseExitCode(s string) (ExitCode, error) {
 	return ExitCode{st, sig}, nil
 }
 
-// AcctRow is one sacct row of SacctFormat.
+// AcctRow is one sacct row of sacctFormat.
 type AcctRow struct {
 	JobID       string
 	Name        string
@@ -191,7 +191,7 @@ type Accounting struct {
 }
 
 // Lookup finds the accounting record of job id. Rows submitted more than
-// SubmitSkew before submitted are an older job that had the same id (the
+// submitSkew before submitted are an older job that had the same id (the
 // controller's id counter was reset); they are never taken as the result,
 // and when only such rows exist the answer is a protocol error. The
 // remaining row must carry name and user; more than one is a protocol
@@ -203,7 +203,7 @@ func (a *Accounting) Lookup(id, name, user string, submitted time.Time) (AcctRow
 		if r.JobID != id {
 			continue
 		}
-		if !submitted.IsZero() && !r.Submit.IsZero() && r.Submit.Before(submitted.Add(-SubmitSkew)) {
+		if !submitted.IsZero() && !r.Submit.IsZero() && r.Submit.Before(submitted.Add(-submitSkew)) {
 			stale++
 			continue
 		}
@@ -218,12 +218,12 @@ func (a *Accounting) Lookup(id, name, user string, submitted time.Time) (AcctRow
 	case len(found) == 1:
 		return found[0], true, nil
 	case stale > 0:
-		return AcctRow{}, false, protocolf("sacct", "job id %s was submitted more than %s before this handle's submit time %s: the id was reused by the controller", id, SubmitSkew, submitted.Format(time.RFC3339))
+		return AcctRow{}, false, protocolf("sacct", "job id %s was submitted more than %s before this handle's submit time %s: the id was reused by the controller", id, submitSkew, submitted.Format(time.RFC3339))
 	}
 	return AcctRow{}, false, nil
 }
 
-// splitAcctRow splits a row of SacctFormat into its 7 fields. Only the job
+// splitAcctRow splits a row of sacctFormat into its 7 fields. Only the job
 // name (the second field) is free text that may hold the '|' delimiter
 // (sacct does not escape it): the id is split off the front, the five
 // fields after the name off the back, and the name keeps the rest.
@@ -243,9 +243,9 @@ func splitAcctRow(line string) ([]string, bool) {
 	return append([]string{id, rest}, back...), true
 }
 
-// ParseAccounting reads `sacct -P` output of SacctFormat, interpreting
+// parseAccounting reads `sacct -P` output of sacctFormat, interpreting
 // Submit in loc.
-func ParseAccounting(out []byte, loc *time.Location) (*Accounting, error) {
+func parseAccounting(out []byte, loc *time.Location) (*Accounting, error) {
 	a := &Accounting{}
 	for _, line := range lines(out) {
 		f, ok := splitAcctRow(line)
@@ -256,7 +256,7 @@ func ParseAccounting(out []byte, loc *time.Location) (*Accounting, error) {
 			JobID: strings.TrimSpace(f[0]),
 			Name:  strings.TrimSpace(f[1]),
 			User:  strings.TrimSpace(f[2]),
-			State: NormalizeState(f[3]),
+			State: normalizeState(f[3]),
 		}
 		if !IsJobID(r.JobID) || !validState(r.State) {
 			return nil, protocolf("sacct", "malformed row %q: bad job id or state", truncate(line, 200))
@@ -293,9 +293,9 @@ var submitRE = sync.OnceValue(func() *regexp.Regexp {
 // job id of a multi-cluster answer.
 const ClusterNameChars = `[A-Za-z0-9._-]+`
 
-// ParseSubmit reads `sbatch --parsable` output, "<id>" or "<id>;<cluster>"
+// parseSubmit reads `sbatch --parsable` output, "<id>" or "<id>;<cluster>"
 // exactly (submitRE). Anything else is an error.
-func ParseSubmit(out []byte) (id, cluster string, err error) {
+func parseSubmit(out []byte) (id, cluster string, err error) {
 	m := submitRE().FindSubmatch(out)
 	if m == nil {
 		return "", "", protocolf("sbatch", "output %q is not <job id>[;<cluster>] (a positive integer without leading zeros)", truncate(string(out), 200))

@@ -18,7 +18,7 @@ func TestNormalizeState(t *testing.T) {
 		"":                 "",
 		"   ":              "",
 	} {
-		if got := NormalizeState(in); got != want {
+		if got := normalizeState(in); got != want {
 			t.Errorf("NormalizeState(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -29,7 +29,7 @@ func TestQueueLookup(t *testing.T) {
 		"13|PENDING|1000|nvfl:job-b|nvfl-site-bbbbbbbb|Priority\n" +
 		"\n" +
 		"99|RUNNING|1000|nvfl:other|nvfl-site-cccccccc|None\n"
-	q, err := ParseQueue([]byte(out))
+	q, err := parseQueue([]byte(out))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,18 +52,18 @@ func TestQueueLookup(t *testing.T) {
 		{"nvfl-site-aaaaaaaa", "nvfl:job-A", 1000},
 		{"nvfl-site-aaaaaaaa", "nvfl:job-a", 1001},
 	} {
-		if _, _, err := q.Lookup("12", c.name, c.marker, c.uid); !IsProtocol(err) {
+		if _, _, err := q.Lookup("12", c.name, c.marker, c.uid); !isProtocol(err) {
 			t.Errorf("mismatch %+v: err = %v, want protocol error", c, err)
 		}
 	}
 }
 
 func TestQueueDuplicateRows(t *testing.T) {
-	q, err := ParseQueue([]byte("12|RUNNING|1000|nvfl:a|n|None\n12|RUNNING|1000|nvfl:a|n|None\n"))
+	q, err := parseQueue([]byte("12|RUNNING|1000|nvfl:a|n|None\n12|RUNNING|1000|nvfl:a|n|None\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := q.Lookup("12", "n", "nvfl:a", 1000); !IsProtocol(err) || !strings.Contains(err.Error(), "2 rows") {
+	if _, _, err := q.Lookup("12", "n", "nvfl:a", 1000); !isProtocol(err) || !strings.Contains(err.Error(), "2 rows") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -79,13 +79,13 @@ func TestParseQueueMalformed(t *testing.T) {
 		"12|0+000|1000|nvfl:a|n|None\n",
 		"12|running|1000|nvfl:a|n|None\n",
 	} {
-		if _, err := ParseQueue([]byte(out)); !IsProtocol(err) {
+		if _, err := parseQueue([]byte(out)); !isProtocol(err) {
 			t.Errorf("ParseQueue(%q) err = %v, want protocol error", out, err)
 		}
 	}
 	// after a marker, the name (flare-slurm's hold no '|') ends at the
 	// next '|' and the reason, free text, keeps the rest
-	q, err := ParseQueue([]byte("12|CANCELLED by 0|1000|nvfl:a|name|ReqNodeNotAvail, UnavailableNodes:a|b\n"))
+	q, err := parseQueue([]byte("12|CANCELLED by 0|1000|nvfl:a|name|ReqNodeNotAvail, UnavailableNodes:a|b\n"))
 	if err != nil || q.Rows[0].Name != "name" || q.Rows[0].State != "CANCELLED" || q.Rows[0].Reason != "ReqNodeNotAvail, UnavailableNodes:a|b" {
 		t.Fatalf("q = %+v err = %v", q, err)
 	}
@@ -96,7 +96,7 @@ func TestAccountingLookup(t *testing.T) {
 	out := "12|nvfl-s-aaaaaaaa|alice|COMPLETED|0:0|0:0|2026-12-02T14:00:00\n" +
 		"13|nvfl-s-bbbbbbbb|alice|CANCELLED by 1000|0:15|0:0|2026-12-02T14:00:00\n" +
 		"14|nvfl-s-cccccccc|alice|FAILED+|103:0|0:0|Unknown\n"
-	a, err := ParseAccounting([]byte(out), loc)
+	a, err := parseAccounting([]byte(out), loc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,10 +112,10 @@ func TestAccountingLookup(t *testing.T) {
 	if _, ok, err := a.Lookup("15", "x", "alice", sub); ok || err != nil {
 		t.Fatalf("absent: %v %v", ok, err)
 	}
-	if _, _, err := a.Lookup("12", "nvfl-s-aaaaaaaa", "bob", sub); !IsProtocol(err) {
+	if _, _, err := a.Lookup("12", "nvfl-s-aaaaaaaa", "bob", sub); !isProtocol(err) {
 		t.Fatalf("user mismatch: %v", err)
 	}
-	if _, _, err := a.Lookup("12", "nvfl-s-aaaaaaab", "alice", sub); !IsProtocol(err) {
+	if _, _, err := a.Lookup("12", "nvfl-s-aaaaaaab", "alice", sub); !isProtocol(err) {
 		t.Fatalf("name mismatch: %v", err)
 	}
 }
@@ -123,34 +123,34 @@ func TestAccountingLookup(t *testing.T) {
 func TestAccountingReusedID(t *testing.T) {
 	loc := time.UTC
 	out := "12|old-name|bob|COMPLETED|0:0|0:0|2026-12-01T09:00:00\n"
-	a, err := ParseAccounting([]byte(out), loc)
+	a, err := parseAccounting([]byte(out), loc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sub := time.Date(2026, 12, 2, 14, 0, 0, 0, loc)
-	if _, ok, err := a.Lookup("12", "nvfl-s-aaaaaaaa", "alice", sub); ok || !IsProtocol(err) || !strings.Contains(err.Error(), "reused") {
+	if _, ok, err := a.Lookup("12", "nvfl-s-aaaaaaaa", "alice", sub); ok || !isProtocol(err) || !strings.Contains(err.Error(), "reused") {
 		t.Fatalf("stale only: ok=%v err=%v", ok, err)
 	}
 	// Within the skew a slightly earlier Submit (clock skew) is fine.
 	out2 := "12|n|alice|RUNNING|0:0|0:0|2026-12-02T13:59:10\n"
-	a, _ = ParseAccounting([]byte(out2), loc)
+	a, _ = parseAccounting([]byte(out2), loc)
 	if _, ok, err := a.Lookup("12", "n", "alice", sub); !ok || err != nil {
 		t.Fatalf("within skew: ok=%v err=%v", ok, err)
 	}
 	// 61 s earlier is a reuse.
 	out3 := "12|n|alice|RUNNING|0:0|0:0|2026-12-02T13:58:59\n"
-	a, _ = ParseAccounting([]byte(out3), loc)
-	if _, _, err := a.Lookup("12", "n", "alice", sub); !IsProtocol(err) {
+	a, _ = parseAccounting([]byte(out3), loc)
+	if _, _, err := a.Lookup("12", "n", "alice", sub); !isProtocol(err) {
 		t.Fatalf("61 s earlier: err=%v", err)
 	}
 	// An old record beside the new one: the new one is the answer.
-	a, _ = ParseAccounting([]byte(out+"12|n|alice|PENDING|0:0|0:0|2026-12-02T14:00:01\n"), loc)
+	a, _ = parseAccounting([]byte(out+"12|n|alice|PENDING|0:0|0:0|2026-12-02T14:00:01\n"), loc)
 	if r, ok, err := a.Lookup("12", "n", "alice", sub); !ok || err != nil || r.State != "PENDING" {
 		t.Fatalf("old+new: %+v %v %v", r, ok, err)
 	}
 	// Two current records are a protocol error.
-	a, _ = ParseAccounting([]byte("12|n|alice|PENDING|0:0|0:0|Unknown\n12|n|alice|PENDING|0:0|0:0|Unknown\n"), loc)
-	if _, _, err := a.Lookup("12", "n", "alice", sub); !IsProtocol(err) {
+	a, _ = parseAccounting([]byte("12|n|alice|PENDING|0:0|0:0|Unknown\n12|n|alice|PENDING|0:0|0:0|Unknown\n"), loc)
+	if _, _, err := a.Lookup("12", "n", "alice", sub); !isProtocol(err) {
 		t.Fatalf("duplicates: err=%v", err)
 	}
 }
@@ -166,7 +166,7 @@ func TestParseAccountingMalformed(t *testing.T) {
 		"12|n|alice|COMPLETED|0:0|0:0|yesterday\n",
 		"12\n",
 	} {
-		if _, err := ParseAccounting([]byte(out), time.UTC); !IsProtocol(err) {
+		if _, err := parseAccounting([]byte(out), time.UTC); !isProtocol(err) {
 			t.Errorf("ParseAccounting(%q) err = %v, want protocol error", out, err)
 		}
 	}
@@ -198,14 +198,14 @@ func TestParseSubmit(t *testing.T) {
 		{"123;\n", "", "", false},
 		{"12a\n", "", "", false},
 	} {
-		id, cl, err := ParseSubmit([]byte(c.out))
+		id, cl, err := parseSubmit([]byte(c.out))
 		if (err == nil) != c.ok || id != c.id || cl != c.cluster {
 			t.Errorf("ParseSubmit(%q) = %q %q %v", c.out, id, cl, err)
 		}
 	}
 }
 
-// FuzzParseQueue: every accepted row, written back in SqueueFormat, reads
+// FuzzParseQueue: every accepted row, written back in squeueFormat, reads
 // back as the same row (a round trip), so no field was shifted or lost;
 // anything refused is a protocol error.
 func FuzzParseQueue(f *testing.F) {
@@ -214,9 +214,9 @@ func FuzzParseQueue(f *testing.F) {
 	f.Add([]byte("13|PENDING|0|a|b|c\n"))
 	f.Add([]byte("14|PENDING|0|a|b|c|d\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		q, err := ParseQueue(b)
+		q, err := parseQueue(b)
 		if err != nil {
-			if !IsProtocol(err) {
+			if !isProtocol(err) {
 				t.Fatalf("non-protocol error %v", err)
 			}
 			return
@@ -226,7 +226,7 @@ func FuzzParseQueue(f *testing.F) {
 			if r.Ambiguous {
 				line = r.JobID + "|" + r.State + "|" + strconv.Itoa(r.UID) + "|" + r.Name
 			}
-			again, err := ParseQueue([]byte(line + "\n"))
+			again, err := parseQueue([]byte(line + "\n"))
 			if err != nil || len(again.Rows) != 1 || !reflect.DeepEqual(again.Rows[0], r) {
 				t.Fatalf("row %+v written as %q reads back as %+v (%v)", r, line, again, err)
 			}
@@ -239,9 +239,9 @@ func FuzzParseAccounting(f *testing.F) {
 	f.Add([]byte("12|n|alice|COMPLETED|0:0|0:0|2026-12-02T14:00:00\n"))
 	f.Add([]byte("12|a|b|alice|FAILED|1:0|0:9|Unknown\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		a, err := ParseAccounting(b, time.UTC)
+		a, err := parseAccounting(b, time.UTC)
 		if err != nil {
-			if !IsProtocol(err) {
+			if !isProtocol(err) {
 				t.Fatalf("non-protocol error %v", err)
 			}
 			return
@@ -253,7 +253,7 @@ func FuzzParseAccounting(f *testing.F) {
 			}
 			line := fmt.Sprintf("%s|%s|%s|%s|%d:%d|%d:%d|%s", r.JobID, r.Name, r.User, r.State,
 				r.Exit.Status, r.Exit.Signal, r.DerivedExit.Status, r.DerivedExit.Signal, submit)
-			again, err := ParseAccounting([]byte(line+"\n"), time.UTC)
+			again, err := parseAccounting([]byte(line+"\n"), time.UTC)
 			if err != nil || len(again.Rows) != 1 || !reflect.DeepEqual(again.Rows[0], r) {
 				t.Fatalf("row %+v written as %q reads back as %+v (%v)", r, line, again, err)
 			}
@@ -261,7 +261,7 @@ func FuzzParseAccounting(f *testing.F) {
 	})
 }
 
-// FuzzParseSubmit: ParseSubmit agrees with a reference written without
+// FuzzParseSubmit: parseSubmit agrees with a reference written without
 // regular expressions: digits without a leading zero, an optional
 // ";cluster" of [A-Za-z0-9_-], one optional final newline, nothing else.
 func FuzzParseSubmit(f *testing.F) {
@@ -269,7 +269,7 @@ func FuzzParseSubmit(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		id, cluster, err := ParseSubmit(b)
+		id, cluster, err := parseSubmit(b)
 		s := strings.TrimSuffix(string(b), "\n")
 		wantID, wantCluster, hasCluster := strings.Cut(s, ";")
 		ok := len(wantID) > 0 && len(wantID) <= 19 && wantID[0] != '0' && strings.Trim(wantID, "0123456789") == "" &&
@@ -285,7 +285,7 @@ func FuzzParseSubmit(f *testing.F) {
 // must not shift the other fields (issue 9 item 6). The fixed fields are
 // taken from the ends of the row; the free text keeps every '|'.
 func TestDelimiterInFreeText(t *testing.T) {
-	a, err := ParseAccounting([]byte("12|nvfl-a|b-c|alice|COMPLETED|0:0|0:0|2026-12-02T14:00:00\n13|x||alice|FAILED|1:0|0:0|Unknown\n"), time.UTC)
+	a, err := parseAccounting([]byte("12|nvfl-a|b-c|alice|COMPLETED|0:0|0:0|2026-12-02T14:00:00\n13|x||alice|FAILED|1:0|0:0|Unknown\n"), time.UTC)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func TestDelimiterInFreeText(t *testing.T) {
 		t.Errorf("sacct row with a trailing '|' in the name: %+v", r)
 	}
 
-	q, err := ParseQueue([]byte(strings.Join([]string{
+	q, err := parseQueue([]byte(strings.Join([]string{
 		"20|PENDING|1000|nvfl:job-1|nvfl-s-aaaa|Dependency|x", // our marker: the reason keeps its '|'
 		"21|PENDING|1000|a|b|c|d",                             // foreign, ambiguous
 		"22|RUNNING|1000|plain|name|x|None",                   // foreign, ambiguous
@@ -320,13 +320,13 @@ func TestDelimiterInFreeText(t *testing.T) {
 		t.Errorf("lookup of our row: %v %v", ok, err)
 	}
 	// An ambiguous row never matches a handle, whatever it holds.
-	if _, ok, err := q.Lookup("21", "b|c|d", "a", 1000); ok || !IsProtocol(err) {
+	if _, ok, err := q.Lookup("21", "b|c|d", "a", 1000); ok || !isProtocol(err) {
 		t.Errorf("lookup of an ambiguous row: ok=%v err=%v, want a protocol error", ok, err)
 	}
-	if _, err := ParseQueue([]byte("25|RUNNING|1000|no name field\n")); !IsProtocol(err) {
+	if _, err := parseQueue([]byte("25|RUNNING|1000|no name field\n")); !isProtocol(err) {
 		t.Errorf("four fields: err=%v", err)
 	}
-	if _, err := ParseQueue([]byte("25|RUNNING|1000|comment|name\n")); !IsProtocol(err) {
+	if _, err := parseQueue([]byte("25|RUNNING|1000|comment|name\n")); !isProtocol(err) {
 		t.Errorf("five fields (no reason): err=%v", err)
 	}
 }

@@ -19,7 +19,7 @@ func TestSubmitRejectionVersusUnavailable(t *testing.T) {
 	}
 	err := submit(Result{ExitCode: 1, Stderr: "sbatch: error: CPU count per node can not be satisfied\n" +
 		"sbatch: error: Batch job submission failed: Requested node configuration is not available\n"})
-	if !IsRejected(err) || IsUnavailable(err) {
+	if !isRejected(err) || IsUnavailable(err) {
 		t.Fatalf("rejection classified as %T %v", err, err)
 	}
 	want := "sbatch: error: CPU count per node can not be satisfied; sbatch: error: Batch job submission failed: Requested node configuration is not available"
@@ -35,7 +35,7 @@ func TestSubmitRejectionVersusUnavailable(t *testing.T) {
 		{ExitCode: 1, Stderr: "something else entirely\n"},
 	} {
 		err := submit(res)
-		if !IsUnavailable(err) || IsRejected(err) {
+		if !IsUnavailable(err) || isRejected(err) {
 			t.Errorf("%+v: err = %T %v, want unavailable", res, err, err)
 		}
 	}

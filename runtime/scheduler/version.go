@@ -15,8 +15,8 @@ type Version struct {
 
 func (v Version) String() string { return fmt.Sprintf("%02d.%02d.%d", v.Major, v.Minor, v.Patch) }
 
-// Less orders versions.
-func (v Version) Less(w Version) bool {
+// less orders versions.
+func (v Version) less(w Version) bool {
 	if v.Major != w.Major {
 		return v.Major < w.Major
 	}
@@ -40,8 +40,8 @@ var versionRE = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^slurm(?:-[A-Za-z0-9_.]+)?\s+([0-9]+)\.([0-9]+)\.([0-9]+)(?:[-+.~_][A-Za-z0-9.+~_-]*)?$`)
 })
 
-// ParseVersion reads the first line of `sbatch --version`.
-func ParseVersion(out string) (Version, error) {
+// parseVersion reads the first line of `sbatch --version`.
+func parseVersion(out string) (Version, error) {
 	line, _, _ := strings.Cut(strings.TrimLeft(out, "\n"), "\n")
 	line = strings.TrimSpace(line)
 	m := versionRE().FindStringSubmatch(line)
@@ -61,7 +61,7 @@ func ParseVersion(out string) (Version, error) {
 
 // CheckVersion refuses releases older than MinVersion.
 func CheckVersion(v Version) error {
-	if v.Less(MinVersion) {
+	if v.less(MinVersion) {
 		return fmt.Errorf("slurm %s is older than the minimum %s: jobs are submitted with sbatch --export=NIL, which older releases do not honour reliably; upgrade Slurm on the parent host", v, MinVersion)
 	}
 	return nil

@@ -23,7 +23,7 @@ func TestParseVersion(t *testing.T) {
 		{"slurm 23.02\n", Version{}, false, false},
 		{"", Version{}, false, false},
 	} {
-		v, err := ParseVersion(c.out)
+		v, err := parseVersion(c.out)
 		if (err == nil) != c.ok || v != c.want {
 			t.Errorf("ParseVersion(%q) = %v, %v", c.out, v, err)
 			continue
@@ -45,7 +45,7 @@ func FuzzParseVersion(f *testing.F) {
 	f.Add("slurm 23.02.3\n")
 	f.Add("slurm-wlm 24.11.5")
 	f.Fuzz(func(t *testing.T, s string) {
-		v, err := ParseVersion(s)
+		v, err := parseVersion(s)
 		if err == nil && (v.Major < 0 || v.Minor < 0 || v.Patch < 0) {
 			t.Fatalf("negative version %v from %q", v, s)
 		}

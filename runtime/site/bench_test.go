@@ -90,7 +90,7 @@ func startWaits(b *testing.B, bin string, n int, poll float64) *waitFleet {
 	for k := 0; k < n; k++ {
 		id := fmt.Sprintf("job-%03d", k)
 		os.Mkdir(filepath.Join(ws, id), 0o700)
-		if _, err := rt.Launch(context.Background(), "req.json", requestFor(ws, id)); err != nil {
+		if _, _, err := rt.LaunchWithNotes(context.Background(), "req.json", requestFor(ws, id)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -28,14 +28,14 @@ func TestNestedLaunchRefused(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = rt.Launch(context.Background(), "req.json", request(ws))
+			_, _, err = rt.LaunchWithNotes(context.Background(), "req.json", request(ws))
 			if !tc.refused {
 				if err != nil {
 					t.Fatalf("launch with %s=%q: %v", compile.ChildProcessEnv, tc.value, err)
 				}
 				return
 			}
-			if !errors.Is(err, ErrNestedLaunch) {
+			if !errors.Is(err, errNestedLaunch) {
 				t.Fatalf("launch with %s=1: %v, want ErrNestedLaunch", compile.ChildProcessEnv, err)
 			}
 			if len(rec.calls) != 0 {

@@ -116,19 +116,13 @@ func (rt *Runtime) Lookup(name string) (string, bool) {
 	return compile.EnvironFrom(rt.environ)(name)
 }
 
-// ErrNestedLaunch refuses a launch from inside a worker, as NVFlare's
+// errNestedLaunch refuses a launch from inside a worker, as NVFlare's
 // launcher does in a Slurm child process: a worker never submits Slurm jobs.
-var ErrNestedLaunch = fmt.Errorf("nested Slurm job launch refused: %s=1 says this process runs inside a flare-slurm worker, which never submits Slurm jobs", compile.ChildProcessEnv)
+var errNestedLaunch = fmt.Errorf("nested Slurm job launch refused: %s=1 says this process runs inside a flare-slurm worker, which never submits Slurm jobs", compile.ChildProcessEnv)
 
-// Launch compiles the launch request (file names it in messages; "-" for
-// standard input) and submits the job.
-func (rt *Runtime) Launch(ctx context.Context, file string, data []byte) (*manager.Handle, error) {
-	h, _, err := rt.LaunchWithNotes(ctx, file, data)
-	return h, err
-}
-
-// LaunchWithNotes is Launch that also returns the plan's notes
-// (compile.Plan.Notes), also when the submission then fails.
+// LaunchWithNotes compiles the launch request (file names it in messages;
+// "-" for standard input), submits the job and returns its handle and the
+// plan's notes (compile.Plan.Notes), also when the submission then fails.
 func (rt *Runtime) LaunchWithNotes(ctx context.Context, file string, data []byte) (*manager.Handle, []string, error) {
 	h, _, notes, err := rt.launch(ctx, file, data, nil, false)
 	return h, notes, err
@@ -193,7 +187,7 @@ func (rt *Runtime) ReviewPlan(file string, data []byte) (*compile.Plan, error) {
 // resolved plan before it is compiled (LaunchProbe).
 func (rt *Runtime) launch(ctx context.Context, file string, data []byte, edit func(*compile.Plan) (*compile.Plan, error), attach bool) (*manager.Handle, *Probe, []string, error) {
 	if lookup(rt.environ, compile.ChildProcessEnv) == "1" {
-		return nil, nil, nil, ErrNestedLaunch
+		return nil, nil, nil, errNestedLaunch
 	}
 	env := compile.EnvironFrom(rt.environ)
 	plan, _, err := compile.ParseAndResolve(rt.Workspace, file, data, env)

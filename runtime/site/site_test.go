@@ -100,7 +100,7 @@ func TestLaunchThroughCompiler(t *testing.T) {
 	if rt.Version.String() != "24.11.5" {
 		t.Fatalf("version %v", rt.Version)
 	}
-	h, err := rt.Launch(context.Background(), "req.json", request(ws))
+	h, _, err := rt.LaunchWithNotes(context.Background(), "req.json", request(ws))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestLaunchThroughCompiler(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Remove(filepath.Join(rt.Manager.JobDir("job-1"), "handle.json"))
-	_, err = rt2.Launch(context.Background(), "req.json", request(ws))
+	_, _, err = rt2.LaunchWithNotes(context.Background(), "req.json", request(ws))
 	if err == nil || !strings.Contains(err.Error(), "stale artifacts") {
 		t.Fatalf("stale: %v", err)
 	}
@@ -167,7 +167,7 @@ func TestSecretsNeverInQueryEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := rt.Launch(context.Background(), "req.json", request(ws))
+	h, _, err := rt.LaunchWithNotes(context.Background(), "req.json", request(ws))
 	if err != nil {
 		t.Fatal(err)
 	}

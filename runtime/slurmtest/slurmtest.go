@@ -599,9 +599,9 @@ func (c *Cluster) install(t testing.TB, rootDst string, r io.Reader, mode os.Fil
 	}
 }
 
-// Python is the interpreter of the root (Debian 13: Python 3.13), with
+// python is the interpreter of the root (Debian 13: Python 3.13), with
 // NVFlare's dependencies installed as Debian packages (cluster.sh PACKAGES).
-const Python = "/usr/bin/python3"
+const python = "/usr/bin/python3"
 
 // NVFlareRoot returns the path inside the root of the NVFlare source tree that
 // `cluster.sh up` copies in (root-owned, read-only to the test account, byte
@@ -633,7 +633,7 @@ func (c *Cluster) PythonEnv(t testing.TB) []string {
 // Start or Run it. It fails the test when NVFlare is not in the root.
 func (c *Cluster) PythonCommand(ctx context.Context, t testing.TB, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := c.Command(ctx, Python, args...)
+	cmd := c.Command(ctx, python, args...)
 	cmd.Env = c.PythonEnv(t)
 	return cmd
 }

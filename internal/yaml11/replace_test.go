@@ -1,4 +1,4 @@
-package main
+package yaml11
 
 import (
 	"os"

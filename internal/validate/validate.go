@@ -1,0 +1,250 @@
+// Package validate is `flare-slurm validate` as an action: the PATHs and
+// the options in, one Result out (every file's kind and problems, the
+// warnings, the skipped checks, the hint). It decides which check reads
+// each PATH (a kit, a Slurm config paired with a kit, a file alone) and
+// writes nothing: cmd/flare-slurm picks the output writer by --format.
+package validate
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/flare-slurm/flare-slurm/internal/problem"
+	"github.com/flare-slurm/flare-slurm/schema"
+)
+
+// StdinName names standard input (a PATH of "-") in problems and results.
+const StdinName = "<stdin>"
+
+// Options are what validate's flags select.
+type Options struct {
+	// Kind is the kind of every PATH ("" detects each one's).
+	Kind string
+	// Kit checks each PATH as the Slurm config of this startup kit.
+	Kit string
+	// Site selects the site whose reading of a job meta is checked.
+	Site string
+	// Strict makes the YAML 1.1 reading warnings problems.
+	Strict bool
+	// Offline and ExcludeSecrets skip checks and list each skipped one.
+	Offline, ExcludeSecrets bool
+	// IgnoreWarnings are the warning codes left out of Warnings.
+	IgnoreWarnings []string
+	// Stdin is read for a PATH of "-".
+	Stdin io.Reader
+}
+
+// Path is the verdict on one PATH.
+type Path struct {
+	// Name is the PATH as given (StdinName for "-").
+	Name string
+	// Kind is the kind it was checked as; "" when it could not be checked
+	// (standard input unreadable, its kind not told or not a Slurm config
+	// with --kit).
+	Kind string
+	// Problems are its own problems (with --strict, its reading warnings
+	// too); nil when it is valid.
+	Problems schema.Problems
+	// Seconds is how long its check took (0 when it was not checked).
+	Seconds float64
+}
+
+// Checked says whether the PATH was checked as a file of its Kind.
+func (p Path) Checked() bool { return p.Kind != "" }
+
+// Result is what validate found.
+type Result struct {
+	// Paths has one entry per PATH, in the order given.
+	Paths []Path
+	// Problems are every problem, sorted, each once (a kit's own problems
+	// are met once per config paired with it).
+	Problems schema.Problems
+	// BadFiles is how many files have a problem.
+	BadFiles int
+	// Hint is the hint of a failed validate ("" when there is none).
+	Hint string
+	// Warnings (without the ignored codes) and Skipped, sorted and capped.
+	Warnings, Skipped schema.Problems
+}
+
+// Run checks every PATH. paths is not empty; opts.Kind, when set, is one
+// of schema.Kinds (the command refuses the rest as usage errors).
+func Run(paths []string, opts Options) *Result {
+	kitDir, kind := opts.Kit, opts.Kind
+	// One kit among the PATHs pairs with the Slurm configs beside it:
+	// each is checked as 'prepare KIT --config PATH' reads it.
+	pairKit, kitPaths := kitDir, givenKits(paths, kind)
+	if pairKit == "" && len(kitPaths) == 1 {
+		pairKit = kitPaths[0]
+	}
+	var unpaired []string // configs checked alone: several kits given
+	var res Result
+	var all, warnings, skipped schema.Problems
+	bad := map[string]bool{}
+	schemas := map[string]bool{} // schemas that describe a key or value with a problem
+	vopts := schema.ValidateOptions{Site: opts.Site, Offline: opts.Offline, ExcludeSecrets: opts.ExcludeSecrets}
+	for _, p := range paths {
+		// A path of "-" is standard input, named <stdin>.
+		var data []byte
+		name := p
+		if p == "-" {
+			name = StdinName
+			var probs schema.Problems
+			if data, probs = schema.ReadStdin(name, opts.Stdin); probs != nil {
+				all = append(all, probs...)
+				bad[name] = true
+				res.Paths = append(res.Paths, Path{Name: name, Problems: probs})
+				continue
+			}
+		}
+		k := kind
+		if k == "" {
+			var detected string
+			var probs schema.Problems
+			if data != nil {
+				detected, probs = schema.DetectKindData(name, data)
+			} else {
+				detected, probs = schema.DetectKind(p)
+			}
+			if probs == nil && detected == "" {
+				probs = schema.Problems{{Kind: problem.Rule, File: name, Message: "cannot tell what kind of file this is",
+					Hint: "pass --kind: one of " + strings.Join(schema.Kinds(), ", ")}}
+			}
+			if probs == nil && kitDir != "" && detected != schema.KindSlurmConfig {
+				probs = schema.Problems{{Kind: problem.Rule, File: name, Message: "is a " + detected + ", not a Slurm config: --kit checks Slurm configs against the kit",
+					Hint: "validate it without --kit"}}
+			}
+			if probs != nil {
+				all = append(all, probs...)
+				bad[name] = true
+				res.Paths = append(res.Paths, Path{Name: name, Problems: probs})
+				if kitDir != "" {
+					// The config cannot be checked against the kit,
+					// but the kit's own problems are still shown.
+					kp, ksk := schema.ValidatePairKit(kitDir, vopts)
+					for _, pr := range kp {
+						bad[pr.File] = true
+					}
+					all, skipped = append(all, kp...), append(skipped, ksk...)
+				}
+				continue
+			}
+			k = detected
+		}
+		start := time.Now()
+		var probs, sk, ws schema.Problems
+		switch {
+		case kitDir != "":
+			probs, sk = schema.ValidatePair(kitDir, name, data, vopts)
+			if data != nil {
+				ws = schema.ReadingWarningsData(k, name, data)
+			} else {
+				ws = schema.ReadingWarnings(k, p)
+			}
+			ws = append(ws, schema.ReadingWarnings(schema.KindStudyRuntime, filepath.Join(kitDir, "local", schema.StudyRuntimeFile))...)
+		case k == schema.KindSlurmConfig && pairKit != "":
+			probs, sk = schema.ValidateConfigForKit(pairKit, name, data, vopts)
+			if data != nil {
+				ws = schema.ReadingWarningsData(k, name, data)
+			} else {
+				ws = schema.ReadingWarnings(k, p)
+			}
+		case data != nil:
+			if k == schema.KindSlurmConfig && len(kitPaths) > 1 {
+				unpaired = append(unpaired, name)
+			}
+			probs, sk = schema.ValidateData(k, name, data, vopts)
+			ws = schema.ReadingWarningsData(k, name, data)
+		default:
+			if k == schema.KindSlurmConfig && len(kitPaths) > 1 {
+				unpaired = append(unpaired, name)
+			}
+			probs, sk = schema.ValidateWith(k, p, vopts)
+			ws = schema.ReadingWarnings(k, p)
+			if k == schema.KindKit {
+				warnings = append(warnings, schema.KitNotes(p)...)
+			}
+		}
+		skipped = append(skipped, sk...)
+		if opts.Strict {
+			probs = append(probs, ws...)
+		} else {
+			warnings = append(warnings, ws...)
+		}
+		for _, pr := range probs {
+			bad[pr.File] = true
+			if name := schema.SchemaOf(k, pr.File); name != "" && pr.InSchema() {
+				schemas[name] = true
+			}
+		}
+		all = append(all, probs...)
+		res.Paths = append(res.Paths, Path{Name: name, Kind: k, Problems: probs, Seconds: time.Since(start).Seconds()})
+	}
+	for _, u := range unpaired {
+		warnings = append(warnings, schema.Problem{Kind: problem.Rule, File: u, Code: schema.WarnUnpairedConfig,
+			Message: fmt.Sprintf("is checked alone: %d kits were given, so it is not checked against one", len(kitPaths)),
+			Hint:    "run 'flare-slurm validate --kit KIT " + u + "' to check it as 'prepare KIT --config " + u + "' reads it"})
+	}
+	warnings = schema.WithoutCodes(warnings, opts.IgnoreWarnings)
+	warnings.Sort()
+	skipped.Sort()
+	res.Warnings, res.Skipped = problem.Cap(warnings), problem.Cap(skipped)
+	if len(all) > 0 {
+		all.Sort()
+		// --kit with several configs meets the kit's own problems once
+		// per config: each is reported once
+		res.Problems = slices.Compact(all)
+		res.BadFiles = len(bad)
+		res.Hint = hint(res.Problems, schemas)
+	}
+	return &res
+}
+
+// givenKits are the PATHs that are startup kits (directories), unless
+// kind names another kind.
+func givenKits(paths []string, kind string) []string {
+	if kind != "" && kind != schema.KindKit {
+		return nil
+	}
+	var kits []string
+	for _, p := range paths {
+		if p != "-" && schema.IsKitPath(p) {
+			kits = append(kits, p)
+		}
+	}
+	return kits
+}
+
+// isKind says whether a problem is of kind k.
+func isKind(k problem.Kind) func(problem.Problem) bool {
+	return func(p problem.Problem) bool { return p.Kind == k }
+}
+
+// hint is the hint of a failed validate: the schema command when a problem
+// is about a key or value a schema describes, else a hint that fits the
+// problems (each problem line carries its own hint too), or none.
+func hint(all schema.Problems, schemas map[string]bool) string {
+	if len(schemas) > 0 {
+		names := slices.Sorted(maps.Keys(schemas))
+		cmds := make([]string, len(names))
+		for i, n := range names {
+			cmds[i] = "'flare-slurm schema " + n + "'"
+		}
+		if len(cmds) == 1 {
+			return "run " + cmds[0] + " to see every key such a file may hold"
+		}
+		return "run " + strings.Join(cmds, " or ") + " to see every key these files may hold"
+	}
+	switch {
+	case slices.ContainsFunc(all, isKind(problem.Read)):
+		return "check that the path exists and is readable"
+	case slices.ContainsFunc(all, isKind(problem.Syntax)):
+		return "fix the syntax at the position shown"
+	}
+	return ""
+}
