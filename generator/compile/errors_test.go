@@ -243,7 +243,7 @@ func TestLoadWorkspaceRejects(t *testing.T) {
 func TestParseRequestRejects(t *testing.T) {
 	cases := map[string][]string{
 		`[]`:                          {"not a valid launch request"},
-		`{"job_id": "a"} {}`:          {"data after the JSON object"},
+		`{"job_id": "a"} {}`:          {"1:17: not a valid launch request: extra data after the JSON value"},
 		`{"job_id":"a","extra":1}`:    {"extra"},
 		`{"site":"s","role":"admin"}`: {"job_id: is required", `role: "admin" is not a role`, "job_args: is required"},
 		`{"job_id":"a","site":"s","role":"client","job_args":{"job_id":["-n","b"]}}`: {"job_args.job_id", `differs from job_id "a"`},
@@ -277,7 +277,7 @@ func FuzzParseRequest(f *testing.F) {
 			}
 			return
 		}
-		if !ValidJobID(req.JobID) || (req.Role != "client" && req.Role != "server") || req.Site == "" {
+		if !schema.ValidJobID(req.JobID) || (req.Role != "client" && req.Role != "server") || req.Site == "" {
 			t.Fatalf("accepted an invalid request: %+v", req)
 		}
 		for name, pair := range req.JobArgs {
