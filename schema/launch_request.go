@@ -148,6 +148,9 @@ func readRequestJSON(t *tree, data []byte, root int) []byte {
 	unknown := 0
 	member := func(known bool, k, v, e int) {
 		switch {
+		case known && (data[v] == '[' || data[v] == '{') && !isPairText(data[v:e]):
+			// Its brackets say what it is: a hostile list costs no tree.
+			keep = append(keep, span{start: k, end: v + 1}, span{start: e - 1, end: e})
 		case known:
 			keep = append(keep, span{start: k, end: e})
 		case unknown < problem.MaxPerFile:
@@ -186,6 +189,14 @@ func readRequestJSON(t *tree, data []byte, root int) []byte {
 	end := ojson.SkipValue(data, root)
 	keep = append(keep, span{start: end - 1, end: end})
 	return blankExcept(data, keep)
+}
+
+// isPairText says whether a JSON list or mapping may be a job argument
+// worth reading whole: a list of at most three strings, none longer than
+// Linux lets an argv entry be (128 KiB).
+func isPairText(raw []byte) bool {
+	var items []string
+	return len(raw) <= 3<<17+16 && json.Unmarshal(raw, &items) == nil && len(items) <= 3
 }
 
 // isJobArgName says whether name is a job argument of either role.

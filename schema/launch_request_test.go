@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -152,5 +153,20 @@ func TestLaunchRequestProblems(t *testing.T) {
 	r, ps = ParseLaunchRequest("r.json", []byte(b.String()), "")
 	if len(ps) != problem.MaxPerFile+1 || ps[len(ps)-1].Omitted != 200_000-problem.MaxPerFile || r.JobArgs["options"][1] != "x" {
 		t.Errorf("%d problems, the last %v; job args %v", len(ps), ps[len(ps)-1], r.JobArgs)
+	}
+
+	// A wide list where a string or a pair belongs costs no tree.
+	wide := "[" + strings.Repeat("0,", 1<<19) + "0]"
+	data = []byte(`{"job_id": "j", "site": ` + wide + `, "role": "client", "job_args": {"options": ` + wide + `}}`)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, ps = ParseLaunchRequest("r.json", data, "")
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 16*uint64(len(data)) {
+		t.Errorf("a %d-byte request allocated %d bytes", len(data), n)
+	}
+	if len(ps) != 2 || ps[0].Message != "must be a string, not a JSON array" || ps[1].Message != "must be a [flag, value] pair of two strings" {
+		t.Errorf("wide lists: %v", ps)
 	}
 }
