@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin/flare-slurm
 # Packages whose golden_test.go files read golden/ (through golden.Dir;
 # they accept -update).
-GOLDEN_PKGS ?= ./generator/... ./internal/workspace
+GOLDEN_PKGS ?= ./generator/... ./schema
 
 .PHONY: editor-deps build test test-unit test-release test-slurm golden golden-scripts bench bench-process bench-federation demo lint fuzz clean docs dist notices
 

@@ -20,7 +20,7 @@ const (
 	Compile = "compile"
 	// Prepare: generator/prepare, everything prepare renders or rewrites.
 	Prepare = "prepare"
-	// Workspace: internal/workspace, the launcher arguments as encoded.
+	// Workspace: schema, the launcher arguments as encoded.
 	Workspace = "workspace"
 )
 

@@ -88,6 +88,16 @@ func (m *jsonJobMeta) keepSection(data []byte, keep *[]span, path string, k, v, 
 		return
 	}
 	m.oversized = append(m.oversized, oversizedSection{path: path, keyOff: k, size: e - v})
+	keepKeyOnly(data, keep, k, v, e)
+}
+
+// keepKeyOnly keeps the member at k..e as its key with null for its value,
+// or whole when its value is shorter than four characters.
+func keepKeyOnly(data []byte, keep *[]span, k, v, e int) {
+	if utf8.RuneCount(data[v:min(e, v+16)]) < 4 {
+		*keep = append(*keep, span{start: k, end: e})
+		return
+	}
 	// null stands for the value, over its last four characters (not
 	// bytes: the columns after it stay where they were), so that no
 	// blank follows the plain scalar (YAML would buffer it).
@@ -154,43 +164,14 @@ func blankExcept(data []byte, keep []span) []byte {
 // read as YAML for the checks.
 func jsonMetaTree(file string, data []byte, site string, embed Embedding) *tree {
 	t := &tree{file: file, suppressed: map[*yaml.Node]bool{}, embed: embed, jsonDuplicates: true}
-	scan, err := ojson.Scan(data, problem.MaxPerFile)
-	if err != nil {
-		p := Problem{Kind: problem.Syntax, File: file, Message: "not valid JSON: " + err.Error(),
-			Hint: "NVFlare reads a job's meta with Python's json.loads: no comments, quoted keys, double quotes, no trailing commas"}
-		if se, ok := err.(*ojson.SyntaxError); ok {
-			p.Line, p.Column, p.Message = se.Line, se.Column, "not valid JSON: "+se.Msg
-		}
-		t.probs = append(t.probs, t.final(p))
+	scan, ok := t.scanJSON(data, "not valid JSON: ",
+		"NVFlare reads a job's meta with Python's json.loads: no comments, quoted keys, double quotes, no trailing commas")
+	if !ok {
 		return t
 	}
 	read := readJobMetaJSON(data, site)
-	if i, r := firstUnreadable(read.text); i >= 0 {
-		// Valid JSON that YAML does not read as JSON does: DEL and C1
-		// controls (YAML refuses them, or takes U+0085 for a line break)
-		// and the line separators U+2028 and U+2029. The text rule refuses
-		// each of them in every value anyway.
-		line, col := ojson.Position(read.text, i)
-		msg := fmt.Sprintf("must not contain the control character U+%04X", r)
-		if r == 0x2028 || r == 0x2029 {
-			msg = fmt.Sprintf("must not contain the invisible Unicode character U+%04X", r)
-		}
-		t.probs = append(t.probs, t.final(Problem{Kind: problem.Schema, File: file, Line: line, Column: col, Message: msg, Hint: "remove it"}))
+	if !t.parseJSON(data, read.text, scan, nil) {
 		return t
-	}
-	parseTreeWith(t, read.text)
-	for _, d := range scan.Duplicates {
-		line, col := ojson.Position(data, d.KeyOffset)
-		first, _ := ojson.Position(data, d.FirstOffset)
-		if t.full() {
-			t.omit(problem.Structure)
-			continue
-		}
-		t.probs = append(t.probs, t.final(Problem{Kind: problem.Structure, File: file, Line: line, Column: col, Path: d.Path,
-			Message: fmt.Sprintf(msgDuplicate+" (first defined at line %d)", t.lineText(first)), Hint: "remove one of them"}))
-	}
-	for range scan.More {
-		t.omit(problem.Structure)
 	}
 	for _, o := range read.oversized {
 		line, col := ojson.Position(data, o.keyOff)
@@ -203,6 +184,62 @@ func jsonMetaTree(file string, data []byte, site string, embed Embedding) *tree 
 			Hint:    "a section holds a few Slurm or resource keys: is this the right job?"}))
 	}
 	return t
+}
+
+// scanJSON checks that data is JSON as Python's json.loads reads it; a
+// syntax error is the tree's one problem (its message after prefix, with
+// hint), and ok is false.
+func (t *tree) scanJSON(data []byte, prefix, hint string) (ojson.ScanResult, bool) {
+	scan, err := ojson.Scan(data, problem.MaxPerFile)
+	if err != nil {
+		p := Problem{Kind: problem.Syntax, File: t.file, Message: prefix + err.Error(), Hint: hint}
+		if se, ok := err.(*ojson.SyntaxError); ok {
+			p.Line, p.Column, p.Message = se.Line, se.Column, prefix+se.Msg
+		}
+		t.probs = append(t.probs, t.final(p))
+		return scan, false
+	}
+	return scan, true
+}
+
+// parseJSON reads text, the JSON data (scanned) with what is not read
+// blanked out (every position kept), as YAML into t, and reports the
+// repeated keys the scan found (but those skip says are reported
+// elsewhere). ok is false when the text could not be read.
+func (t *tree) parseJSON(data, text []byte, scan ojson.ScanResult, skip func(path string) bool) bool {
+	if i, r := firstUnreadable(text); i >= 0 {
+		// Valid JSON that YAML does not read as JSON does: DEL and C1
+		// controls (YAML refuses them, or takes U+0085 for a line break)
+		// and the line separators U+2028 and U+2029. The text rule refuses
+		// each of them in every value anyway.
+		line, col := ojson.Position(text, i)
+		msg := fmt.Sprintf("must not contain the control character U+%04X", r)
+		if r == 0x2028 || r == 0x2029 {
+			msg = fmt.Sprintf("must not contain the invisible Unicode character U+%04X", r)
+		}
+		t.probs = append(t.probs, t.final(Problem{Kind: problem.Schema, File: t.file, Line: line, Column: col, Message: msg, Hint: "remove it"}))
+		return false
+	}
+	parseTreeWith(t, text)
+	for _, d := range scan.Duplicates {
+		if skip != nil && skip(d.Path) {
+			continue
+		}
+		line, col := ojson.Position(data, d.KeyOffset)
+		first, _ := ojson.Position(data, d.FirstOffset)
+		if t.full() {
+			t.omit(problem.Structure)
+			continue
+		}
+		t.probs = append(t.probs, t.final(Problem{Kind: problem.Structure, File: t.file, Line: line, Column: col, Path: d.Path,
+			Message: fmt.Sprintf(msgDuplicate+" (first defined at line %d)", t.lineText(first)), Hint: "remove one of them"}))
+	}
+	if skip == nil {
+		for range scan.More {
+			t.omit(problem.Structure)
+		}
+	}
+	return true
 }
 
 // firstUnreadable is the offset and character of the first DEL, C1

@@ -162,8 +162,9 @@ func (noLoader) Load(u string) (any, error) {
 type keyHook func(parent, key string, allowed []string) (message, hint string, ok bool)
 
 // valueHook lets a document kind rephrase a value error: it gets the dotted
-// path and the error, and returns the message, or ok false for the default.
-type valueHook func(path string, k jsonschema.ErrorKind) (message string, ok bool)
+// path and the error, and returns the message and hint, or ok false for the
+// default.
+type valueHook func(path string, k jsonschema.ErrorKind) (message, hint string, ok bool)
 
 // validateSchema checks t.value against the named schema and records every
 // leaf error as a problem at the node it concerns.
@@ -278,7 +279,11 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 			}
 			hint = didYouMeanValue(got, want)
 		}
-		r.t.add(problem.Schema, l.val, l.path, r.message(e, l.path, l.val), hint)
+		msg, h := r.message(e, l.path, l.val)
+		if h == "" {
+			h = hint
+		}
+		r.t.add(problem.Schema, l.val, l.path, msg, h)
 	case *kind.Const:
 		hint := ""
 		got, ok1 := k.Got.(string)
@@ -286,9 +291,11 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 		if ok1 && ok2 {
 			hint = didYouMeanValue(got, []string{want})
 		}
-		r.t.add(problem.Schema, l.val, l.path, r.message(e, l.path, l.val), hint)
+		msg, _ := r.message(e, l.path, l.val)
+		r.t.add(problem.Schema, l.val, l.path, msg, hint)
 	default:
-		r.t.add(problem.Schema, l.val, l.path, r.message(e, l.path, l.val), "")
+		msg, hint := r.message(e, l.path, l.val)
+		r.t.add(problem.Schema, l.val, l.path, msg, hint)
 	}
 }
 
@@ -342,13 +349,18 @@ func (r *schemaReporter) requiredHint(schemaURL, key string) string {
 	return strings.TrimSuffix(desc, ".")
 }
 
-// message phrases a leaf error for people.
-func (r *schemaReporter) message(e *jsonschema.ValidationError, path string, n *yaml.Node) string {
+// message phrases a leaf error for people; the hint is the valueHook's.
+func (r *schemaReporter) message(e *jsonschema.ValidationError, path string, n *yaml.Node) (string, string) {
 	if r.onValue != nil {
-		if msg, ok := r.onValue(path, e.ErrorKind); ok {
-			return msg
+		if msg, hint, ok := r.onValue(path, e.ErrorKind); ok {
+			return msg, hint
 		}
 	}
+	return r.defaultMessage(e, n), ""
+}
+
+// defaultMessage phrases a leaf error the same way for every kind.
+func (r *schemaReporter) defaultMessage(e *jsonschema.ValidationError, n *yaml.Node) string {
 	custom := ""
 	if kw := e.ErrorKind.KeywordPath(); len(kw) > 0 {
 		custom = customMessage(r.schemaNode(e.SchemaURL), kw[0])

@@ -1,8 +1,6 @@
 package schema
 
 import (
-	"encoding/json"
-	"fmt"
 	"path/filepath"
 
 	"github.com/flare-slurm/flare-slurm/internal/bridge"
@@ -24,30 +22,18 @@ func kitBridgeProblems(dir string) Problems {
 	if err != nil {
 		return nil // checkLocal reports it
 	}
-	var doc struct {
-		Components []struct {
-			ID   string         `json:"id"`
-			Path string         `json:"path"`
-			Args map[string]any `json:"args"`
-		} `json:"components"`
-	}
-	if json.Unmarshal(data, &doc) != nil {
-		return nil
-	}
-	var probs Problems
-	for i, c := range doc.Components {
-		if bridge.RoleOf(c.Path) == "" {
-			continue
-		}
-		at := fmt.Sprintf("components[%d].args.%s", i, bridge.BinaryArg)
-		path, ok := c.Args[bridge.BinaryArg].(string)
-		if !ok {
-			probs = append(probs, Problem{Kind: problem.Schema, File: res, Path: at, Message: "the flare-slurm launcher bridge needs the absolute path of the flare-slurm binary it calls", Hint: bridge.BinaryHint})
-			continue
-		}
-		if msg := bridge.CheckBinary(path); msg != "" {
-			probs = append(probs, Problem{Kind: problem.Rule, File: res, Path: at, Message: msg, Hint: bridge.BinaryHint})
+	_, args, ps := ReadLauncherComponent(res, data)
+	for _, p := range ps {
+		if p.Path == LauncherComponentID+".args."+bridge.BinaryArg {
+			p.Hint = bridge.BinaryHint
+			return Problems{p}
 		}
 	}
-	return probs
+	if args.Binary == "" {
+		return nil // NVFlare's launcher, or no launcher component
+	}
+	if msg := bridge.CheckBinary(args.Binary); msg != "" {
+		return Problems{{Kind: problem.Rule, File: res, Path: LauncherComponentID + ".args." + bridge.BinaryArg, Message: msg, Hint: bridge.BinaryHint}}
+	}
+	return nil
 }

@@ -142,18 +142,18 @@ func studyKeyHook(parent, key string, allowed []string) (string, string, bool) {
 }
 
 // studyValueHook explains the reserved dataset type.
-func studyValueHook(p string, k jsonschema.ErrorKind) (string, bool) {
+func studyValueHook(p string, k jsonschema.ErrorKind) (string, string, bool) {
 	e, ok := k.(*kind.Enum)
 	if !ok {
-		return "", false
+		return "", "", false
 	}
 	switch {
 	case strings.HasSuffix(p, ".type") && strings.Contains(p, ".datasets.") && e.Got == "databricks":
-		return "dataset type databricks is not yet supported (allowed: mount)", true
+		return "dataset type databricks is not yet supported (allowed: mount)", "", true
 	case strings.HasSuffix(p, ".mode") && strings.Contains(p, ".secret_mounts."):
-		return fmt.Sprintf("must be ro: secret mounts are always read-only (got %s)", gotValue(e.Got)), true
+		return fmt.Sprintf("must be ro: secret mounts are always read-only (got %s)", gotValue(e.Got)), "", true
 	}
-	return "", false
+	return "", "", false
 }
 
 // nameHint explains the study, dataset and secret mount name rule.

@@ -165,8 +165,13 @@ func (w textWalker) walk(v any, tokens []string, s map[string]any) {
 		}
 	case []any:
 		items, _ := s["items"].(map[string]any)
+		prefix, _ := s["prefixItems"].([]any)
 		for i, item := range v {
-			w.walk(item, append(tokens, strconv.Itoa(i)), items)
+			is := items
+			if i < len(prefix) {
+				is, _ = prefix[i].(map[string]any)
+			}
+			w.walk(item, append(tokens, strconv.Itoa(i)), is)
 		}
 	}
 }

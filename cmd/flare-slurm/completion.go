@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/flare-slurm/flare-slurm/generator/compile"
 	"github.com/flare-slurm/flare-slurm/internal/bridge"
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/runtime/check"
@@ -245,7 +244,7 @@ func completeJobIDs(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.
 	}
 	var out []cobra.Completion
 	for _, h := range handles {
-		if !compile.ValidJobID(h.JobID) || !strings.HasPrefix(h.JobID, toComplete) {
+		if !schema.ValidJobID(h.JobID) || !strings.HasPrefix(h.JobID, toComplete) {
 			continue
 		}
 		out = append(out, cobra.CompletionWithDesc(h.JobID,

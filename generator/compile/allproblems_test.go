@@ -42,7 +42,7 @@ func TestParseAndResolveReportsEverything(t *testing.T) {
 	}
 	want := map[string]string{
 		"extra":                                "req.json:7:3: extra: is not a launch request key",
-		"site":                                 "req.json:8:3: site: appears more than once",
+		"site":                                 "req.json:8:3: site: duplicate key (first defined at line 3)",
 		"role":                                 `req.json:4:11: role: is "server" but the workspace is a client workspace`,
 		"job_args.job_id":                      `req.json:5:33: job_args.job_id: value "job-2" differs from job_id "` + f.JobID + `"`,
 		"job_args.parent_conn_sec":             `req.json:5:95: job_args.parent_conn_sec: "tls" is not a connection security`,

@@ -38,13 +38,13 @@ func TestJobNameKeepsFirst32Characters(t *testing.T) {
 	}
 }
 
-// Issue 9 item 6: the launch request's site follows the site name rule.
+// Issue 9 item 6: the launch request's site follows the site name rule
+// (a control character is the text rule's, as in every input).
 func TestRequestSiteNameRefused(t *testing.T) {
 	for site, want := range map[string]string{
-		"a|b":       `site: site name "a|b" holds '|' at character 2`,
-		"a b":       `site: site name "a b" holds whitespace ' ' at character 2`,
-		"a\x1b[2Jb": `site: site name "a\x1b[2Jb" holds the control character '\x1b' at character 2`,
-		"a/b":       `site: site name "a/b" holds '/' at character 2`,
+		"a|b": `site: site name "a|b" holds '|' at character 2`,
+		"a b": `site: site name "a b" holds whitespace ' ' at character 2`,
+		"a/b": `site: site name "a/b" holds '/' at character 2`,
 	} {
 		f := newFixture(t, "none", "client")
 		f.Request["site"] = site
@@ -52,5 +52,11 @@ func TestRequestSiteNameRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "allowed: printable characters other than whitespace, '|' and '/'") {
 			t.Errorf("site %q: got %v, want %s", site, err, want)
 		}
+	}
+	f := newFixture(t, "none", "client")
+	f.Request["site"] = "a\x1b[2Jb"
+	_, err := ParseRequest("request.json", f.Write())
+	if err == nil || !strings.Contains(err.Error(), `site: must not contain the control character '\x1b' (byte 2 of the value)`) {
+		t.Errorf("control character in the site: got %v", err)
 	}
 }

@@ -242,11 +242,11 @@ func (p *Plan) compile(secrets []secretLine) (*Artifacts, error) {
 // the study's secret_env names and all credential names, present or not.
 // The nodes of a node group other than the first unset them.
 func (p *Plan) secretNamesAll() []string {
-	names := make([]string, 0, len(p.studySecrets)+len(credentialArgs))
+	names := make([]string, 0, len(p.studySecrets)+len(schema.CredentialJobArgs))
 	for _, s := range p.studySecrets {
 		names = append(names, s.Name)
 	}
-	for _, c := range credentialArgs {
+	for _, c := range schema.CredentialJobArgs {
 		names = append(names, c.Env)
 	}
 	slices.Sort(names)
@@ -295,7 +295,7 @@ func (p *Plan) SchedulerEnv(base []string) []string {
 	for _, s := range p.studySecrets {
 		drop = append(drop, s.Source, s.Name)
 	}
-	for _, c := range credentialArgs {
+	for _, c := range schema.CredentialJobArgs {
 		drop = append(drop, c.Env)
 	}
 	return slurmenv.Scrub(base, drop...)

@@ -207,9 +207,9 @@ func TestLoadWorkspaceRejects(t *testing.T) {
 		{"unknown args key", func(f *fixture) { f.Args["internal_connection_security"] = "mtls" }, []string{"slurm_launcher.args", "internal_connection_security"}},
 		// A duration that is no positive number (TestLoadWorkspaceClampsDurations:
 		// a positive one outside the bounds is moved into them).
-		{"poll_interval zero", func(f *fixture) { f.Args["poll_interval"] = 0.0 }, []string{"poll_interval", "from 1 to 3600"}},
-		{"pending_timeout negative", func(f *fixture) { f.Args["pending_timeout"] = -5.0 }, []string{"pending_timeout", "from 1 to 31536000"}},
-		{"bad sandbox", func(f *fixture) { f.Args["sandbox"] = "docker" }, []string{"slurm_launcher.args.sandbox", "allowed: apptainer, pyxis, none"}},
+		{"poll_interval zero", func(f *fixture) { f.Args["poll_interval"] = 0.0 }, []string{"poll_interval", "must be at least 1 second (got 0)"}},
+		{"pending_timeout negative", func(f *fixture) { f.Args["pending_timeout"] = -5.0 }, []string{"pending_timeout", "must be at least 1 second (got -5)"}},
+		{"bad sandbox", func(f *fixture) { f.Args["sandbox"] = "docker" }, []string{"slurm_launcher.args.sandbox", "must be one of apptainer, pyxis, none"}},
 		{"relative python", func(f *fixture) { f.Args["python_path"] = "python3" }, []string{"python_path", "absolute"}},
 		{"bad port", func(f *fixture) { f.Args["internal_port"] = 70000.0 }, []string{"internal_port"}},
 		{"bad directive", func(f *fixture) {
@@ -243,7 +243,7 @@ func TestLoadWorkspaceRejects(t *testing.T) {
 func TestParseRequestRejects(t *testing.T) {
 	cases := map[string][]string{
 		`[]`:                          {"not a valid launch request"},
-		`{"job_id": "a"} {}`:          {"data after the JSON object"},
+		`{"job_id": "a"} {}`:          {"1:17: not a valid launch request: extra data after the JSON value"},
 		`{"job_id":"a","extra":1}`:    {"extra"},
 		`{"site":"s","role":"admin"}`: {"job_id: is required", `role: "admin" is not a role`, "job_args: is required"},
 		`{"job_id":"a","site":"s","role":"client","job_args":{"job_id":["-n","b"]}}`: {"job_args.job_id", `differs from job_id "a"`},
@@ -277,7 +277,7 @@ func FuzzParseRequest(f *testing.F) {
 			}
 			return
 		}
-		if !ValidJobID(req.JobID) || (req.Role != "client" && req.Role != "server") || req.Site == "" {
+		if !schema.ValidJobID(req.JobID) || (req.Role != "client" && req.Role != "server") || req.Site == "" {
 			t.Fatalf("accepted an invalid request: %+v", req)
 		}
 		for name, pair := range req.JobArgs {

@@ -231,7 +231,7 @@ func resolvePlaced(ws *workspace.Prepared, req *Request, env Environ) (*Plan, er
 	plan, err := resolve(ws, req, env, false)
 	var ps schema.Problems
 	if errors.As(err, &ps) {
-		return nil, req.source().place(ps)
+		return nil, req.Place(ps)
 	}
 	return plan, err
 }

@@ -16,7 +16,7 @@ import (
 func (r *resolver) parentURL(args map[string][]string, v *PlanView) string {
 	ws := r.ws
 	sec := "clear"
-	if r.req.argGivenBad("parent_conn_sec") {
+	if r.req.Refused("job_args.parent_conn_sec") {
 		return "" // already reported; the URL's scheme depends on it
 	}
 	if pair, ok := args["parent_conn_sec"]; ok {
@@ -32,7 +32,7 @@ func (r *resolver) parentURL(args map[string][]string, v *PlanView) string {
 		return ""
 	}
 	pair, ok := args["parent_url"]
-	if !ok && r.req.argGivenBad("parent_url") {
+	if !ok && r.req.Refused("job_args.parent_url") {
 		return ""
 	}
 	if !ok {

@@ -79,7 +79,7 @@ type resolver struct {
 }
 
 func (r *resolver) reqProblem(path, msg, hint string) {
-	r.ps = append(r.ps, r.req.problem(problem.Rule, path, msg, hint))
+	r.ps = append(r.ps, r.req.Problem(problem.Rule, path, msg, hint))
 }
 
 // wsProblem is a problem of the workspace's launcher settings. Their file
@@ -118,8 +118,8 @@ func resolve(ws *workspace.Prepared, req *Request, env Environ, review bool) (*P
 	v.JobName = workspace.JobName(req.Site, req.JobID)
 	v.Comment = workspace.CommentMarker(ws.Root, req.JobID)
 
-	if msg := jobIDProblem(req.JobID); msg != "" {
-		r.reqProblem("job_id", msg, jobIDHint)
+	if msg := schema.JobIDProblem(req.JobID); msg != "" {
+		r.reqProblem("job_id", msg, schema.JobIDHint)
 		return nil, r.ps
 	}
 	if req.Role != ws.Role {
@@ -137,7 +137,7 @@ func resolve(ws *workspace.Prepared, req *Request, env Environ, review bool) (*P
 	p.workspaceSecrets = rt.SecretEnvNames()
 	// The meta is part of the request: its problems name their fields as
 	// the request spells them (meta.<path>), at their place in the request.
-	meta, mps := schema.ParseJobMetaIn(req.File, req.Meta, req.Site, r.req.src.embedding("meta"))
+	meta, mps := schema.ParseJobMetaIn(req.File, req.Meta, req.Site, r.req.Embedding("meta"))
 	if mps != nil {
 		r.ps = append(r.ps, mps...)
 		meta = nil
@@ -233,7 +233,7 @@ func (r *resolver) requestPaths(appDir string) {
 	}
 	for _, name := range []string{"workspace", "startup_dir", "app_root"} {
 		pair, ok := r.req.JobArgs[name]
-		if !ok || r.req.badArg[name] {
+		if !ok || r.req.Refused("job_args."+name) {
 			continue
 		}
 		got := pair[1]
@@ -491,7 +491,7 @@ func (r *resolver) environment(p *Plan) {
 			v.SecretEnv = append(v.SecretEnv, SecretRef{Name: s.Name, Source: "env:" + s.Source})
 		}
 	}
-	for _, c := range credentialArgs {
+	for _, c := range schema.CredentialJobArgs {
 		if pair, ok := r.req.JobArgs[c.Arg]; ok && pair[1] != "" {
 			p.credentials = append(p.credentials, credential{name: c.Env, value: pair[1]})
 			v.SecretEnv = append(v.SecretEnv, SecretRef{Name: c.Env, Source: "request:job_args." + c.Arg})
@@ -518,7 +518,7 @@ func (r *resolver) parentAndArgv(p *Plan) {
 	}
 	v.WorkerModule = module
 	argv := []string{v.PythonPath, "-u", "-m", module}
-	for _, name := range argOrder(r.req.Role) {
+	for _, name := range schema.JobArgOrder(r.req.Role) {
 		pair, ok := args[name]
 		if !ok {
 			continue

@@ -16,6 +16,7 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/ojson"
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 const testBinary = "/opt/flare-slurm/bin/flare-slurm"
@@ -113,7 +114,7 @@ func TestBridgeSelectedWorkspace(t *testing.T) {
 				t.Errorf("component args\n%s\nwant NVFlare's launcher args with flare_slurm last:\n%s", comp["args"], want)
 			}
 			// resources.json.default changes nowhere else.
-			a := bytes.Replace(readContent(t, ws, ws.File(resourcesDefault)), []byte(bridge.Component(c.role)), []byte(map[string]string{"client": workspace.ClientLauncherPath, "server": workspace.ServerLauncherPath}[c.role]), 1)
+			a := bytes.Replace(readContent(t, ws, ws.File(resourcesDefault)), []byte(bridge.Component(c.role)), []byte(map[string]string{"client": schema.ClientLauncherPath, "server": schema.ServerLauncherPath}[c.role]), 1)
 			b := readContent(t, plain, plain.File(resourcesDefault))
 			if !bytes.Equal(removeBinaryArg(t, a), b) {
 				t.Errorf("resources.json.default differs beyond the component path and its flare_slurm argument:\n%s\nvs\n%s", a, b)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/ojson"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 const bareConfig = "runtime: slurm\njob_launcher:\n  sandbox: none\n  python_path: /usr/bin/python3\n"
@@ -449,7 +449,7 @@ func TestServerStorageRelocation(t *testing.T) {
 		if c.Get("id").Str == "job_manager" {
 			found = c.Get("args").Get("uri_root").Str == out+"/jobs-storage"
 		}
-		if c.Get("id").Str == launcherID && c.Get("path").Str != workspace.ServerLauncherPath {
+		if c.Get("id").Str == launcherID && c.Get("path").Str != schema.ServerLauncherPath {
 			t.Errorf("server kit got launcher %s", c.Get("path").Str)
 		}
 	}

@@ -253,9 +253,9 @@ func Render(opts Options) (*Workspace, error) {
 	if err := w.scanKit(); err != nil {
 		return nil, err
 	}
-	server := k.Role == workspace.RoleServer
-	args := workspace.LauncherArgs{Launcher: jl, WorkspacePath: output}
-	launcherPath := workspace.LauncherPath(server)
+	server := k.Role == schema.RoleServer
+	args := schema.LauncherArgs{Launcher: jl, WorkspacePath: output}
+	launcherPath := schema.LauncherPath(server)
 	if opts.Launcher == bridge.LauncherFlareSlurm {
 		if launcherPath, err = w.addBridge(k.Role, opts.Binary, &args); err != nil {
 			return nil, err
@@ -328,7 +328,7 @@ func Render(opts Options) (*Workspace, error) {
 // A binary given with --binary is recorded as given and not checked here:
 // the prepare host may differ from the parent's, where bootstrap-check
 // and validate W check it.
-func (w *Workspace) addBridge(role, binary string, args *workspace.LauncherArgs) (string, error) {
+func (w *Workspace) addBridge(role, binary string, args *schema.LauncherArgs) (string, error) {
 	if binary == "" {
 		var err error
 		if binary, err = bridge.Executable(); err != nil {

@@ -26,12 +26,12 @@ const (
 var launcherIDs = map[string]bool{"process_launcher": true, "docker_launcher": true, "k8s_launcher": true, launcherID: true}
 
 var builtinLaunchers = map[string]bool{
-	"nvflare.app_opt.job_launcher.docker_launcher.ClientDockerJobLauncher":             true,
-	"nvflare.app_opt.job_launcher.docker_launcher.ServerDockerJobLauncher":             true,
-	"nvflare.app_opt.job_launcher.k8s_launcher.ClientK8sJobLauncher":                   true,
-	"nvflare.app_opt.job_launcher.k8s_launcher.ServerK8sJobLauncher":                   true,
-	workspace.ClientLauncherPath:                                                       true,
-	workspace.ServerLauncherPath:                                                       true,
+	"nvflare.app_opt.job_launcher.docker_launcher.ClientDockerJobLauncher": true,
+	"nvflare.app_opt.job_launcher.docker_launcher.ServerDockerJobLauncher": true,
+	"nvflare.app_opt.job_launcher.k8s_launcher.ClientK8sJobLauncher":       true,
+	"nvflare.app_opt.job_launcher.k8s_launcher.ServerK8sJobLauncher":       true,
+	schema.ClientLauncherPath: true,
+	schema.ServerLauncherPath: true,
 	"nvflare.app_common.job_launcher.client_process_launcher.ClientProcessJobLauncher": true,
 	"nvflare.app_common.job_launcher.server_process_launcher.ServerProcessJobLauncher": true,
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/flare-slurm/flare-slurm/internal/ojson"
 	"github.com/flare-slurm/flare-slurm/internal/problem"
@@ -65,7 +67,7 @@ const AttachSection = "client_api_attach"
 // truth at run time) and the worker link settings of comm_config.json.
 type Prepared struct {
 	Root     string // absolute, canonical (equals the recorded workspace_path)
-	Role     string // RoleClient or RoleServer, from the launcher component's path
+	Role     string // schema.RoleClient or RoleServer, from the launcher component's path
 	Site     string // from the role file; "" when it does not name one
 	Launcher schema.JobLauncher
 	// InternalScheme is comm_config.json's internal.scheme: "tcp" or "shared-file".
@@ -193,7 +195,12 @@ func (ws *Prepared) loadLauncher() schema.Problems {
 		return schema.Problems{{Kind: problem.Read, File: file, Message: "cannot read the site settings: " + errText(err),
 			Hint: "is this a workspace written by 'flare-slurm prepare'?"}}
 	}
-	role, args, ps := ReadLauncherComponent(file, data)
+	role, args, ps := schema.ReadLauncherComponent(file, data)
+	for i, p := range ps {
+		if key, ok := strings.CutPrefix(p.Path, MarkerComponent+".args."); ok && p.Hint == "" {
+			ps[i].Hint = SettingsFix(file, key)
+		}
+	}
 	ws.Role, ws.Launcher, ws.Binary, ws.Adjusted = role, args.Launcher, args.Binary, args.Adjusted
 	if filepath.IsAbs(args.WorkspacePath) {
 		ws.recordedRoot = filepath.Clean(args.WorkspacePath)
@@ -320,7 +327,7 @@ func sharedFileAttach(sec *ojson.Value) *SharedFileAttach {
 // launcher component says which role file that is.
 func (ws *Prepared) loadSite() schema.Problems {
 	name := schema.ClientRoleFile
-	if ws.Role == RoleServer {
+	if ws.Role == schema.RoleServer {
 		name = schema.ServerRoleFile
 	}
 	file := filepath.Join(ws.Root, schema.StartupDir, name)
@@ -341,7 +348,7 @@ func (ws *Prepared) loadSite() schema.Problems {
 		return v.Str
 	}
 	switch servers := doc.Get("servers"); {
-	case ws.Role == RoleClient:
+	case ws.Role == schema.RoleClient:
 		ws.Site = text(doc.Get("client").Get("fqsn"))
 	case servers != nil && servers.Kind == ojson.Array && len(servers.Items) > 0:
 		first := servers.Items[0]
@@ -351,4 +358,15 @@ func (ws *Prepared) loadSite() schema.Problems {
 		}
 	}
 	return nil
+}
+
+// describe names a value in a message: a string quoted, else its kind.
+func describe(v *ojson.Value) string {
+	if v == nil {
+		return "nothing"
+	}
+	if v.Kind == ojson.String {
+		return strconv.Quote(v.Str)
+	}
+	return "a " + v.Kind.String()
 }

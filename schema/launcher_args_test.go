@@ -1,4 +1,4 @@
-package workspace
+package schema
 
 import (
 	"os"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/internal/bridge"
 	"github.com/flare-slurm/flare-slurm/internal/ojson"
-	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // launcherConfigs are job_launcher blocks whose args must survive the
@@ -79,7 +78,7 @@ func launcherArgsOf(t testing.TB, block string) LauncherArgs {
 			t.Fatal(err)
 		}
 	}
-	cfg, ps := schema.ParseSlurmConfig("slurm.yaml", []byte("runtime: slurm\njob_launcher:\n"+strings.ReplaceAll(block, "/images/", images+"/")))
+	cfg, ps := ParseSlurmConfig("slurm.yaml", []byte("runtime: slurm\njob_launcher:\n"+strings.ReplaceAll(block, "/images/", images+"/")))
 	if ps != nil {
 		t.Fatalf("config: %v", ps)
 	}
@@ -91,14 +90,21 @@ func launcherArgsOf(t testing.TB, block string) LauncherArgs {
 	return LauncherArgs{Launcher: jl, WorkspacePath: "/project/flare/site-1"}
 }
 
-// decode runs the compiler's reading of encoded args bytes.
-func decode(t testing.TB, data []byte) (LauncherArgs, schema.Problems) {
+// decode runs the compiler's reading of encoded args bytes: args in a
+// resources file whose first line is blank, so that the args' own lines
+// and columns are the file's.
+func decode(t testing.TB, data []byte) (LauncherArgs, Problems) {
 	t.Helper()
-	v, err := ojson.Parse(data)
-	if err != nil {
-		t.Fatalf("parse %s: %v", data, err)
+	path := ClientLauncherPath
+	if strings.Contains(string(data), `"`+bridge.BinaryArg+`"`) {
+		path = bridge.ClientComponent
 	}
-	return DecodeLauncherArgs("resources.json.default", data, v)
+	doc := []byte(`{"components": [{"id": "slurm_launcher", "path": "` + path + `", "args":` + "\n" + string(data) + "}]}")
+	_, a, ps := ReadLauncherComponent("resources.json.default", doc)
+	for i := range ps {
+		ps[i].Line-- // the args' own line numbers
+	}
+	return a, ps
 }
 
 // TestLauncherArgsRoundTrip: what prepare writes, the compiler reads back
@@ -135,15 +141,15 @@ func TestLauncherArgsDefaultsAndRange(t *testing.T) {
 	if strings.Join(keys, " ") != "time=02:00:00 partition=gpu qos=7 reservation=maint" {
 		t.Errorf("directives = %v, want the YAML order", keys)
 	}
-	if r := got.Launcher.MultiNodePortRange; got.Launcher.MultiNodePortRangeSet || r != (schema.PortRange{Start: 29400, End: 30399}) {
+	if r := got.Launcher.MultiNodePortRange; got.Launcher.MultiNodePortRangeSet || r != (PortRange{Start: 29400, End: 30399}) {
 		t.Errorf("no range in the config: got %+v (set %v), want the default 29400-30399, not set", r, got.Launcher.MultiNodePortRangeSet)
 	}
 	inside := launcherArgsOf(t, launcherConfigs["internal port inside the default range"])
 	got, _ = decode(t, ojson.Marshal(inside.Encode()))
-	if r := got.Launcher.MultiNodePortRange; r != (schema.PortRange{Start: 30400, End: 31399}) {
+	if r := got.Launcher.MultiNodePortRange; r != (PortRange{Start: 30400, End: 31399}) {
 		t.Errorf("internal_port 29500: range %+v, want 30400-31399", r)
 	}
-	if got.Launcher.SubmitTimeout != schema.DefaultSubmitTimeout || got.Launcher.InternalPort != 29500 {
+	if got.Launcher.SubmitTimeout != DefaultSubmitTimeout || got.Launcher.InternalPort != 29500 {
 		t.Errorf("defaults: %+v", got.Launcher)
 	}
 }
@@ -165,21 +171,23 @@ func TestLauncherArgsProblems(t *testing.T) {
   "workspace_path": "relative"
 }`)
 	_, ps := decode(t, data)
+	// The args are checked as a slurm.yaml's job_launcher: the same
+	// messages, under slurm_launcher.args.
 	want := []string{
-		`resources.json.default:2:14: slurm_launcher.args.sandbox: "docker" is not a sandbox (allowed: apptainer, pyxis, none)`,
-		`resources.json.default:3:18: slurm_launcher.args.python_path: must be an absolute path`,
-		`resources.json.default:4:29: slurm_launcher.args.executables.sbatch: must be a non-empty string`,
-		`resources.json.default:4:41: slurm_launcher.args.executables.qsub: is not a known executable`,
-		`resources.json.default:5:20: slurm_launcher.args.internal_port: must be an integer from 1 to 65535`,
-		`resources.json.default:6:34: slurm_launcher.args.sbatch_directives.nodes: is not a supported directive`,
-		`resources.json.default:6:45: slurm_launcher.args.sbatch_directives.time: must be a non-empty string or integer without whitespace`,
-		`resources.json.default:7:19: slurm_launcher.args.forward_env[0]: "SLURM_JOB_ID" is not an allowed environment name`,
-		`resources.json.default:7:40: slurm_launcher.args.forward_env[2]: "A" is listed twice`,
-		`resources.json.default:7:45: slurm_launcher.args.forward_env[3]: a number is not an allowed environment name`,
-		`resources.json.default:8:18: slurm_launcher.args.parent_host: `,
-		`resources.json.default:9:20: slurm_launcher.args.poll_interval: must be a number of seconds from 1 to 3600 (one hour) (set job_launcher.poll_interval in slurm.yaml and prepare again)`,
+		`resources.json.default:2:14: slurm_launcher.args.sandbox: must be one of apptainer, pyxis, none (got "docker")`,
+		`resources.json.default:3:18: slurm_launcher.args.python_path: must be an absolute path (got "bin/python")`,
+		`resources.json.default:4:29: slurm_launcher.args.executables.sbatch: must be an absolute path (got "")`,
+		`resources.json.default:4:33: slurm_launcher.args.executables.qsub: unknown key (allowed: apptainer, sacct, sbatch, scancel, squeue, srun)`,
+		`resources.json.default:5:20: slurm_launcher.args.internal_port: must be at most 65535 (got 70000)`,
+		`resources.json.default:6:25: slurm_launcher.args.sbatch_directives.nodes: unsupported sbatch directive`,
+		`resources.json.default:6:45: slurm_launcher.args.sbatch_directives.time: must not contain whitespace (got "1 h")`,
+		`resources.json.default:7:19: slurm_launcher.args.forward_env[0]: SLURM_JOB_ID is launcher-owned and cannot be forwarded`,
+		`resources.json.default:7:40: slurm_launcher.args.forward_env[2]: A is listed twice (first at forward_env[1])`,
+		`resources.json.default:7:45: slurm_launcher.args.forward_env[3]: must be a string (got integer)`,
+		`resources.json.default:8:18: slurm_launcher.args.parent_host: "a b" is not a host name or IP address`,
+		`resources.json.default:9:20: slurm_launcher.args.poll_interval: must be at least 1 second (got -1)`,
 		`resources.json.default:10:28: slurm_launcher.args.multi_node_port_range: ports must be within 1024..65535 (got 9-1)`,
-		`resources.json.default:11:3: slurm_launcher.args.extra: is not a launcher setting`,
+		`resources.json.default:11:3: slurm_launcher.args.extra: is not a launcher setting (prepare the workspace again with this flare-slurm)`,
 		`resources.json.default:12:21: slurm_launcher.args.workspace_path: must be an absolute path`,
 	}
 	var got []string
@@ -198,12 +206,12 @@ func TestLauncherArgsProblems(t *testing.T) {
 }
 
 // TestLauncherArgsPortRangeRule: the compiler applies prepare's own range
-// rule (schema.CheckPortRange) to a hand-edited workspace: a range holding
+// rule (CheckPortRange) to a hand-edited workspace: a range holding
 // internal_port, or text prepare would refuse, is a problem.
 func TestLauncherArgsPortRangeRule(t *testing.T) {
 	for doc, want := range map[string]string{
 		`{"sandbox": "none", "python_path": "/p", "workspace_path": "/w", "internal_port": 30000, "multi_node_port_range": [29400, 30399]}`: "must not contain internal_port 30000 (got 29400-30399)",
-		`{"sandbox": "none", "python_path": "/p", "workspace_path": "/w", "multi_node_port_range": " 2000 - 2001"}`:                         `must be "START-END" or [START, END]`,
+		`{"sandbox": "none", "python_path": "/p", "workspace_path": "/w", "multi_node_port_range": " 2000 - 2001"}`:                         `must be "START-END" with two port numbers`,
 		`{"sandbox": "none", "python_path": "/p", "workspace_path": "/w", "multi_node_port_range": "3000-2000"}`:                            "START must not be above END (got 3000-2000)",
 	} {
 		_, ps := decode(t, []byte(doc))
@@ -256,11 +264,10 @@ func FuzzLauncherArgs(f *testing.F) {
 	}
 	f.Add([]byte(`{"sandbox": "none", "python_path": "/p", "workspace_path": "/w", "internal_port": 1.0, "sbatch_directives": {"qos": 3}, "multi_node_port_range": " 2000 - 2001"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := ojson.Parse(data)
-		if err != nil {
+		if _, err := ojson.Parse(data); err != nil {
 			return
 		}
-		a, ps := DecodeLauncherArgs("f", data, v)
+		a, ps := decode(t, data)
 		if ps != nil {
 			return
 		}
@@ -318,7 +325,7 @@ func TestLauncherArgsTextRule(t *testing.T) {
 func TestLauncherArgsOutOfBoundDurationsAreClamped(t *testing.T) {
 	args := `{"sandbox": "none", "python_path": "/usr/bin/python3", "workspace_path": "/w",
 "poll_interval": 0.5, "query_timeout": 7200, "pending_timeout": 600}`
-	got, ps := decode(t, []byte(args))
+	got, ps := decode(t, []byte(args)) // the args from line 2 of the file
 	if len(ps) != 0 {
 		t.Fatalf("problems: %v", ps)
 	}
@@ -326,8 +333,8 @@ func TestLauncherArgsOutOfBoundDurationsAreClamped(t *testing.T) {
 		t.Errorf("poll %v, query %v, pending %v; want 1 and 3600 (clamped), 600", got.Launcher.PollInterval, got.Launcher.QueryTimeout, got.Launcher.PendingTimeout)
 	}
 	want := []string{
-		"resources.json.default:2:40: slurm_launcher.args.query_timeout is 7200, outside the bounds (a number of seconds from 1 to 3600 (one hour)): 3600 is used; set job_launcher.query_timeout in slurm.yaml and prepare again",
-		"resources.json.default:2:18: slurm_launcher.args.poll_interval is 0.5, outside the bounds (a number of seconds from 1 to 3600 (one hour)): 1 is used; set job_launcher.poll_interval in slurm.yaml and prepare again",
+		"resources.json.default:3:40: slurm_launcher.args.query_timeout is 7200, outside the bounds (a number of seconds from 1 to 3600 (one hour)): 3600 is used; set job_launcher.query_timeout in slurm.yaml and prepare again",
+		"resources.json.default:3:18: slurm_launcher.args.poll_interval is 0.5, outside the bounds (a number of seconds from 1 to 3600 (one hour)): 1 is used; set job_launcher.poll_interval in slurm.yaml and prepare again",
 	}
 	if strings.Join(got.Adjusted, "\n") != strings.Join(want, "\n") {
 		t.Errorf("adjusted:\n%s\nwant:\n%s", strings.Join(got.Adjusted, "\n"), strings.Join(want, "\n"))

@@ -1,0 +1,301 @@
+package schema
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/flare-slurm/flare-slurm/internal/bridge"
+	"github.com/flare-slurm/flare-slurm/internal/ojson"
+	"github.com/flare-slurm/flare-slurm/internal/problem"
+)
+
+// The launcher component of a prepared workspace (contract §4.1): prepare
+// writes it into local/resources.json.default with LauncherArgs.Encode; the
+// compiler and the runtime read it back with ReadLauncherComponent, which
+// validates its args as the job_launcher of slurm-config.schema.json. This
+// file is the only place that knows its format.
+
+// The launcher component's id, and the argument that records the
+// workspace's absolute path (internal/workspace's MarkerComponent and
+// MarkerArg, the marker of a prepared workspace).
+const (
+	LauncherComponentID = "slurm_launcher"
+	WorkspacePathArg    = "workspace_path"
+)
+
+// Component paths of the launcher prepare writes, by role (NVFlare's own
+// prepare writes the same).
+const (
+	ClientLauncherPath = "nvflare.app_opt.job_launcher.slurm.ClientSlurmJobLauncher"
+	ServerLauncherPath = "nvflare.app_opt.job_launcher.slurm.ServerSlurmJobLauncher"
+)
+
+// Roles of a workspace.
+const (
+	RoleClient = "client"
+	RoleServer = "server"
+)
+
+// LauncherPath is the launcher component path of a client or server
+// workspace.
+func LauncherPath(server bool) string {
+	if server {
+		return ServerLauncherPath
+	}
+	return ClientLauncherPath
+}
+
+// LauncherArgs is the "args" object of the launcher component.
+//
+// Launcher holds every job_launcher setting but InternalConnectionSecurity,
+// which lives in local/comm_config.json. Launcher.MultiNodePortRange is the
+// effective range: when MultiNodePortRangeSet is false the args carry no
+// range and it is DefaultMultiNodePortRange(InternalPort), as
+// ParseSlurmConfig sets it. Decode(Encode(a)) == a for every such
+// value.
+type LauncherArgs struct {
+	Launcher      JobLauncher
+	WorkspacePath string
+	// Binary is the absolute path of the flare-slurm binary the launcher
+	// bridge calls (bridge.BinaryArg); "" when the workspace names
+	// NVFlare's own launcher.
+	Binary string
+	// Adjusted says, a line each, which durations were outside their
+	// bounds (DurationBounds) and were moved into them: a workspace
+	// prepared before the bounds existed stays usable.
+	Adjusted []string
+}
+
+// Encode returns the args object, byte for byte what prepare writes. The
+// keys, in this order:
+//
+//	sandbox, python_path, executables {ExecutableKeys}, image,
+//	internal_port, sbatch_directives {in YAML order}, setup, forward_env,
+//	parent_host, submit_timeout, query_timeout, cancel_timeout,
+//	poll_interval, pending_timeout, multi_node_port_range [start, end]
+//	(only when the config set it), workspace_path, time_limit_signal
+//	{signal, seconds_before} (only when set; flare-slurm's runtime only),
+//	and for the launcher bridge flare_slurm (the binary it calls)
+//
+// Unset strings (image in bare mode, parent_host, executables) are null;
+// internal_port and the port range are integers; the timeouts and
+// intervals are floats written as Python writes them (30.0).
+func (a LauncherArgs) Encode() *ojson.Value {
+	jl := a.Launcher
+	exe := ojson.NewObject()
+	for _, name := range ExecutableKeys {
+		exe.Set(name, ojson.StringOrNull(*jl.Executables.Field(name)))
+	}
+	directives := ojson.NewObject()
+	for _, d := range jl.Directives {
+		directives.Set(d.Key, ojson.StringValue(d.Value))
+	}
+	args := ojson.NewObject().
+		Set("sandbox", ojson.StringValue(jl.Sandbox)).
+		Set("python_path", ojson.StringValue(jl.PythonPath)).
+		Set("executables", exe).
+		Set("image", ojson.StringOrNull(jl.Image)).
+		Set("internal_port", ojson.IntValue(int64(jl.InternalPort))).
+		Set("sbatch_directives", directives).
+		Set("setup", ojson.StringValue(jl.Setup)).
+		Set("forward_env", ojson.StringArray(jl.ForwardEnv)).
+		Set("parent_host", ojson.StringOrNull(jl.ParentHost))
+	for _, t := range timeouts(&jl) {
+		args.Set(t.key, ojson.FloatValue(*t.field))
+	}
+	if jl.MultiNodePortRangeSet {
+		r := ojson.NewArray()
+		r.Items = append(r.Items, ojson.IntValue(int64(jl.MultiNodePortRange.Start)), ojson.IntValue(int64(jl.MultiNodePortRange.End)))
+		args.Set(multiNodePortRangeKey, r)
+	}
+	args.Set(WorkspacePathArg, ojson.StringValue(a.WorkspacePath))
+	if t := jl.TimeLimitSignal; t != nil {
+		args.Set(TimeLimitSignalKey, ojson.NewObject().
+			Set("signal", ojson.StringValue(t.Signal)).
+			Set("seconds_before", ojson.IntValue(int64(t.SecondsBefore))))
+	}
+	if a.Binary != "" {
+		args.Set(bridge.BinaryArg, ojson.StringValue(a.Binary))
+	}
+	return args
+}
+
+const multiNodePortRangeKey = "multi_node_port_range"
+
+// timeout is one of the seconds settings, its key and its default.
+type timeout struct {
+	key   string
+	field *float64
+	def   float64
+}
+
+// timeouts lists the seconds settings of jl in the order Encode writes them.
+func timeouts(jl *JobLauncher) []timeout {
+	return []timeout{
+		{"submit_timeout", &jl.SubmitTimeout, DefaultSubmitTimeout},
+		{"query_timeout", &jl.QueryTimeout, DefaultQueryTimeout},
+		{"cancel_timeout", &jl.CancelTimeout, DefaultCancelTimeout},
+		{"poll_interval", &jl.PollInterval, DefaultPollInterval},
+		{"pending_timeout", &jl.PendingTimeout, DefaultPendingTimeout},
+	}
+}
+
+// ReadLauncherComponent finds the one launcher component of a resources
+// file (its bytes in data) and decodes it: the workspace's role (RoleClient
+// or RoleServer, from the component path) and its args. The args are
+// checked as the job_launcher of a slurm.yaml (the same JSON Schema and
+// rules, without the host checks), plus the arguments prepare adds
+// (workspace_path, flare_slurm); every problem comes with its line and
+// column, its path under slurm_launcher.args.
+func ReadLauncherComponent(file string, data []byte) (role string, args LauncherArgs, ps Problems) {
+	t := &tree{file: file, suppressed: map[*yaml.Node]bool{}, jsonDuplicates: true}
+	scan, ok := t.scanJSON(data, "not a valid resources file: ", "")
+	if !ok || !t.parseJSON(data, data, scan, nil) || t.root == nil {
+		return "", args, t.result()
+	}
+	var comp *yaml.Node
+	var compValue map[string]any
+	found := 0
+	items, _ := t.value.(map[string]any)["components"].([]any)
+	if comps := get(t.root, "components"); comps != nil && comps.Kind == yaml.SequenceNode {
+		for i, c := range comps.Content {
+			if id := get(c, "id"); isString(id) && id.Value == LauncherComponentID {
+				comp, compValue, found = c, nil, found+1
+				if i < len(items) {
+					compValue, _ = items[i].(map[string]any)
+				}
+			}
+		}
+	}
+	if found != 1 {
+		return "", args, Problems{{Kind: problem.Schema, File: file, Path: "components",
+			Message: fmt.Sprintf("has %d %s components, want exactly one", found, LauncherComponentID),
+			Hint:    "prepare the workspace with 'flare-slurm prepare'"}}
+	}
+	path := get(comp, "path")
+	isBridge := isString(path) && bridge.RoleOf(path.Value) != ""
+	switch {
+	case isString(path) && path.Value == ClientLauncherPath:
+		role = RoleClient
+	case isString(path) && path.Value == ServerLauncherPath:
+		role = RoleServer
+	case isBridge:
+		role = bridge.RoleOf(path.Value)
+	default:
+		at, what := comp, "nothing"
+		if path != nil {
+			at, what = path, "a "+nodeKindName(path)
+			if isString(path) {
+				what = strconv.Quote(path.Value)
+			}
+		}
+		t.add(problem.Schema, at, LauncherComponentID+".path", what+" is not a Slurm launcher",
+			"allowed: "+strings.Join([]string{ClientLauncherPath, ServerLauncherPath, bridge.ClientComponent, bridge.ServerComponent}, ", "))
+	}
+	argsNode := get(comp, "args")
+	argsValue, _ := compValue["args"].(map[string]any)
+	if argsNode == nil || argsNode.Kind != yaml.MappingNode || argsValue == nil {
+		at, what := comp, "nothing"
+		if argsNode != nil {
+			at, what = argsNode, nodeKindName(argsNode)
+		}
+		t.add(problem.Schema, at, LauncherComponentID+".args", "must be an object, not "+what, "prepare the workspace again")
+		return "", args, t.result()
+	}
+	args, aps := decodeLauncherArgs(file, argsNode, argsValue)
+	binaryAt := func(msg, hint string) {
+		at := get(argsNode, bridge.BinaryArg)
+		if at == nil {
+			at = comp
+		}
+		t.add(problem.Rule, at, LauncherComponentID+".args."+bridge.BinaryArg, msg, hint)
+	}
+	switch {
+	case isBridge && !filepath.IsAbs(args.Binary):
+		binaryAt("must be the absolute path of the flare-slurm binary the bridge calls", "prepare the workspace again with --launcher flare-slurm")
+	case !isBridge && args.Binary != "":
+		binaryAt("is an argument of the flare-slurm launcher bridge, not of "+path.Value, "prepare the workspace again")
+	}
+	if ps = append(t.result(), aps...); ps != nil {
+		ps.Sort()
+	}
+	return role, args, ps
+}
+
+// decodeLauncherArgs validates the args mapping n (plain value v) as a
+// slurm.yaml's job_launcher and decodes it. A positive duration outside
+// its bounds is moved into them and said (LauncherArgs.Adjusted), not
+// refused: a workspace prepared before the bounds stays usable.
+func decodeLauncherArgs(file string, n *yaml.Node, v map[string]any) (LauncherArgs, Problems) {
+	var a LauncherArgs
+	jl := map[string]any{}
+	for k, val := range v {
+		if k != WorkspacePathArg && k != bridge.BinaryArg {
+			jl[k] = val
+		}
+	}
+	clamped := map[string]float64{}
+	for _, d := range timeouts(&JobLauncher{}) {
+		key := d.key
+		f, ok := floatValue(get(n, key))
+		bound, _ := DurationBoundOf(key)
+		if !ok || f <= 0 || bound.Check(f) == "" {
+			continue // in bounds, or the schema refuses it
+		}
+		c := bound.Clamp(f)
+		clamped[key], jl[key] = c, json.Number(strconv.FormatFloat(c, 'f', -1, 64))
+		a.Adjusted = append(a.Adjusted, fmt.Sprintf("%s:%d:%d: slurm_launcher.args.%s is %s, outside the bounds (%s): %s is used; set job_launcher.%s in slurm.yaml and prepare again",
+			file, get(n, key).Line, get(n, key).Column, key, strconv.FormatFloat(f, 'f', -1, 64), bound.Allowed(), strconv.FormatFloat(c, 'f', -1, 64), key))
+	}
+	// The args as the job_launcher of a slurm.yaml: the same schema, the
+	// same rules, the same decoding; no host check (offline).
+	t := &tree{file: file, suppressed: map[*yaml.Node]bool{}, offline: true,
+		root:  &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: "job_launcher"}, n}},
+		value: map[string]any{"runtime": "slurm", "job_launcher": jl}}
+	t.validateSchema(KindSlurmConfig, func(parent, key string, allowed []string) (string, string, bool) {
+		if parent == "job_launcher" {
+			return "is not a launcher setting", "prepare the workspace again with this flare-slurm", true
+		}
+		return slurmKeyHook(parent, key, allowed)
+	}, nil)
+	t.checkJobLauncher(n)
+	if k := getKey(n, "internal_connection_security"); k != nil { // comm_config.json holds it
+		t.add(problem.Schema, k, "job_launcher.internal_connection_security", "is not a launcher setting", "prepare writes it into comm_config.json")
+		t.probs[len(t.probs)-1].AtKey = true
+	}
+	switch wp := get(n, WorkspacePathArg); {
+	case isNull(wp):
+		t.add(problem.Schema, n, "job_launcher."+WorkspacePathArg, "is required (the absolute workspace path)", "prepare the workspace again")
+	case !isString(wp) || !filepath.IsAbs(wp.Value) || CheckText(wp.Value, false) != "":
+		t.add(problem.Schema, wp, "job_launcher."+WorkspacePathArg, "must be an absolute path", "prepare the workspace again")
+	default:
+		a.WorkspacePath = wp.Value
+	}
+	if b := get(n, bridge.BinaryArg); !isNull(b) {
+		if !isString(b) || CheckText(b.Value, false) != "" {
+			t.add(problem.Schema, b, "job_launcher."+bridge.BinaryArg, "must be the absolute path of the flare-slurm binary", "prepare the workspace again")
+		} else {
+			a.Binary = b.Value
+		}
+	}
+	ps := t.result()
+	for i := range ps {
+		ps[i].Path = LauncherComponentID + ".args" + strings.TrimPrefix(ps[i].Path, "job_launcher")
+	}
+	if ps != nil {
+		return a, ps
+	}
+	a.Launcher = decodeJobLauncher(n)
+	a.Launcher.InternalConnectionSecurity = "" // comm_config.json holds it
+	for _, t := range timeouts(&a.Launcher) {
+		if c, ok := clamped[t.key]; ok {
+			*t.field = c
+		}
+	}
+	return a, nil
+}
