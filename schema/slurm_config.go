@@ -39,16 +39,6 @@ const (
 // the compiled sbatch argv lists them.
 var DirectiveKeys = []string{"partition", "account", "qos", "time", "constraint", "reservation"}
 
-// IsDirectiveKey says whether key is one of DirectiveKeys.
-func IsDirectiveKey(key string) bool {
-	for _, k := range DirectiveKeys {
-		if k == key {
-			return true
-		}
-	}
-	return false
-}
-
 // DefaultMultiNodePortRange is the range used when the config sets none:
 // 29400-30399, or 30400-31399 when internalPort falls inside the former.
 func DefaultMultiNodePortRange(internalPort int) PortRange {

@@ -68,16 +68,6 @@ const (
 // Sandboxes lists them in the order the JSON Schema's enum does.
 var Sandboxes = []string{SandboxApptainer, SandboxPyxis, SandboxNone}
 
-// IsSandbox says whether s names a sandbox.
-func IsSandbox(s string) bool {
-	for _, x := range Sandboxes {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // JobLauncher is slurm.yaml's job_launcher block with defaults applied
 // (contract §3). It is also what the slurm_launcher args of a prepared
 // workspace's resources.json.default decode to.

@@ -34,14 +34,6 @@ type scan11 struct {
 
 func (c *scan11) done() bool { return c.i == len(c.s) }
 
-// peek is the next byte, 0 at the end.
-func (c *scan11) peek() byte {
-	if c.i < len(c.s) {
-		return c.s[c.i]
-	}
-	return 0
-}
-
 // one takes the next byte when it is in set.
 func (c *scan11) one(set string) bool {
 	if c.i < len(c.s) && indexByte(set, c.s[c.i]) {
