@@ -6,9 +6,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/flare-slurm/flare-slurm/internal/fsx"
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
 )
 
@@ -149,7 +151,7 @@ func TestWriteJobDirCleansUpOnFailure(t *testing.T) {
 
 	// A failure on the last file removes every file and directory the call
 	// created, the control directories included.
-	failing := jobDirWriter{createFile: func(dirfd int, name string, data []byte, perm uint32, sync bool) error {
+	failing := jobDirWriter{syncDir: fsx.SyncDir, createFile: func(dirfd int, name string, data []byte, perm uint32, sync bool) error {
 		if name == "batch.sh" {
 			return errors.New("injected failure")
 		}
@@ -174,5 +176,48 @@ func TestWriteJobDirCleansUpOnFailure(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Dir(a.JobDir)); err != nil {
 		t.Error("a failed write removed the jobs dir it did not create")
+	}
+}
+
+// TestWriteJobDirSyncsWhatItMade states which directories above the job dir
+// a synced write fsyncs: jobs/ always (the new job dir's entry), and
+// .nvflare_slurm/ only when the write made jobs/ (an unchanged directory's
+// fsync is a device flush for nothing, at every launch).
+func TestWriteJobDirSyncsWhatItMade(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "none", "client")
+	_, a := f.MustCompile()
+	var synced []string
+	w := jobDirWriter{sync: true, createFile: createExclusive, syncDir: func(path string) error {
+		synced = append(synced, path)
+		return fsx.SyncDir(path)
+	}}
+	jobsDir := filepath.Dir(a.JobDir)
+	controlDir := filepath.Dir(jobsDir)
+	if err := w.write(a); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{jobsDir, controlDir}; !slices.Equal(synced, want) {
+		t.Errorf("first write (jobs/ made) fsynced %q, want %q", synced, want)
+	}
+	if err := os.RemoveAll(a.JobDir); err != nil {
+		t.Fatal(err)
+	}
+	synced = nil
+	if err := w.write(a); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{jobsDir}; !slices.Equal(synced, want) {
+		t.Errorf("write into an existing jobs/ fsynced %q, want %q", synced, want)
+	}
+	synced = nil
+	if err := os.RemoveAll(a.JobDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := (jobDirWriter{createFile: createExclusive, syncDir: w.syncDir}).write(a); err != nil {
+		t.Fatal(err)
+	}
+	if len(synced) != 0 {
+		t.Errorf("a write without sync fsynced %q", synced)
 	}
 }

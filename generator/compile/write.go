@@ -20,18 +20,20 @@ var ErrStaleArtifacts = errors.New("stale artifacts")
 // sandbox_root/ (0700, container sandboxes), secret.env (0600), batch.sh
 // (0700) and, for a node group, node.sh (0700), each created exclusively and never through a symlink. Missing
 // .nvflare_slurm/ and jobs/ directories are created (0700). With sync, every
-// file and directory entry is fsynced. An existing job dir refuses the
+// file and every directory entry this call made is fsynced. An existing job dir refuses the
 // launch; on any failure everything this call created is removed.
 func WriteJobDir(a *Artifacts, sync bool) error {
-	return jobDirWriter{sync: sync, createFile: createExclusive}.write(a)
+	return jobDirWriter{sync: sync, createFile: createExclusive, syncDir: fsx.SyncDir}.write(a)
 }
 
-// jobDirWriter is one WriteJobDir: sync, and createFile, which creates
-// each file of the job dir (createExclusive; a test makes it fail half-way
-// through a write).
+// jobDirWriter is one WriteJobDir: sync; createFile, which creates each
+// file of the job dir (createExclusive; a test makes it fail half-way
+// through a write); and syncDir, which fsyncs a directory above the job
+// dir (fsx.SyncDir; a test records which).
 type jobDirWriter struct {
 	sync       bool
 	createFile func(dirfd int, name string, data []byte, perm uint32, sync bool) error
+	syncDir    func(path string) error
 }
 
 func (w jobDirWriter) write(a *Artifacts) (err error) {
@@ -42,6 +44,7 @@ func (w jobDirWriter) write(a *Artifacts) (err error) {
 	jobsDir := filepath.Dir(a.JobDir)
 	controlDir := filepath.Dir(jobsDir)
 	var created []string // in creation order; removed in reverse on failure
+	jobsMade := false    // jobs/ is new: its entry in .nvflare_slurm/ must be made durable too
 	defer func() {
 		if err == nil {
 			return
@@ -57,6 +60,7 @@ func (w jobDirWriter) write(a *Artifacts) (err error) {
 		}
 		if made {
 			created = append(created, dir)
+			jobsMade = dir == jobsDir
 		}
 	}
 	if err := unix.Mkdir(a.JobDir, 0o700); err != nil {
@@ -107,8 +111,14 @@ func (w jobDirWriter) write(a *Artifacts) (err error) {
 		if err := unix.Fsync(dirfd); err != nil {
 			return fmt.Errorf("fsync directory %s: %w", a.JobDir, err)
 		}
-		for _, dir := range []string{jobsDir, controlDir} {
-			if err := fsx.SyncDir(dir); err != nil {
+		// The new job dir's entry; .nvflare_slurm/ only when jobs/ is new
+		// (an unchanged directory's fsync still costs a device flush).
+		syncDirs := []string{jobsDir}
+		if jobsMade {
+			syncDirs = append(syncDirs, controlDir)
+		}
+		for _, dir := range syncDirs {
+			if err := w.syncDir(dir); err != nil {
 				return err
 			}
 		}
