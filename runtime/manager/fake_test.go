@@ -44,6 +44,10 @@ type fakeSlurm struct {
 	sbatchLate                        scheduler.Result // when ExitCode or TimedOut is set: sbatch prints the id and then fails so
 	squeueExtra                       string           // rows appended to every squeue answer
 	sacctExtra                        string
+	// queryTakes is how long each squeue and sacct takes on the fake
+	// clock (advance moves it); the answer is the state at the call.
+	queryTakes time.Duration
+	advance    func(time.Duration)
 }
 
 // squeueReason is the job's %r as squeue prints it.
@@ -100,6 +104,9 @@ func (f *fakeSlurm) Run(ctx context.Context, c scheduler.Command) scheduler.Resu
 	var out strings.Builder
 	if f.timeout && cmd != "sbatch" {
 		return scheduler.Result{ExitCode: -1, TimedOut: true}
+	}
+	if f.queryTakes > 0 && (cmd == "squeue" || cmd == "sacct") {
+		f.advance(f.queryTakes)
 	}
 	switch cmd {
 	case "sbatch":
@@ -228,6 +235,7 @@ func newEnv(t testing.TB) *env {
 	}
 	e := &env{t: t, ws: ws, clock: &clock{t: time.Date(2026, 12, 2, 14, 0, 0, 0, time.UTC)}}
 	e.slurm = newFakeSlurm(e.clock.Now)
+	e.slurm.advance = e.clock.Advance
 	e.m = e.manager()
 	return e
 }

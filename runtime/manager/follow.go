@@ -11,8 +11,8 @@ import (
 // such job, an unreadable handle). progress (nil: none) gets each status a
 // poll sees before a job's end, as WaitReporting's report does. It polls all of them at once, as one
 // wait would poll one (nextWait: one shared observation, refreshed at most
-// once per poll interval for the whole workspace, a result within 1.02
-// intervals). An id it already watches is not watched twice; an id given
+// once per poll interval less lead for the whole workspace, a result
+// within one interval). An id it already watches is not watched twice; an id given
 // again after its report is watched (and reported) again. It returns when
 // ids is closed and every job it was given has been reported, or when ctx
 // ends (with ctx's error).

@@ -70,9 +70,10 @@ func followRun(t *testing.T, e *env, ids []string, events []followEvent, closeAf
 	return reports, err
 }
 
-// One Follow watches several jobs with one squeue per poll interval for all
-// of them, reports each once, with its return code, within 1.02 intervals
-// of its end, and returns when its input is closed and every job ended.
+// One Follow watches several jobs with one squeue per poll interval (less
+// lead: a fiftieth of it when queries take no time) for all of them,
+// reports each once, with its return code, within one interval of its end,
+// and returns when its input is closed and every job ended.
 func TestFollowWatchesManyJobsInOneProcess(t *testing.T) {
 	e := newEnv(t)
 	for _, id := range []string{"a", "b", "c"} {
@@ -100,13 +101,68 @@ func TestFollowWatchesManyJobsInOneProcess(t *testing.T) {
 		if r.err != nil || !r.st.Terminal || r.st.ReturnCode != want[r.jobID] {
 			t.Errorf("%s: %+v %v", r.jobID, r.st, r.err)
 		}
-		if lag := r.at - ends[r.jobID]; lag < 0 || lag > 10200*time.Millisecond {
-			t.Errorf("%s reported %v after its end, want within 10.2s", r.jobID, lag)
+		if lag := r.at - ends[r.jobID]; lag < 0 || lag > 10*time.Second {
+			t.Errorf("%s reported %v after its end, want within one poll interval (10s)", r.jobID, lag)
 		}
 	}
 	last := reports[len(reports)-1].at
-	if n := e.slurm.count("squeue") - squeues; n > int(last/(10*time.Second))+1 {
-		t.Errorf("%d squeue calls in %v for three jobs, want at most one per 10 s interval", n, last)
+	if n := e.slurm.count("squeue") - squeues; n > int(last/(9800*time.Millisecond))+1 {
+		t.Errorf("%d squeue calls in %v for three jobs, want at most one per 9.8 s (the interval less a fiftieth)", n, last)
+	}
+}
+
+// When queries take time, a refresh is due that much earlier (the longest
+// of the last three, plus a fiftieth of the interval): a job that ends
+// just after an observation is still reported within one poll interval of
+// its end, not one interval plus the query, and squeue runs no more often
+// than once per three quarters of an interval, whatever the queries take.
+func TestFollowSeesEndsWithinOneIntervalWhenQueriesTakeTime(t *testing.T) {
+	for _, takes := range []time.Duration{300 * time.Millisecond, 900 * time.Millisecond, 2 * time.Second, 4 * time.Second} {
+		e := newEnv(t)
+		for _, id := range []string{"a", "b", "c"} {
+			e.launch(id) // 101, 102, 103
+		}
+		for _, id := range []string{"101", "102", "103"} {
+			e.slurm.set(id, "RUNNING", true, "")
+		}
+		e.slurm.queryTakes = takes
+		// Ends at every phase of the poll cycle, among them right after
+		// a snapshot.
+		events := []followEvent{
+			{after: 10*time.Second + 10*time.Millisecond, id: "101", state: "COMPLETED", exit: "0:0"},
+			{after: 23 * time.Second, id: "102", state: "COMPLETED", exit: "0:0"},
+			{after: 37500 * time.Millisecond, id: "103", state: "COMPLETED", exit: "0:0"},
+		}
+		squeues := e.slurm.count("squeue")
+		reports, err := followRun(t, e, []string{"a", "b", "c"}, events, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(reports) != 3 {
+			t.Fatalf("queries of %v: reports %+v, want one per job", takes, reports)
+		}
+		// An end is applied when the clock passes it in a sleep, so the
+		// first observation that can see it is the next one.
+		for _, r := range reports {
+			var end time.Duration
+			for _, ev := range []struct {
+				id  string
+				end time.Duration
+			}{{"a", 10*time.Second + 10*time.Millisecond}, {"b", 23 * time.Second}, {"c", 37500 * time.Millisecond}} {
+				if ev.id == r.jobID {
+					end = ev.end
+				}
+			}
+			// Queries of 2 and 4 s (4 and 8 s a refresh) are past lead's cap: only the
+			// rate below holds for them.
+			if lag := r.at - end; lag < 0 || takes <= time.Second && lag > 10*time.Second {
+				t.Errorf("queries of %v: %s reported %v after its end, want within one poll interval (10s)", takes, r.jobID, lag)
+			}
+		}
+		last := reports[len(reports)-1].at
+		if n := e.slurm.count("squeue") - squeues; n > int(last/(7500*time.Millisecond))+1 {
+			t.Errorf("queries of %v: %d squeue calls in %v, want at most one per 7.5 s", takes, n, last)
+		}
 	}
 }
 

@@ -165,9 +165,10 @@ func (h *Handle) WaitReporting(ctx context.Context, report func(Status)) (Status
 // fiftieth of a poll interval (the jitter, 0.2 s at 10 s), so that waiters
 // never wake while it is fresh (and learn nothing) and never sleep through
 // another process's refresh after it expired. The first waiter to wake
-// refreshes, the others read its answer: a result shows within 1.02 poll
-// intervals (and the refresh) however many processes watch the workspace,
-// and one squeue per interval serves them all. Without an observation, or
+// refreshes, the others read its answer: the observation expiring one
+// interval less lead after its refresh began (observer.lead), a result
+// shows within one poll interval however many processes watch the
+// workspace, and one squeue per interval (less lead) serves them all. Without an observation, or
 // with one that expired already (a failed refresh), it sleeps one poll
 // interval ±10 %.
 func (m *Manager) nextWait() time.Duration {

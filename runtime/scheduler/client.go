@@ -213,8 +213,12 @@ func (c *Client) Queue(ctx context.Context, ids []string) (*Queue, error) {
 	if len(ids) == 0 {
 		return &Queue{}, nil
 	}
-	r, err := c.run(ctx, "squeue", c.Timeouts.Query, c.Env, c.Paths.Squeue, "-h",
-		"--user="+strconv.Itoa(c.UID), "--jobs="+strings.Join(ids, ","), "--format="+squeueFormat)
+	argv := []string{c.Paths.Squeue, "-h"}
+	if allLocal(ids) {
+		argv = append(argv, "--local")
+	}
+	argv = append(argv, "--user="+strconv.Itoa(c.UID), "--jobs="+strings.Join(ids, ","), "--format="+squeueFormat)
+	r, err := c.run(ctx, "squeue", c.Timeouts.Query, c.Env, argv...)
 	if err != nil {
 		if IsUnavailable(err) && r.ExitCode > 0 && !r.TimedOut && len(lines(r.Stdout)) == 0 &&
 			strings.Contains(r.Stderr, invalidJobID) {
@@ -223,6 +227,29 @@ func (c *Client) Queue(ctx context.Context, ids []string) (*Queue, error) {
 		return nil, err
 	}
 	return parseQueue(r.Stdout)
+}
+
+// maxLocalJobID is the largest job id a cluster gives a job of its own
+// (slurm.h MAX_JOB_ID: bits 0-25). A job submitted in a Slurm federation
+// has a federated id, its origin cluster's id (1..63) in bits 26-31, so it
+// is larger.
+const maxLocalJobID = 0x03FFFFFF
+
+// allLocal says whether every id is a job of this cluster alone (none is a
+// federated job id). squeue is then asked with --local, which skips its
+// REQUEST_FED_INFO to slurmctld (one RPC of every query: 3 → 2 for a list
+// of ids, 2 → 1 for one id, measured with sdiag on Slurm 24.11) and answers
+// the same for such jobs. A federated job's rows need the federation's view
+// (with --local a job running on a sibling cluster shows as revoked), so
+// one federated id makes the query the federation-wide one.
+func allLocal(ids []string) bool {
+	for _, id := range ids {
+		n, err := strconv.ParseUint(id, 10, 32)
+		if err != nil || n > maxLocalJobID {
+			return false
+		}
+	}
+	return true
 }
 
 // QueueAll lists every job of this account in the queue (used by gc for

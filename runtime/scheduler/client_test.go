@@ -124,7 +124,7 @@ func TestClientArgvAndClassification(t *testing.T) {
 		t.Fatalf("q=%+v err=%v", q, err)
 	}
 	got := strings.Join(f.calls[0].Argv, " ")
-	if got != "/s/squeue -h --user=1000 --jobs=12,13 --format=%i|%T|%U|%k|%j|%r" {
+	if got != "/s/squeue -h --local --user=1000 --jobs=12,13 --format=%i|%T|%U|%k|%j|%r" {
 		t.Fatalf("argv %s", got)
 	}
 	if f.calls[0].Timeout != 10*time.Second || strings.Join(f.calls[0].Env, " ") != "HOME=/h LC_ALL=C SLURM_TIME_FORMAT=standard" {
@@ -353,6 +353,33 @@ func TestResolvePathsTrust(t *testing.T) {
 		}
 	} else if err := trust.Check(sbatch, euid+1); err == nil || !strings.Contains(err.Error(), "neither root nor this account") {
 		t.Errorf("foreign owner: err = %v", err)
+	}
+}
+
+// squeue is asked with --local (no REQUEST_FED_INFO RPC) exactly when
+// every id is a job of this cluster alone: one federated id (origin cluster
+// bits above bit 25) or an id that is not a number makes it the
+// federation-wide query, whose answer is right for every kind of job.
+func TestQueueLocalOnlyForLocalJobIDs(t *testing.T) {
+	for _, tc := range []struct {
+		ids   []string
+		local bool
+	}{
+		{[]string{"1"}, true},
+		{[]string{"12", "67108863"}, true},        // 0x3FFFFFF, slurm.h MAX_JOB_ID
+		{[]string{"67108864"}, false},             // cluster 1, local id 0
+		{[]string{"12", "134217741"}, false},      // cluster 2's job 13 beside a local one
+		{[]string{"4294967293"}, false},           // MAX_FED_JOB_ID
+		{[]string{"12", "12_3"}, false},           // not a plain id: ask the whole federation
+		{[]string{"99999999999999999999"}, false}, // beyond 32 bits
+	} {
+		f := &fakeRunner{answer: func(c Command) Result { return Result{} }}
+		if _, err := testClient(f).Queue(context.Background(), tc.ids); err != nil {
+			t.Fatal(err)
+		}
+		if got := slices.Contains(f.calls[0].Argv, "--local"); got != tc.local {
+			t.Errorf("ids %v: --local %v, want %v (argv %q)", tc.ids, got, tc.local, f.calls[0].Argv)
+		}
 	}
 }
 
