@@ -19,7 +19,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/bridge"
 	"github.com/flare-slurm/flare-slurm/internal/cireport"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
-	"github.com/flare-slurm/flare-slurm/internal/problem"
 	"github.com/flare-slurm/flare-slurm/internal/procmem"
 	"github.com/flare-slurm/flare-slurm/internal/visible"
 	"github.com/flare-slurm/flare-slurm/schema"
@@ -205,7 +204,10 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 			return err
 		}
 	}
-	skipped := excludedSecrets(drift, compared, opts.ExcludeSecrets)
+	var skipped schema.Problems // --json lists them (maybe none) with --exclude-secrets
+	if opts.ExcludeSecrets {
+		skipped = drift.ExcludedProblems(compared)
+	}
 	if len(drift.Changes) == 0 {
 		data := map[string]any{"output": ws.Output, "identical": true}
 		if against != "" {
@@ -234,22 +236,6 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 		Problems: drift.Problems(),
 		Warnings: kept,
 		Skipped:  skipped}
-}
-
-// excludedSecrets are the secret files a --check --exclude-secrets did not
-// compare, as "skipped" lines (like validate --offline's): names only,
-// never content or a digest. nil without --exclude-secrets, else a list
-// (maybe empty) for --json.
-func excludedSecrets(d *prepare.Drift, compared string, exclude bool) schema.Problems {
-	if !exclude {
-		return nil
-	}
-	out := schema.Problems{}
-	for _, e := range d.Excluded {
-		out = append(out, schema.Problem{Kind: problem.Drift, File: filepath.Join(compared, filepath.FromSlash(e.Path)),
-			Message: "secret file not compared (--exclude-secrets)"})
-	}
-	return out
 }
 
 // warnLines prints prepare's warnings on stderr, their paths as given.

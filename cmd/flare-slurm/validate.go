@@ -98,7 +98,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 			if kitDir != "" && kind != "" && kind != schema.KindSlurmConfig {
 				return usageErrorf("--kit checks Slurm configs against the kit: --kind must be %s (or left out)", schema.KindSlurmConfig)
 			}
-			if len(slices.DeleteFunc(slices.Clone(paths), func(p string) bool { return p != "-" })) > 1 {
+			if i := slices.Index(paths, "-"); i >= 0 && slices.Contains(paths[i+1:], "-") {
 				return usageErrorf("'-' (standard input) can be given once")
 			}
 			res := validate.Run(paths, validate.Options{Kind: kind, Kit: kitDir, Site: site, Strict: strict,
