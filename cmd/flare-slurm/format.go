@@ -211,8 +211,3 @@ func problemsText(ps schema.Problems) string {
 	}
 	return strings.Join(lines, "\n")
 }
-
-// completeFormats completes --format.
-func completeFormats(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	return cireport.Formats, cobra.ShellCompDirectiveNoFileComp
-}
