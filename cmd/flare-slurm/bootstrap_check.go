@@ -103,18 +103,17 @@ func openSiteEnv(ctx context.Context, a *app, workspace string, check bool, envi
 		CheckScheduler: check,
 	})
 	if err != nil {
-		given := newGivenPaths(workspace)
 		var ps schema.Problems
 		if errors.As(err, &ps) {
-			return nil, given.err(failure(errcode.InvalidWorkspace, fmt.Sprintf("workspace %s is not a usable prepared workspace", workspace),
+			return nil, (failure(errcode.InvalidWorkspace, fmt.Sprintf("workspace %s is not a usable prepared workspace", workspace),
 				"pass the --output directory of 'flare-slurm prepare' and fix the problems listed", ps))
 		}
 		var ces scheduler.CommandErrors
 		if errors.As(err, &ces) {
-			return nil, given.err(failure(errcode.BootstrapFailed, fmt.Sprintf("%s of workspace %s cannot be used", plural(len(ces), "Slurm command"), workspace),
+			return nil, (failure(errcode.BootstrapFailed, fmt.Sprintf("%s of workspace %s cannot be used", plural(len(ces), "Slurm command"), workspace),
 				"fix each as its line says, then run "+bootstrapCommand(workspace), commandProblems(ces)))
 		}
-		return nil, given.err(runtimeFailure(errcode.BootstrapFailed, err, "fix the workspace or the Slurm setup, then run "+bootstrapCommand(workspace)))
+		return nil, runtimeFailure(errcode.BootstrapFailed, err, "fix the workspace or the Slurm setup, then run "+bootstrapCommand(workspace))
 	}
 	return rt, nil
 }

@@ -59,10 +59,7 @@ func newCancelCommand(a *app) *cobra.Command {
 // cancelAllLive is cancel --all-live: manager.TerminateLive, one line (or
 // one JSON entry) per job it aborted.
 func (a *app) cancelAllLive(cmd *cobra.Command, t jobTarget) error {
-	if t.jobID != "" {
-		return usageErrorf("--all-live and --job-id exclude each other")
-	}
-	rt, err := openSite(cmd.Context(), a, t.workspace, false)
+	rt, err := t.openAll(cmd, a, "--all-live")
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/flare-slurm/flare-slurm/internal/bridge"
+	"github.com/flare-slurm/flare-slurm/internal/cireport"
 	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/runtime/check"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
@@ -58,7 +60,7 @@ zsh (needs compinit), fish and PowerShell:
 The release tarballs carry the bash, zsh and fish scripts under share/ (docs/install.md).`,
 		ValidArgs: completionShells,
 		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 || !isCompletionShell(args[0]) {
+			if len(args) != 1 || !slices.Contains(completionShells, args[0]) {
 				return usageErrorf("completion needs one shell: %s", strings.Join(completionShells, ", "))
 			}
 			return nil
@@ -90,15 +92,6 @@ The release tarballs carry the bash, zsh and fish scripts under share/ (docs/ins
 	return cmd
 }
 
-func isCompletionShell(s string) bool {
-	for _, sh := range completionShells {
-		if s == sh {
-			return true
-		}
-	}
-	return false
-}
-
 // flagCompletions completes a flag's value by the flag's name, whichever
 // command has it: one rule per flag name. Every flag that takes a value
 // has an entry (TestEveryValueFlagCompletes).
@@ -110,12 +103,12 @@ var flagCompletions = map[string]cobra.CompletionFunc{
 	"keep-local":     cobra.NoFileCompletions, // a path in the workspace, not here
 	"config":         completeFilesWithExt("yaml", "yml"),
 	"request":        completeFilesWithExt("json"),
-	"kind":           completeKinds,
+	"kind":           completeWords(schema.Kinds()),
 	"job-id":         completeJobIDs,
 	"site":           cobra.NoFileCompletions, // a name in the job meta: free text
-	"format":         completeFormats,
+	"format":         cobra.FixedCompletions(cireport.Formats, cobra.ShellCompDirectiveNoFileComp),
 	"junit":          completeFilesWithExt("xml"),
-	"ignore-warning": completeWarningCodes,
+	"ignore-warning": completeWords(schema.WarningCodes),
 	"launcher":       cobra.FixedCompletions(bridge.Launchers, cobra.ShellCompDirectiveNoFileComp),
 	"only":           completeProbes,
 	"skip":           completeProbes,
@@ -174,26 +167,18 @@ func addCompletions(root *cobra.Command) {
 	walk(root)
 }
 
-// completeWarningCodes offers the codes of --ignore-warning.
-func completeWarningCodes(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	var out []cobra.Completion
-	for _, c := range schema.WarningCodes {
-		if strings.HasPrefix(c, toComplete) {
-			out = append(out, c)
+// completeWords offers the words that start with what was typed (the
+// kinds of --kind, the codes of --ignore-warning).
+func completeWords(words []string) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		var out []cobra.Completion
+		for _, w := range words {
+			if strings.HasPrefix(w, toComplete) {
+				out = append(out, w)
+			}
 		}
+		return out, cobra.ShellCompDirectiveNoFileComp
 	}
-	return out, cobra.ShellCompDirectiveNoFileComp
-}
-
-// completeKinds offers the kinds of validate --kind.
-func completeKinds(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	var out []cobra.Completion
-	for _, k := range schema.Kinds() {
-		if strings.HasPrefix(k, toComplete) {
-			out = append(out, k)
-		}
-	}
-	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
 // completeSchemaFlag offers the schema names for explain --schema.

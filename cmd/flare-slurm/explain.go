@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -35,7 +36,7 @@ No KEY explains a file's top level.`,
 			if len(args) == 1 {
 				key = args[0]
 			}
-			if name != "" && !isSchemaName(name) {
+			if name != "" && !slices.Contains(schema.Names(), name) {
 				return usageErrorf("--schema %q is not a schema (one of %s)%s", name, strings.Join(schema.Names(), ", "), suggestion(name, schema.Names()))
 			}
 			x, err := schema.Explain(name, key)
@@ -60,15 +61,6 @@ No KEY explains a file's top level.`,
 	cmd.Flags().StringVar(&name, "schema", "", "the schema to look in: "+strings.Join(schema.Names(), ", ")+" (default: searched)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
-}
-
-func isSchemaName(n string) bool {
-	for _, s := range schema.Names() {
-		if s == n {
-			return true
-		}
-	}
-	return false
 }
 
 // printExplanation prints x as kubectl explain does: headed lines, the

@@ -35,7 +35,7 @@ indentation stay byte for byte. Where you meant the number flare-slurm read (an 
 			if kind != "" && kind != schema.KindSlurmConfig && kind != schema.KindStudyRuntime {
 				return usageErrorf("--kind %q: fmt takes %s or %s", kind, schema.KindSlurmConfig, schema.KindStudyRuntime)
 			}
-			if len(slices.DeleteFunc(slices.Clone(paths), func(p string) bool { return p != "-" })) > 1 {
+			if i := slices.Index(paths, "-"); i >= 0 && slices.Contains(paths[i+1:], "-") {
 				return usageErrorf("'-' (standard input) can be given once")
 			}
 			var files []yaml11.File

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/google/renameio/v2"
@@ -84,20 +85,36 @@ func warningFindings(ws schema.Problems) []cireport.Finding {
 	return out
 }
 
-// printWarnings reports warnings that did not fail the command: GitHub
-// Actions annotations on stdout with --format github, else (text, github)
-// "flare-slurm: warning: file:line:col: …" lines on stderr. JSON and SARIF
-// carry them in their one document instead.
-func (a *app) printWarnings(format string, ws schema.Problems) {
+// report is what validate and prepare print when they succeed, in every
+// --format: data is the --json envelope's data; warnings did not fail the
+// command (GitHub annotations, SARIF results, "warning:" lines); skipped
+// are the checks not run ("skipped:" lines); text writes the text lines.
+type report struct {
+	data              any
+	warnings, skipped schema.Problems
+	text              func(io.Writer)
+}
+
+// writeReport writes r in format: one JSON envelope, or one SARIF log of
+// the warnings; text and github print the warnings (github: also as
+// annotations on stdout), the skipped checks and the text lines.
+func (a *app) writeReport(format string, r report) error {
 	switch format {
-	case "json", "sarif":
-		return
+	case "json":
+		return a.printOK(r.data)
+	case "sarif":
+		return a.writeSARIF(nil, r.warnings)
 	case "github":
-		_ = cireport.GitHub(a.stdout, "flare-slurm", warningFindings(ws))
+		_ = cireport.GitHub(a.stdout, "flare-slurm", warningFindings(r.warnings))
 	}
-	for _, w := range ws {
+	for _, w := range r.warnings {
 		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", schema.WarningText(w))
 	}
+	for _, s := range r.skipped {
+		fmt.Fprintf(a.stderr, "flare-slurm: skipped: %s\n", s.String())
+	}
+	r.text(a.stdout)
+	return nil
 }
 
 // bindIgnoreWarning adds --ignore-warning CODE (repeatable, or
@@ -193,9 +210,4 @@ func problemsText(ps schema.Problems) string {
 		lines[i] = p.String()
 	}
 	return strings.Join(lines, "\n")
-}
-
-// completeFormats completes --format.
-func completeFormats(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	return cireport.Formats, cobra.ShellCompDirectiveNoFileComp
 }

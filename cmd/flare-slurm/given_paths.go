@@ -8,10 +8,13 @@ import (
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
-// givenPaths prints paths as the user gave them. A command makes relative
-// arguments absolute (and resolves symlinks) to work with them; its
+// givenPaths prints prepare's paths as the user gave them. generator/prepare
+// makes KIT, --config, --output and --against absolute (and resolves
+// symlinks, as NVFlare does) and names them so in its messages; prepare's
 // problem lines, errors and warnings show the argument as typed again
 // (kit/local/study_runtime.yaml, not /home/me/kit/local/study_runtime.yaml).
+// The other commands name paths as given where they are made; prepare is
+// the last to rewrite them afterwards (issue 26).
 type givenPaths [][2]string // {absolute form, as given}, the longest absolute form first
 
 // newGivenPaths records each relative path of given with its absolute

@@ -35,8 +35,8 @@ one that exists (--force replaces a regular file; never a symlink).`,
 			if len(args) == 1 {
 				kit, probs := schema.LoadKit(args[0])
 				if probs != nil {
-					return newGivenPaths(args[0]).err(failure(errcode.InvalidKit, fmt.Sprintf("%s is not a usable startup kit", args[0]),
-						"fix every problem listed, or run init without KIT", probs))
+					return failure(errcode.InvalidKit, fmt.Sprintf("%s is not a usable startup kit", args[0]),
+						"fix every problem listed, or run init without KIT", probs)
 				}
 				role, site = kit.Role, kit.Name
 			}

@@ -136,9 +136,7 @@ func (a *app) reportError(cmd *cobra.Command, e *cliError) {
 			fmt.Fprintf(a.stderr, "flare-slurm: error: %s\n", visible.Lines(e.Message))
 			return
 		}
-		if e.Problems == nil {
-			e.Problems = schema.Problems{}
-		}
+		e.Problems = orEmpty(e.Problems)
 		_ = a.writeJSON(envelope{Status: "error", Error: e})
 		return
 	}

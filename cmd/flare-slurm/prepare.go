@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,7 +19,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/bridge"
 	"github.com/flare-slurm/flare-slurm/internal/cireport"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
-	"github.com/flare-slurm/flare-slurm/internal/problem"
 	"github.com/flare-slurm/flare-slurm/internal/procmem"
 	"github.com/flare-slurm/flare-slurm/internal/visible"
 	"github.com/flare-slurm/flare-slurm/schema"
@@ -135,19 +135,12 @@ for --check --against on another host). Without it the workspace is the one
 			if err != nil {
 				return prepareFailure(err)
 			}
-			for _, w := range res.Warnings {
-				fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", visible.Lines(newGivenPaths(opts.Kit, opts.Config, opts.Output).text(w)))
-			}
-			switch outFormat {
-			case "json":
-				return a.printOK(res)
-			case "sarif":
-				return a.writeSARIF(nil, nil)
-			}
-			for _, f := range res.Fields() {
-				fmt.Fprintf(a.stdout, "%s: %s\n", f[0], f[1])
-			}
-			return nil
+			a.warnLines(newGivenPaths(opts.Kit, opts.Config, opts.Output), res.Warnings)
+			return a.writeReport(outFormat, report{data: res, text: func(w io.Writer) {
+				for _, f := range res.Fields() {
+					fmt.Fprintf(w, "%s: %s\n", f[0], f[1])
+				}
+			}})
 		},
 	}
 	f := cmd.Flags()
@@ -179,9 +172,7 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 	if err != nil {
 		return prepareFailure(err)
 	}
-	for _, w := range ws.Result.Warnings {
-		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", visible.Lines(newGivenPaths(opts.Kit, opts.Config, opts.Output).text(w)))
-	}
+	a.warnLines(newGivenPaths(opts.Kit, opts.Config, opts.Output), ws.Result.Warnings)
 	var drift *prepare.Drift
 	if against != "" {
 		drift, err = prepare.DiffAgainst(ws, against)
@@ -191,9 +182,8 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 	if err != nil {
 		return prepareFailure(err)
 	}
-	for _, w := range drift.Warnings {
-		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", visible.Lines(newGivenPaths(opts.Kit, opts.Config, opts.Output, against).text(w)))
-	}
+	given := newGivenPaths(opts.Kit, opts.Config, opts.Output, against)
+	a.warnLines(given, drift.Warnings)
 	compared, forPath := ws.Output, ""
 	if against != "" {
 		compared, forPath = against, " for "+ws.Output
@@ -201,7 +191,6 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 	// Kept files a check accepts (the study admin's study_runtime.yaml,
 	// --keep-local): warnings, in every format, never silent.
 	kept := drift.KeptProblems()
-	given := newGivenPaths(opts.Kit, opts.Config, opts.Output, against)
 	for i := range kept {
 		kept[i].File = given.text(kept[i].File)
 	}
@@ -215,30 +204,24 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 			return err
 		}
 	}
-	skipped := excludedSecrets(drift, compared, opts.ExcludeSecrets)
+	var skipped schema.Problems // --json lists them (maybe none) with --exclude-secrets
+	if opts.ExcludeSecrets {
+		skipped = drift.ExcludedProblems(compared)
+	}
 	if len(drift.Changes) == 0 {
-		switch format {
-		case "json":
-			data := map[string]any{"output": ws.Output, "identical": true}
-			if against != "" {
-				data["against"] = against
-			}
-			if opts.ExcludeSecrets {
-				data["skipped"] = skipped
-			}
-			if len(kept) > 0 {
-				data["kept"] = kept
-			}
-			return a.printOK(data)
-		case "sarif":
-			return a.writeSARIF(nil, kept)
+		data := map[string]any{"output": ws.Output, "identical": true}
+		if against != "" {
+			data["against"] = against
 		}
-		a.printWarnings(format, kept)
-		for _, s := range skipped {
-			fmt.Fprintf(a.stderr, "flare-slurm: skipped: %s\n", s.String())
+		if opts.ExcludeSecrets {
+			data["skipped"] = skipped
 		}
-		fmt.Fprintf(a.stdout, "%s is up to date%s\n", compared, forPath)
-		return nil
+		if len(kept) > 0 {
+			data["kept"] = kept
+		}
+		return a.writeReport(format, report{data: data, warnings: kept, skipped: skipped, text: func(w io.Writer) {
+			fmt.Fprintf(w, "%s is up to date%s\n", compared, forPath)
+		}})
 	}
 	if format == "text" || format == "github" {
 		fmt.Fprint(a.stdout, drift.Text)
@@ -255,20 +238,11 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 		Skipped:  skipped}
 }
 
-// excludedSecrets are the secret files a --check --exclude-secrets did not
-// compare, as "skipped" lines (like validate --offline's): names only,
-// never content or a digest. nil without --exclude-secrets, else a list
-// (maybe empty) for --json.
-func excludedSecrets(d *prepare.Drift, compared string, exclude bool) schema.Problems {
-	if !exclude {
-		return nil
+// warnLines prints prepare's warnings on stderr, their paths as given.
+func (a *app) warnLines(given givenPaths, warnings []string) {
+	for _, w := range warnings {
+		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", visible.Lines(given.text(w)))
 	}
-	out := schema.Problems{}
-	for _, e := range d.Excluded {
-		out = append(out, schema.Problem{Kind: problem.Drift, File: filepath.Join(compared, filepath.FromSlash(e.Path)),
-			Message: "secret file not compared (--exclude-secrets)"})
-	}
-	return out
 }
 
 // sameArgPath says whether two path arguments name one path once made

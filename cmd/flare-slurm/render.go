@@ -66,12 +66,7 @@ func newRenderCommand(a *app) *cobra.Command {
 	return cmd
 }
 
-// render reports paths as given (givenPaths).
-func (a *app) render(workspace, request, output string, asJSON, reveal, force bool) error {
-	return newGivenPaths(workspace, request, output).err(a.renderReview(workspace, request, output, asJSON, reveal, force))
-}
-
-func (a *app) renderReview(wsPath, request, output string, asJSON, reveal, force bool) error {
+func (a *app) render(wsPath, request, output string, asJSON, reveal, force bool) error {
 	data, err := compile.ReadRequest(request, a.stdin)
 	if err != nil {
 		return failure(errcode.InvalidRequest, fmt.Sprintf("cannot read the launch request %s: %v", request, err), "pass a JSON file, or - for standard input", nil)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/visible"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
+	"github.com/flare-slurm/flare-slurm/runtime/site"
 )
 
 // newStatusCommand builds `flare-slurm status`.
@@ -31,10 +33,11 @@ func newStatusCommand(a *app) *cobra.Command {
 				return usageErrorf("--all and --all-live exclude each other")
 			}
 			if all {
-				return a.statusAll(cmd, t)
+				return a.statusList(cmd, t, "--all", (*manager.Manager).AllStatuses, func(st manager.Status) { _ = a.printStatus(st, false) },
+					"no job in the workspace (results are kept for 7 days)")
 			}
 			if allLive {
-				return a.statusAllLive(cmd, t)
+				return a.statusList(cmd, t, "--all-live", (*manager.Manager).LiveStatuses, a.printLive, "no live job in the workspace")
 			}
 			h, err := t.open(cmd, a)
 			if err != nil {
@@ -52,46 +55,16 @@ func newStatusCommand(a *app) *cobra.Command {
 	return cmd
 }
 
-// statusAllLive is status --all-live: manager.LiveStatuses, one line (or
-// one JSON entry) per job.
-func (a *app) statusAllLive(cmd *cobra.Command, t jobTarget) error {
-	if t.jobID != "" {
-		return usageErrorf("--all-live and --job-id exclude each other")
-	}
-	rt, err := openSite(cmd.Context(), a, t.workspace, false)
+// statusList is status --all-live (manager.LiveStatuses, line: the
+// state of a job not finished) and --all (manager.AllStatuses, line:
+// printStatus): one line (or one JSON entry) per job, none when there is
+// no job.
+func (a *app) statusList(cmd *cobra.Command, t jobTarget, flag string, list func(*manager.Manager, context.Context) ([]manager.Status, error), line func(manager.Status), none string) error {
+	rt, err := t.openAll(cmd, a, flag)
 	if err != nil {
 		return err
 	}
-	live, err := rt.Manager.LiveStatuses(cmd.Context())
-	if err != nil {
-		return runtimeFailure(errcode.StatusFailed, err, "check the workspace with "+bootstrapCommand(t.workspace))
-	}
-	if t.asJSON {
-		return a.printOK(map[string]any{"jobs": live})
-	}
-	for _, st := range live {
-		fmt.Fprintf(a.stdout, "job %s (Slurm job %s): %s, not finished\n", st.JobID, st.SlurmJobID, st.State)
-		if p := st.Pending(time.Now()); p != "" {
-			fmt.Fprintf(a.stdout, "  %s\n", visible.Lines(p))
-		}
-	}
-	if len(live) == 0 {
-		fmt.Fprintln(a.stdout, "no live job in the workspace")
-	}
-	return nil
-}
-
-// statusAll is status --all: manager.AllStatuses, one line (or one JSON
-// entry) per job.
-func (a *app) statusAll(cmd *cobra.Command, t jobTarget) error {
-	if t.jobID != "" {
-		return usageErrorf("--all and --job-id exclude each other")
-	}
-	rt, err := openSite(cmd.Context(), a, t.workspace, false)
-	if err != nil {
-		return err
-	}
-	jobs, err := rt.Manager.AllStatuses(cmd.Context())
+	jobs, err := list(rt.Manager, cmd.Context())
 	if err != nil {
 		return runtimeFailure(errcode.StatusFailed, err, "check the workspace with "+bootstrapCommand(t.workspace))
 	}
@@ -99,12 +72,10 @@ func (a *app) statusAll(cmd *cobra.Command, t jobTarget) error {
 		return a.printOK(map[string]any{"jobs": jobs})
 	}
 	for _, st := range jobs {
-		if err := a.printStatus(st, false); err != nil {
-			return err
-		}
+		line(st)
 	}
 	if len(jobs) == 0 {
-		fmt.Fprintln(a.stdout, "no job in the workspace (results are kept for 7 days)")
+		fmt.Fprintln(a.stdout, none)
 	}
 	return nil
 }
@@ -144,6 +115,14 @@ func (a *app) printStatus(st manager.Status, asJSON bool) error {
 	return nil
 }
 
+// printLive prints a job that has not finished, as status --all-live lists it.
+func (a *app) printLive(st manager.Status) {
+	fmt.Fprintf(a.stdout, "job %s (Slurm job %s): %s, not finished\n", st.JobID, st.SlurmJobID, st.State)
+	if p := st.Pending(time.Now()); p != "" {
+		fmt.Fprintf(a.stdout, "  %s\n", visible.Lines(p))
+	}
+}
+
 // pendingReporter is what wait says on stderr while the job is pending:
 // one line when Slurm's reason for the wait first shows or changes (the
 // launcher bridge logs these lines as the parent's).
@@ -174,6 +153,15 @@ func (t *jobTarget) bind(a *app, cmd *cobra.Command) *cobra.Command {
 }
 
 // open finds the job's handle in the workspace.
+// openAll opens the workspace for flag, a mode that acts on every job of
+// it (status --all and --all-live, cancel --all-live): --job-id is refused.
+func (t *jobTarget) openAll(cmd *cobra.Command, a *app, flag string) (*site.Runtime, error) {
+	if t.jobID != "" {
+		return nil, usageErrorf("%s and --job-id exclude each other", flag)
+	}
+	return openSite(cmd.Context(), a, t.workspace, false)
+}
+
 func (t *jobTarget) open(cmd *cobra.Command, a *app) (*manager.Handle, error) {
 	return openJob(cmd, a, t.workspace, t.jobID)
 }

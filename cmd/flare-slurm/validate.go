@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -97,7 +98,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 			if kitDir != "" && kind != "" && kind != schema.KindSlurmConfig {
 				return usageErrorf("--kit checks Slurm configs against the kit: --kind must be %s (or left out)", schema.KindSlurmConfig)
 			}
-			if len(slices.DeleteFunc(slices.Clone(paths), func(p string) bool { return p != "-" })) > 1 {
+			if i := slices.Index(paths, "-"); i >= 0 && slices.Contains(paths[i+1:], "-") {
 				return usageErrorf("'-' (standard input) can be given once")
 			}
 			res := validate.Run(paths, validate.Options{Kind: kind, Kit: kitDir, Site: site, Strict: strict,
@@ -175,29 +176,23 @@ func (a *app) writeValidate(format string, res *validate.Result, listSkipped boo
 		err.(*cliError).Skipped = res.Skipped
 		return err
 	}
-	warnings, skipped := res.Warnings, res.Skipped
-	if warnings == nil {
-		warnings = schema.Problems{}
-	}
-	switch format {
-	case "json":
-		data := map[string]any{"files": files, "warnings": warnings}
-		if listSkipped {
-			if skipped == nil {
-				skipped = schema.Problems{}
-			}
-			data["skipped"] = skipped
+	r := report{warnings: res.Warnings, skipped: res.Skipped, text: func(w io.Writer) {
+		for _, f := range files {
+			fmt.Fprintf(w, "%s: ok (%s)\n", f.Path, f.Kind)
 		}
-		return a.printOK(data)
-	case "sarif":
-		return a.writeSARIF(nil, warnings)
+	}}
+	data := map[string]any{"files": files, "warnings": orEmpty(r.warnings)}
+	if listSkipped {
+		data["skipped"] = orEmpty(r.skipped)
 	}
-	a.printWarnings(format, warnings)
-	for _, s := range skipped {
-		fmt.Fprintf(a.stderr, "flare-slurm: skipped: %s\n", s.String())
+	r.data = data
+	return a.writeReport(format, r)
+}
+
+// orEmpty is ps, or an empty list where it is nil (a JSON [], not null).
+func orEmpty(ps schema.Problems) schema.Problems {
+	if ps == nil {
+		return schema.Problems{}
 	}
-	for _, f := range files {
-		fmt.Fprintf(a.stdout, "%s: ok (%s)\n", f.Path, f.Kind)
-	}
-	return nil
+	return ps
 }

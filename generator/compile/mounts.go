@@ -62,7 +62,7 @@ func (r *resolver) mounts(p *Plan, listenerDir string) {
 		// and local/ are resolved now: a symlink there must not smuggle a
 		// ':' or ',' (a second mount) into the bind specifications.
 		if strings.ContainsAny(m.Source+m.Destination, ":,\n\r\x00") {
-			r.ps = append(r.ps, schema.Problem{Kind: problem.Rule, File: ws, Message: fmt.Sprintf("launcher-owned mount %s -> %s contains ':', ',' or a line break", m.Source, m.Destination),
+			r.ps = append(r.ps, schema.Problem{Kind: problem.Rule, File: r.ws.Dir, Message: fmt.Sprintf("launcher-owned mount %s -> %s contains ':', ',' or a line break", m.Source, m.Destination),
 				Hint: "startup/ and local/ must be real directories of the workspace; prepare it again"})
 			return
 		}

@@ -260,8 +260,8 @@ func (r *resolver) samePath(path, want string) bool {
 
 // loadStudyRuntime re-reads local/study_runtime.yaml (contract §5).
 func (r *resolver) loadStudyRuntime() *schema.StudyRuntime {
-	r.stFile = filepath.Join(r.ws.Root, filepath.FromSlash(workspace.StudyRuntimePath))
-	legacy := filepath.Join(r.ws.Root, filepath.FromSlash(workspace.LegacyStudyPath))
+	r.stFile = filepath.Join(r.ws.Dir, filepath.FromSlash(workspace.StudyRuntimePath))
+	legacy := filepath.Join(r.ws.Dir, filepath.FromSlash(workspace.LegacyStudyPath))
 	_, err := os.Lstat(r.stFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, lerr := os.Lstat(legacy); lerr == nil {

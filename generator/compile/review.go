@@ -108,7 +108,7 @@ func CheckReviewOutput(ws *workspace.Prepared, dir string) error {
 		return fmt.Errorf("output %s: %w", dir, err)
 	}
 	if real := realPath(abs); overlaps(real, ws.Root) {
-		return fmt.Errorf("output %s resolves to %s, inside the workspace %s: render writes nothing into the workspace", dir, real, ws.Root)
+		return fmt.Errorf("output %s resolves to %s, inside the workspace %s: render writes nothing into the workspace", dir, real, ws.Dir)
 	}
 	return nil
 }

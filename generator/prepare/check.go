@@ -116,6 +116,18 @@ func (d *Drift) KeptProblems() schema.Problems {
 	return ps
 }
 
+// ExcludedProblems are the secret files the check left out (Excluded) as
+// "skipped" problems under dir, the directory compared as the user named
+// it: names only, never content or a digest; an empty list when none.
+func (d *Drift) ExcludedProblems(dir string) schema.Problems {
+	ps := schema.Problems{}
+	for _, e := range d.Excluded {
+		ps = append(ps, schema.Problem{Kind: problem.Drift, File: filepath.Join(dir, filepath.FromSlash(e.Path)),
+			Message: "secret file not compared (--exclude-secrets)"})
+	}
+	return ps
+}
+
 // diffLimit is the largest file Diff shows line by line (and reads into
 // memory); larger files are compared by streaming and only said to differ.
 const diffLimit = 1 << 20

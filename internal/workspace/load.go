@@ -66,7 +66,10 @@ const AttachSection = "client_api_attach"
 // workspace: the site settings of the resources file (the one source of
 // truth at run time) and the worker link settings of comm_config.json.
 type Prepared struct {
-	Root     string // absolute, canonical (equals the recorded workspace_path)
+	Root string // absolute, canonical (equals the recorded workspace_path)
+	// Dir is the workspace as the caller named it (cleaned): problems
+	// name the files under it (ResourcesFile, CommFile), as given.
+	Dir      string
 	Role     string // schema.RoleClient or RoleServer, from the launcher component's path
 	Site     string // from the role file; "" when it does not name one
 	Launcher schema.JobLauncher
@@ -133,6 +136,7 @@ func resourcesFile(root string) string {
 // Load reads the site settings of the prepared workspace at root. Every
 // problem found is returned at once as schema.Problems.
 func Load(root string) (*Prepared, error) {
+	dir := filepath.Clean(root)
 	if !filepath.IsAbs(root) {
 		abs, err := filepath.Abs(root)
 		if err != nil {
@@ -143,17 +147,18 @@ func Load(root string) (*Prepared, error) {
 	root = filepath.Clean(root)
 	info, err := os.Lstat(root)
 	if err != nil {
-		return nil, schema.Problems{{Kind: problem.Read, File: root, Message: "workspace is not readable: " + errText(err),
+		return nil, schema.Problems{{Kind: problem.Read, File: dir, Message: "workspace is not readable: " + errText(err),
 			Hint: "pass the --output directory of 'flare-slurm prepare'"}}
 	}
 	if !info.IsDir() {
-		return nil, schema.Problems{{Kind: problem.Layout, File: root, Message: "workspace is not a directory (symlinks are refused)",
+		return nil, schema.Problems{{Kind: problem.Layout, File: dir, Message: "workspace is not a directory (symlinks are refused)",
 			Hint: "pass the canonical --output directory of 'flare-slurm prepare'"}}
 	}
 	ws := &Prepared{
 		Root:          root,
-		ResourcesFile: resourcesFile(root),
-		CommFile:      filepath.Join(root, filepath.FromSlash(CommConfigPath)),
+		Dir:           dir,
+		ResourcesFile: resourcesFile(dir),
+		CommFile:      filepath.Join(dir, filepath.FromSlash(CommConfigPath)),
 	}
 	var ps schema.Problems
 	ps = append(ps, ws.loadLauncher()...)
@@ -163,13 +168,13 @@ func Load(root string) (*Prepared, error) {
 		real, err := filepath.EvalSymlinks(root)
 		switch {
 		case err != nil:
-			ps = append(ps, schema.Problem{Kind: problem.Read, File: root, Message: "cannot resolve the workspace: " + errText(err)})
+			ps = append(ps, schema.Problem{Kind: problem.Read, File: dir, Message: "cannot resolve the workspace: " + errText(err)})
 		case real != root || ws.recordedRoot != root:
 			ps = append(ps, schema.Problem{Kind: problem.Rule, File: ws.ResourcesFile, Path: MarkerComponent + ".args." + MarkerArg,
 				Message: fmt.Sprintf("records %s but the workspace is %s (real path %s)", ws.recordedRoot, root, real),
 				Hint:    "run from the canonical workspace path, or prepare again with --output set to this workspace"})
 		case schema.CheckWorkspacePath(root) != "":
-			ps = append(ps, schema.Problem{Kind: problem.Rule, File: root, Message: "workspace path " + schema.CheckWorkspacePath(root),
+			ps = append(ps, schema.Problem{Kind: problem.Rule, File: dir, Message: "workspace path " + schema.CheckWorkspacePath(root),
 				Hint: "prepare into another directory"})
 		}
 	}
