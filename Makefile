@@ -125,10 +125,10 @@ bench-process:
 # test cluster twice over: its kits prepared with NVFlare's own Slurm
 # launcher and with --launcher flare-slurm, the same hello-numpy-based job
 # submitted 1, 10 and 50 times at once to each (runtime/integration's
-# TestFederationBenchmark, internal/fedbench). It writes the table and the
-# JSON result into BENCH_FEDERATION_DOC (docs/performance.md, between its
-# markers) and every per-second sample into BENCH_FEDERATION_JSON; the test's
-# log is BENCH_FEDERATION_LOG. It needs what make test-slurm needs (root; it
+# TestFederationBenchmark; its figures are the package's fedbench_*_test.go).
+# It writes the table and the JSON result into BENCH_FEDERATION_DOC
+# (docs/performance.md, between its markers) and every per-second sample into
+# BENCH_FEDERATION_JSON; the test's log is BENCH_FEDERATION_LOG. It needs what make test-slurm needs (root; it
 # starts the cluster of FLARE_SLURM_VERSION when none runs, and refuses when
 # another version's runs: set FLARE_SLURM_VERSION to that one) and holds the
 # cluster alone while it runs, about 13 minutes on the 2-core machine.

@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flare-slurm/flare-slurm/internal/fedbench"
 	"github.com/flare-slurm/flare-slurm/internal/procbench"
 	"github.com/flare-slurm/flare-slurm/runtime/slurmtest"
 )
@@ -86,7 +85,7 @@ func benchConfigFromEnv(t *testing.T) benchConfig {
 // job FINISHED), NVFlare's own times, the parents' logs, the workers' exit
 // times, the parent host's processes and memory (every second) and
 // accounting, and writes the table and a JSON result into the document
-// named by FLARE_SLURM_BENCH_FEDERATION (fedbench, docs/performance.md).
+// named by FLARE_SLURM_BENCH_FEDERATION (fedbench_*_test.go, docs/performance.md).
 //
 // The runs alternate the launchers (NVFlare first for 1 job, flare-slurm
 // first for 10, NVFlare first for 50) so that a drift of the machine's load
@@ -117,8 +116,8 @@ func TestFederationBenchmark(t *testing.T) {
 	b := &bench{t: t, c: c, f: f, cfg: cfg, ctx: ctx, doc: doc}
 	b.setUp(nodes, maxSize)
 
-	var runs []fedbench.Run
-	launchers := [2]string{fedbench.NVFlare, fedbench.FlareSlurm}
+	var runs []Run
+	launchers := [2]string{NVFlare, FlareSlurm}
 	for i, n := range cfg.sizes {
 		order := launchers
 		if i%2 == 1 {
@@ -131,13 +130,13 @@ func TestFederationBenchmark(t *testing.T) {
 			b.settle()
 			b.startParents(l)
 			r := b.run(l, n)
-			t.Logf("%s, %d jobs: %s", l, n, fedbench.Summary(r))
+			t.Logf("%s, %d jobs: %s", l, n, Summary(r))
 			runs = append(runs, r)
 		}
 	}
 	f.stop()
 
-	res := fedbench.Result{
+	res := Result{
 		Command:      "make bench-federation",
 		Date:         started.UTC().Format(time.RFC3339),
 		Minutes:      time.Since(started).Minutes(),
@@ -147,17 +146,17 @@ func TestFederationBenchmark(t *testing.T) {
 		TrainSeconds: cfg.trainSeconds,
 		Runs:         runs,
 	}
-	res.Targets = fedbench.Targets(res)
+	res.Targets = Targets(res)
 	if cfg.jsonOut != "" {
 		data, _ := json.MarshalIndent(res, "", " ")
 		if err := os.WriteFile(cfg.jsonOut, append(data, '\n'), 0o644); err != nil {
 			t.Errorf("writing %s: %v", cfg.jsonOut, err)
 		}
 	}
-	if err := fedbench.UpdateDoc(doc, res); err != nil {
+	if err := UpdateDoc(doc, res); err != nil {
 		t.Errorf("writing the result into %s: %v", doc, err)
 	}
-	t.Logf("\n%s", fedbench.Markdown(res))
+	t.Logf("\n%s", Markdown(res))
 	for _, r := range runs {
 		if r.States.Lost > 0 || r.States.Misread > 0 {
 			t.Errorf("%s, %d jobs: %d lost, %d misread: %v", r.Launcher, r.Jobs, r.States.Lost, r.States.Misread, r.States.Notes)
@@ -257,7 +256,7 @@ exit $rc
 `, c.NVFlareRoot(t), b.exits)), 0o700)
 	workers := "sandbox: none\n  python_path: " + python
 	b.ws = map[string][2]string{}
-	for _, l := range []string{fedbench.NVFlare, fedbench.FlareSlurm} {
+	for _, l := range []string{NVFlare, FlareSlurm} {
 		o := fedPrepare{launcher: l, poll: b.cfg.poll}
 		o.wsName = "ws-" + l + "-server"
 		server := f.prepare(b.ctx, f.bin, c.LoginHost, "server", workers, b.part, o)
@@ -320,24 +319,24 @@ func (b *bench) sessions() []int {
 }
 
 // run submits n jobs to the running parents and measures the run.
-func (b *bench) run(launcher string, n int) fedbench.Run {
+func (b *bench) run(launcher string, n int) Run {
 	t, c, f := b.t, b.c, b.f
 	b.waitQuiet()
 	// Let the parents settle after their start or the previous run.
 	time.Sleep(5 * time.Second)
-	base, err := fedbench.SampleSessions(b.sessions())
+	base, err := SampleSessions(b.sessions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.rootOut(nil, "sdiag", "-r")
 	b.rootOut(nil, "sacctmgr", "-i", "clear", "stats")
-	in := fedbench.Input{Launcher: launcher, PollInterval: float64(b.cfg.poll), ParentUser: c.TestUser,
+	in := Input{Launcher: launcher, PollInterval: float64(b.cfg.poll), ParentUser: c.TestUser,
 		Baseline: base, LoadStart: procbench.Load(), Start: time.Now()}
 
 	// The parent host, every second, until the admin script is done.
 	var (
 		mu      sync.Mutex
-		samples []fedbench.Sample
+		samples []Sample
 	)
 	stop := make(chan struct{})
 	sampled := make(chan struct{})
@@ -350,7 +349,7 @@ func (b *bench) run(launcher string, n int) fedbench.Run {
 			case <-stop:
 				return
 			case <-tick.C:
-				s, err := fedbench.SampleSessions(b.sessions())
+				s, err := SampleSessions(b.sessions())
 				if err == nil {
 					s.Seconds = s.At.Sub(in.Start).Seconds()
 					mu.Lock()
@@ -376,11 +375,11 @@ func (b *bench) run(launcher string, n int) fedbench.Run {
 	}
 	in.End = time.Now()
 	// The counters first: the harness's own queries below run as root.
-	ctld, err := fedbench.ParseRPCStats(b.rootOut(nil, "sdiag"))
+	ctld, err := ParseRPCStats(b.rootOut(nil, "sdiag"))
 	if err != nil {
 		t.Fatalf("sdiag: %v", err)
 	}
-	dbd, err := fedbench.ParseRPCStats(b.rootOut(nil, "sacctmgr", "show", "stats"))
+	dbd, err := ParseRPCStats(b.rootOut(nil, "sacctmgr", "show", "stats"))
 	if err != nil {
 		t.Fatalf("sacctmgr show stats: %v", err)
 	}
@@ -389,8 +388,8 @@ func (b *bench) run(launcher string, n int) fedbench.Run {
 	in.Ctld, in.Dbd, in.Samples, in.LoadEnd = ctld, dbd, samples, procbench.Load()
 
 	var report struct {
-		Jobs       []fedbench.JobMeta `json:"jobs"`
-		Unfinished []string           `json:"unfinished"`
+		Jobs       []JobMeta `json:"jobs"`
+		Unfinished []string  `json:"unfinished"`
 	}
 	if err := json.Unmarshal([]byte(readRoot(t, c, out)), &report); err != nil {
 		t.Fatalf("%s: %v", out, err)
@@ -400,14 +399,14 @@ func (b *bench) run(launcher string, n int) fedbench.Run {
 		t.Errorf("%s, %d jobs: %d not FINISHED before the deadline: %v", launcher, n, len(report.Unfinished), report.Unfinished)
 	}
 	in.Slurm = b.accounting(report.Jobs)
-	seen, err := fedbench.ParseClientSeen([]byte(readRoot(t, c, path.Join(f.client, "log.txt"))), time.UTC)
+	seen, err := ParseClientSeen([]byte(readRoot(t, c, path.Join(f.client, "log.txt"))), time.UTC)
 	if err != nil {
 		t.Fatal(err)
 	}
 	in.ClientSeen = seen
 	in.WorkerExit = b.workerExits(launcher, report.Jobs)
 	in.SlurmEnd = b.jobEnds()
-	r, err := fedbench.Analyze(in)
+	r, err := Analyze(in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,21 +415,21 @@ func (b *bench) run(launcher string, n int) fedbench.Run {
 
 // accounting waits until accounting has a final record of both workers of
 // every job (up to two minutes) and returns the records.
-func (b *bench) accounting(jobs []fedbench.JobMeta) []fedbench.SlurmJob {
+func (b *bench) accounting(jobs []JobMeta) []SlurmJob {
 	want := map[string]bool{}
 	for _, j := range jobs {
-		want[fedbench.SlurmJobName(fedbench.ServerSite, j.JobID)] = true
-		want[fedbench.SlurmJobName(fedbench.ClientSite, j.JobID)] = true
+		want[SlurmJobName(ServerSite, j.JobID)] = true
+		want[SlurmJobName(ClientSite, j.JobID)] = true
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		out := b.rootOut([]string{"SLURM_TIME_FORMAT=%s"}, "sacct", "-X", "-n", "-P", "--allusers", "--starttime=now-3hours",
-			"--partition="+b.part, "--format="+fedbench.SacctFormat)
-		all, err := fedbench.ParseSacct(out)
+			"--partition="+b.part, "--format="+SacctFormat)
+		all, err := ParseSacct(out)
 		if err != nil {
 			b.t.Fatal(err)
 		}
-		var mine []fedbench.SlurmJob
+		var mine []SlurmJob
 		done := 0
 		for _, j := range all {
 			if want[j.Name] {
@@ -448,9 +447,9 @@ func (b *bench) accounting(jobs []fedbench.JobMeta) []fedbench.SlurmJob {
 }
 
 // workerExits reads the exit times the workers' interpreter recorded.
-func (b *bench) workerExits(launcher string, jobs []fedbench.JobMeta) map[string]map[string]time.Time {
+func (b *bench) workerExits(launcher string, jobs []JobMeta) map[string]map[string]time.Time {
 	out := map[string]map[string]time.Time{}
-	for i, site := range []string{fedbench.ServerSite, fedbench.ClientSite} {
+	for i, site := range []string{ServerSite, ClientSite} {
 		wsBase := path.Base(b.ws[launcher][i])
 		for _, j := range jobs {
 			data, err := os.ReadFile(b.c.HostPath(path.Join(b.exits, wsBase+"."+j.JobID)))
@@ -490,12 +489,12 @@ func (b *bench) jobEnds() map[string]time.Time {
 			loc = l
 		}
 	}
-	return fedbench.ParseJobEnds(data, loc)
+	return ParseJobEnds(data, loc)
 }
 
 // machine describes where the benchmark ran.
-func (b *bench) machine() fedbench.Machine {
-	m := fedbench.Machine{CPUs: runtime.NumCPU(), Slurm: b.c.SlurmVersion, Go: runtime.Version()}
+func (b *bench) machine() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), Slurm: b.c.SlurmVersion, Go: runtime.Version()}
 	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
 		sc := bufio.NewScanner(strings.NewReader(string(data)))
 		for sc.Scan() {

@@ -1,8 +1,5 @@
-// Package doclinks checks the project's Markdown: every relative link in
-// README.md, CHANGELOG.md, docs/ and examples/ names a file that exists and,
-// with a #fragment, a heading of that file (GitHub's anchor rules). The
-// reference lives in several files; a moved section must not leave a dead
-// link behind.
+// The link scanner and checker that doclinks_test.go runs.
+
 package doclinks
 
 import (

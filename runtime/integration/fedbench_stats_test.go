@@ -1,4 +1,4 @@
-package fedbench
+package integration
 
 import (
 	"math"
