@@ -8,7 +8,7 @@ import (
 // Bounds of every duration in seconds an input may set (slurm.yaml's
 // timeouts, poll_interval and pending_timeout, a job meta's
 // pending_timeout), shared by validate, prepare and the runtime, which
-// reads them back from the workspace (internal/workspace). The JSON Schemas
+// reads them back from the workspace (LoadWorkspace). The JSON Schemas
 // carry the same minimum and maximum (a test ties them).
 const (
 	// MinSeconds is the floor of every duration: a poll interval of

@@ -21,8 +21,8 @@ import (
 // file is the only place that knows its format.
 
 // The launcher component's id, and the argument that records the
-// workspace's absolute path (internal/workspace's MarkerComponent and
-// MarkerArg, the marker of a prepared workspace).
+// workspace's absolute path (the marker of a prepared workspace,
+// ResourcesDefaultPath).
 const (
 	LauncherComponentID = "slurm_launcher"
 	WorkspacePathArg    = "workspace_path"

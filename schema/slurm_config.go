@@ -117,7 +117,8 @@ func ReadInput(path string, noFollow bool) ([]byte, fs.FileInfo, Problems) {
 
 // errText is an OS error without the path it repeats.
 func errText(err error) string {
-	if pe, ok := err.(*os.PathError); ok {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
 		return pe.Err.Error()
 	}
 	return err.Error()

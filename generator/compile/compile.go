@@ -10,7 +10,6 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"github.com/flare-slurm/flare-slurm/internal/slurmenv"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 	"github.com/flare-slurm/flare-slurm/templates"
 
@@ -276,7 +275,7 @@ func (p *Plan) sbatchArgv() []string {
 		argv = append(argv, "--"+d.Key+"="+d.Value)
 	}
 	return append(argv, "--job-name="+v.JobName, "--comment="+v.Comment,
-		"--output="+schema.SlurmFilename(v.RunDir)+"/"+workspace.SlurmOutputPattern, filepath.Join(v.JobDir, batchFile))
+		"--output="+schema.SlurmFilename(v.RunDir)+"/"+schema.SlurmOutputPattern, filepath.Join(v.JobDir, batchFile))
 }
 
 // scrubSchedulerEnv returns base ("NAME=value" entries) without the

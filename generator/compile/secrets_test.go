@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/flare-slurm/flare-slurm/internal/fsx"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // TestSecretsNeverLeak scans every artifact but secret.env, the sbatch argv,
@@ -120,7 +120,7 @@ func TestWriteJobDir(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(a.JobDir, "batch.sh")); !bytes.Equal(got, a.BatchScript) {
 		t.Error("batch.sh content differs from the artifact")
 	}
-	if filepath.Base(a.JobDir) != workspace.JobKey(f.JobID) || len(workspace.JobKey(f.JobID)) != 64 {
+	if filepath.Base(a.JobDir) != schema.JobKey(f.JobID) || len(schema.JobKey(f.JobID)) != 64 {
 		t.Errorf("job dir %s is not named by the sha256 of the job id", a.JobDir)
 	}
 	// A second write of the same job refuses: stale artifacts.

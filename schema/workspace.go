@@ -1,9 +1,8 @@
-package workspace
+package schema
 
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -12,26 +11,29 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/internal/ojson"
 	"github.com/flare-slurm/flare-slurm/internal/problem"
-	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // Files of a prepared workspace that prepare writes and the compiler and
 // the runtime read (slash-separated, relative to the workspace root; the
 // names are schema's).
 const (
-	// ResourcesDefaultPath holds the site settings prepare writes (and the
-	// launcher component, MarkerComponent).
-	ResourcesDefaultPath = MarkerFile
+	// ResourcesDefaultPath holds the site settings prepare writes and the
+	// launcher component (LauncherComponentID) whose args.workspace_path
+	// (WorkspacePathArg) names the workspace's path: how prepare recognises
+	// a workspace it may replace (contract §4.1; NVFlare's own prepare
+	// writes the same), so the marker is part of the format prepare writes
+	// anyway and the workspace stays file for file what NVFlare writes.
+	ResourcesDefaultPath = LocalDir + "/" + ResourcesDefaultFile
 	// ResourcesActivePath, when a site creates it, wins over
 	// ResourcesDefaultPath (NVFlare's Workspace.get_resources_file_path);
 	// prepare removes it.
-	ResourcesActivePath = schema.LocalDir + "/" + schema.ResourcesActiveFile
+	ResourcesActivePath = LocalDir + "/" + ResourcesActiveFile
 	// CommConfigPath holds the worker link settings (contract §4.2).
-	CommConfigPath = schema.LocalDir + "/" + schema.CommConfigFile
+	CommConfigPath = LocalDir + "/" + CommConfigFile
 	// StudyRuntimePath is the site's study runtime (contract §5), read at
 	// every launch; LegacyStudyPath is the format the launcher refuses.
-	StudyRuntimePath = schema.LocalDir + "/" + schema.StudyRuntimeFile
-	LegacyStudyPath  = schema.LocalDir + "/" + schema.LegacyStudyFile
+	StudyRuntimePath = LocalDir + "/" + StudyRuntimeFile
+	LegacyStudyPath  = LocalDir + "/" + LegacyStudyFile
 )
 
 // ResourcesFiles are the site settings files in the order the NVFlare
@@ -43,8 +45,8 @@ var ResourcesFiles = []string{ResourcesActivePath, ResourcesDefaultPath}
 // (not prepare, which creates one).
 const EnvWorkspace = "FLARE_SLURM_WORKSPACE"
 
-// FromEnv is the value of EnvWorkspace ("" when unset).
-func FromEnv() string { return os.Getenv(EnvWorkspace) }
+// WorkspaceFromEnv is the value of EnvWorkspace ("" when unset).
+func WorkspaceFromEnv() string { return os.Getenv(EnvWorkspace) }
 
 // SettingsFix says where to fix the launcher setting key (a key of the
 // launcher args, "executables.sbatch") read from file, a workspace's
@@ -62,14 +64,14 @@ func SettingsFix(file, key string) string {
 // AttachSection is NVFlare's ATTACH_COMM_CONFIG key of comm_config.json.
 const AttachSection = "client_api_attach"
 
-// Prepared is what the compiler and the runtime need from a prepared
+// Workspace is what the compiler and the runtime need from a prepared
 // workspace: the site settings of the resources file (the one source of
 // truth at run time) and the worker link settings of comm_config.json.
-type Prepared struct {
+type Workspace struct {
 	Root     string // absolute, canonical (equals the recorded workspace_path)
-	Role     string // schema.RoleClient or RoleServer, from the launcher component's path
+	Role     string // RoleClient or RoleServer, from the launcher component's path
 	Site     string // from the role file; "" when it does not name one
-	Launcher schema.JobLauncher
+	Launcher JobLauncher
 	// InternalScheme is comm_config.json's internal.scheme: "tcp" or "shared-file".
 	InternalScheme string
 	// ConnectionSecurity is internal.resources.connection_security: "clear" or "mtls".
@@ -96,7 +98,7 @@ type Prepared struct {
 	recordedRoot string // workspace_path as prepare recorded it
 
 	// studyRuntimes remembers this workspace's last study runtime parse.
-	studyRuntimes schema.StudyRuntimeReader
+	studyRuntimes StudyRuntimeReader
 }
 
 // SharedFileAttach is a shared-file Client API Attach listener configured
@@ -110,10 +112,10 @@ type SharedFileAttach struct {
 	ProblemPath string
 }
 
-// StudyRuntime loads a study runtime file as schema.LoadStudyRuntime does,
+// StudyRuntime loads a study runtime file as LoadStudyRuntime does,
 // skipping the parse when the file's bytes are those of this workspace's
 // last successful load (the compiler re-reads it at every launch).
-func (p *Prepared) StudyRuntime(path string) (*schema.StudyRuntime, schema.Problems) {
+func (p *Workspace) StudyRuntime(path string) (*StudyRuntime, Problems) {
 	return p.studyRuntimes.Load(path)
 }
 
@@ -130,9 +132,9 @@ func resourcesFile(root string) string {
 	return filepath.Join(root, filepath.FromSlash(ResourcesFiles[len(ResourcesFiles)-1]))
 }
 
-// Load reads the site settings of the prepared workspace at root. Every
-// problem found is returned at once as schema.Problems.
-func Load(root string) (*Prepared, error) {
+// LoadWorkspace reads the site settings of the prepared workspace at root. Every
+// problem found is returned at once as Problems.
+func LoadWorkspace(root string) (*Workspace, error) {
 	if !filepath.IsAbs(root) {
 		abs, err := filepath.Abs(root)
 		if err != nil {
@@ -143,19 +145,19 @@ func Load(root string) (*Prepared, error) {
 	root = filepath.Clean(root)
 	info, err := os.Lstat(root)
 	if err != nil {
-		return nil, schema.Problems{{Kind: problem.Read, File: root, Message: "workspace is not readable: " + errText(err),
+		return nil, Problems{{Kind: problem.Read, File: root, Message: "workspace is not readable: " + errText(err),
 			Hint: "pass the --output directory of 'flare-slurm prepare'"}}
 	}
 	if !info.IsDir() {
-		return nil, schema.Problems{{Kind: problem.Layout, File: root, Message: "workspace is not a directory (symlinks are refused)",
+		return nil, Problems{{Kind: problem.Layout, File: root, Message: "workspace is not a directory (symlinks are refused)",
 			Hint: "pass the canonical --output directory of 'flare-slurm prepare'"}}
 	}
-	ws := &Prepared{
+	ws := &Workspace{
 		Root:          root,
 		ResourcesFile: resourcesFile(root),
 		CommFile:      filepath.Join(root, filepath.FromSlash(CommConfigPath)),
 	}
-	var ps schema.Problems
+	var ps Problems
 	ps = append(ps, ws.loadLauncher()...)
 	ps = append(ps, ws.loadComm()...)
 	ps = append(ps, ws.loadSite()...)
@@ -163,13 +165,13 @@ func Load(root string) (*Prepared, error) {
 		real, err := filepath.EvalSymlinks(root)
 		switch {
 		case err != nil:
-			ps = append(ps, schema.Problem{Kind: problem.Read, File: root, Message: "cannot resolve the workspace: " + errText(err)})
+			ps = append(ps, Problem{Kind: problem.Read, File: root, Message: "cannot resolve the workspace: " + errText(err)})
 		case real != root || ws.recordedRoot != root:
-			ps = append(ps, schema.Problem{Kind: problem.Rule, File: ws.ResourcesFile, Path: MarkerComponent + ".args." + MarkerArg,
+			ps = append(ps, Problem{Kind: problem.Rule, File: ws.ResourcesFile, Path: LauncherComponentID + ".args." + WorkspacePathArg,
 				Message: fmt.Sprintf("records %s but the workspace is %s (real path %s)", ws.recordedRoot, root, real),
 				Hint:    "run from the canonical workspace path, or prepare again with --output set to this workspace"})
-		case schema.CheckWorkspacePath(root) != "":
-			ps = append(ps, schema.Problem{Kind: problem.Rule, File: root, Message: "workspace path " + schema.CheckWorkspacePath(root),
+		case CheckWorkspacePath(root) != "":
+			ps = append(ps, Problem{Kind: problem.Rule, File: root, Message: "workspace path " + CheckWorkspacePath(root),
 				Hint: "prepare into another directory"})
 		}
 	}
@@ -179,25 +181,17 @@ func Load(root string) (*Prepared, error) {
 	return ws, nil
 }
 
-func errText(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
-}
-
 // loadLauncher decodes the launcher component of the resources file.
-func (ws *Prepared) loadLauncher() schema.Problems {
+func (ws *Workspace) loadLauncher() Problems {
 	file := ws.ResourcesFile
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return schema.Problems{{Kind: problem.Read, File: file, Message: "cannot read the site settings: " + errText(err),
+		return Problems{{Kind: problem.Read, File: file, Message: "cannot read the site settings: " + errText(err),
 			Hint: "is this a workspace written by 'flare-slurm prepare'?"}}
 	}
-	role, args, ps := schema.ReadLauncherComponent(file, data)
+	role, args, ps := ReadLauncherComponent(file, data)
 	for i, p := range ps {
-		if key, ok := strings.CutPrefix(p.Path, MarkerComponent+".args."); ok && p.Hint == "" {
+		if key, ok := strings.CutPrefix(p.Path, LauncherComponentID+".args."); ok && p.Hint == "" {
 			ps[i].Hint = SettingsFix(file, key)
 		}
 	}
@@ -210,36 +204,36 @@ func (ws *Prepared) loadLauncher() schema.Problems {
 
 // jsonFile reads and parses a JSON file of the workspace that must hold an
 // object; what is wrong is one problem.
-func jsonFile(file, what, hint string) (*ojson.Value, []byte, schema.Problems) {
+func jsonFile(file, what, hint string) (*ojson.Value, []byte, Problems) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, nil, schema.Problems{{Kind: problem.Read, File: file, Message: "cannot read the " + what + ": " + errText(err), Hint: hint}}
+		return nil, nil, Problems{{Kind: problem.Read, File: file, Message: "cannot read the " + what + ": " + errText(err), Hint: hint}}
 	}
 	v, err := ojson.Parse(data)
 	if err != nil {
-		p := schema.Problem{Kind: problem.Syntax, File: file, Message: "not a valid " + what + ": " + err.Error()}
+		p := Problem{Kind: problem.Syntax, File: file, Message: "not a valid " + what + ": " + err.Error()}
 		var se *ojson.SyntaxError
 		if errors.As(err, &se) {
 			p.Line, p.Column, p.Message = se.Line, se.Column, "not a valid "+what+": "+se.Msg
 		}
-		return nil, nil, schema.Problems{p}
+		return nil, nil, Problems{p}
 	}
 	if !v.IsObject() {
 		line, col := ojson.Position(data, v.Offset)
-		return nil, nil, schema.Problems{{Kind: problem.Structure, File: file, Line: line, Column: col, Message: "not a valid " + what + ": must hold a JSON object, not " + v.Kind.String()}}
+		return nil, nil, Problems{{Kind: problem.Structure, File: file, Line: line, Column: col, Message: "not a valid " + what + ": must hold a JSON object, not " + v.Kind.String()}}
 	}
 	return v, data, nil
 }
 
 // loadComm reads the worker link settings of comm_config.json.
-func (ws *Prepared) loadComm() schema.Problems {
+func (ws *Workspace) loadComm() Problems {
 	file := ws.CommFile
 	doc, data, ps := jsonFile(file, "communication settings", "prepare writes this file; prepare the workspace again")
 	if ps != nil {
 		return ps
 	}
 	bad := func(v *ojson.Value, path, msg, hint string) {
-		p := schema.Problem{Kind: problem.Schema, File: file, Path: path, Message: msg, Hint: hint}
+		p := Problem{Kind: problem.Schema, File: file, Path: path, Message: msg, Hint: hint}
 		if v != nil {
 			p.Line, p.Column = ojson.Position(data, v.Offset)
 		}
@@ -325,12 +319,12 @@ func sharedFileAttach(sec *ojson.Value) *SharedFileAttach {
 
 // loadSite reads the site name from the role file (contract §2); the
 // launcher component says which role file that is.
-func (ws *Prepared) loadSite() schema.Problems {
-	name := schema.ClientRoleFile
-	if ws.Role == schema.RoleServer {
-		name = schema.ServerRoleFile
+func (ws *Workspace) loadSite() Problems {
+	name := ClientRoleFile
+	if ws.Role == RoleServer {
+		name = ServerRoleFile
 	}
-	file := filepath.Join(ws.Root, schema.StartupDir, name)
+	file := filepath.Join(ws.Root, StartupDir, name)
 	if _, err := os.Stat(file); err != nil && ws.Role == "" {
 		return nil
 	}
@@ -348,7 +342,7 @@ func (ws *Prepared) loadSite() schema.Problems {
 		return v.Str
 	}
 	switch servers := doc.Get("servers"); {
-	case ws.Role == schema.RoleClient:
+	case ws.Role == RoleClient:
 		ws.Site = text(doc.Get("client").Get("fqsn"))
 	case servers != nil && servers.Kind == ojson.Array && len(servers.Items) > 0:
 		first := servers.Items[0]

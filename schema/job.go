@@ -1,19 +1,17 @@
-package workspace
+package schema
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"path/filepath"
 	"strings"
-
-	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // Job identity (contract §8): where a job's files live in the workspace
 // and how its Slurm job is named and marked. The compiler writes these,
 // the runtime finds jobs by them.
 
-// JobsDir is the directory of job directories inside schema.ControlDir.
+// JobsDir is the directory of job directories inside ControlDir.
 const JobsDir = "jobs"
 
 // Files of a job directory: what the compiler writes (contract §8) and
@@ -46,7 +44,7 @@ func JobKey(jobID string) string {
 
 // JobDir is the directory of a job's files in the workspace at root.
 func JobDir(root, jobID string) string {
-	return filepath.Join(root, schema.ControlDir, JobsDir, JobKey(jobID))
+	return filepath.Join(root, ControlDir, JobsDir, JobKey(jobID))
 }
 
 // JobName is the Slurm job name of a job of site: "nvfl-", the first 32
