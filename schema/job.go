@@ -75,10 +75,10 @@ func CommentMarker(root, jobID string) string {
 	return CommentMarkerPrefix + jobID + "@" + WorkspaceID(root)
 }
 
-// LegacyCommentMarker is the marker of a job launched before markers
+// legacyCommentMarker is the marker of a job launched before markers
 // carried the workspace ("nvfl:<job id>", NVFlare's form): accepted for
 // such a job's recorded handle only.
-func LegacyCommentMarker(jobID string) string { return CommentMarkerPrefix + jobID }
+func legacyCommentMarker(jobID string) string { return CommentMarkerPrefix + jobID }
 
 // ExpectedMarker is the marker the runtime of the workspace at root
 // matches for a job whose handle recorded marker: this workspace's marker
@@ -86,7 +86,7 @@ func LegacyCommentMarker(jobID string) string { return CommentMarkerPrefix + job
 // workspace names that workspace's marker), or the legacy marker of a job
 // launched before markers carried the workspace.
 func ExpectedMarker(root, jobID, recorded string) string {
-	if recorded == LegacyCommentMarker(jobID) {
+	if recorded == legacyCommentMarker(jobID) {
 		return recorded
 	}
 	return CommentMarker(root, jobID)

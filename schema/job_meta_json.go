@@ -62,7 +62,7 @@ func readJobMetaJSON(data []byte, site string) jsonJobMeta {
 			keep = append(keep, span{start: k, end: v + 1})
 			sectionDefault := "default"
 			if key == "resource_spec" {
-				sectionDefault = PortableDefaultKey
+				sectionDefault = portableDefaultKey
 			}
 			keepMembers(data, v, &keep, func(name string) bool { return site == "" || name == sectionDefault || name == site }, func(name string, k, v, e int) {
 				m.keepSection(data, &keep, key+"."+name, k, v, e)
@@ -120,11 +120,16 @@ func keepMembers(data []byte, off int, spans *[]span, keep func(string) bool, ke
 			return true
 		}
 		kept(key, k, v, e)
-		if c := ojson.SkipSpace(data, e); c < len(data) && data[c] == ',' {
-			*spans = append(*spans, span{start: c, end: c + 1})
-		}
+		keepComma(data, spans, e)
 		return true
 	})
+}
+
+// keepComma keeps the comma after the member that ends at e, if any.
+func keepComma(data []byte, spans *[]span, e int) {
+	if c := ojson.SkipSpace(data, e); c < len(data) && data[c] == ',' {
+		*spans = append(*spans, span{start: c, end: c + 1})
+	}
 }
 
 // blankExcept copies data, writing one space for every character outside

@@ -16,7 +16,7 @@ import (
 
 // The launcher component of a prepared workspace (contract §4.1): prepare
 // writes it into local/resources.json.default with LauncherArgs.Encode; the
-// compiler and the runtime read it back with ReadLauncherComponent, which
+// compiler and the runtime read it back with readLauncherComponent, which
 // validates its args as the job_launcher of slurm-config.schema.json. This
 // file is the only place that knows its format.
 
@@ -37,7 +37,7 @@ const (
 
 // Roles of a workspace.
 const (
-	RoleClient = "client"
+	roleClient = "client"
 	RoleServer = "server"
 )
 
@@ -66,7 +66,7 @@ type LauncherArgs struct {
 	// NVFlare's own launcher.
 	Binary string
 	// Adjusted says, a line each, which durations were outside their
-	// bounds (DurationBounds) and were moved into them: a workspace
+	// bounds (durationBounds) and were moved into them: a workspace
 	// prepared before the bounds existed stays usable.
 	Adjusted []string
 }
@@ -74,7 +74,7 @@ type LauncherArgs struct {
 // Encode returns the args object, byte for byte what prepare writes. The
 // keys, in this order:
 //
-//	sandbox, python_path, executables {ExecutableKeys}, image,
+//	sandbox, python_path, executables {executableKeys}, image,
 //	internal_port, sbatch_directives {in YAML order}, setup, forward_env,
 //	parent_host, submit_timeout, query_timeout, cancel_timeout,
 //	poll_interval, pending_timeout, multi_node_port_range [start, end]
@@ -88,8 +88,8 @@ type LauncherArgs struct {
 func (a LauncherArgs) Encode() *ojson.Value {
 	jl := a.Launcher
 	exe := ojson.NewObject()
-	for _, name := range ExecutableKeys {
-		exe.Set(name, ojson.StringOrNull(*jl.Executables.Field(name)))
+	for _, name := range executableKeys {
+		exe.Set(name, ojson.StringOrNull(*jl.Executables.field(name)))
 	}
 	directives := ojson.NewObject()
 	for _, d := range jl.Directives {
@@ -137,22 +137,22 @@ type timeout struct {
 // timeouts lists the seconds settings of jl in the order Encode writes them.
 func timeouts(jl *JobLauncher) []timeout {
 	return []timeout{
-		{"submit_timeout", &jl.SubmitTimeout, DefaultSubmitTimeout},
-		{"query_timeout", &jl.QueryTimeout, DefaultQueryTimeout},
-		{"cancel_timeout", &jl.CancelTimeout, DefaultCancelTimeout},
-		{"poll_interval", &jl.PollInterval, DefaultPollInterval},
-		{"pending_timeout", &jl.PendingTimeout, DefaultPendingTimeout},
+		{"submit_timeout", &jl.SubmitTimeout, defaultSubmitTimeout},
+		{"query_timeout", &jl.QueryTimeout, defaultQueryTimeout},
+		{"cancel_timeout", &jl.CancelTimeout, defaultCancelTimeout},
+		{"poll_interval", &jl.PollInterval, defaultPollInterval},
+		{"pending_timeout", &jl.PendingTimeout, defaultPendingTimeout},
 	}
 }
 
-// ReadLauncherComponent finds the one launcher component of a resources
-// file (its bytes in data) and decodes it: the workspace's role (RoleClient
+// readLauncherComponent finds the one launcher component of a resources
+// file (its bytes in data) and decodes it: the workspace's role (roleClient
 // or RoleServer, from the component path) and its args. The args are
 // checked as the job_launcher of a slurm.yaml (the same JSON Schema and
 // rules, without the host checks), plus the arguments prepare adds
 // (workspace_path, flare_slurm); every problem comes with its line and
 // column, its path under slurm_launcher.args.
-func ReadLauncherComponent(file string, data []byte) (role string, args LauncherArgs, ps Problems) {
+func readLauncherComponent(file string, data []byte) (role string, args LauncherArgs, ps Problems) {
 	t := &tree{file: file, suppressed: map[*yaml.Node]bool{}, jsonDuplicates: true}
 	scan, ok := t.scanJSON(data, "not a valid resources file: ", "")
 	if !ok || !t.parseJSON(data, data, scan, nil) || t.root == nil {
@@ -181,7 +181,7 @@ func ReadLauncherComponent(file string, data []byte) (role string, args Launcher
 	isBridge := isString(path) && bridge.RoleOf(path.Value) != ""
 	switch {
 	case isString(path) && path.Value == ClientLauncherPath:
-		role = RoleClient
+		role = roleClient
 	case isString(path) && path.Value == ServerLauncherPath:
 		role = RoleServer
 	case isBridge:
@@ -243,11 +243,11 @@ func decodeLauncherArgs(file string, n *yaml.Node, v map[string]any) (LauncherAr
 	for _, d := range timeouts(&JobLauncher{}) {
 		key := d.key
 		f, ok := floatValue(get(n, key))
-		bound, _ := DurationBoundOf(key)
+		bound, _ := durationBoundOf(key)
 		if !ok || f <= 0 || bound.Check(f) == "" {
 			continue // in bounds, or the schema refuses it
 		}
-		c := bound.Clamp(f)
+		c := bound.clamp(f)
 		clamped[key], jl[key] = c, json.Number(strconv.FormatFloat(c, 'f', -1, 64))
 		a.Adjusted = append(a.Adjusted, fmt.Sprintf("%s:%d:%d: slurm_launcher.args.%s is %s, outside the bounds (%s): %s is used; set job_launcher.%s in slurm.yaml and prepare again",
 			file, get(n, key).Line, get(n, key).Column, key, strconv.FormatFloat(f, 'f', -1, 64), bound.Allowed(), strconv.FormatFloat(c, 'f', -1, 64), key))

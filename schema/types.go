@@ -28,13 +28,13 @@ type Executables struct {
 	Srun      string
 }
 
-// ExecutableKeys are the keys of job_launcher.executables, in the order
+// executableKeys are the keys of job_launcher.executables, in the order
 // the JSON Schema and a prepared workspace list them.
-var ExecutableKeys = []string{"sbatch", "squeue", "sacct", "scancel", "apptainer", "srun"}
+var executableKeys = []string{"sbatch", "squeue", "sacct", "scancel", "apptainer", "srun"}
 
-// Field is the field of e that holds the executable named by one of
-// ExecutableKeys, or nil for another name.
-func (e *Executables) Field(name string) *string {
+// field is the field of e that holds the executable named by one of
+// executableKeys, or nil for another name.
+func (e *Executables) field(name string) *string {
 	switch name {
 	case "sbatch":
 		return &e.Sbatch
@@ -103,10 +103,10 @@ type TimeLimitSignal struct {
 	SecondsBefore int    // 1..65535
 }
 
-// TimeLimitSignals are the signals time_limit_signal may name: those the
+// timeLimitSignals are the signals time_limit_signal may name: those the
 // batch shell (the worker, by exec), Apptainer and srun (pyxis, node
 // groups) all pass on to the worker (the schema's enum).
-var TimeLimitSignals = []string{"USR1", "USR2", "TERM", "INT", "HUP", "QUIT"}
+var timeLimitSignals = []string{"USR1", "USR2", "TERM", "INT", "HUP", "QUIT"}
 
 // TimeLimitSignalKey is the job_launcher key (and launcher argument) of
 // the time-limit warning.

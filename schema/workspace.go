@@ -23,22 +23,22 @@ const (
 	// a workspace it may replace (contract §4.1; NVFlare's own prepare
 	// writes the same), so the marker is part of the format prepare writes
 	// anyway and the workspace stays file for file what NVFlare writes.
-	ResourcesDefaultPath = LocalDir + "/" + ResourcesDefaultFile
+	ResourcesDefaultPath = LocalDir + "/" + resourcesDefaultFile
 	// ResourcesActivePath, when a site creates it, wins over
 	// ResourcesDefaultPath (NVFlare's Workspace.get_resources_file_path);
 	// prepare removes it.
-	ResourcesActivePath = LocalDir + "/" + ResourcesActiveFile
+	ResourcesActivePath = LocalDir + "/" + resourcesActiveFile
 	// CommConfigPath holds the worker link settings (contract §4.2).
-	CommConfigPath = LocalDir + "/" + CommConfigFile
+	CommConfigPath = LocalDir + "/" + commConfigFile
 	// StudyRuntimePath is the site's study runtime (contract §5), read at
 	// every launch; LegacyStudyPath is the format the launcher refuses.
 	StudyRuntimePath = LocalDir + "/" + StudyRuntimeFile
-	LegacyStudyPath  = LocalDir + "/" + LegacyStudyFile
+	LegacyStudyPath  = LocalDir + "/" + legacyStudyFile
 )
 
-// ResourcesFiles are the site settings files in the order the NVFlare
+// resourcesFiles are the site settings files in the order the NVFlare
 // parent looks for them: an existing ResourcesActivePath wins.
-var ResourcesFiles = []string{ResourcesActivePath, ResourcesDefaultPath}
+var resourcesFiles = []string{ResourcesActivePath, ResourcesDefaultPath}
 
 // EnvWorkspace names the environment variable whose value is the
 // default of --workspace for the commands that use a prepared workspace
@@ -69,7 +69,7 @@ const AttachSection = "client_api_attach"
 // truth at run time) and the worker link settings of comm_config.json.
 type Workspace struct {
 	Root     string // absolute, canonical (equals the recorded workspace_path)
-	Role     string // RoleClient or RoleServer, from the launcher component's path
+	Role     string // roleClient or RoleServer, from the launcher component's path
 	Site     string // from the role file; "" when it does not name one
 	Launcher JobLauncher
 	// InternalScheme is comm_config.json's internal.scheme: "tcp" or "shared-file".
@@ -120,16 +120,16 @@ func (p *Workspace) StudyRuntime(path string) (*StudyRuntime, Problems) {
 }
 
 // resourcesFile is the site settings file the parent reads: the first of
-// ResourcesFiles that exists (following symlinks, like os.path.exists),
+// resourcesFiles that exists (following symlinks, like os.path.exists),
 // else the last.
 func resourcesFile(root string) string {
-	for _, name := range ResourcesFiles {
+	for _, name := range resourcesFiles {
 		p := filepath.Join(root, filepath.FromSlash(name))
 		if _, err := os.Stat(p); err == nil {
 			return p
 		}
 	}
-	return filepath.Join(root, filepath.FromSlash(ResourcesFiles[len(ResourcesFiles)-1]))
+	return filepath.Join(root, filepath.FromSlash(resourcesFiles[len(resourcesFiles)-1]))
 }
 
 // LoadWorkspace reads the site settings of the prepared workspace at root. Every
@@ -189,7 +189,7 @@ func (ws *Workspace) loadLauncher() Problems {
 		return Problems{{Kind: problem.Read, File: file, Message: "cannot read the site settings: " + errText(err),
 			Hint: "is this a workspace written by 'flare-slurm prepare'?"}}
 	}
-	role, args, ps := ReadLauncherComponent(file, data)
+	role, args, ps := readLauncherComponent(file, data)
 	for i, p := range ps {
 		if key, ok := strings.CutPrefix(p.Path, LauncherComponentID+".args."); ok && p.Hint == "" {
 			ps[i].Hint = SettingsFix(file, key)
@@ -320,36 +320,23 @@ func sharedFileAttach(sec *ojson.Value) *SharedFileAttach {
 // loadSite reads the site name from the role file (contract §2); the
 // launcher component says which role file that is.
 func (ws *Workspace) loadSite() Problems {
-	name := ClientRoleFile
+	name := clientRoleFile
 	if ws.Role == RoleServer {
-		name = ServerRoleFile
+		name = serverRoleFile
 	}
 	file := filepath.Join(ws.Root, StartupDir, name)
 	if _, err := os.Stat(file); err != nil && ws.Role == "" {
 		return nil
 	}
-	doc, _, ps := jsonFile(file, ws.Role+" role file", "the launcher component says this is a "+ws.Role+" workspace")
+	_, data, ps := jsonFile(file, ws.Role+" role file", "the launcher component says this is a "+ws.Role+" workspace")
 	if ps != nil {
 		if ws.Role == "" {
 			return nil
 		}
 		return ps
 	}
-	text := func(v *ojson.Value) string {
-		if v == nil || v.Kind != ojson.String {
-			return ""
-		}
-		return v.Str
-	}
-	switch servers := doc.Get("servers"); {
-	case ws.Role == RoleClient:
-		ws.Site = text(doc.Get("client").Get("fqsn"))
-	case servers != nil && servers.Kind == ojson.Array && len(servers.Items) > 0:
-		first := servers.Items[0]
-		ws.Site = text(first.Get("identity"))
-		if ws.Site == "" {
-			ws.Site = text(first.Get("admin_server"))
-		}
+	if n, _ := siteNameNode(ws.Role, parseTree(file, data).root); n != nil {
+		ws.Site = n.Value
 	}
 	return nil
 }

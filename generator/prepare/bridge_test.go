@@ -149,7 +149,7 @@ func removeBinaryArg(t *testing.T, data []byte) []byte {
 	}
 	for _, c := range v.Get("components").Items {
 		if args := c.Get("args"); args.IsObject() {
-			args.Delete(bridge.BinaryArg)
+			args.Members = slices.DeleteFunc(args.Members, func(m ojson.Member) bool { return m.Key == bridge.BinaryArg })
 		}
 	}
 	return ojson.Marshal(v)

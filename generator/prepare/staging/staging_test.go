@@ -180,7 +180,7 @@ func TestStagingRecognisesWorkspacesByTheirMarker(t *testing.T) {
 		state  State
 		reason string
 	}{
-		"absent":    {func(string) {}, OutputAbsent, ""},
+		"absent":    {func(string) {}, outputAbsent, ""},
 		"empty":     {func(out string) { os.Mkdir(out, 0o755) }, OutputEmpty, ""},
 		"workspace": {func(out string) { write(filepath.Join(out, schema.ResourcesDefaultPath), string(markerJSON(out))) }, OutputWorkspace, ""},
 		"thesis": {func(out string) { write(filepath.Join(out, "chapter1.tex"), "\\chapter{x}") },
