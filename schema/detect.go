@@ -144,15 +144,6 @@ func Kinds() []string {
 	return []string{KindSlurmConfig, KindStudyRuntime, kindJobMeta, KindKit}
 }
 
-// Validate checks one input of the given kind and returns its problems
-// (nil when valid). site selects the site of a job meta ("" checks every
-// site the file names). A kit's config.yaml (prepare's default config), if
-// present, is validated with the kit.
-func Validate(kind, path, site string) Problems {
-	probs, _ := ValidateWith(kind, path, ValidateOptions{Site: site})
-	return probs
-}
-
 // ValidateOptions tune ValidateWith.
 type ValidateOptions struct {
 	// Site selects the site of a job meta ("" checks every site it names).

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -197,14 +198,21 @@ func jsonMetaTree(file string, data []byte, site string, embed Embedding) *tree 
 func (t *tree) scanJSON(data []byte, prefix, hint string) (ojson.ScanResult, bool) {
 	scan, err := ojson.Scan(data, problem.MaxPerFile)
 	if err != nil {
-		p := Problem{Kind: problem.Syntax, File: t.file, Message: prefix + err.Error(), Hint: hint}
-		if se, ok := err.(*ojson.SyntaxError); ok {
-			p.Line, p.Column, p.Message = se.Line, se.Column, prefix+se.Msg
-		}
-		t.probs = append(t.probs, t.final(p))
+		t.probs = append(t.probs, t.final(jsonSyntaxProblem(t.file, prefix, hint, err)))
 		return scan, false
 	}
 	return scan, true
+}
+
+// jsonSyntaxProblem is the problem of a JSON text ojson cannot read: its
+// message after prefix, at its position.
+func jsonSyntaxProblem(file, prefix, hint string, err error) Problem {
+	p := Problem{Kind: problem.Syntax, File: file, Message: prefix + err.Error(), Hint: hint}
+	var se *ojson.SyntaxError
+	if errors.As(err, &se) {
+		p.Line, p.Column, p.Message = se.Line, se.Column, prefix+se.Msg
+	}
+	return p
 }
 
 // parseJSON reads text, the JSON data (scanned) with what is not read

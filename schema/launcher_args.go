@@ -71,53 +71,20 @@ type LauncherArgs struct {
 	Adjusted []string
 }
 
-// Encode returns the args object, byte for byte what prepare writes. The
-// keys, in this order:
-//
-//	sandbox, python_path, executables {executableKeys}, image,
-//	internal_port, sbatch_directives {in YAML order}, setup, forward_env,
-//	parent_host, submit_timeout, query_timeout, cancel_timeout,
-//	poll_interval, pending_timeout, multi_node_port_range [start, end]
-//	(only when the config set it), workspace_path, time_limit_signal
-//	{signal, seconds_before} (only when set; flare-slurm's runtime only),
-//	and for the launcher bridge flare_slurm (the binary it calls)
-//
-// Unset strings (image in bare mode, parent_host, executables) are null;
-// internal_port and the port range are integers; the timeouts and
-// intervals are floats written as Python writes them (30.0).
+// Encode returns the args object, byte for byte what prepare writes: the
+// keys of launcherKeys in its order (workspace_path before
+// time_limit_signal), then for the launcher bridge flare_slurm. Unset
+// strings (image in bare mode, parent_host, executables) are null; the
+// timeouts and intervals are floats written as Python writes them (30.0).
 func (a LauncherArgs) Encode() *ojson.Value {
-	jl := a.Launcher
-	exe := ojson.NewObject()
-	for _, name := range executableKeys {
-		exe.Set(name, ojson.StringOrNull(*jl.Executables.field(name)))
-	}
-	directives := ojson.NewObject()
-	for _, d := range jl.Directives {
-		directives.Set(d.Key, ojson.StringValue(d.Value))
-	}
-	args := ojson.NewObject().
-		Set("sandbox", ojson.StringValue(jl.Sandbox)).
-		Set("python_path", ojson.StringValue(jl.PythonPath)).
-		Set("executables", exe).
-		Set("image", ojson.StringOrNull(jl.Image)).
-		Set("internal_port", ojson.IntValue(int64(jl.InternalPort))).
-		Set("sbatch_directives", directives).
-		Set("setup", ojson.StringValue(jl.Setup)).
-		Set("forward_env", ojson.StringArray(jl.ForwardEnv)).
-		Set("parent_host", ojson.StringOrNull(jl.ParentHost))
-	for _, t := range timeouts(&jl) {
-		args.Set(t.key, ojson.FloatValue(*t.field))
-	}
-	if jl.MultiNodePortRangeSet {
-		r := ojson.NewArray()
-		r.Items = append(r.Items, ojson.IntValue(int64(jl.MultiNodePortRange.Start)), ojson.IntValue(int64(jl.MultiNodePortRange.End)))
-		args.Set(multiNodePortRangeKey, r)
-	}
-	args.Set(WorkspacePathArg, ojson.StringValue(a.WorkspacePath))
-	if t := jl.TimeLimitSignal; t != nil {
-		args.Set(TimeLimitSignalKey, ojson.NewObject().
-			Set("signal", ojson.StringValue(t.Signal)).
-			Set("seconds_before", ojson.IntValue(int64(t.SecondsBefore))))
+	args := ojson.NewObject()
+	for _, k := range launcherKeys(&a.Launcher) {
+		if k.key == TimeLimitSignalKey { // prepare has always written workspace_path before it
+			args.Set(WorkspacePathArg, ojson.StringValue(a.WorkspacePath))
+		}
+		if v := k.encode(); v != nil {
+			args.Set(k.key, v)
+		}
 	}
 	if a.Binary != "" {
 		args.Set(bridge.BinaryArg, ojson.StringValue(a.Binary))

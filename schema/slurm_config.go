@@ -422,42 +422,12 @@ func portRangeOf(n *yaml.Node) (PortRange, bool) {
 
 // decodeJobLauncher reads a validated job_launcher mapping.
 func decodeJobLauncher(jl *yaml.Node) JobLauncher {
-	j := JobLauncher{
-		Sandbox:                    get(jl, "sandbox").Value,
-		Image:                      optString(get(jl, "image")),
-		PythonPath:                 get(jl, "python_path").Value,
-		ParentHost:                 optString(get(jl, "parent_host")),
-		Directives:                 decodeDirectives(get(jl, "sbatch_directives")),
-		Setup:                      optString(get(jl, "setup")),
-		InternalPort:               optInt(get(jl, "internal_port"), defaultInternalPort),
-		InternalConnectionSecurity: defaultConnSecurity,
-		SubmitTimeout:              optFloat(get(jl, "submit_timeout"), defaultSubmitTimeout),
-		QueryTimeout:               optFloat(get(jl, "query_timeout"), defaultQueryTimeout),
-		CancelTimeout:              optFloat(get(jl, "cancel_timeout"), defaultCancelTimeout),
-		PollInterval:               optFloat(get(jl, "poll_interval"), defaultPollInterval),
-		PendingTimeout:             optFloat(get(jl, "pending_timeout"), defaultPendingTimeout),
-	}
+	j := JobLauncher{InternalConnectionSecurity: defaultConnSecurity}
 	if cs := get(jl, "internal_connection_security"); !isNull(cs) {
 		j.InternalConnectionSecurity = cs.Value
 	}
-	if fe := get(jl, "forward_env"); fe != nil && fe.Kind == yaml.SequenceNode {
-		for _, item := range fe.Content {
-			j.ForwardEnv = append(j.ForwardEnv, item.Value)
-		}
-	}
-	if ex := get(jl, "executables"); ex != nil {
-		for _, name := range executableKeys {
-			*j.Executables.field(name) = optString(get(ex, name))
-		}
-	}
-	if r := get(jl, "multi_node_port_range"); r != nil {
-		j.MultiNodePortRange, _ = portRangeOf(r)
-		j.MultiNodePortRangeSet = true
-	} else {
-		j.MultiNodePortRange = DefaultMultiNodePortRange(j.InternalPort)
-	}
-	if tls := get(jl, TimeLimitSignalKey); tls != nil && tls.Kind == yaml.MappingNode {
-		j.TimeLimitSignal = &TimeLimitSignal{Signal: get(tls, "signal").Value, SecondsBefore: optInt(get(tls, "seconds_before"), 0)}
+	for _, k := range launcherKeys(&j) {
+		k.decode(get(jl, k.key))
 	}
 	return j
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/flare-slurm/flare-slurm/internal/ojson"
 )
 
 // Directive is one sbatch directive, in the order the YAML lists it.
@@ -94,6 +96,93 @@ type JobLauncher struct {
 	// TimeLimitSignal is the opt-in warning before the time limit (nil
 	// when unset): flare-slurm's runtime only.
 	TimeLimitSignal *TimeLimitSignal
+}
+
+// launcherKey is one job_launcher key of jl: how it is read from a
+// validated mapping (n is nil when the key is absent) and how a prepared
+// workspace's launcher args write it (nil: not written).
+type launcherKey struct {
+	key    string
+	decode func(n *yaml.Node)
+	encode func() *ojson.Value
+}
+
+// launcherKeys are the job_launcher keys of jl, in the order
+// LauncherArgs.Encode writes them: decodeJobLauncher reads a slurm.yaml's
+// (and a workspace's launcher args) through them, Encode writes them. A
+// new key is a field of JobLauncher and a row here (and its schema).
+func launcherKeys(jl *JobLauncher) []launcherKey {
+	keys := []launcherKey{
+		textKey("sandbox", &jl.Sandbox, false),
+		textKey("python_path", &jl.PythonPath, false),
+		{"executables", func(n *yaml.Node) {
+			for _, name := range executableKeys {
+				*jl.Executables.field(name) = optString(get(n, name))
+			}
+		}, func() *ojson.Value {
+			exe := ojson.NewObject()
+			for _, name := range executableKeys {
+				exe.Set(name, ojson.StringOrNull(*jl.Executables.field(name)))
+			}
+			return exe
+		}},
+		textKey("image", &jl.Image, true),
+		{"internal_port", func(n *yaml.Node) { jl.InternalPort = optInt(n, defaultInternalPort) },
+			func() *ojson.Value { return ojson.IntValue(int64(jl.InternalPort)) }},
+		{"sbatch_directives", func(n *yaml.Node) { jl.Directives = decodeDirectives(n) }, func() *ojson.Value {
+			directives := ojson.NewObject()
+			for _, d := range jl.Directives {
+				directives.Set(d.Key, ojson.StringValue(d.Value))
+			}
+			return directives
+		}},
+		textKey("setup", &jl.Setup, false),
+		{"forward_env", func(n *yaml.Node) {
+			if n != nil && n.Kind == yaml.SequenceNode {
+				for _, item := range n.Content {
+					jl.ForwardEnv = append(jl.ForwardEnv, item.Value)
+				}
+			}
+		}, func() *ojson.Value { return ojson.StringArray(jl.ForwardEnv) }},
+		textKey("parent_host", &jl.ParentHost, true),
+	}
+	for _, t := range timeouts(jl) {
+		keys = append(keys, launcherKey{t.key, func(n *yaml.Node) { *t.field = optFloat(n, t.def) },
+			func() *ojson.Value { return ojson.FloatValue(*t.field) }})
+	}
+	return append(keys, launcherKey{multiNodePortRangeKey, func(n *yaml.Node) {
+		jl.MultiNodePortRange, jl.MultiNodePortRangeSet = DefaultMultiNodePortRange(jl.InternalPort), n != nil
+		if n != nil {
+			jl.MultiNodePortRange, _ = portRangeOf(n)
+		}
+	}, func() *ojson.Value {
+		if !jl.MultiNodePortRangeSet {
+			return nil
+		}
+		r := ojson.NewArray()
+		r.Items = append(r.Items, ojson.IntValue(int64(jl.MultiNodePortRange.Start)), ojson.IntValue(int64(jl.MultiNodePortRange.End)))
+		return r
+	}}, launcherKey{TimeLimitSignalKey, func(n *yaml.Node) {
+		if n != nil && n.Kind == yaml.MappingNode {
+			jl.TimeLimitSignal = &TimeLimitSignal{Signal: get(n, "signal").Value, SecondsBefore: optInt(get(n, "seconds_before"), 0)}
+		}
+	}, func() *ojson.Value {
+		if t := jl.TimeLimitSignal; t != nil {
+			return ojson.NewObject().Set("signal", ojson.StringValue(t.Signal)).Set("seconds_before", ojson.IntValue(int64(t.SecondsBefore)))
+		}
+		return nil
+	}})
+}
+
+// textKey is a string key; null says an unset value is written as null
+// (else as "").
+func textKey(key string, field *string, null bool) launcherKey {
+	return launcherKey{key, func(n *yaml.Node) { *field = optString(n) }, func() *ojson.Value {
+		if null {
+			return ojson.StringOrNull(*field)
+		}
+		return ojson.StringValue(*field)
+	}}
 }
 
 // TimeLimitSignal asks Slurm to send Signal to the worker SecondsBefore

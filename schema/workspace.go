@@ -1,7 +1,6 @@
 package schema
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -211,12 +210,7 @@ func jsonFile(file, what, hint string) (*ojson.Value, []byte, Problems) {
 	}
 	v, err := ojson.Parse(data)
 	if err != nil {
-		p := Problem{Kind: problem.Syntax, File: file, Message: "not a valid " + what + ": " + err.Error()}
-		var se *ojson.SyntaxError
-		if errors.As(err, &se) {
-			p.Line, p.Column, p.Message = se.Line, se.Column, "not a valid "+what+": "+se.Msg
-		}
-		return nil, nil, Problems{p}
+		return nil, nil, Problems{jsonSyntaxProblem(file, "not a valid "+what+": ", "", err)}
 	}
 	if !v.IsObject() {
 		line, col := ojson.Position(data, v.Offset)
