@@ -60,27 +60,27 @@ func TestSchemaMatchesGoConstants(t *testing.T) {
 	if got := memberKeys(schemaValue(t, "slurm-config", "$defs", "directives", "properties")); !slices.Equal(got, DirectiveKeys) {
 		t.Errorf("slurm-config directives %v, Go DirectiveKeys %v", got, DirectiveKeys)
 	}
-	if got := memberKeys(jl.Get("executables").Get("properties")); !slices.Equal(got, ExecutableKeys) {
-		t.Errorf("slurm-config executables %v, Go ExecutableKeys %v", got, ExecutableKeys)
+	if got := memberKeys(jl.Get("executables").Get("properties")); !slices.Equal(got, executableKeys) {
+		t.Errorf("slurm-config executables %v, Go executableKeys %v", got, executableKeys)
 	}
-	if got := stringItems(jl.Get(TimeLimitSignalKey).Get("properties").Get("signal").Get("enum")); !slices.Equal(got, TimeLimitSignals) {
-		t.Errorf("slurm-config time_limit_signal.signal enum %v, Go TimeLimitSignals %v", got, TimeLimitSignals)
+	if got := stringItems(jl.Get(TimeLimitSignalKey).Get("properties").Get("signal").Get("enum")); !slices.Equal(got, timeLimitSignals) {
+		t.Errorf("slurm-config time_limit_signal.signal enum %v, Go timeLimitSignals %v", got, timeLimitSignals)
 	}
 	sec := jl.Get("internal_connection_security")
-	if sec.Get("default").Str != DefaultConnSecurity {
-		t.Errorf("internal_connection_security default %q, Go %q", sec.Get("default").Str, DefaultConnSecurity)
+	if sec.Get("default").Str != defaultConnSecurity {
+		t.Errorf("internal_connection_security default %q, Go %q", sec.Get("default").Str, defaultConnSecurity)
 	}
-	r := DefaultMultiNodePortRange(DefaultInternalPort)
+	r := DefaultMultiNodePortRange(defaultInternalPort)
 	if got, want := jl.Get("multi_node_port_range").Get("default").Str, fmt.Sprintf("%d-%d", r.Start, r.End); got != want {
 		t.Errorf("multi_node_port_range default %q, Go %q", got, want)
 	}
 	for key, want := range map[string]float64{
-		"internal_port":   DefaultInternalPort,
-		"submit_timeout":  DefaultSubmitTimeout,
-		"query_timeout":   DefaultQueryTimeout,
-		"cancel_timeout":  DefaultCancelTimeout,
-		"poll_interval":   DefaultPollInterval,
-		"pending_timeout": DefaultPendingTimeout,
+		"internal_port":   defaultInternalPort,
+		"submit_timeout":  defaultSubmitTimeout,
+		"query_timeout":   defaultQueryTimeout,
+		"cancel_timeout":  defaultCancelTimeout,
+		"poll_interval":   defaultPollInterval,
+		"pending_timeout": defaultPendingTimeout,
 	} {
 		def := jl.Get(key).Get("default")
 		got, err := strconv.ParseFloat(def.Num, 64)

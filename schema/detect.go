@@ -59,7 +59,7 @@ func kindByName(path string) string {
 	case StudyRuntimeFile:
 		return KindStudyRuntime
 	case "meta.json", "meta.yaml", "meta.yml":
-		return KindJobMeta
+		return kindJobMeta
 	case "slurm.yaml", "slurm.yml", "config.yaml":
 		return KindSlurmConfig
 	}
@@ -90,7 +90,7 @@ func detectData(path, ext string, inputName bool, data []byte) (string, Problems
 				return "", nil
 			}
 			if ext == ".json" {
-				return KindJobMeta, nil
+				return kindJobMeta, nil
 			}
 			return "", t.result()
 		}
@@ -109,7 +109,7 @@ func detectData(path, ext string, inputName bool, data []byte) (string, Problems
 	case has("format_version", "studies"):
 		return KindStudyRuntime, nil
 	case has("resource_spec", "launcher_spec"), ext == ".json":
-		return KindJobMeta, nil
+		return kindJobMeta, nil
 	}
 	return "", nil
 }
@@ -141,16 +141,7 @@ func jsonTopLevelKeys(data []byte) (has func(keys ...string) bool, ok bool) {
 
 // Kinds lists what `validate --kind` accepts.
 func Kinds() []string {
-	return []string{KindSlurmConfig, KindStudyRuntime, KindJobMeta, KindKit}
-}
-
-// Validate checks one input of the given kind and returns its problems
-// (nil when valid). site selects the site of a job meta ("" checks every
-// site the file names). A kit's config.yaml (prepare's default config), if
-// present, is validated with the kit.
-func Validate(kind, path, site string) Problems {
-	probs, _ := ValidateWith(kind, path, ValidateOptions{Site: site})
-	return probs
+	return []string{KindSlurmConfig, KindStudyRuntime, kindJobMeta, KindKit}
 }
 
 // ValidateOptions tune ValidateWith.
@@ -189,7 +180,7 @@ func ValidateWith(kind, path string, o ValidateOptions) (probs, skipped Problems
 		_, probs, skipped = loadSlurmConfig(path, o.Offline)
 	case KindStudyRuntime:
 		probs, skipped = validateStudyRuntime(path, nil, o.hostChecks())
-	case KindJobMeta:
+	case kindJobMeta:
 		data, p := readInput(path)
 		if p != nil {
 			return p, nil
@@ -231,7 +222,7 @@ func ValidateData(kind, name string, data []byte, o ValidateOptions) (probs, ski
 		_, probs, skipped = parseSlurmConfig(name, data, o.Offline)
 	case KindStudyRuntime:
 		probs, skipped = validateStudyRuntime(name, data, o.hostChecks())
-	case KindJobMeta:
+	case kindJobMeta:
 		_, probs = ParseJobMeta(name, data, o.Site)
 	case KindKit:
 		return Problems{{Kind: problem.Layout, File: name, Message: "a startup kit is a directory: it cannot be read from standard input",
@@ -336,7 +327,7 @@ func KitNotes(kitDir string) Problems {
 	var out Problems
 	for _, p := range KitConfigs(kitDir) {
 		if filepath.Base(p) != "config.yaml" {
-			out = append(out, Problem{Kind: problem.Layout, File: p, Code: WarnKitConfigName,
+			out = append(out, Problem{Kind: problem.Layout, File: p, Code: warnKitConfigName,
 				Message: "is checked with the kit, but prepare reads KIT/config.yaml by default, not " + filepath.Base(p),
 				Hint:    "run 'flare-slurm prepare KIT --config " + p + "', or rename it to config.yaml"})
 		}

@@ -25,7 +25,7 @@ func TestDetectKindUnknown(t *testing.T) {
 		{"run.sh", "#!/bin/sh\necho: a: b\n", "", false},
 		{"notes.txt", "just words\n", "", false},
 		{"broken.yaml", "a: b\n c: d: e\n", "", true},
-		{"broken.json", "{", KindJobMeta, false},
+		{"broken.json", "{", kindJobMeta, false},
 		{"slurm.yaml", "foo: 1\n", KindSlurmConfig, false},
 		{"config.yaml", "a: [\n", KindSlurmConfig, false},
 		{"c.txt", "runtime: slurm\n", KindSlurmConfig, false},
@@ -47,16 +47,16 @@ func TestDetectKindJSONTopLevelKeys(t *testing.T) {
 	for _, tc := range []struct {
 		name, content, kind string
 	}{
-		{"a.json", `{"name": "j", "resource_spec": {"site-1": {"runtime": {"studies": 1}}}}`, KindJobMeta},
+		{"a.json", `{"name": "j", "resource_spec": {"site-1": {"runtime": {"studies": 1}}}}`, kindJobMeta},
 		{"a.yaml", `{"deploy_map": {"x": {"runtime": 1, "job_launcher": 2}}}`, ""},
 		{"a.yaml", `{"nested": {"studies": {}}}`, ""},
-		{"a.json", `{"x": {"runtime": "slurm"}}`, KindJobMeta},
+		{"a.json", `{"x": {"runtime": "slurm"}}`, kindJobMeta},
 		{"a.yaml", ` {"format_version": 1, "studies": {}}`, KindStudyRuntime},
 		{"a.json", "{\"run\\u0074ime\": \"slurm\"}", KindSlurmConfig},
 		{"a.json", "\ufeff{\"runtime\": \"slurm\"}", KindSlurmConfig},
 		{"a.yaml", "{runtime: slurm}", KindSlurmConfig},
 		{"a.yaml", "# comment\n{\"job_launcher\": {}}", KindSlurmConfig},
-		{"a.yaml", "{\"launcher_spec\": {}, \"a\": [1, {\"studies\": 2}]}", KindJobMeta},
+		{"a.yaml", "{\"launcher_spec\": {}, \"a\": [1, {\"studies\": 2}]}", kindJobMeta},
 	} {
 		kind, probs := DetectKindFile(tc.name, []byte(tc.content))
 		if kind != tc.kind || probs != nil {
@@ -88,7 +88,7 @@ func BenchmarkDetectKindJobMetaJSON(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if kind, probs := DetectKindFile("big.json", data); kind != KindJobMeta || probs != nil {
+		if kind, probs := DetectKindFile("big.json", data); kind != kindJobMeta || probs != nil {
 			b.Fatalf("kind %q problems %v", kind, problemLines(probs))
 		}
 	}

@@ -8,21 +8,21 @@ import (
 // Bounds of every duration in seconds an input may set (slurm.yaml's
 // timeouts, poll_interval and pending_timeout, a job meta's
 // pending_timeout), shared by validate, prepare and the runtime, which
-// reads them back from the workspace (internal/workspace). The JSON Schemas
+// reads them back from the workspace (LoadWorkspace). The JSON Schemas
 // carry the same minimum and maximum (a test ties them).
 const (
-	// MinSeconds is the floor of every duration: a poll interval of
+	// minSeconds is the floor of every duration: a poll interval of
 	// 0.0001 s ran squeue thousands of times a second, and a timeout
 	// below a second fails every call on a loaded controller.
-	MinSeconds = 1
-	// MaxCallSeconds is the ceiling of the scheduler call timeouts and of
+	minSeconds = 1
+	// maxCallSeconds is the ceiling of the scheduler call timeouts and of
 	// poll_interval: one hour. A call that needs longer is hung, and a
 	// job watched less often than hourly ends unnoticed for hours.
-	MaxCallSeconds = 60 * 60
-	// MaxSeconds is the ceiling of pending_timeout: 365 days. Larger
+	maxCallSeconds = 60 * 60
+	// maxSeconds is the ceiling of pending_timeout: 365 days. Larger
 	// values overflow a Go time.Duration once multiplied out (1e10 s
 	// turned into a negative duration) and mean nothing for a job.
-	MaxSeconds = 365 * 24 * 60 * 60
+	maxSeconds = 365 * 24 * 60 * 60
 )
 
 // DurationBound is the allowed range of one duration key, in seconds.
@@ -31,20 +31,20 @@ type DurationBound struct {
 	Min, Max float64
 }
 
-// DurationBounds are the durations of job_launcher, in the order prepare
+// durationBounds are the durations of job_launcher, in the order prepare
 // writes them (a job meta's pending_timeout has the bound of the site's).
-var DurationBounds = []DurationBound{
-	{"submit_timeout", MinSeconds, MaxCallSeconds},
-	{"query_timeout", MinSeconds, MaxCallSeconds},
-	{"cancel_timeout", MinSeconds, MaxCallSeconds},
-	{"poll_interval", MinSeconds, MaxCallSeconds},
-	{"pending_timeout", MinSeconds, MaxSeconds},
+var durationBounds = []DurationBound{
+	{"submit_timeout", minSeconds, maxCallSeconds},
+	{"query_timeout", minSeconds, maxCallSeconds},
+	{"cancel_timeout", minSeconds, maxCallSeconds},
+	{"poll_interval", minSeconds, maxCallSeconds},
+	{"pending_timeout", minSeconds, maxSeconds},
 }
 
-// DurationBoundOf is the bound of duration key; ok is false for a key
+// durationBoundOf is the bound of duration key; ok is false for a key
 // that is not a duration.
-func DurationBoundOf(key string) (DurationBound, bool) {
-	for _, b := range DurationBounds {
+func durationBoundOf(key string) (DurationBound, bool) {
+	for _, b := range durationBounds {
 		if b.Key == key {
 			return b, true
 		}
@@ -60,10 +60,10 @@ func (b DurationBound) Check(s float64) string {
 	return "must be " + b.Allowed()
 }
 
-// Clamp is s moved into the bound. The runtime reads a workspace prepared
+// clamp is s moved into the bound. The runtime reads a workspace prepared
 // before the bounds existed this way (with a warning) rather than refusing
 // it: the jobs it watches must stay watchable and cancellable.
-func (b DurationBound) Clamp(s float64) float64 {
+func (b DurationBound) clamp(s float64) float64 {
 	return min(max(s, b.Min), b.Max)
 }
 

@@ -36,22 +36,22 @@ func schemaNode(t *testing.T, name, dotted string) map[string]any {
 }
 
 // TestSchemaDurationsMatchGoBounds ties the JSON Schemas' minimum and
-// maximum of every duration to schema.DurationBounds (issue 25 item 8):
+// maximum of every duration to schema.durationBounds (issue 25 item 8):
 // changing one side fails.
 func TestSchemaDurationsMatchGoBounds(t *testing.T) {
-	for _, b := range DurationBounds {
+	for _, b := range durationBounds {
 		n := schemaNode(t, KindSlurmConfig, "properties.job_launcher.properties."+b.Key)
 		if n["minimum"] != b.Min || n["maximum"] != b.Max || n["exclusiveMinimum"] != nil {
 			t.Errorf("slurm-config %s: minimum %v maximum %v exclusiveMinimum %v, Go [%v, %v]", b.Key, n["minimum"], n["maximum"], n["exclusiveMinimum"], b.Min, b.Max)
 		}
 	}
-	site, _ := DurationBoundOf("pending_timeout")
-	n := schemaNode(t, KindJobMeta, "$defs.jobSlurm.properties.pending_timeout")
+	site, _ := durationBoundOf("pending_timeout")
+	n := schemaNode(t, kindJobMeta, "$defs.jobSlurm.properties.pending_timeout")
 	if n["minimum"] != site.Min || n["maximum"] != site.Max {
 		t.Errorf("job-meta pending_timeout: minimum %v maximum %v, Go [%v, %v]", n["minimum"], n["maximum"], site.Min, site.Max)
 	}
-	if len(DurationBounds) != 5 {
-		t.Errorf("DurationBounds lists %d keys, want the 5 durations of job_launcher", len(DurationBounds))
+	if len(durationBounds) != 5 {
+		t.Errorf("durationBounds lists %d keys, want the 5 durations of job_launcher", len(durationBounds))
 	}
 }
 
@@ -61,7 +61,7 @@ func TestSchemaDurationsMatchGoBounds(t *testing.T) {
 // above the ceiling (1e10 overflowed to a negative Go duration), with its
 // position and the allowed range.
 func TestDurationsBounded(t *testing.T) {
-	for _, b := range DurationBounds {
+	for _, b := range durationBounds {
 		for _, c := range []struct {
 			value string
 			ok    bool
@@ -103,14 +103,14 @@ func TestJobPendingTimeoutBounded(t *testing.T) {
 }
 
 func TestDurationBoundCheck(t *testing.T) {
-	b, ok := DurationBoundOf("poll_interval")
+	b, ok := durationBoundOf("poll_interval")
 	if !ok || b.Check(1) != "" || b.Check(0.5) == "" || b.Check(3601) == "" {
 		t.Fatalf("poll_interval bound %+v", b)
 	}
 	if got := b.Check(0.0001); got != "must be a number of seconds from 1 to 3600 (one hour)" {
 		t.Errorf("message %q", got)
 	}
-	if _, ok := DurationBoundOf("internal_port"); ok {
+	if _, ok := durationBoundOf("internal_port"); ok {
 		t.Error("internal_port is not a duration")
 	}
 }

@@ -7,12 +7,12 @@ import "strings"
 // (argv, the scheduler's environment, logs) ever holds them.
 const (
 	EnvJobAuthToken      = "NVFLARE_JOB_AUTH_TOKEN"
-	EnvJobTokenSignature = "NVFLARE_JOB_TOKEN_SIGNATURE"
-	EnvJobSSID           = "NVFLARE_JOB_SSID"
+	envJobTokenSignature = "NVFLARE_JOB_TOKEN_SIGNATURE"
+	envJobSSID           = "NVFLARE_JOB_SSID"
 )
 
 // CredentialEnvNames lists the job credentials.
-var CredentialEnvNames = []string{EnvJobAuthToken, EnvJobTokenSignature, EnvJobSSID}
+var CredentialEnvNames = []string{EnvJobAuthToken, envJobTokenSignature, envJobSSID}
 
 // launcherOwnedNames are the environment names the launcher sets or relies
 // on in a worker's environment (contract §6).
@@ -21,8 +21,8 @@ var launcherOwnedNames = map[string]bool{
 	"NVFL_WORKSPACE_OWNER_FQCN":     true,
 	"NVFL_WORKSPACE_TRANSFER_TOKEN": true,
 	EnvJobAuthToken:                 true,
-	EnvJobTokenSignature:            true,
-	EnvJobSSID:                      true,
+	envJobTokenSignature:            true,
+	envJobSSID:                      true,
 	"BASHOPTS":                      true,
 	"EUID":                          true,
 	"SHELLOPTS":                     true,

@@ -84,7 +84,7 @@ func Explain(name, path string) (*Explanation, error) {
 
 // explainOrder is the order Explain looks for a path without a schema
 // name: the files people write by hand first.
-var explainOrder = []string{KindSlurmConfig, KindStudyRuntime, KindJobMeta, SchemaLaunchRequest}
+var explainOrder = []string{KindSlurmConfig, KindStudyRuntime, kindJobMeta, schemaLaunchRequest}
 
 // explainIn walks path in one schema document.
 func explainIn(name string, root *ojson.Value, path string) (*Explanation, *ErrNoKey) {
@@ -115,7 +115,7 @@ func explainIn(name string, root *ojson.Value, path string) (*Explanation, *ErrN
 		}
 	}
 	x := &Explanation{Schema: name, Path: walked, Type: typeText(root, node), Required: required,
-		Description: desc, Unit: str(node.Get(UnitKeyword)), Fields: []Field{}}
+		Description: desc, Unit: str(node.Get(unitKeyword)), Fields: []Field{}}
 	for _, e := range items(node.Get("enum")) {
 		x.Enum = append(x.Enum, plainJSON(e))
 	}

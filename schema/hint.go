@@ -8,7 +8,7 @@ import "path/filepath"
 // "" when no schema describes it.
 func SchemaOf(kind, file string) string {
 	switch kind {
-	case KindSlurmConfig, KindStudyRuntime, KindJobMeta:
+	case KindSlurmConfig, KindStudyRuntime, kindJobMeta:
 		return kind
 	case KindKit:
 		switch filepath.Base(file) {

@@ -15,8 +15,8 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
-// JobSlurmKeys are the job-owned Slurm keys of launcher_spec.<site>.slurm.
-var JobSlurmKeys = []string{"image", "nodes", "gpus_per_node", "cpus_per_node", "mem_per_node", "time", "pending_timeout", AdditionalNodeCommandKey}
+// jobSlurmKeys are the job-owned Slurm keys of launcher_spec.<site>.slurm.
+var jobSlurmKeys = []string{"image", "nodes", "gpus_per_node", "cpus_per_node", "mem_per_node", "time", "pending_timeout", AdditionalNodeCommandKey}
 
 // AdditionalNodeCommandKey is the job-owned key that turns a multi-node
 // client job into a launcher-owned node group (contract §11).
@@ -65,7 +65,7 @@ func parseJobMeta(t *tree, site string) (*JobMeta, Problems) {
 	if site != "" {
 		t.value = siteView(t.value, site)
 	}
-	t.validateSchema(KindJobMeta, t.jobMetaKeyHook, nil)
+	t.validateSchema(kindJobMeta, t.jobMetaKeyHook, nil)
 	if site == "" {
 		t.checkSiteNames()
 	}
@@ -155,7 +155,7 @@ func siteView(v any, site string) any {
 	}
 	root = view
 	keep("launcher_spec", "default", site)
-	keep("resource_spec", PortableDefaultKey, site)
+	keep("resource_spec", portableDefaultKey, site)
 	return root
 }
 
@@ -170,7 +170,7 @@ func (t *tree) jobMetaKeyHook(parent, key string, allowed []string) (string, str
 		} else if slices.Contains(DirectiveKeys, strings.ToLower(key)) {
 			hint = fmt.Sprintf("the site sets `%s`: job_launcher.sbatch_directives.%[1]s in its slurm.yaml", strings.ToLower(key))
 		}
-		return "unsupported job-owned Slurm key (allowed: " + strings.Join(JobSlurmKeys, ", ") + ")", hint, true
+		return "unsupported job-owned Slurm key (allowed: " + strings.Join(jobSlurmKeys, ", ") + ")", hint, true
 	}
 	return "", "", false
 }
@@ -181,7 +181,7 @@ func (t *tree) jobMetaKeyHook(parent, key string, allowed []string) (string, str
 func (t *tree) checkSiteNames() {
 	for _, key := range []string{"launcher_spec", "resource_spec"} {
 		for _, p := range pairs(get(t.root, key)) {
-			if p.name == "default" || p.name == PortableDefaultKey || CheckText(p.name, false) != "" {
+			if p.name == "default" || p.name == portableDefaultKey || CheckText(p.name, false) != "" {
 				continue
 			}
 			if msg := CheckSiteName(p.name); msg != "" {
@@ -235,7 +235,7 @@ func (v siteViews) of(site string) *yaml.Node {
 			continue
 		}
 		var at []int
-		for _, name := range []string{"default", PortableDefaultKey, site} {
+		for _, name := range []string{"default", portableDefaultKey, site} {
 			if j, ok := keys[name]; ok && !slices.Contains(at, j) {
 				at = append(at, j)
 			}
@@ -260,7 +260,7 @@ func metaSites(root *yaml.Node, site string) []string {
 	set := map[string]bool{"default": true}
 	for _, key := range []string{"launcher_spec", "resource_spec"} {
 		for _, p := range pairs(get(root, key)) {
-			if p.name != PortableDefaultKey {
+			if p.name != portableDefaultKey {
 				set[p.name] = true
 			}
 		}
@@ -279,9 +279,9 @@ type slot struct {
 	path string
 }
 
-// PortableDefaultKey is the resource_spec entry that holds the portable
+// portableDefaultKey is the resource_spec entry that holds the portable
 // resources of every site (NVFlare's PORTABLE_RESOURCE_DEFAULT_KEY).
-const PortableDefaultKey = "@default"
+const portableDefaultKey = "@default"
 
 // portableKeys are the portable resource keys (NVFlare's
 // PORTABLE_RESOURCE_KEYS), and nativeTwin their Slurm launcher_spec twin:
@@ -357,8 +357,8 @@ func portableResources(root *yaml.Node, site string) map[string]slot {
 		own, ownPath = get(entry, "process"), ownPath+".process"
 	}
 	switch {
-	case keyIndex(rs, PortableDefaultKey) >= 0:
-		slotsOf(get(rs, PortableDefaultKey), "resource_spec."+PortableDefaultKey, all)
+	case keyIndex(rs, portableDefaultKey) >= 0:
+		slotsOf(get(rs, portableDefaultKey), "resource_spec."+portableDefaultKey, all)
 		slotsOf(own, ownPath, all)
 	case isNested(entry):
 	default:
@@ -395,14 +395,14 @@ func (t *tree) checkJobSite(site string) {
 		}
 	}
 	if site == "default" || site == "" {
-		def := get(get(t.root, "resource_spec"), PortableDefaultKey)
+		def := get(get(t.root, "resource_spec"), portableDefaultKey)
 		ld := get(get(get(t.root, "launcher_spec"), "default"), "slurm")
 		for _, k := range portableKeys {
 			if nativeTwin[k] == "" {
 				continue
 			}
 			if pv, nv := get(def, k), get(ld, nativeTwin[k]); pv != nil && nv != nil {
-				t.add(problem.Rule, pv, "resource_spec."+PortableDefaultKey+"."+k, fmt.Sprintf("portable resource %s conflicts with %s in the default blocks (NVFlare refuses the job)", k, t.pathText("launcher_spec.default.slurm."+nativeTwin[k])),
+				t.add(problem.Rule, pv, "resource_spec."+portableDefaultKey+"."+k, fmt.Sprintf("portable resource %s conflicts with %s in the default blocks (NVFlare refuses the job)", k, t.pathText("launcher_spec.default.slurm."+nativeTwin[k])),
 					"keep one of the two")
 			}
 		}

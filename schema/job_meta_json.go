@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -62,7 +63,7 @@ func readJobMetaJSON(data []byte, site string) jsonJobMeta {
 			keep = append(keep, span{start: k, end: v + 1})
 			sectionDefault := "default"
 			if key == "resource_spec" {
-				sectionDefault = PortableDefaultKey
+				sectionDefault = portableDefaultKey
 			}
 			keepMembers(data, v, &keep, func(name string) bool { return site == "" || name == sectionDefault || name == site }, func(name string, k, v, e int) {
 				m.keepSection(data, &keep, key+"."+name, k, v, e)
@@ -120,11 +121,16 @@ func keepMembers(data []byte, off int, spans *[]span, keep func(string) bool, ke
 			return true
 		}
 		kept(key, k, v, e)
-		if c := ojson.SkipSpace(data, e); c < len(data) && data[c] == ',' {
-			*spans = append(*spans, span{start: c, end: c + 1})
-		}
+		keepComma(data, spans, e)
 		return true
 	})
+}
+
+// keepComma keeps the comma after the member that ends at e, if any.
+func keepComma(data []byte, spans *[]span, e int) {
+	if c := ojson.SkipSpace(data, e); c < len(data) && data[c] == ',' {
+		*spans = append(*spans, span{start: c, end: c + 1})
+	}
 }
 
 // blankExcept copies data, writing one space for every character outside
@@ -192,14 +198,21 @@ func jsonMetaTree(file string, data []byte, site string, embed Embedding) *tree 
 func (t *tree) scanJSON(data []byte, prefix, hint string) (ojson.ScanResult, bool) {
 	scan, err := ojson.Scan(data, problem.MaxPerFile)
 	if err != nil {
-		p := Problem{Kind: problem.Syntax, File: t.file, Message: prefix + err.Error(), Hint: hint}
-		if se, ok := err.(*ojson.SyntaxError); ok {
-			p.Line, p.Column, p.Message = se.Line, se.Column, prefix+se.Msg
-		}
-		t.probs = append(t.probs, t.final(p))
+		t.probs = append(t.probs, t.final(jsonSyntaxProblem(t.file, prefix, hint, err)))
 		return scan, false
 	}
 	return scan, true
+}
+
+// jsonSyntaxProblem is the problem of a JSON text ojson cannot read: its
+// message after prefix, at its position.
+func jsonSyntaxProblem(file, prefix, hint string, err error) Problem {
+	p := Problem{Kind: problem.Syntax, File: file, Message: prefix + err.Error(), Hint: hint}
+	var se *ojson.SyntaxError
+	if errors.As(err, &se) {
+		p.Line, p.Column, p.Message = se.Line, se.Column, prefix+se.Msg
+	}
+	return p
 }
 
 // parseJSON reads text, the JSON data (scanned) with what is not read

@@ -26,16 +26,16 @@ var schemaFiles embed.FS
 const (
 	KindSlurmConfig  = "slurm-config"
 	KindStudyRuntime = "study-runtime"
-	KindJobMeta      = "job-meta"
+	kindJobMeta      = "job-meta"
 	KindKit          = "kit" // a startup kit directory; Go checks only, no JSON Schema
-	// SchemaLaunchRequest is the schema of a launch request (render and
+	// schemaLaunchRequest is the schema of a launch request (render and
 	// launch --request); not a validate kind.
-	SchemaLaunchRequest = "launch-request"
+	schemaLaunchRequest = "launch-request"
 )
 
 // Names lists the embedded JSON Schemas, sorted.
 func Names() []string {
-	return []string{KindJobMeta, SchemaLaunchRequest, KindSlurmConfig, KindStudyRuntime}
+	return []string{kindJobMeta, schemaLaunchRequest, KindSlurmConfig, KindStudyRuntime}
 }
 
 // Source returns the JSON Schema (2020-12) text of the named schema.
@@ -76,8 +76,8 @@ type embedded struct {
 
 // embeddedSchemas are the schemas of Names, by name.
 var embeddedSchemas = map[string]*embedded{
-	KindJobMeta:         {name: KindJobMeta},
-	SchemaLaunchRequest: {name: SchemaLaunchRequest},
+	kindJobMeta:         {name: kindJobMeta},
+	schemaLaunchRequest: {name: schemaLaunchRequest},
 	KindSlurmConfig:     {name: KindSlurmConfig},
 	KindStudyRuntime:    {name: KindStudyRuntime},
 }
@@ -365,7 +365,7 @@ func (r *schemaReporter) defaultMessage(e *jsonschema.ValidationError, n *yaml.N
 	if kw := e.ErrorKind.KeywordPath(); len(kw) > 0 {
 		custom = customMessage(r.schemaNode(e.SchemaURL), kw[0])
 	}
-	unit, _ := r.schemaNode(e.SchemaURL)[UnitKeyword].(string)
+	unit, _ := r.schemaNode(e.SchemaURL)[unitKeyword].(string)
 	if unit != "" {
 		unit = " " + unit
 	}
@@ -524,18 +524,18 @@ func ratText(r *big.Rat) string {
 }
 
 // Custom messages in the schemas. A pattern's message is the string
-// PatternMessageKeyword, the keyword editors (yaml-language-server, VS Code's
+// patternMessageKeyword, the keyword editors (yaml-language-server, VS Code's
 // JSON service) show for a pattern mismatch; the messages of other keywords
-// are an object under MessagesKeyword, keyword → message, which editors
+// are an object under messagesKeyword, keyword → message, which editors
 // ignore. (An ajv-errors "errorMessage" object would be shown raw by editors:
 // they read errorMessage as one string replacing every message.)
 const (
-	PatternMessageKeyword = "patternErrorMessage"
-	MessagesKeyword       = "x-errorMessages"
-	// UnitKeyword names the unit of a number ("MiB", "seconds"): a
+	patternMessageKeyword = "patternErrorMessage"
+	messagesKeyword       = "x-errorMessages"
+	// unitKeyword names the unit of a number ("MiB", "seconds"): a
 	// message about its type or range says it (issue 28 item 7), since
 	// "at least 1" alone does not tell MiB from GiB.
-	UnitKeyword = "x-unit"
+	unitKeyword = "x-unit"
 )
 
 // unitFor is unit (" seconds", with its leading space) as it reads after the
@@ -552,10 +552,10 @@ func unitFor(n *big.Rat, unit string) string {
 // customMessage is the schema node's own message for a failed keyword, or "".
 func customMessage(node map[string]any, keyword string) string {
 	if keyword == "pattern" {
-		msg, _ := node[PatternMessageKeyword].(string)
+		msg, _ := node[patternMessageKeyword].(string)
 		return msg
 	}
-	msgs, _ := node[MessagesKeyword].(map[string]any)
+	msgs, _ := node[messagesKeyword].(map[string]any)
 	msg, _ := msgs[keyword].(string)
 	return msg
 }

@@ -23,9 +23,9 @@ import (
 
 // Role files of a startup kit's startup/ directory.
 const (
-	ServerRoleFile = "fed_server.json"
-	ClientRoleFile = "fed_client.json"
-	AdminRoleFile  = "fed_admin.json"
+	serverRoleFile = "fed_server.json"
+	clientRoleFile = "fed_client.json"
+	adminRoleFile  = "fed_admin.json"
 )
 
 // LoadKit validates a startup kit directory (contract §2): its layout, role
@@ -123,7 +123,7 @@ func loadKit(dir string, o kitOptions) (*Kit, Problems, Problems) {
 // the role.
 func checkStartup(kit *Kit, startup string, keyOptional bool, bad func(k problem.Kind, file, path, msg, hint string), report func(Problem)) {
 	var roles []string
-	for _, f := range []string{ServerRoleFile, ClientRoleFile, AdminRoleFile} {
+	for _, f := range []string{serverRoleFile, clientRoleFile, adminRoleFile} {
 		if isKitFile(filepath.Join(startup, f)) {
 			roles = append(roles, f)
 		}
@@ -133,9 +133,9 @@ func checkStartup(kit *Kit, startup string, keyOptional bool, bad func(k problem
 		bad(problem.Layout, startup, "", "holds no role file (fed_server.json, fed_client.json or fed_admin.json)", "is this a provisioned startup kit?")
 	case len(roles) > 1:
 		bad(problem.Layout, startup, "", "holds more than one role file ("+strings.Join(roles, ", ")+")", "keep exactly one")
-	case roles[0] == AdminRoleFile:
-		bad(problem.Layout, filepath.Join(startup, AdminRoleFile), "", "this is an admin kit: prepare does not take admin kits", "use the kit of a server or client site")
-	case roles[0] == ServerRoleFile:
+	case roles[0] == adminRoleFile:
+		bad(problem.Layout, filepath.Join(startup, adminRoleFile), "", "this is an admin kit: prepare does not take admin kits", "use the kit of a server or client site")
+	case roles[0] == serverRoleFile:
 		kit.Role = "server"
 	default:
 		kit.Role = "client"
@@ -217,7 +217,7 @@ func leafName(role string) string {
 // returns the host checks it skipped.
 func checkLocal(kit *Kit, local string, host hostChecks) (Problems, Problems) {
 	var probs, skipped Problems
-	res := filepath.Join(local, ResourcesDefaultFile)
+	res := filepath.Join(local, resourcesDefaultFile)
 	if !isKitFile(res) {
 		// Not read unless regular: opening a named pipe would block.
 		if _, err := os.Stat(res); err != nil {
@@ -236,7 +236,7 @@ func checkLocal(kit *Kit, local string, host hostChecks) (Problems, Problems) {
 	}
 
 	runtimePath := filepath.Join(local, StudyRuntimeFile)
-	legacyPath := filepath.Join(local, LegacyStudyFile)
+	legacyPath := filepath.Join(local, legacyStudyFile)
 	_, err := os.Lstat(runtimePath)
 	kit.HasStudyRuntime = err == nil
 	_, err = os.Lstat(legacyPath)
@@ -268,9 +268,9 @@ func checkLocal(kit *Kit, local string, host hostChecks) (Problems, Problems) {
 // the file a site may create to override them, and the communication
 // settings.
 const (
-	ResourcesDefaultFile = "resources.json.default"
-	ResourcesActiveFile  = "resources.json"
-	CommConfigFile       = "comm_config.json"
+	resourcesDefaultFile = "resources.json.default"
+	resourcesActiveFile  = "resources.json"
+	commConfigFile       = "comm_config.json"
 )
 
 // Top-level directories of a prepared workspace (contract §4). A job's run
@@ -278,24 +278,24 @@ const (
 const (
 	StartupDir         = "startup"
 	LocalDir           = "local"
-	TransferDir        = "transfer"
+	transferDir        = "transfer"
 	ControlDir         = ".nvflare_slurm"
 	SnapshotStorageDir = "snapshot-storage"
 	JobsStorageDir     = "jobs-storage"
 )
 
-// ReservedJobIDs are the names a job ID must not have: the workspace's own
+// reservedJobIDs are the names a job ID must not have: the workspace's own
 // top-level directories.
-func ReservedJobIDs() []string {
-	return []string{StartupDir, LocalDir, TransferDir, ControlDir, SnapshotStorageDir, JobsStorageDir}
+func reservedJobIDs() []string {
+	return []string{StartupDir, LocalDir, transferDir, ControlDir, SnapshotStorageDir, JobsStorageDir}
 }
 
 // Where prepare's default output lies in a kit (contract §4): KIT/prepared
 // holds the prepared workspaces of every runtime, and is left out of the
 // copy.
 const (
-	PreparedDir   = "prepared"
-	DefaultOutput = PreparedDir + "/slurm"
+	preparedDir   = "prepared"
+	DefaultOutput = preparedDir + "/slurm"
 )
 
 // walkKit reports every entry under the kit that prepare cannot copy: a
@@ -318,7 +318,7 @@ func walkKit(dir, abs string) Problems {
 		}
 		probs = append(probs, Problem{Kind: k, File: name, Message: msg, Hint: hint})
 	}
-	prepared := filepath.Join(root, PreparedDir)
+	prepared := filepath.Join(root, preparedDir)
 	var total int64
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

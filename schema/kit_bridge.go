@@ -14,7 +14,7 @@ import (
 // NVFlare's launcher, or a resources file LoadKit already refused, gives
 // no problem here.
 func kitBridgeProblems(dir string) Problems {
-	res := filepath.Join(dir, LocalDir, ResourcesDefaultFile)
+	res := filepath.Join(dir, LocalDir, resourcesDefaultFile)
 	if !isKitFile(res) {
 		return nil
 	}
@@ -22,7 +22,7 @@ func kitBridgeProblems(dir string) Problems {
 	if err != nil {
 		return nil // checkLocal reports it
 	}
-	_, args, ps := ReadLauncherComponent(res, data)
+	_, args, ps := readLauncherComponent(res, data)
 	for _, p := range ps {
 		if p.Path == LauncherComponentID+".args."+bridge.BinaryArg {
 			p.Hint = bridge.BinaryHint

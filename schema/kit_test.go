@@ -53,9 +53,9 @@ func certPEM(t testing.TB, cn, org string) []byte {
 func makeKit(t testing.TB, role, name string, files map[string][]byte) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
-	leaf, roleFile, roleJSON := "client", ClientRoleFile, `{"client": {"fqsn": "site-1.example"}}`
+	leaf, roleFile, roleJSON := "client", clientRoleFile, `{"client": {"fqsn": "site-1.example"}}`
 	if role == "server" {
-		leaf, roleFile, roleJSON = "server", ServerRoleFile, `{"servers": [{"identity": "server.example.org", "admin_server": "admin.example.org"}]}`
+		leaf, roleFile, roleJSON = "server", serverRoleFile, `{"servers": [{"identity": "server.example.org", "admin_server": "admin.example.org"}]}`
 	}
 	all := map[string][]byte{
 		"startup/" + roleFile:              []byte(roleJSON),
@@ -123,9 +123,9 @@ func TestKitSiteNameFallbacks(t *testing.T) {
 		{"server", `{"servers": []}`, "kitdir"},
 		{"server", `{"servers": [{"identity": "", "admin_server": ""}]}`, "kitdir"},
 	} {
-		file := "startup/" + ClientRoleFile
+		file := "startup/" + clientRoleFile
 		if tc.role == "server" {
-			file = "startup/" + ServerRoleFile
+			file = "startup/" + serverRoleFile
 		}
 		kit, probs := LoadKit(makeKit(t, tc.role, "kitdir", map[string][]byte{file: []byte(tc.roleJSON)}))
 		if probs != nil {
@@ -267,7 +267,7 @@ func TestValidateKitChecksConfigDespiteKitProblems(t *testing.T) {
 		"config.yaml":              []byte("runtime: slurm\njob_launcher: {sandbox: nope, python_path: x}\n"),
 		"local/study_runtime.yaml": []byte("format_version: 2\nstudies:\n  s1:\n    env: {PYTHONPATH: /x}\n"),
 	})
-	probs := Validate(KindKit, dir, "")
+	probs, _ := ValidateWith(KindKit, dir, ValidateOptions{})
 	var paths []string
 	for _, p := range probs {
 		paths = append(paths, strings.TrimPrefix(p.File, dir+"/")+" "+p.Path)
@@ -281,7 +281,7 @@ func TestValidateKitChecksConfigDespiteKitProblems(t *testing.T) {
 		"config.yaml":              []byte("runtime: slurm\njob_launcher: {sandbox: none, python_path: /p}\nparent: {}\n"),
 		"local/study_runtime.yaml": []byte("format_version: 3\n"),
 	})
-	probs = Validate(KindKit, dir, "")
+	probs, _ = ValidateWith(KindKit, dir, ValidateOptions{})
 	if len(probs) != 2 || probs[0].Path != "parent" || probs[1].Path != "format_version" {
 		t.Errorf("server kit: %q", problemLines(probs))
 	}

@@ -35,55 +35,55 @@ type LaunchRequest struct {
 	invalid bool            // the request had problems
 }
 
-// LaunchRequestKeys are the keys of a launch request, in the order the
+// launchRequestKeys are the keys of a launch request, in the order the
 // contract lists them.
-var LaunchRequestKeys = []string{"job_id", "site", "role", "meta", "job_args"}
+var launchRequestKeys = []string{"job_id", "site", "role", "meta", "job_args"}
 
 // Job argument names in the worker's argv order, per role (contract §12),
 // and the credential arguments with the secret.env names they are written
 // to: credentials never reach the argv.
 var (
-	ClientJobArgs = []string{"workspace", "startup_dir", "job_id", "client_name", "parent_url",
+	clientJobArgs = []string{"workspace", "startup_dir", "job_id", "client_name", "parent_url",
 		"parent_conn_sec", "target", "scheme", "startup_config_file", "options"}
-	ServerJobArgs = []string{"workspace", "startup_config_file", "app_root", "job_id", "parent_url",
+	serverJobArgs = []string{"workspace", "startup_config_file", "app_root", "job_id", "parent_url",
 		"parent_conn_sec", "root_url", "service_host", "service_port", "options"}
 	CredentialJobArgs = []struct{ Arg, Env string }{
 		{"auth_token", EnvJobAuthToken},
-		{"auth_signature", EnvJobTokenSignature},
-		{"ssid", EnvJobSSID},
+		{"auth_signature", envJobTokenSignature},
+		{"ssid", envJobSSID},
 	}
 )
 
 // JobArgOrder is the argv order of role's job arguments.
 func JobArgOrder(role string) []string {
 	if role == "server" {
-		return ServerJobArgs
+		return serverJobArgs
 	}
-	return ClientJobArgs
+	return clientJobArgs
 }
 
-// JobIDPattern is the pattern of a job ID (contract §7), the schema's.
-const JobIDPattern = `^[A-Za-z0-9][A-Za-z0-9._-]*$`
+// jobIDPattern is the pattern of a job ID (contract §7), the schema's.
+const jobIDPattern = `^[A-Za-z0-9][A-Za-z0-9._-]*$`
 
-var jobIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(JobIDPattern) })
+var jobIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(jobIDPattern) })
 
 // JobIDHint says what job IDs may be.
-const JobIDHint = "job IDs match " + JobIDPattern + " and are not the name of a workspace directory"
+const JobIDHint = "job IDs match " + jobIDPattern + " and are not the name of a workspace directory"
 
 // ValidJobID says whether id is a valid NVFlare job ID that does not name
 // a directory of the workspace.
 func ValidJobID(id string) bool { return JobIDProblem(id) == "" }
 
 // JobIDProblem says what is wrong with job ID id ("" when nothing): it must
-// match JobIDPattern and must not be one of ReservedJobIDs, whose run
+// match jobIDPattern and must not be one of reservedJobIDs, whose run
 // directory WS/<id> is a directory of the workspace itself.
 func JobIDProblem(id string) string {
 	if !jobIDRE().MatchString(id) {
 		return fmt.Sprintf("%q is not a valid job ID", id)
 	}
-	if slices.Contains(ReservedJobIDs(), id) {
+	if slices.Contains(reservedJobIDs(), id) {
 		return fmt.Sprintf("%q names a directory of the workspace (%s), which would be the job's run directory",
-			id, strings.Join(ReservedJobIDs(), ", "))
+			id, strings.Join(reservedJobIDs(), ", "))
 	}
 	return ""
 }
@@ -121,7 +121,7 @@ func ParseLaunchRequest(file string, data []byte, workspaceRole string) (*Launch
 	if r, _ := t.value.(map[string]any)["role"].(string); role == "" && (r == "client" || r == "server") {
 		role = r
 	}
-	t.validateSchema(SchemaLaunchRequest, requestKeyHook(role), requestValueHook)
+	t.validateSchema(schemaLaunchRequest, requestKeyHook(role), requestValueHook)
 	t.collapseJobArgs()
 	t.checkLaunchRequest(role)
 	ps := t.result()
@@ -160,17 +160,13 @@ func readRequestJSON(t *tree, data []byte, root int) []byte {
 			t.omit(problem.Schema)
 			return
 		}
-		if c := ojson.SkipSpace(data, e); c < len(data) && data[c] == ',' {
-			keep = append(keep, span{start: c, end: c + 1})
-		}
+		keepComma(data, &keep, e)
 	}
 	ojson.EachMember(data, root, func(k, v, e int) bool {
 		switch key := ojson.KeyText(data, k); {
 		case key == "meta" && (data[v] == '{' || data[v] == '['):
 			keep = append(keep, span{start: k, end: v + 1}, span{start: e - 1, end: e})
-			if c := ojson.SkipSpace(data, e); c < len(data) && data[c] == ',' {
-				keep = append(keep, span{start: c, end: c + 1})
-			}
+			keepComma(data, &keep, e)
 		case key == "job_args" && data[v] == '{':
 			keep = append(keep, span{start: k, end: v + 1})
 			ojson.EachMember(data, v, func(k, v, e int) bool {
@@ -178,11 +174,9 @@ func readRequestJSON(t *tree, data []byte, root int) []byte {
 				return true
 			})
 			keep = append(keep, span{start: e - 1, end: e})
-			if c := ojson.SkipSpace(data, e); c < len(data) && data[c] == ',' {
-				keep = append(keep, span{start: c, end: c + 1})
-			}
+			keepComma(data, &keep, e)
 		default:
-			member(slices.Contains(LaunchRequestKeys, key), k, v, e)
+			member(slices.Contains(launchRequestKeys, key), k, v, e)
 		}
 		return true
 	})
@@ -201,7 +195,7 @@ func isPairText(raw []byte) bool {
 
 // isJobArgName says whether name is a job argument of either role.
 func isJobArgName(name string) bool {
-	return slices.Contains(ClientJobArgs, name) || slices.Contains(ServerJobArgs, name) ||
+	return slices.Contains(clientJobArgs, name) || slices.Contains(serverJobArgs, name) ||
 		slices.ContainsFunc(CredentialJobArgs, func(c struct{ Arg, Env string }) bool { return c.Arg == name })
 }
 
@@ -219,8 +213,8 @@ func requestKeyHook(role string) keyHook {
 	return func(parent, key string, allowed []string) (string, string, bool) {
 		switch parent {
 		case "":
-			hint := "allowed: " + strings.Join(LaunchRequestKeys, ", ")
-			if d := didYouMean(key, LaunchRequestKeys); d != "" {
+			hint := "allowed: " + strings.Join(launchRequestKeys, ", ")
+			if d := didYouMean(key, launchRequestKeys); d != "" {
 				hint += "; " + d
 			}
 			return "is not a launch request key", hint, true

@@ -18,9 +18,9 @@ import (
 // requestSchema decodes the embedded launch-request schema.
 func requestSchema(t *testing.T) map[string]any {
 	t.Helper()
-	src, ok := Source(SchemaLaunchRequest)
+	src, ok := Source(schemaLaunchRequest)
 	if !ok {
-		t.Fatalf("no embedded schema %s", SchemaLaunchRequest)
+		t.Fatalf("no embedded schema %s", schemaLaunchRequest)
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(src))
 	if err != nil {
@@ -30,17 +30,17 @@ func requestSchema(t *testing.T) map[string]any {
 }
 
 // TestRequestSchemaNamesTheGoConstants: the schema's keys are
-// LaunchRequestKeys, its job_args the argument names of both roles and the
-// credentials, its job ID pattern JobIDPattern and its roles the two the
+// launchRequestKeys, its job_args the argument names of both roles and the
+// credentials, its job ID pattern jobIDPattern and its roles the two the
 // Go code knows, so the schema cannot drift from the code that applies it.
 func TestRequestSchemaNamesTheGoConstants(t *testing.T) {
 	doc := requestSchema(t)
 	props := doc["properties"].(map[string]any)
-	if got := slices.Sorted(maps.Keys(props)); !slices.Equal(got, slices.Sorted(slices.Values(LaunchRequestKeys))) {
-		t.Errorf("schema properties %q, parser reads %q", got, LaunchRequestKeys)
+	if got := slices.Sorted(maps.Keys(props)); !slices.Equal(got, slices.Sorted(slices.Values(launchRequestKeys))) {
+		t.Errorf("schema properties %q, parser reads %q", got, launchRequestKeys)
 	}
 	want := map[string]bool{}
-	for _, n := range append(append([]string{}, ClientJobArgs...), ServerJobArgs...) {
+	for _, n := range append(append([]string{}, clientJobArgs...), serverJobArgs...) {
 		want[n] = true
 	}
 	for _, c := range CredentialJobArgs {
@@ -50,8 +50,8 @@ func TestRequestSchemaNamesTheGoConstants(t *testing.T) {
 	if got, w := slices.Sorted(maps.Keys(args)), slices.Sorted(maps.Keys(want)); !slices.Equal(got, w) {
 		t.Errorf("schema job_args %q, parser accepts %q", got, w)
 	}
-	if p := props["job_id"].(map[string]any)["pattern"]; p != JobIDPattern {
-		t.Errorf("schema job_id pattern %q, Go %q", p, JobIDPattern)
+	if p := props["job_id"].(map[string]any)["pattern"]; p != jobIDPattern {
+		t.Errorf("schema job_id pattern %q, Go %q", p, jobIDPattern)
 	}
 	if e := fmt.Sprint(props["role"].(map[string]any)["enum"]); e != "[client server]" {
 		t.Errorf("schema roles %s", e)

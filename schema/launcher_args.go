@@ -16,13 +16,13 @@ import (
 
 // The launcher component of a prepared workspace (contract §4.1): prepare
 // writes it into local/resources.json.default with LauncherArgs.Encode; the
-// compiler and the runtime read it back with ReadLauncherComponent, which
+// compiler and the runtime read it back with readLauncherComponent, which
 // validates its args as the job_launcher of slurm-config.schema.json. This
 // file is the only place that knows its format.
 
 // The launcher component's id, and the argument that records the
-// workspace's absolute path (internal/workspace's MarkerComponent and
-// MarkerArg, the marker of a prepared workspace).
+// workspace's absolute path (the marker of a prepared workspace,
+// ResourcesDefaultPath).
 const (
 	LauncherComponentID = "slurm_launcher"
 	WorkspacePathArg    = "workspace_path"
@@ -37,7 +37,7 @@ const (
 
 // Roles of a workspace.
 const (
-	RoleClient = "client"
+	roleClient = "client"
 	RoleServer = "server"
 )
 
@@ -66,58 +66,25 @@ type LauncherArgs struct {
 	// NVFlare's own launcher.
 	Binary string
 	// Adjusted says, a line each, which durations were outside their
-	// bounds (DurationBounds) and were moved into them: a workspace
+	// bounds (durationBounds) and were moved into them: a workspace
 	// prepared before the bounds existed stays usable.
 	Adjusted []string
 }
 
-// Encode returns the args object, byte for byte what prepare writes. The
-// keys, in this order:
-//
-//	sandbox, python_path, executables {ExecutableKeys}, image,
-//	internal_port, sbatch_directives {in YAML order}, setup, forward_env,
-//	parent_host, submit_timeout, query_timeout, cancel_timeout,
-//	poll_interval, pending_timeout, multi_node_port_range [start, end]
-//	(only when the config set it), workspace_path, time_limit_signal
-//	{signal, seconds_before} (only when set; flare-slurm's runtime only),
-//	and for the launcher bridge flare_slurm (the binary it calls)
-//
-// Unset strings (image in bare mode, parent_host, executables) are null;
-// internal_port and the port range are integers; the timeouts and
-// intervals are floats written as Python writes them (30.0).
+// Encode returns the args object, byte for byte what prepare writes: the
+// keys of launcherKeys in its order (workspace_path before
+// time_limit_signal), then for the launcher bridge flare_slurm. Unset
+// strings (image in bare mode, parent_host, executables) are null; the
+// timeouts and intervals are floats written as Python writes them (30.0).
 func (a LauncherArgs) Encode() *ojson.Value {
-	jl := a.Launcher
-	exe := ojson.NewObject()
-	for _, name := range ExecutableKeys {
-		exe.Set(name, ojson.StringOrNull(*jl.Executables.Field(name)))
-	}
-	directives := ojson.NewObject()
-	for _, d := range jl.Directives {
-		directives.Set(d.Key, ojson.StringValue(d.Value))
-	}
-	args := ojson.NewObject().
-		Set("sandbox", ojson.StringValue(jl.Sandbox)).
-		Set("python_path", ojson.StringValue(jl.PythonPath)).
-		Set("executables", exe).
-		Set("image", ojson.StringOrNull(jl.Image)).
-		Set("internal_port", ojson.IntValue(int64(jl.InternalPort))).
-		Set("sbatch_directives", directives).
-		Set("setup", ojson.StringValue(jl.Setup)).
-		Set("forward_env", ojson.StringArray(jl.ForwardEnv)).
-		Set("parent_host", ojson.StringOrNull(jl.ParentHost))
-	for _, t := range timeouts(&jl) {
-		args.Set(t.key, ojson.FloatValue(*t.field))
-	}
-	if jl.MultiNodePortRangeSet {
-		r := ojson.NewArray()
-		r.Items = append(r.Items, ojson.IntValue(int64(jl.MultiNodePortRange.Start)), ojson.IntValue(int64(jl.MultiNodePortRange.End)))
-		args.Set(multiNodePortRangeKey, r)
-	}
-	args.Set(WorkspacePathArg, ojson.StringValue(a.WorkspacePath))
-	if t := jl.TimeLimitSignal; t != nil {
-		args.Set(TimeLimitSignalKey, ojson.NewObject().
-			Set("signal", ojson.StringValue(t.Signal)).
-			Set("seconds_before", ojson.IntValue(int64(t.SecondsBefore))))
+	args := ojson.NewObject()
+	for _, k := range launcherKeys(&a.Launcher) {
+		if k.key == TimeLimitSignalKey { // prepare has always written workspace_path before it
+			args.Set(WorkspacePathArg, ojson.StringValue(a.WorkspacePath))
+		}
+		if v := k.encode(); v != nil {
+			args.Set(k.key, v)
+		}
 	}
 	if a.Binary != "" {
 		args.Set(bridge.BinaryArg, ojson.StringValue(a.Binary))
@@ -137,22 +104,22 @@ type timeout struct {
 // timeouts lists the seconds settings of jl in the order Encode writes them.
 func timeouts(jl *JobLauncher) []timeout {
 	return []timeout{
-		{"submit_timeout", &jl.SubmitTimeout, DefaultSubmitTimeout},
-		{"query_timeout", &jl.QueryTimeout, DefaultQueryTimeout},
-		{"cancel_timeout", &jl.CancelTimeout, DefaultCancelTimeout},
-		{"poll_interval", &jl.PollInterval, DefaultPollInterval},
-		{"pending_timeout", &jl.PendingTimeout, DefaultPendingTimeout},
+		{"submit_timeout", &jl.SubmitTimeout, defaultSubmitTimeout},
+		{"query_timeout", &jl.QueryTimeout, defaultQueryTimeout},
+		{"cancel_timeout", &jl.CancelTimeout, defaultCancelTimeout},
+		{"poll_interval", &jl.PollInterval, defaultPollInterval},
+		{"pending_timeout", &jl.PendingTimeout, defaultPendingTimeout},
 	}
 }
 
-// ReadLauncherComponent finds the one launcher component of a resources
-// file (its bytes in data) and decodes it: the workspace's role (RoleClient
+// readLauncherComponent finds the one launcher component of a resources
+// file (its bytes in data) and decodes it: the workspace's role (roleClient
 // or RoleServer, from the component path) and its args. The args are
 // checked as the job_launcher of a slurm.yaml (the same JSON Schema and
 // rules, without the host checks), plus the arguments prepare adds
 // (workspace_path, flare_slurm); every problem comes with its line and
 // column, its path under slurm_launcher.args.
-func ReadLauncherComponent(file string, data []byte) (role string, args LauncherArgs, ps Problems) {
+func readLauncherComponent(file string, data []byte) (role string, args LauncherArgs, ps Problems) {
 	t := &tree{file: file, suppressed: map[*yaml.Node]bool{}, jsonDuplicates: true}
 	scan, ok := t.scanJSON(data, "not a valid resources file: ", "")
 	if !ok || !t.parseJSON(data, data, scan, nil) || t.root == nil {
@@ -181,7 +148,7 @@ func ReadLauncherComponent(file string, data []byte) (role string, args Launcher
 	isBridge := isString(path) && bridge.RoleOf(path.Value) != ""
 	switch {
 	case isString(path) && path.Value == ClientLauncherPath:
-		role = RoleClient
+		role = roleClient
 	case isString(path) && path.Value == ServerLauncherPath:
 		role = RoleServer
 	case isBridge:
@@ -243,11 +210,11 @@ func decodeLauncherArgs(file string, n *yaml.Node, v map[string]any) (LauncherAr
 	for _, d := range timeouts(&JobLauncher{}) {
 		key := d.key
 		f, ok := floatValue(get(n, key))
-		bound, _ := DurationBoundOf(key)
+		bound, _ := durationBoundOf(key)
 		if !ok || f <= 0 || bound.Check(f) == "" {
 			continue // in bounds, or the schema refuses it
 		}
-		c := bound.Clamp(f)
+		c := bound.clamp(f)
 		clamped[key], jl[key] = c, json.Number(strconv.FormatFloat(c, 'f', -1, 64))
 		a.Adjusted = append(a.Adjusted, fmt.Sprintf("%s:%d:%d: slurm_launcher.args.%s is %s, outside the bounds (%s): %s is used; set job_launcher.%s in slurm.yaml and prepare again",
 			file, get(n, key).Line, get(n, key).Column, key, strconv.FormatFloat(f, 'f', -1, 64), bound.Allowed(), strconv.FormatFloat(c, 'f', -1, 64), key))

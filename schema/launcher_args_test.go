@@ -100,7 +100,7 @@ func decode(t testing.TB, data []byte) (LauncherArgs, Problems) {
 		path = bridge.ClientComponent
 	}
 	doc := []byte(`{"components": [{"id": "slurm_launcher", "path": "` + path + `", "args":` + "\n" + string(data) + "}]}")
-	_, a, ps := ReadLauncherComponent("resources.json.default", doc)
+	_, a, ps := readLauncherComponent("resources.json.default", doc)
 	for i := range ps {
 		ps[i].Line-- // the args' own line numbers
 	}
@@ -149,7 +149,7 @@ func TestLauncherArgsDefaultsAndRange(t *testing.T) {
 	if r := got.Launcher.MultiNodePortRange; r != (PortRange{Start: 30400, End: 31399}) {
 		t.Errorf("internal_port 29500: range %+v, want 30400-31399", r)
 	}
-	if got.Launcher.SubmitTimeout != DefaultSubmitTimeout || got.Launcher.InternalPort != 29500 {
+	if got.Launcher.SubmitTimeout != defaultSubmitTimeout || got.Launcher.InternalPort != 29500 {
 		t.Errorf("defaults: %+v", got.Launcher)
 	}
 }
@@ -231,7 +231,7 @@ func TestReadLauncherComponent(t *testing.T) {
 	for _, tc := range []struct {
 		name, doc, role, problem string
 	}{
-		{"client", `{"components": [{"id": "slurm_launcher", "path": "` + ClientLauncherPath + `", "args": ` + args + `}]}`, RoleClient, ""},
+		{"client", `{"components": [{"id": "slurm_launcher", "path": "` + ClientLauncherPath + `", "args": ` + args + `}]}`, roleClient, ""},
 		{"server", `{"components": [{"id": "x"}, {"id": "slurm_launcher", "path": "` + ServerLauncherPath + `", "args": ` + args + `}]}`, RoleServer, ""},
 		{"bridge", `{"components": [{"id": "slurm_launcher", "path": "` + bridge.ServerComponent + `", "args": ` + bridgeArgs + `}]}`, RoleServer, ""},
 		{"bridge without its binary", `{"components": [{"id": "slurm_launcher", "path": "` + bridge.ClientComponent + `", "args": ` + args + `}]}`, "", "slurm_launcher.args.flare_slurm: must be the absolute path of the flare-slurm binary"},
@@ -242,7 +242,7 @@ func TestReadLauncherComponent(t *testing.T) {
 		{"syntax", `{"components": [}`, "", "resources.json.default:1:17: not a valid resources file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			role, got, ps := ReadLauncherComponent("resources.json.default", []byte(tc.doc))
+			role, got, ps := readLauncherComponent("resources.json.default", []byte(tc.doc))
 			if tc.problem == "" {
 				if ps != nil || role != tc.role || got.WorkspacePath != "/project/flare/site-1" {
 					t.Errorf("role %q, args %+v, problems %v", role, got, ps)

@@ -58,7 +58,7 @@ func TestProblemKinds(t *testing.T) {
 		t.Errorf("an empty kit is a layout problem: %v %v", ps, kinds(ps))
 	}
 	if SchemaOf(KindKit, "k/config.yaml") != KindSlurmConfig || SchemaOf(KindKit, "k/local/study_runtime.yaml") != KindStudyRuntime ||
-		SchemaOf(KindKit, "k/startup/rootCA.pem") != "" || SchemaOf(KindJobMeta, "x.json") != KindJobMeta {
+		SchemaOf(KindKit, "k/startup/rootCA.pem") != "" || SchemaOf(kindJobMeta, "x.json") != kindJobMeta {
 		t.Error("SchemaOf")
 	}
 }

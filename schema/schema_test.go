@@ -107,21 +107,21 @@ func TestSchemasDocumented(t *testing.T) {
 				return
 			}
 			if _, has := m["errorMessage"]; has {
-				t.Errorf("%s: %s has an errorMessage; use %s (pattern) or %s", name, pointer, PatternMessageKeyword, MessagesKeyword)
+				t.Errorf("%s: %s has an errorMessage; use %s (pattern) or %s", name, pointer, patternMessageKeyword, messagesKeyword)
 			}
-			if _, has := m[PatternMessageKeyword]; has {
+			if _, has := m[patternMessageKeyword]; has {
 				if _, pat := m["pattern"]; !pat {
-					t.Errorf("%s: %s has a %s but no pattern", name, pointer, PatternMessageKeyword)
+					t.Errorf("%s: %s has a %s but no pattern", name, pointer, patternMessageKeyword)
 				}
 			}
-			if msgs, has := m[MessagesKeyword]; has {
+			if msgs, has := m[messagesKeyword]; has {
 				mm, ok := msgs.(map[string]any)
 				if !ok || len(mm) == 0 {
-					t.Errorf("%s: %s: %s must be a non-empty object", name, pointer, MessagesKeyword)
+					t.Errorf("%s: %s: %s must be a non-empty object", name, pointer, messagesKeyword)
 				}
 				for kw := range mm {
 					if _, has := m[kw]; !has || kw == "pattern" {
-						t.Errorf("%s: %s: %s names %q, not a keyword of this node (a pattern's message is %s)", name, pointer, MessagesKeyword, kw, PatternMessageKeyword)
+						t.Errorf("%s: %s: %s names %q, not a keyword of this node (a pattern's message is %s)", name, pointer, messagesKeyword, kw, patternMessageKeyword)
 					}
 				}
 			}

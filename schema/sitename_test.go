@@ -44,15 +44,15 @@ func TestKitSiteNameRefused(t *testing.T) {
 		name, role, roleFile, json string
 		want                       Problem
 	}{
-		{"pipe in fqsn", "client", ClientRoleFile, "{\n  \"client\": {\"fqsn\": \"site|1\"}\n}",
+		{"pipe in fqsn", "client", clientRoleFile, "{\n  \"client\": {\"fqsn\": \"site|1\"}\n}",
 			Problem{Kind: problem.Schema, Line: 2, Column: 22, Path: "client.fqsn", Message: `site name "site|1" holds '|' at character 5`, Hint: hint}},
-		{"space in fqsn", "client", ClientRoleFile, `{"client": {"fqsn": "site 1"}}`,
+		{"space in fqsn", "client", clientRoleFile, `{"client": {"fqsn": "site 1"}}`,
 			Problem{Kind: problem.Schema, Line: 1, Column: 21, Path: "client.fqsn", Message: `site name "site 1" holds whitespace ' ' at character 5`, Hint: hint}},
-		{"escape in fqsn", "client", ClientRoleFile, `{"client": {"fqsn": "s\u001b]0;x\u0007"}}`,
+		{"escape in fqsn", "client", clientRoleFile, `{"client": {"fqsn": "s\u001b]0;x\u0007"}}`,
 			Problem{Kind: problem.Schema, Line: 1, Column: 21, Path: "client.fqsn", Message: `site name "s\x1b]0;x\a" holds the control character '\x1b' at character 2`, Hint: hint}},
-		{"pipe in a server identity", "server", ServerRoleFile, `{"servers": [{"identity": "srv|a", "admin_server": "x"}]}`,
+		{"pipe in a server identity", "server", serverRoleFile, `{"servers": [{"identity": "srv|a", "admin_server": "x"}]}`,
 			Problem{Kind: problem.Schema, Line: 1, Column: 27, Path: "servers[0].identity", Message: `site name "srv|a" holds '|' at character 4`, Hint: hint}},
-		{"tab in an admin_server", "server", ServerRoleFile, `{"servers": [{"admin_server": "a\tb"}]}`,
+		{"tab in an admin_server", "server", serverRoleFile, `{"servers": [{"admin_server": "a\tb"}]}`,
 			Problem{Kind: problem.Schema, Line: 1, Column: 31, Path: "servers[0].admin_server", Message: `site name "a\tb" holds whitespace '\t' at character 2`, Hint: hint}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,7 +66,7 @@ func TestKitSiteNameRefused(t *testing.T) {
 	}
 	// Without a name in the role file, the kit folder's name is the site
 	// name, and must follow the same rule.
-	kit := makeKit(t, "client", "my kit", map[string][]byte{"startup/" + ClientRoleFile: []byte(`{"client": {}}`)})
+	kit := makeKit(t, "client", "my kit", map[string][]byte{"startup/" + clientRoleFile: []byte(`{"client": {}}`)})
 	_, probs := LoadKit(kit)
 	if len(probs) != 1 || probs[0].File != kit || !strings.Contains(probs[0].Message, `site name "my kit" holds whitespace ' ' at character 3`) ||
 		!strings.Contains(probs[0].Hint, SiteNameAllowed) {

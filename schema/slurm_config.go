@@ -20,13 +20,13 @@ import (
 
 // Defaults of job_launcher (contract §3).
 const (
-	DefaultInternalPort    = 8102
-	DefaultSubmitTimeout   = 30.0
-	DefaultQueryTimeout    = 10.0
-	DefaultCancelTimeout   = 10.0
-	DefaultPollInterval    = 10.0
-	DefaultPendingTimeout  = 600.0
-	DefaultConnSecurity    = "mtls"
+	defaultInternalPort    = 8102
+	defaultSubmitTimeout   = 30.0
+	defaultQueryTimeout    = 10.0
+	defaultCancelTimeout   = 10.0
+	defaultPollInterval    = 10.0
+	defaultPendingTimeout  = 600.0
+	defaultConnSecurity    = "mtls"
 	minMultiNodePort       = 1024
 	maxPort                = 65535
 	defaultPortRangeStart  = 29400
@@ -117,7 +117,8 @@ func ReadInput(path string, noFollow bool) ([]byte, fs.FileInfo, Problems) {
 
 // errText is an OS error without the path it repeats.
 func errText(err error) string {
-	if pe, ok := err.(*os.PathError); ok {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
 		return pe.Err.Error()
 	}
 	return err.Error()
@@ -260,7 +261,7 @@ func (t *tree) checkJobLauncher(jl *yaml.Node) {
 			t.add(problem.Schema, ph, "job_launcher.parent_host", msg, "set the host name or address compute nodes use to reach the parent")
 		}
 	}
-	port := DefaultInternalPort
+	port := defaultInternalPort
 	if pn := get(jl, "internal_port"); pn != nil {
 		if v, ok := intValue(pn); ok {
 			port = v
@@ -381,9 +382,9 @@ func (t *tree) checkPortRange(n *yaml.Node, internalPort int) {
 	t.add(p.Kind, n, path, p.Message, p.Hint)
 }
 
-// ParsePortRange reads the text form "START-END" of multi_node_port_range
+// parsePortRange reads the text form "START-END" of multi_node_port_range
 // (at most five digits each, no sign, no spaces); ok is false otherwise.
-func ParsePortRange(s string) (PortRange, bool) {
+func parsePortRange(s string) (PortRange, bool) {
 	a, b, found := strings.Cut(s, "-")
 	if !found || len(a) == 0 || len(a) > 5 || len(b) == 0 || len(b) > 5 {
 		return PortRange{}, false
@@ -404,7 +405,7 @@ func portRangeOf(n *yaml.Node) (PortRange, bool) {
 		if !isString(n) {
 			return PortRange{}, false
 		}
-		return ParsePortRange(n.Value)
+		return parsePortRange(n.Value)
 	case yaml.SequenceNode:
 		if len(n.Content) != 2 {
 			return PortRange{}, false
@@ -421,42 +422,12 @@ func portRangeOf(n *yaml.Node) (PortRange, bool) {
 
 // decodeJobLauncher reads a validated job_launcher mapping.
 func decodeJobLauncher(jl *yaml.Node) JobLauncher {
-	j := JobLauncher{
-		Sandbox:                    get(jl, "sandbox").Value,
-		Image:                      optString(get(jl, "image")),
-		PythonPath:                 get(jl, "python_path").Value,
-		ParentHost:                 optString(get(jl, "parent_host")),
-		Directives:                 decodeDirectives(get(jl, "sbatch_directives")),
-		Setup:                      optString(get(jl, "setup")),
-		InternalPort:               optInt(get(jl, "internal_port"), DefaultInternalPort),
-		InternalConnectionSecurity: DefaultConnSecurity,
-		SubmitTimeout:              optFloat(get(jl, "submit_timeout"), DefaultSubmitTimeout),
-		QueryTimeout:               optFloat(get(jl, "query_timeout"), DefaultQueryTimeout),
-		CancelTimeout:              optFloat(get(jl, "cancel_timeout"), DefaultCancelTimeout),
-		PollInterval:               optFloat(get(jl, "poll_interval"), DefaultPollInterval),
-		PendingTimeout:             optFloat(get(jl, "pending_timeout"), DefaultPendingTimeout),
-	}
+	j := JobLauncher{InternalConnectionSecurity: defaultConnSecurity}
 	if cs := get(jl, "internal_connection_security"); !isNull(cs) {
 		j.InternalConnectionSecurity = cs.Value
 	}
-	if fe := get(jl, "forward_env"); fe != nil && fe.Kind == yaml.SequenceNode {
-		for _, item := range fe.Content {
-			j.ForwardEnv = append(j.ForwardEnv, item.Value)
-		}
-	}
-	if ex := get(jl, "executables"); ex != nil {
-		for _, name := range ExecutableKeys {
-			*j.Executables.Field(name) = optString(get(ex, name))
-		}
-	}
-	if r := get(jl, "multi_node_port_range"); r != nil {
-		j.MultiNodePortRange, _ = portRangeOf(r)
-		j.MultiNodePortRangeSet = true
-	} else {
-		j.MultiNodePortRange = DefaultMultiNodePortRange(j.InternalPort)
-	}
-	if tls := get(jl, TimeLimitSignalKey); tls != nil && tls.Kind == yaml.MappingNode {
-		j.TimeLimitSignal = &TimeLimitSignal{Signal: get(tls, "signal").Value, SecondsBefore: optInt(get(tls, "seconds_before"), 0)}
+	for _, k := range launcherKeys(&j) {
+		k.decode(get(jl, k.key))
 	}
 	return j
 }

@@ -19,7 +19,7 @@ import (
 // File names of a kit's study runtime (v2) and of its legacy v1 format.
 const (
 	StudyRuntimeFile = "study_runtime.yaml"
-	LegacyStudyFile  = "study_data.yaml"
+	legacyStudyFile  = "study_data.yaml"
 )
 
 // LoadStudyRuntime reads and validates a local/study_runtime.yaml. A legacy
@@ -63,7 +63,7 @@ func validateStudyRuntime(path string, data []byte, host hostChecks) (Problems, 
 func loadStudyRuntime(path string, parse func(string, []byte) (*StudyRuntime, Problems)) (*StudyRuntime, Problems) {
 	var legacy Problems
 	if filepath.Base(path) == StudyRuntimeFile {
-		legacyPath := filepath.Join(filepath.Dir(path), LegacyStudyFile)
+		legacyPath := filepath.Join(filepath.Dir(path), legacyStudyFile)
 		if _, err := os.Lstat(legacyPath); err == nil {
 			legacy = Problems{{
 				Kind:    problem.Layout,
@@ -224,13 +224,13 @@ func (t *tree) checkStudy(name string, s *yaml.Node) {
 			continue // the schema reports it
 		}
 		mpPath := joinPath(base+".secret_mounts", p.name) + ".mount_path"
-		if msg := CheckMountDestination(mp.Value); msg != "" {
+		if msg := checkMountDestination(mp.Value); msg != "" {
 			t.add(problem.Schema, mp, mpPath, msg, "")
 			continue
 		}
 		clean := path.Clean(mp.Value)
 		for _, d := range dests {
-			if PathsOverlap(clean, d.path) {
+			if pathsOverlap(clean, d.path) {
 				t.add(problem.Rule, mp, mpPath, fmt.Sprintf("%s overlaps the mount of %s at %s", mp.Value, d.what, d.path), "choose a destination outside it")
 				break
 			}
@@ -269,10 +269,10 @@ func (t *tree) checkEnvName(n *yaml.Node, path, name string) {
 	}
 }
 
-// CheckMountDestination says what is wrong with a container mount
+// checkMountDestination says what is wrong with a container mount
 // destination, or "": it must be a normalised absolute path (no "." or
 // ".." parts, no doubled slashes) and not /, /proc, /sys, /dev or below.
-func CheckMountDestination(dst string) string {
+func checkMountDestination(dst string) string {
 	if !strings.HasPrefix(dst, "/") {
 		return "must be an absolute path"
 	}
@@ -294,9 +294,9 @@ func CheckMountDestination(dst string) string {
 	return ""
 }
 
-// PathsOverlap says whether one cleaned absolute path equals or contains
+// pathsOverlap says whether one cleaned absolute path equals or contains
 // the other.
-func PathsOverlap(a, b string) bool {
+func pathsOverlap(a, b string) bool {
 	a, b = path.Clean(a), path.Clean(b)
 	if a == b || a == "/" || b == "/" {
 		return true

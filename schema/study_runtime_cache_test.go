@@ -48,7 +48,7 @@ func TestStudyRuntimeReaderMatchesLoad(t *testing.T) {
 		if err := os.Chtimes(path, mtime, mtime); err != nil {
 			t.Fatal(err)
 		}
-		legacy := filepath.Join(dir, LegacyStudyFile)
+		legacy := filepath.Join(dir, legacyStudyFile)
 		if s.legacy {
 			if err := os.WriteFile(legacy, []byte("x: 1\n"), 0o600); err != nil {
 				t.Fatal(err)

@@ -155,7 +155,7 @@ func TestLoadStudyRuntimeLegacy(t *testing.T) {
 	if _, probs := LoadStudyRuntime(rt); probs != nil {
 		t.Fatalf("valid file: %v", probs)
 	}
-	legacy := filepath.Join(dir, LegacyStudyFile)
+	legacy := filepath.Join(dir, legacyStudyFile)
 	if err := os.WriteFile(legacy, []byte("{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -182,8 +182,8 @@ func TestCheckMountDestination(t *testing.T) {
 		"/a:b":         "must not contain ':' or ','",
 		"/proc/1/root": "must not be /proc or below it",
 	} {
-		if got := CheckMountDestination(dst); got != want {
-			t.Errorf("CheckMountDestination(%q) = %q, want %q", dst, got, want)
+		if got := checkMountDestination(dst); got != want {
+			t.Errorf("checkMountDestination(%q) = %q, want %q", dst, got, want)
 		}
 	}
 }
@@ -196,8 +196,8 @@ func TestPathsOverlap(t *testing.T) {
 		{"/a", "/a", true}, {"/a", "/a/b", true}, {"/a/b/", "/a", true}, {"/a", "/ab", false},
 		{"/", "/x", true}, {"/x/y", "/x/z", false},
 	} {
-		if got := PathsOverlap(tc.a, tc.b); got != tc.want {
-			t.Errorf("PathsOverlap(%q, %q) = %v", tc.a, tc.b, got)
+		if got := pathsOverlap(tc.a, tc.b); got != tc.want {
+			t.Errorf("pathsOverlap(%q, %q) = %v", tc.a, tc.b, got)
 		}
 	}
 }

@@ -13,10 +13,10 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
-// MultiLineKeyword marks, in an embedded schema, a string whose value may
+// multiLineKeyword marks, in an embedded schema, a string whose value may
 // span lines (bash setup text, environment values). Every other string a
 // schema describes is one line.
-const MultiLineKeyword = "x-multiline"
+const multiLineKeyword = "x-multiline"
 
 // CheckText is the one rule for the characters of a string value that an
 // input describes, every one of which may reach a generated script or an
@@ -135,7 +135,7 @@ func (w textWalker) walk(v any, tokens []string, s map[string]any) {
 	}
 	switch v := v.(type) {
 	case string:
-		multi, _ := s[MultiLineKeyword].(bool)
+		multi, _ := s[multiLineKeyword].(bool)
 		if msg := CheckText(v, multi); msg != "" {
 			w.report(tokens, false, msg)
 		}

@@ -627,15 +627,21 @@ func isString(n *yaml.Node) bool {
 	return true
 }
 
-// intValue reads an integer scalar (an integral float such as 2.0 too);
-// ok is false for anything else or a value outside int.
-func intValue(n *yaml.Node) (int, bool) {
+// numberValue is the number a scalar holds, if it holds a finite one.
+func numberValue(n *yaml.Node) (json.Number, bool) {
 	if n == nil || n.Kind != yaml.ScalarNode {
-		return 0, false
+		return "", false
 	}
 	v, ok := scalarValue(n)
 	num, isNum := v.(json.Number)
-	if !ok || !isNum {
+	return num, ok && isNum
+}
+
+// intValue reads an integer scalar (an integral float such as 2.0 too);
+// ok is false for anything else or a value outside int.
+func intValue(n *yaml.Node) (int, bool) {
+	num, ok := numberValue(n)
+	if !ok {
 		return 0, false
 	}
 	r, ok := new(big.Rat).SetString(string(num))
@@ -651,12 +657,8 @@ func intValue(n *yaml.Node) (int, bool) {
 
 // floatValue reads a finite number scalar.
 func floatValue(n *yaml.Node) (float64, bool) {
-	if n == nil || n.Kind != yaml.ScalarNode {
-		return 0, false
-	}
-	v, ok := scalarValue(n)
-	num, isNum := v.(json.Number)
-	if !ok || !isNum {
+	num, ok := numberValue(n)
+	if !ok {
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(string(num), 64)

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/flare-slurm/flare-slurm/internal/ojson"
 )
 
 // Directive is one sbatch directive, in the order the YAML lists it.
@@ -28,13 +30,13 @@ type Executables struct {
 	Srun      string
 }
 
-// ExecutableKeys are the keys of job_launcher.executables, in the order
+// executableKeys are the keys of job_launcher.executables, in the order
 // the JSON Schema and a prepared workspace list them.
-var ExecutableKeys = []string{"sbatch", "squeue", "sacct", "scancel", "apptainer", "srun"}
+var executableKeys = []string{"sbatch", "squeue", "sacct", "scancel", "apptainer", "srun"}
 
-// Field is the field of e that holds the executable named by one of
-// ExecutableKeys, or nil for another name.
-func (e *Executables) Field(name string) *string {
+// field is the field of e that holds the executable named by one of
+// executableKeys, or nil for another name.
+func (e *Executables) field(name string) *string {
 	switch name {
 	case "sbatch":
 		return &e.Sbatch
@@ -96,6 +98,93 @@ type JobLauncher struct {
 	TimeLimitSignal *TimeLimitSignal
 }
 
+// launcherKey is one job_launcher key of jl: how it is read from a
+// validated mapping (n is nil when the key is absent) and how a prepared
+// workspace's launcher args write it (nil: not written).
+type launcherKey struct {
+	key    string
+	decode func(n *yaml.Node)
+	encode func() *ojson.Value
+}
+
+// launcherKeys are the job_launcher keys of jl, in the order
+// LauncherArgs.Encode writes them: decodeJobLauncher reads a slurm.yaml's
+// (and a workspace's launcher args) through them, Encode writes them. A
+// new key is a field of JobLauncher and a row here (and its schema).
+func launcherKeys(jl *JobLauncher) []launcherKey {
+	keys := []launcherKey{
+		textKey("sandbox", &jl.Sandbox, false),
+		textKey("python_path", &jl.PythonPath, false),
+		{"executables", func(n *yaml.Node) {
+			for _, name := range executableKeys {
+				*jl.Executables.field(name) = optString(get(n, name))
+			}
+		}, func() *ojson.Value {
+			exe := ojson.NewObject()
+			for _, name := range executableKeys {
+				exe.Set(name, ojson.StringOrNull(*jl.Executables.field(name)))
+			}
+			return exe
+		}},
+		textKey("image", &jl.Image, true),
+		{"internal_port", func(n *yaml.Node) { jl.InternalPort = optInt(n, defaultInternalPort) },
+			func() *ojson.Value { return ojson.IntValue(int64(jl.InternalPort)) }},
+		{"sbatch_directives", func(n *yaml.Node) { jl.Directives = decodeDirectives(n) }, func() *ojson.Value {
+			directives := ojson.NewObject()
+			for _, d := range jl.Directives {
+				directives.Set(d.Key, ojson.StringValue(d.Value))
+			}
+			return directives
+		}},
+		textKey("setup", &jl.Setup, false),
+		{"forward_env", func(n *yaml.Node) {
+			if n != nil && n.Kind == yaml.SequenceNode {
+				for _, item := range n.Content {
+					jl.ForwardEnv = append(jl.ForwardEnv, item.Value)
+				}
+			}
+		}, func() *ojson.Value { return ojson.StringArray(jl.ForwardEnv) }},
+		textKey("parent_host", &jl.ParentHost, true),
+	}
+	for _, t := range timeouts(jl) {
+		keys = append(keys, launcherKey{t.key, func(n *yaml.Node) { *t.field = optFloat(n, t.def) },
+			func() *ojson.Value { return ojson.FloatValue(*t.field) }})
+	}
+	return append(keys, launcherKey{multiNodePortRangeKey, func(n *yaml.Node) {
+		jl.MultiNodePortRange, jl.MultiNodePortRangeSet = DefaultMultiNodePortRange(jl.InternalPort), n != nil
+		if n != nil {
+			jl.MultiNodePortRange, _ = portRangeOf(n)
+		}
+	}, func() *ojson.Value {
+		if !jl.MultiNodePortRangeSet {
+			return nil
+		}
+		r := ojson.NewArray()
+		r.Items = append(r.Items, ojson.IntValue(int64(jl.MultiNodePortRange.Start)), ojson.IntValue(int64(jl.MultiNodePortRange.End)))
+		return r
+	}}, launcherKey{TimeLimitSignalKey, func(n *yaml.Node) {
+		if n != nil && n.Kind == yaml.MappingNode {
+			jl.TimeLimitSignal = &TimeLimitSignal{Signal: get(n, "signal").Value, SecondsBefore: optInt(get(n, "seconds_before"), 0)}
+		}
+	}, func() *ojson.Value {
+		if t := jl.TimeLimitSignal; t != nil {
+			return ojson.NewObject().Set("signal", ojson.StringValue(t.Signal)).Set("seconds_before", ojson.IntValue(int64(t.SecondsBefore)))
+		}
+		return nil
+	}})
+}
+
+// textKey is a string key; null says an unset value is written as null
+// (else as "").
+func textKey(key string, field *string, null bool) launcherKey {
+	return launcherKey{key, func(n *yaml.Node) { *field = optString(n) }, func() *ojson.Value {
+		if null {
+			return ojson.StringOrNull(*field)
+		}
+		return ojson.StringValue(*field)
+	}}
+}
+
 // TimeLimitSignal asks Slurm to send Signal to the worker SecondsBefore
 // seconds before the job's time limit (sbatch --signal=B:SIG@SECONDS).
 type TimeLimitSignal struct {
@@ -103,10 +192,10 @@ type TimeLimitSignal struct {
 	SecondsBefore int    // 1..65535
 }
 
-// TimeLimitSignals are the signals time_limit_signal may name: those the
+// timeLimitSignals are the signals time_limit_signal may name: those the
 // batch shell (the worker, by exec), Apptainer and srun (pyxis, node
 // groups) all pass on to the worker (the schema's enum).
-var TimeLimitSignals = []string{"USR1", "USR2", "TERM", "INT", "HUP", "QUIT"}
+var timeLimitSignals = []string{"USR1", "USR2", "TERM", "INT", "HUP", "QUIT"}
 
 // TimeLimitSignalKey is the job_launcher key (and launcher argument) of
 // the time-limit warning.

@@ -11,9 +11,9 @@ const (
 	// differently from flare-slurm (validate, prepare; --strict makes
 	// these errors).
 	WarnYAML11Reading = "yaml11-reading"
-	// WarnKitConfigName: a kit's slurm.yaml/slurm.yml that validate checks
+	// warnKitConfigName: a kit's slurm.yaml/slurm.yml that validate checks
 	// but prepare does not read by default.
-	WarnKitConfigName = "kit-config-name"
+	warnKitConfigName = "kit-config-name"
 	// WarnUnpairedConfig: validate was given Slurm configs and several
 	// kits, so it checked each config alone, not as prepare reads it with
 	// a kit.
@@ -43,7 +43,7 @@ const (
 
 // WarningCodes lists every warning code, for --ignore-warning.
 var WarningCodes = []string{
-	WarnYAML11Reading, WarnKitConfigName, WarnUnpairedConfig, WarnPrepareComponent, WarnPrepareSnapshot,
+	WarnYAML11Reading, warnKitConfigName, WarnUnpairedConfig, WarnPrepareComponent, WarnPrepareSnapshot,
 	WarnPrepareForce, WarnPrepareRootOwned, WarnPrepareImage, WarnPrepareSecretCopy, WarnPrepareStaging,
 	WarnPrepareLocalKept,
 }

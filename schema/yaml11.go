@@ -32,8 +32,8 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
-// MsgYAML11Prefix starts the message of every reading difference.
-const MsgYAML11Prefix = "YAML 1.1 readers "
+// msgYAML11Prefix starts the message of every reading difference.
+const msgYAML11Prefix = "YAML 1.1 readers "
 
 // reading11 is what PyYAML makes of a plain scalar: one of the kinds
 // "str", "bool", "int", "float", "null", "timestamp", and the value (bool,
@@ -314,26 +314,26 @@ func readingDifferences(file string, data []byte, textPaths func(path string) bo
 			return
 		}
 		msg := fmt.Sprintf("%s(NVFlare's PyYAML) read %s as %s; flare-slurm (YAML 1.2) reads %s",
-			MsgYAML11Prefix, n.Value, r.describe(), describe12(n))
+			msgYAML11Prefix, n.Value, r.describe(), describe12(n))
 		hint := "write it quoted, " + quoteYAML(n.Value) + ", so that both read the same text"
 		switch {
 		case isKey:
 			msg = fmt.Sprintf("%s(NVFlare's PyYAML) read the key %s as %s; flare-slurm (YAML 1.2) reads the name %s",
-				MsgYAML11Prefix, n.Value, r.describe(), strconv.Quote(n.Value))
+				msgYAML11Prefix, n.Value, r.describe(), strconv.Quote(n.Value))
 		case textPaths != nil && textPaths(path):
 			msg = fmt.Sprintf("%s(NVFlare's PyYAML) read %s as %s, so NVFlare sets the variable to %s; flare-slurm (YAML 1.2) sets it to %s",
-				MsgYAML11Prefix, n.Value, r.describe(), strconv.Quote(r.pyStr()), strconv.Quote(scalarText(n)))
+				msgYAML11Prefix, n.Value, r.describe(), strconv.Quote(r.pyStr()), strconv.Quote(scalarText(n)))
 			switch r.kind {
 			case "null":
 				msg = fmt.Sprintf("%s(NVFlare's PyYAML) read %s as null, which NVFlare refuses; flare-slurm (YAML 1.2) sets the variable to %s",
-					MsgYAML11Prefix, n.Value, strconv.Quote(scalarText(n)))
+					msgYAML11Prefix, n.Value, strconv.Quote(scalarText(n)))
 			case "timestamp":
 				msg = fmt.Sprintf("%s(NVFlare's PyYAML) read %s as a date and time, so NVFlare sets the variable to Python's str() of it (e.g. \"2001-12-14 10:00:00+00:00\"); flare-slurm (YAML 1.2) sets it to %s",
-					MsgYAML11Prefix, n.Value, strconv.Quote(scalarText(n)))
+					msgYAML11Prefix, n.Value, strconv.Quote(scalarText(n)))
 			}
 		case directive && r.kind != "str" && r.kind != "int":
 			msg = fmt.Sprintf("%s(NVFlare's PyYAML) read %s as %s, which NVFlare refuses (a directive must be a string or an integer); flare-slurm (YAML 1.2) passes %s",
-				MsgYAML11Prefix, n.Value, r.describe(), strconv.Quote(scalarText(n)))
+				msgYAML11Prefix, n.Value, r.describe(), strconv.Quote(scalarText(n)))
 		default:
 			hint += numberHint(n)
 		}

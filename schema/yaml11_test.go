@@ -271,7 +271,7 @@ func TestReadingDifferences(t *testing.T) {
 			continue
 		}
 		seen[key] = true
-		if !strings.Contains(p.Message, w) || !strings.HasPrefix(p.Message, MsgYAML11Prefix) {
+		if !strings.Contains(p.Message, w) || !strings.HasPrefix(p.Message, msgYAML11Prefix) {
 			t.Errorf("%s: message %q, want it to hold %q", key, p.Message, w)
 		}
 		if !strings.HasPrefix(p.Hint, "write it quoted, \"") {

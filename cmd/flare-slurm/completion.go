@@ -13,7 +13,6 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/internal/bridge"
 	"github.com/flare-slurm/flare-slurm/internal/cireport"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/runtime/check"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/schema"
@@ -210,7 +209,7 @@ func completeSchemaNames(_ *cobra.Command, args []string, toComplete string) ([]
 func completeJobIDs(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	ws, _ := cmd.Flags().GetString("workspace")
 	if ws == "" {
-		ws = workspace.FromEnv()
+		ws = schema.WorkspaceFromEnv()
 	}
 	if ws == "" {
 		cobra.CompDebugln("--job-id completes from the jobs of the --workspace given before it", false)

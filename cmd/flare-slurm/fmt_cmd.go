@@ -8,8 +8,8 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/visible"
-	"github.com/flare-slurm/flare-slurm/internal/yaml11"
 	"github.com/flare-slurm/flare-slurm/schema"
+	"github.com/flare-slurm/flare-slurm/schema/yaml11"
 )
 
 // newFmtCommand builds `flare-slurm fmt`.

@@ -68,7 +68,7 @@ func TestProblemRuleOfRealProblems(t *testing.T) {
 
 // TestProblemRuleByKindNotMessage: the class of a problem comes from its
 // Kind; a message that reads like another kind's changes nothing (the hint
-// of a failed validate: internal/validate's TestHintByKindNotMessage).
+// of a failed validate: schema/validate's TestHintByKindNotMessage).
 func TestProblemRuleByKindNotMessage(t *testing.T) {
 	for _, tc := range []struct {
 		p    problem.Problem

@@ -10,7 +10,6 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/generator/compile"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -71,7 +70,7 @@ func (a *app) render(wsPath, request, output string, asJSON, reveal, force bool)
 	if err != nil {
 		return failure(errcode.InvalidRequest, fmt.Sprintf("cannot read the launch request %s: %v", request, err), "pass a JSON file, or - for standard input", nil)
 	}
-	ws, err := workspace.Load(wsPath)
+	ws, err := schema.LoadWorkspace(wsPath)
 	if err != nil {
 		return compileFailure(errcode.InvalidWorkspace, "the workspace "+wsPath+" cannot be used", "prepare it with 'flare-slurm prepare' and pass its --output", err)
 	}

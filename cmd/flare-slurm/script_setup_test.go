@@ -5,7 +5,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // scriptSetup gives every script $REPO (the repository root, for the
@@ -17,6 +17,6 @@ func scriptSetup(env *testscript.Env) error {
 	if real, err := filepath.EvalSymlinks(work); err == nil {
 		work = real
 	}
-	env.Setenv("WS_ID", workspace.WorkspaceID(filepath.Join(work, "ws")))
+	env.Setenv("WS_ID", schema.WorkspaceID(filepath.Join(work, "ws")))
 	return nil
 }

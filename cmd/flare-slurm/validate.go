@@ -11,8 +11,8 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/internal/cireport"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
-	"github.com/flare-slurm/flare-slurm/internal/validate"
 	"github.com/flare-slurm/flare-slurm/schema"
+	"github.com/flare-slurm/flare-slurm/schema/validate"
 )
 
 // validatedFile is one entry of `validate --json` output.

@@ -2,11 +2,9 @@ package compile
 
 import (
 	"errors"
+	"github.com/flare-slurm/flare-slurm/schema"
 	"strings"
 	"testing"
-
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
-	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // TestParseAndResolveReportsEverything: one run reports the request's
@@ -15,7 +13,7 @@ import (
 func TestParseAndResolveReportsEverything(t *testing.T) {
 	f := newFixture(t, "none", "client")
 	f.Write()
-	ws, err := workspace.Load(f.Root)
+	ws, err := schema.LoadWorkspace(f.Root)
 	if err != nil {
 		t.Fatal(err)
 	}

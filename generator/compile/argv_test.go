@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // TestSbatchArgvContract pins contract §8's sbatch argv directly, without a
@@ -28,7 +28,7 @@ func TestSbatchArgvContract(t *testing.T) {
 	want := []string{"sbatch", "--parsable", "--no-requeue", "--export=NIL", "--chdir=" + v.RunDir,
 		"--nodes=1", "--ntasks=1", "--ntasks-per-node=1", "--gres=gpu:2", "--cpus-per-task=4", "--mem=1024M",
 		"--partition=p1", "--account=a1", "--qos=q1", "--time=01:00:00", "--constraint=c1", "--reservation=r1",
-		"--job-name=" + v.JobName, "--comment=nvfl:" + f.JobID + "@" + workspace.WorkspaceID(f.Root), "--output=" + filepath.Join(v.RunDir, "slurm-%j.out"),
+		"--job-name=" + v.JobName, "--comment=nvfl:" + f.JobID + "@" + schema.WorkspaceID(f.Root), "--output=" + filepath.Join(v.RunDir, "slurm-%j.out"),
 		filepath.Join(v.JobDir, "batch.sh")}
 	if got := p.sbatchArgv(); !slices.Equal(got, want) {
 		t.Errorf("sbatch argv:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // BenchmarkCompileJob measures one launch's compile: parse the request,
@@ -22,7 +22,7 @@ func BenchmarkCompileJob(b *testing.B) {
 				v.adjust(f)
 			}
 			data := f.Write()
-			ws, err := workspace.Load(f.Root)
+			ws, err := schema.LoadWorkspace(f.Root)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -69,7 +69,7 @@ func BenchmarkResolveAndRender(b *testing.B) {
 				v.adjust(f)
 			}
 			data := f.Write()
-			ws, err := workspace.Load(f.Root)
+			ws, err := schema.LoadWorkspace(f.Root)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // Issue 9 item 19: the Slurm job name keeps the first 32 characters of the
@@ -24,7 +24,7 @@ func TestJobNameKeepsFirst32Characters(t *testing.T) {
 		f.Site = tc.site
 		f.Request = f.defaultRequest()
 		p, a := f.MustCompile()
-		want := "nvfl-" + tc.kept + "-" + workspace.JobKey(f.JobID)[:8]
+		want := "nvfl-" + tc.kept + "-" + schema.JobKey(f.JobID)[:8]
 		if p.view.JobName != want || !utf8.ValidString(p.view.JobName) {
 			t.Errorf("site %q: job name %q, want %q", tc.site, p.view.JobName, want)
 		}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"github.com/flare-slurm/flare-slurm/internal/slurmenv"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 	"github.com/flare-slurm/flare-slurm/templates"
 
@@ -276,17 +275,11 @@ func (p *Plan) sbatchArgv() []string {
 		argv = append(argv, "--"+d.Key+"="+d.Value)
 	}
 	return append(argv, "--job-name="+v.JobName, "--comment="+v.Comment,
-		"--output="+schema.SlurmFilename(v.RunDir)+"/"+workspace.SlurmOutputPattern, filepath.Join(v.JobDir, batchFile))
+		"--output="+schema.SlurmFilename(v.RunDir)+"/"+schema.SlurmOutputPattern, filepath.Join(v.JobDir, batchFile))
 }
 
-// scrubSchedulerEnv returns base ("NAME=value" entries) without the
-// variables that would change what the Slurm commands do (contract §8),
-// keeping the order of the rest, and with LC_ALL=C appended.
-func scrubSchedulerEnv(base []string) []string {
-	return slurmenv.Scrub(base)
-}
-
-// SchedulerEnv is scrubSchedulerEnv that also drops every study secret_env
+// SchedulerEnv is slurmenv.Scrub (base without the variables that would
+// change what the Slurm commands do, contract §8, and with LC_ALL=C) that also drops every study secret_env
 // name and source of the workspace (the job's and the other studies') and
 // the bootstrap credential names, so no secret value reaches the
 // scheduler's environment.

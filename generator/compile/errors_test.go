@@ -2,13 +2,11 @@ package compile
 
 import (
 	"errors"
+	"github.com/flare-slurm/flare-slurm/schema"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
-	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // TestResolveRejects: every rule of contract §5–§8 and §12 fails with an
@@ -227,7 +225,7 @@ func TestLoadWorkspaceRejects(t *testing.T) {
 			f := newFixture(t, "none", "client")
 			c.adjust(f)
 			f.Write()
-			_, err := workspace.Load(f.Root)
+			_, err := schema.LoadWorkspace(f.Root)
 			if err == nil {
 				t.Fatalf("LoadWorkspace succeeded, want an error mentioning %q", c.want)
 			}
@@ -299,7 +297,7 @@ func TestLoadWorkspaceClampsDurations(t *testing.T) {
 	f.Args["query_timeout"] = 1e10
 	f.Args["pending_timeout"] = 31536001.0
 	f.Write()
-	ws, err := workspace.Load(f.Root)
+	ws, err := schema.LoadWorkspace(f.Root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,12 +3,10 @@ package compile
 import (
 	"encoding/json"
 	"errors"
+	"github.com/flare-slurm/flare-slurm/schema"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
-	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // fixture is a prepared workspace built in a temp dir: the files a real
@@ -213,7 +211,7 @@ func (f *fixture) environ() Environ {
 func (f *fixture) Resolve() (*Plan, error) {
 	f.t.Helper()
 	data := f.Write()
-	ws, err := workspace.Load(f.Root)
+	ws, err := schema.LoadWorkspace(f.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +225,7 @@ func (f *fixture) Resolve() (*Plan, error) {
 // resolvePlaced checks one parsed launch request against the workspace and
 // returns the plan of effective values, or every problem, placed in the
 // request's text.
-func resolvePlaced(ws *workspace.Prepared, req *Request, env Environ) (*Plan, error) {
+func resolvePlaced(ws *schema.Workspace, req *Request, env Environ) (*Plan, error) {
 	plan, err := resolve(ws, req, env, false)
 	var ps schema.Problems
 	if errors.As(err, &ps) {

@@ -9,7 +9,7 @@ import (
 	"github.com/sebdah/goldie/v2"
 
 	"github.com/flare-slurm/flare-slurm/golden"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // goldenBase replaces the fixture's temp dir in golden files, so paths are
@@ -219,7 +219,7 @@ func renderReview(t *testing.T, f *fixture) []ReviewFile {
 	// path: shown as that of the path the golden files name.
 	ws := strings.Replace(f.Root, f.Base, goldenBase, 1)
 	for i := range files {
-		files[i].Data = bytes.ReplaceAll(files[i].Data, []byte(workspace.WorkspaceID(f.Root)), []byte(workspace.WorkspaceID(ws)))
+		files[i].Data = bytes.ReplaceAll(files[i].Data, []byte(schema.WorkspaceID(f.Root)), []byte(schema.WorkspaceID(ws)))
 		files[i].Data = bytes.ReplaceAll(files[i].Data, []byte(f.Base), []byte(goldenBase))
 	}
 	return files

@@ -3,14 +3,12 @@ package compile
 import (
 	"errors"
 	"fmt"
+	"github.com/flare-slurm/flare-slurm/schema"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
-
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
-	"github.com/flare-slurm/flare-slurm/schema"
 
 	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
@@ -126,7 +124,7 @@ func (r *resolver) attachMount(listenerDir string, ownedDest []string) (m *Mount
 	if a.Problem != "" {
 		return bad(a.ProblemPath, a.Problem, "")
 	}
-	field := workspace.AttachSection + ".resources.root_dir"
+	field := schema.AttachSection + ".resources.root_dir"
 	root := a.RootDir
 	for _, part := range strings.Split(root, "/") {
 		if part == ".." {

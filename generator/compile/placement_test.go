@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/flare-slurm/flare-slurm/internal/problem"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -17,7 +16,7 @@ import (
 func TestMetaProblemPlacedByAtKey(t *testing.T) {
 	f := newFixture(t, "none", "client")
 	f.Write()
-	ws, err := workspace.Load(f.Root)
+	ws, err := schema.LoadWorkspace(f.Root)
 	if err != nil {
 		t.Fatal(err)
 	}

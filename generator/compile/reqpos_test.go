@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/flare-slurm/flare-slurm/internal/problem"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -72,7 +71,7 @@ func allocated(fn func()) uint64 {
 func TestHostileRequestMemoryBounded(t *testing.T) {
 	f := newFixture(t, "none", "client")
 	base := f.Write()
-	ws, err := workspace.Load(f.Root)
+	ws, err := schema.LoadWorkspace(f.Root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,11 +12,9 @@ package compile
 import (
 	"errors"
 	"fmt"
+	"github.com/flare-slurm/flare-slurm/schema"
 	"io"
 	"os"
-
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
-	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // Request is one launch request (contract §12), read by
@@ -47,7 +45,7 @@ func ParseRequest(file string, data []byte) (*Request, error) {
 // problems too. Job argument names are checked against the workspace's
 // role, so a wrong role is one problem, not one per argument. The request
 // comes back when it parsed as a JSON object (for its job id).
-func ParseAndResolve(ws *workspace.Prepared, file string, data []byte, env Environ) (*Plan, *Request, error) {
+func ParseAndResolve(ws *schema.Workspace, file string, data []byte, env Environ) (*Plan, *Request, error) {
 	return parseAndResolve(ws, file, data, env, false)
 }
 
@@ -56,11 +54,11 @@ func ParseAndResolve(ws *workspace.Prepared, file string, data []byte, env Envir
 // sources that are not set in this environment are not refused;
 // Plan.Notes says they were not checked. Compile of such a plan fails;
 // CompileRedacted redacts them.
-func ParseAndResolveReview(ws *workspace.Prepared, file string, data []byte, env Environ) (*Plan, *Request, error) {
+func ParseAndResolveReview(ws *schema.Workspace, file string, data []byte, env Environ) (*Plan, *Request, error) {
 	return parseAndResolve(ws, file, data, env, true)
 }
 
-func parseAndResolve(ws *workspace.Prepared, file string, data []byte, env Environ, review bool) (*Plan, *Request, error) {
+func parseAndResolve(ws *schema.Workspace, file string, data []byte, env Environ, review bool) (*Plan, *Request, error) {
 	if ws == nil {
 		return nil, nil, errors.New("compile: ParseAndResolve needs a workspace")
 	}

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/flare-slurm/flare-slurm/internal/shell"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 
 	"github.com/flare-slurm/flare-slurm/internal/problem"
@@ -39,9 +38,9 @@ func EnvironFrom(list []string) Environ {
 // Fixed names and paths (contract §6, §8).
 const (
 	controlDir      = schema.ControlDir
-	batchFile       = workspace.BatchScriptFile
-	secretFile      = workspace.SecretEnvFile
-	nodeFile        = workspace.NodeScriptFile
+	batchFile       = schema.BatchScriptFile
+	secretFile      = schema.SecretEnvFile
+	nodeFile        = schema.NodeScriptFile
 	sandboxRootDir  = "sandbox_root"
 	childProcessEnv = ChildProcessEnv
 	resolvConf      = "/etc/resolv.conf"
@@ -61,7 +60,7 @@ const serverParentIdentity = "server"
 
 // resolver collects every problem of one resolve call.
 type resolver struct {
-	ws     *workspace.Prepared
+	ws     *schema.Workspace
 	req    *Request
 	env    Environ
 	ps     schema.Problems
@@ -86,7 +85,7 @@ func (r *resolver) reqProblem(path, msg, hint string) {
 // is generated: when it is prepare's resources.json.default, the hint
 // sends the operator to slurm.yaml, where the setting is owned.
 func (r *resolver) wsProblem(path, msg, hint string) {
-	if fix := workspace.SettingsFix(r.ws.ResourcesFile, path); fix != "" {
+	if fix := schema.SettingsFix(r.ws.ResourcesFile, path); fix != "" {
 		if hint == "" {
 			hint = fix
 		} else {
@@ -100,7 +99,7 @@ func (r *resolver) studyProblem(path, msg, hint string) {
 	r.ps = append(r.ps, r.stRT.At(schema.Problem{Kind: problem.Rule, File: r.stFile, Path: "studies." + r.study.Name + "." + path, Message: msg, Hint: hint}))
 }
 
-func resolve(ws *workspace.Prepared, req *Request, env Environ, review bool) (*Plan, error) {
+func resolve(ws *schema.Workspace, req *Request, env Environ, review bool) (*Plan, error) {
 	if ws == nil || req == nil {
 		return nil, errors.New("compile: Resolve needs a workspace and a request")
 	}
@@ -112,11 +111,11 @@ func resolve(ws *workspace.Prepared, req *Request, env Environ, review bool) (*P
 	defer func() { p.reviewNotes = r.notes }()
 	v := &p.view
 	v.JobID, v.Site, v.Role = req.JobID, req.Site, req.Role
-	v.JobKey = workspace.JobKey(req.JobID)
+	v.JobKey = schema.JobKey(req.JobID)
 	v.Workspace = ws.Root
-	v.JobDir = workspace.JobDir(ws.Root, req.JobID)
-	v.JobName = workspace.JobName(req.Site, req.JobID)
-	v.Comment = workspace.CommentMarker(ws.Root, req.JobID)
+	v.JobDir = schema.JobDir(ws.Root, req.JobID)
+	v.JobName = schema.JobName(req.Site, req.JobID)
+	v.Comment = schema.CommentMarker(ws.Root, req.JobID)
 
 	if msg := schema.JobIDProblem(req.JobID); msg != "" {
 		r.reqProblem("job_id", msg, schema.JobIDHint)
@@ -260,8 +259,8 @@ func (r *resolver) samePath(path, want string) bool {
 
 // loadStudyRuntime re-reads local/study_runtime.yaml (contract §5).
 func (r *resolver) loadStudyRuntime() *schema.StudyRuntime {
-	r.stFile = filepath.Join(r.ws.Dir, filepath.FromSlash(workspace.StudyRuntimePath))
-	legacy := filepath.Join(r.ws.Dir, filepath.FromSlash(workspace.LegacyStudyPath))
+	r.stFile = filepath.Join(r.ws.Dir, filepath.FromSlash(schema.StudyRuntimePath))
+	legacy := filepath.Join(r.ws.Dir, filepath.FromSlash(schema.LegacyStudyPath))
 	_, err := os.Lstat(r.stFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, lerr := os.Lstat(legacy); lerr == nil {

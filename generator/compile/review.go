@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/flare-slurm/flare-slurm/internal/fsx"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // ReviewFile is one file of a reviewer's dry run (flare-slurm render).
@@ -102,7 +102,7 @@ func WriteReview(dir string, files []ReviewFile, force bool) (err error) {
 // CheckReviewOutput refuses a review directory inside the workspace (after
 // resolving symlinks like the mount sources): render must never write into
 // the workspace a parent runs from.
-func CheckReviewOutput(ws *workspace.Prepared, dir string) error {
+func CheckReviewOutput(ws *schema.Workspace, dir string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return fmt.Errorf("output %s: %w", dir, err)

@@ -11,7 +11,8 @@ import (
 	"testing"
 
 	"github.com/flare-slurm/flare-slurm/internal/fsx"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/internal/slurmenv"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // TestSecretsNeverLeak scans every artifact but secret.env, the sbatch argv,
@@ -92,7 +93,7 @@ func TestScrubSchedulerEnv(t *testing.T) {
 	base := []string{"PATH=/usr/bin", "SBATCH_ACCOUNT=a", "SQUEUE_FORMAT=x", "SACCT_FORMAT=y", "SCANCEL_VERBOSE=1",
 		"SLURM_CLUSTERS=c", "SLURM_EXPORT_ENV=ALL", "SLURM_HINT=h", "SLURM_MEM_PER_CPU=1", "SLURM_MEM_PER_GPU=2",
 		"SLURM_MEM_PER_NODE=3", "SLURM_JOB_ID=9", "LC_ALL=de_DE", "HOME=/h"}
-	got := scrubSchedulerEnv(base)
+	got := slurmenv.Scrub(base)
 	// a parent inside an allocation: its SLURM_JOB_ID would be propagated into the job (issue 28 item 12)
 	want := []string{"PATH=/usr/bin", "HOME=/h", "LC_ALL=C"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
@@ -120,7 +121,7 @@ func TestWriteJobDir(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(a.JobDir, "batch.sh")); !bytes.Equal(got, a.BatchScript) {
 		t.Error("batch.sh content differs from the artifact")
 	}
-	if filepath.Base(a.JobDir) != workspace.JobKey(f.JobID) || len(workspace.JobKey(f.JobID)) != 64 {
+	if filepath.Base(a.JobDir) != schema.JobKey(f.JobID) || len(schema.JobKey(f.JobID)) != 64 {
 		t.Errorf("job dir %s is not named by the sha256 of the job id", a.JobDir)
 	}
 	// A second write of the same job refuses: stale artifacts.

@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"github.com/flare-slurm/flare-slurm/internal/shell"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 var (
@@ -398,7 +398,7 @@ func TestBatchRefusesRequeuedAllocation(t *testing.T) {
 	if _, err := os.Stat(out); err == nil {
 		t.Error("the worker ran in a requeued allocation")
 	}
-	if _, err := os.Lstat(filepath.Join(workspace.JobDir(f.Root, f.JobID), "secret.env")); err == nil {
+	if _, err := os.Lstat(filepath.Join(schema.JobDir(f.Root, f.JobID), "secret.env")); err == nil {
 		t.Error("the EXIT trap did not delete the secret file")
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/bridge"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/ojson"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -127,7 +126,7 @@ func TestBridgeSelectedWorkspace(t *testing.T) {
 			if err := os.Chmod(out, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			lw, err := workspace.Load(out)
+			lw, err := schema.LoadWorkspace(out)
 			if err != nil {
 				t.Fatalf("LoadWorkspace: %v", err)
 			}
@@ -150,7 +149,7 @@ func removeBinaryArg(t *testing.T, data []byte) []byte {
 	}
 	for _, c := range v.Get("components").Items {
 		if args := c.Get("args"); args.IsObject() {
-			args.Delete(bridge.BinaryArg)
+			args.Members = slices.DeleteFunc(args.Members, func(m ojson.Member) bool { return m.Key == bridge.BinaryArg })
 		}
 	}
 	return ojson.Marshal(v)

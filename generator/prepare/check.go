@@ -38,8 +38,8 @@ const (
 	Added    ChangeKind = "added"
 	Removed  ChangeKind = "removed"
 	Modified ChangeKind = "modified"
-	ModeOnly ChangeKind = "mode"
-	TypeDiff ChangeKind = "type"
+	modeOnly ChangeKind = "mode"
+	typeDiff ChangeKind = "type"
 	// Kept: a file (or empty directory) of the workspace's local/ that a
 	// person wrote, which prepare keeps (local.go). It is drift unless
 	// accepted: local/study_runtime.yaml, an empty directory, or a path
@@ -83,9 +83,9 @@ type ExcludedSecret struct {
 	InCopy bool `json:"in_copy"`
 }
 
-// SecretsInCopy lists the excluded secret files the compared directory
+// secretsInCopy lists the excluded secret files the compared directory
 // holds, as paths under it.
-func (d *Drift) SecretsInCopy() []string {
+func (d *Drift) secretsInCopy() []string {
 	var out []string
 	for _, e := range d.Excluded {
 		if e.InCopy {
@@ -258,7 +258,7 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 			writeDiff(&text, display, sample{}, want, false, true)
 			continue
 		case f.Dir != have.mode.IsDir() || (!f.Dir && !have.mode.IsRegular()):
-			add(f.Path, TypeDiff, "a %s would replace the %s", kindName(f.Dir), schema.FileKind(have.mode))
+			add(f.Path, typeDiff, "a %s would replace the %s", kindName(f.Dir), schema.FileKind(have.mode))
 			fmt.Fprintf(&text, "File type differs: %s (%s on disk)\n", display, schema.FileKind(have.mode))
 			continue
 		}
@@ -268,7 +268,7 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 			}
 		}
 		if perm := have.mode.Perm(); perm != f.Mode {
-			add(f.Path, ModeOnly, "mode would change from %04o to %04o", perm, f.Mode)
+			add(f.Path, modeOnly, "mode would change from %04o to %04o", perm, f.Mode)
 			fmt.Fprintf(&text, "Mode differs: %s %04o -> %04o\n", display, perm, f.Mode)
 		}
 	}
@@ -314,7 +314,7 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 	}
 	d.Text = text.String()
 	sort.Slice(d.Excluded, func(i, j int) bool { return staging.PathLess(d.Excluded[i].Path, d.Excluded[j].Path) })
-	if in := d.SecretsInCopy(); len(in) > 0 && !slices.Contains(w.ignore, schema.WarnPrepareSecretCopy) {
+	if in := d.secretsInCopy(); len(in) > 0 && !slices.Contains(w.ignore, schema.WarnPrepareSecretCopy) {
 		d.Warnings = append(d.Warnings, fmt.Sprintf("%s holds %d secret file(s) (%s): not read into the report, but a copy published for a drift check "+
 			"should hold none; publish the workspace without them (docs/prepare.md) [%s]",
 			dir, len(in), strings.Join(in, ", "), schema.WarnPrepareSecretCopy))

@@ -606,7 +606,7 @@ func TestDiff(t *testing.T) {
 		kinds[c.Path] = c.Kind
 	}
 	want := map[string]ChangeKind{
-		"startup/start_slurm.sh": Modified, "extra.txt": Removed, "local": ModeOnly, "local/privacy.json.sample": Added,
+		"startup/start_slurm.sh": Modified, "extra.txt": Removed, "local": modeOnly, "local/privacy.json.sample": Added,
 	}
 	if fmt.Sprint(kinds) != fmt.Sprint(want) {
 		t.Errorf("changes %v, want %v", kinds, want)

@@ -16,7 +16,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/shell"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 	"github.com/flare-slurm/flare-slurm/templates"
 
@@ -26,11 +25,11 @@ import (
 
 // Names of the files prepare reads, writes or removes.
 const (
-	resourcesDefault = workspace.ResourcesDefaultPath // names the workspace: how prepare recognises one
-	resourcesActive  = workspace.ResourcesActivePath
-	commConfig       = workspace.CommConfigPath
-	studyRuntime     = workspace.StudyRuntimePath
-	studyDataLegacy  = workspace.LegacyStudyPath
+	resourcesDefault = schema.ResourcesDefaultPath // names the workspace: how prepare recognises one
+	resourcesActive  = schema.ResourcesActivePath
+	commConfig       = schema.CommConfigPath
+	studyRuntime     = schema.StudyRuntimePath
+	studyDataLegacy  = schema.LegacyStudyPath
 	startScript      = "startup/start_slurm.sh"
 	parentScript     = "startup/parent.slurm"
 	jobsDir          = ".nvflare_slurm/jobs"

@@ -8,7 +8,6 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/ojson"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 
 	"github.com/flare-slurm/flare-slurm/internal/problem"
@@ -19,7 +18,7 @@ const (
 	passthroughManager  = "nvflare.app_common.resource_managers.passthrough_resource_manager.PassthroughResourceManager"
 	gpuResourceManager  = "nvflare.app_common.resource_managers.gpu_resource_manager.GPUResourceManager"
 	gpuResourceConsumer = "nvflare.app_common.resource_consumers.gpu_resource_consumer.GPUResourceConsumer"
-	launcherID          = workspace.MarkerComponent
+	launcherID          = schema.LauncherComponentID
 )
 
 // launcherIDs are the job launcher components a Slurm workspace replaces.

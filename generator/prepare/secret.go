@@ -5,7 +5,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // Which workspace files are secret: --check never prints their content,
@@ -26,7 +26,7 @@ import (
 
 // jobSecretFile is the name of a compiled job's secrets file
 // (generator/compile writes it under .nvflare_slurm/jobs/<job>/).
-const jobSecretFile = workspace.SecretEnvFile
+const jobSecretFile = schema.SecretEnvFile
 
 // publicStartup are the startup/ files whose content --check may show
 // (unless it holds a private key).

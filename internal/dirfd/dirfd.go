@@ -41,9 +41,9 @@ var (
 	// ErrChanged: the entry is not the one that was checked or created
 	// earlier (another process replaced it meanwhile).
 	ErrChanged = errors.New("it was replaced by another file while prepare ran")
-	// ErrOtherFilesystem: a directory on another filesystem (a mount
+	// errOtherFilesystem: a directory on another filesystem (a mount
 	// point), which a tree operation does not enter.
-	ErrOtherFilesystem = errors.New("it is on another filesystem (a mount point), which is not entered")
+	errOtherFilesystem = errors.New("it is on another filesystem (a mount point), which is not entered")
 )
 
 const (
@@ -139,7 +139,7 @@ func (d *Dir) OpenBeneath(rel string) (*Dir, error) {
 			return newDir(fd, d.join(rel))
 		}
 		if errors.Is(err, unix.EXDEV) {
-			return nil, &os.PathError{Op: "open", Path: d.join(rel), Err: ErrOtherFilesystem}
+			return nil, &os.PathError{Op: "open", Path: d.join(rel), Err: errOtherFilesystem}
 		}
 		if !walkSays(err) {
 			return nil, &os.PathError{Op: "open", Path: d.join(rel), Err: err}
@@ -180,7 +180,7 @@ func (d *Dir) walk(rel string, sameDev bool) (*Dir, error) {
 			var st unix.Stat_t
 			if err := unix.Fstat(fd, &st); err != nil || st.Dev != d.st.Dev {
 				unix.Close(fd)
-				return nil, &os.PathError{Op: "open", Path: d.join(strings.Join(comps[:i+1], "/")), Err: ErrOtherFilesystem}
+				return nil, &os.PathError{Op: "open", Path: d.join(strings.Join(comps[:i+1], "/")), Err: errOtherFilesystem}
 			}
 		}
 		if i == len(comps)-1 {

@@ -162,7 +162,7 @@ func TestMountPointsAreNotEntered(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tree.Close()
-		if _, err := tree.OpenBeneath("data/mnt"); !errors.Is(err, ErrOtherFilesystem) {
+		if _, err := tree.OpenBeneath("data/mnt"); !errors.Is(err, errOtherFilesystem) {
 			t.Errorf("OpenBeneath into a mount: %v", err)
 		}
 		parent, err := Open(d)
@@ -170,7 +170,7 @@ func TestMountPointsAreNotEntered(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer parent.Close()
-		if err := parent.RemoveAll("tree", nil); !errors.Is(err, ErrOtherFilesystem) {
+		if err := parent.RemoveAll("tree", nil); !errors.Is(err, errOtherFilesystem) {
 			t.Errorf("RemoveAll across a mount: %v", err)
 		}
 		if b, err := os.ReadFile(filepath.Join(mnt, "precious")); err != nil || string(b) != "on another filesystem" {

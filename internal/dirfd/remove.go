@@ -14,7 +14,7 @@ import (
 // with O_NOFOLLOW and checked to be the directory that was listed (device
 // and inode), a symlink is unlinked and never followed, and a directory on
 // another filesystem (a mount point) is neither entered nor removed
-// (ErrOtherFilesystem). Directories without write or search permission for
+// (errOtherFilesystem). Directories without write or search permission for
 // their owner are made 0700 first (through a descriptor of exactly that
 // directory). With want, the entry must be that file (else ErrChanged and
 // nothing is removed). A missing entry is not an error.
@@ -98,7 +98,7 @@ func (d *Dir) unlink(name string, flags int) error {
 // described as st.
 func (d *Dir) removeDir(name string, st unix.Stat_t, r *remover) error {
 	if st.Dev != d.st.Dev {
-		return &os.PathError{Op: "remove", Path: d.join(name), Err: ErrOtherFilesystem}
+		return &os.PathError{Op: "remove", Path: d.join(name), Err: errOtherFilesystem}
 	}
 	sub, err := d.openForRemoval(name, st)
 	if err != nil {

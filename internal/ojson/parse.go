@@ -28,23 +28,6 @@ func Parse(data []byte) (*Value, error) {
 	return parse(&parser{data: data})
 }
 
-// duplicate is a key given again in one object: the object, the key and
-// the offset of the repetition's opening quote.
-type duplicate struct {
-	Object    *Value
-	Key       string
-	KeyOffset int
-}
-
-// parseReportingDuplicates is Parse that also lists every repeated key, in
-// document order (the value keeps the key's first position and its last
-// value either way).
-func parseReportingDuplicates(data []byte) (*Value, []duplicate, error) {
-	p := &parser{data: data, reportDuplicates: true}
-	v, err := parse(p)
-	return v, p.duplicates, err
-}
-
 func parse(p *parser) (*Value, error) {
 	data := p.data
 	if len(data) >= 3 && data[0] == 0xEF && data[1] == 0xBB && data[2] == 0xBF {
@@ -77,9 +60,6 @@ func parse(p *parser) (*Value, error) {
 type parser struct {
 	data []byte
 	pos  int
-
-	reportDuplicates bool
-	duplicates       []duplicate
 
 	// scan: check the text without building values (Scan); path is the
 	// way to the value being read, found the repeated keys.
@@ -223,9 +203,6 @@ func (p *parser) object(depth int) (*Value, error) {
 			index = map[string]int{}
 		}
 		if i, dup := index[key]; dup {
-			if p.reportDuplicates {
-				p.duplicates = append(p.duplicates, duplicate{Object: obj, Key: key, KeyOffset: keyOffset})
-			}
 			obj.Members[i].Value = val
 		} else {
 			index[key] = len(obj.Members)

@@ -12,10 +12,10 @@ import (
 	"testing"
 
 	"github.com/flare-slurm/flare-slurm/generator/compile"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 	"github.com/flare-slurm/flare-slurm/runtime/site"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 func TestSelect(t *testing.T) {
@@ -251,7 +251,7 @@ func TestProbeProgram(t *testing.T) {
 }
 
 func TestRequest(t *testing.T) {
-	ws := &workspace.Prepared{Root: "/ws", Role: "client", Site: "site-1", ConnectionSecurity: "mtls"}
+	ws := &schema.Workspace{Root: "/ws", Role: "client", Site: "site-1", ConnectionSecurity: "mtls"}
 	ws.Launcher.InternalPort = 8102
 	data, err := request(ws, "check-x-1", "", map[string]any{"time": "00:01:00"}, "tok")
 	if err != nil {

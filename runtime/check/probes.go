@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/flare-slurm/flare-slurm/generator/compile"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 	"github.com/flare-slurm/flare-slurm/runtime/site"
@@ -303,8 +302,8 @@ func judgeSecrets(o *outcome) (string, string) {
 	if o.launched != nil {
 		a := o.launched.Artifacts
 		places := []struct{ name, text string }{
-			{workspace.BatchScriptFile, string(a.BatchScript)},
-			{workspace.NodeScriptFile, string(a.NodeScript)},
+			{schema.BatchScriptFile, string(a.BatchScript)},
+			{schema.NodeScriptFile, string(a.NodeScript)},
 			{"the sbatch argv", strings.Join(a.Argv, "\x00")},
 			{"the scheduler's environment", strings.Join(o.launched.SchedulerEnv, "\x00")},
 			{"the job's output file", o.output},

@@ -19,7 +19,6 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/generator/compile"
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 	"github.com/flare-slurm/flare-slurm/runtime/site"
@@ -196,7 +195,7 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 	if p.peers {
 		sp.Peers = r.o.Nodes
 	}
-	sp.SecretFile = filepath.Join(workspace.JobDir(ws.Root, jobID), workspace.SecretEnvFile)
+	sp.SecretFile = filepath.Join(schema.JobDir(ws.Root, jobID), schema.SecretEnvFile)
 	if p.connect {
 		sp.Connect, sp.ConnectTimeout = true, 10
 		l, err := listen(ws.Launcher.InternalPort)
@@ -286,7 +285,7 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 		}
 	}
 	o.seen, o.seenErr = readObserved(ws.Root, jobID)
-	if data, err := readRunFile(ws.Root, jobID, workspace.SlurmOutputName(row.SlurmJobID), 1<<20); err == nil {
+	if data, err := readRunFile(ws.Root, jobID, schema.SlurmOutputName(row.SlurmJobID), 1<<20); err == nil {
 		o.output = string(data)
 	}
 	row.Result, row.Evidence = p.judge(o)
@@ -375,7 +374,7 @@ func (r *runner) stop(h *manager.Handle, row *Row) {
 // request is the launch request of a probe job: the worker arguments an
 // NVFlare parent of the workspace's role would pass, the job's meta (its
 // launcher_spec for the site) and a random auth token.
-func request(ws *workspace.Prepared, jobID, study string, slurm map[string]any, token string) ([]byte, error) {
+func request(ws *schema.Workspace, jobID, study string, slurm map[string]any, token string) ([]byte, error) {
 	siteName := ws.Site
 	if siteName == "" {
 		siteName = "check"
@@ -494,7 +493,7 @@ func secretGone(root, jobID string, row *Row) {
 	case err != nil:
 		row.Result = Fail
 		row.Evidence += fmt.Sprintf("; the probe job's %s, which holds its credentials and the study's secrets, could not be removed: %v: remove it by hand",
-			filepath.Join(workspace.JobDir(root, jobID), workspace.SecretEnvFile), err)
+			filepath.Join(schema.JobDir(root, jobID), schema.SecretEnvFile), err)
 	case removed:
 		row.Evidence += "; removed the probe job's secret.env (the job never started): no secret is left on disk"
 	}
@@ -508,7 +507,7 @@ func removeSecretFile(root, jobID string) (removed bool, err error) {
 		return false, err
 	}
 	defer wsd.Close()
-	rel := filepath.ToSlash(filepath.Join(schema.ControlDir, workspace.JobsDir, workspace.JobKey(jobID)))
+	rel := filepath.ToSlash(filepath.Join(schema.ControlDir, schema.JobsDir, schema.JobKey(jobID)))
 	jd, err := wsd.OpenBeneath(rel)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil // the runtime removed the job dir: the job ended
@@ -517,7 +516,7 @@ func removeSecretFile(root, jobID string) (removed bool, err error) {
 		return false, err
 	}
 	defer jd.Close()
-	err = unix.Unlinkat(jd.Fd(), workspace.SecretEnvFile, 0)
+	err = unix.Unlinkat(jd.Fd(), schema.SecretEnvFile, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return false, nil // the batch script removed it
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // TestSecretGone (issue 25 item 3): a probe job's secret.env, with the
@@ -17,11 +17,11 @@ import (
 func TestSecretGone(t *testing.T) {
 	root := t.TempDir()
 	jobID := JobPrefix + "pending-abort-0a1b2c3d"
-	dir := workspace.JobDir(root, jobID)
+	dir := schema.JobDir(root, jobID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	secret := filepath.Join(dir, workspace.SecretEnvFile)
+	secret := filepath.Join(dir, schema.SecretEnvFile)
 	if err := os.WriteFile(secret, []byte("S1_KEY=s1-secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}

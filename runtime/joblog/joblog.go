@@ -22,7 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // ErrNotYet says that the output file does not exist (yet): Slurm creates
@@ -31,14 +31,14 @@ var ErrNotYet = errors.New("the job's Slurm output does not exist (yet)")
 
 // Path is where the job's Slurm output is, for messages.
 func Path(root, jobID, slurmJobID string) string {
-	return filepath.Join(root, jobID, workspace.SlurmOutputName(slurmJobID))
+	return filepath.Join(root, jobID, schema.SlurmOutputName(slurmJobID))
 }
 
 // Open opens the Slurm output of Slurm job slurmJobID of job jobID in the
 // workspace root (a real path), as the account uid: ErrNotYet when the run
 // directory or the file does not exist.
 func Open(root, jobID, slurmJobID string, uid int) (*os.File, error) {
-	name := workspace.SlurmOutputName(slurmJobID)
+	name := schema.SlurmOutputName(slurmJobID)
 	ws, err := dirfd.Open(root)
 	if err != nil {
 		return nil, err

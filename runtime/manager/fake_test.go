@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // fakeJob is one job of the stand-in scheduler.
@@ -258,7 +258,7 @@ func (e *env) manager() *Manager {
 // job builds a compiled job whose Write creates the dir with a batch script.
 func (e *env) job(m *Manager, jobID string) Job {
 	dir := m.JobDir(jobID)
-	key := workspace.JobKey(jobID)
+	key := schema.JobKey(jobID)
 	name := "nvfl-site-1-" + key[:8]
 	return Job{
 		JobID: jobID, Dir: dir, Name: name, Marker: "nvfl:" + jobID,

@@ -9,7 +9,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // Verdicts of gc on one leftover job dir.
@@ -87,7 +87,7 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 		}
 		h, err := readHandle(dir)
 		switch {
-		case err == nil && e.Name() == workspace.JobKey(h.JobID):
+		case err == nil && e.Name() == schema.JobKey(h.JobID):
 			ge.JobID, ge.SlurmJobID = h.JobID, h.SlurmJobID
 			t, _ := readTimers(dir)
 			withHandle = append(withHandle, &liveJob{info: h, dir: dir, onDisk: true, timers: t})
@@ -225,8 +225,8 @@ func (m *Manager) queuedKeys(ctx context.Context) (map[string]bool, error) {
 	}
 	keys := map[string]bool{}
 	for _, r := range q.Rows {
-		if id, _, ok := workspace.JobIDOfComment(r.Comment); ok && r.UID == m.cfg.Client.UID {
-			keys[workspace.JobKey(id)] = true
+		if id, _, ok := schema.JobIDOfComment(r.Comment); ok && r.UID == m.cfg.Client.UID {
+			keys[schema.JobKey(id)] = true
 		}
 	}
 	return keys, nil

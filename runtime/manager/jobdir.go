@@ -16,15 +16,14 @@ import (
 	"github.com/flare-slurm/flare-slurm/schema"
 
 	"github.com/flare-slurm/flare-slurm/internal/fsx"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 )
 
 // Files of the control area (contract §8 plus this runtime's own).
 const (
 	controlDir   = schema.ControlDir
-	jobsDirName  = workspace.JobsDir
-	handleFile   = workspace.HandleFile
-	timersFile   = workspace.TimersFile
+	jobsDirName  = schema.JobsDir
+	handleFile   = schema.HandleFile
+	timersFile   = schema.TimersFile
 	lockFile     = "observe.lock"
 	cacheFile    = "observations.json"
 	handleFormat = 1

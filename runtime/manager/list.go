@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // Bounds of ListHandles: a completion that reads more job dirs, or larger
@@ -64,7 +64,7 @@ func ListHandles(root string) ([]HandleInfo, error) {
 			break
 		}
 		h, err := readHandleBeneath(jobs, name)
-		if err != nil || workspace.JobKey(h.JobID) != name {
+		if err != nil || schema.JobKey(h.JobID) != name {
 			continue
 		}
 		handles = append(handles, h)

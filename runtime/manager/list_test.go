@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // testHandle is a complete, valid handle of jobID.
@@ -85,29 +85,29 @@ func TestListHandlesKeepsOnlyValidHandlesOfTheirOwnKey(t *testing.T) {
 	elsewhere := t.TempDir()
 	for _, id := range []string{"job-b", "job-a"} {
 		h := testHandle(id)
-		makeJobDir(t, jobs, workspace.JobKey(id), &h)
+		makeJobDir(t, jobs, schema.JobKey(id), &h)
 	}
 	// A handle copied into another job's dir names a job whose key is not
 	// the dir's.
 	other := testHandle("job-c")
-	makeJobDir(t, jobs, workspace.JobKey("not-job-c"), &other)
+	makeJobDir(t, jobs, schema.JobKey("not-job-c"), &other)
 	// A launch in progress: no handle yet.
-	makeJobDir(t, jobs, workspace.JobKey("job-d"), nil)
+	makeJobDir(t, jobs, schema.JobKey("job-d"), nil)
 	// handle.json is a symlink to a valid handle outside the workspace.
 	e := testHandle("job-e")
-	target := makeJobDir(t, elsewhere, workspace.JobKey("job-e"), &e)
-	linkDir := makeJobDir(t, jobs, workspace.JobKey("job-e"), nil)
+	target := makeJobDir(t, elsewhere, schema.JobKey("job-e"), &e)
+	linkDir := makeJobDir(t, jobs, schema.JobKey("job-e"), nil)
 	if err := os.Symlink(filepath.Join(target, handleFile), filepath.Join(linkDir, handleFile)); err != nil {
 		t.Fatal(err)
 	}
 	// The job dir itself is a symlink to a valid job dir outside.
 	f := testHandle("job-f")
-	fTarget := makeJobDir(t, elsewhere, workspace.JobKey("job-f"), &f)
-	if err := os.Symlink(fTarget, filepath.Join(jobs, workspace.JobKey("job-f"))); err != nil {
+	fTarget := makeJobDir(t, elsewhere, schema.JobKey("job-f"), &f)
+	if err := os.Symlink(fTarget, filepath.Join(jobs, schema.JobKey("job-f"))); err != nil {
 		t.Fatal(err)
 	}
 	// handle.json is a FIFO: opening it for reading must not block.
-	fifoDir := makeJobDir(t, jobs, workspace.JobKey("job-g"), nil)
+	fifoDir := makeJobDir(t, jobs, schema.JobKey("job-g"), nil)
 	if err := syscall.Mkfifo(filepath.Join(fifoDir, handleFile), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestListHandlesKeepsOnlyValidHandlesOfTheirOwnKey(t *testing.T) {
 		"job-i": "not json",
 		"job-j": `{"format":1,"job_id":"job-j"}`,
 	} {
-		dir := makeJobDir(t, jobs, workspace.JobKey(id), nil)
+		dir := makeJobDir(t, jobs, schema.JobKey(id), nil)
 		if err := os.WriteFile(filepath.Join(dir, handleFile), []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func TestListHandlesKeepsOnlyValidHandlesOfTheirOwnKey(t *testing.T) {
 	// named like a key.
 	k := testHandle("job-k")
 	makeJobDir(t, jobs, "not-a-key", &k)
-	if err := os.WriteFile(filepath.Join(jobs, workspace.JobKey("job-l")), []byte("{}"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(jobs, schema.JobKey("job-l")), []byte("{}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
@@ -147,7 +147,7 @@ func TestListHandlesFollowsNoSymlinkedControlDir(t *testing.T) {
 	// .nvflare_slurm or a symlinked jobs dir, is not listed.
 	elsewhere, otherJobs := newTestWorkspace(t)
 	h := testHandle("job-a")
-	makeJobDir(t, otherJobs, workspace.JobKey("job-a"), &h)
+	makeJobDir(t, otherJobs, schema.JobKey("job-a"), &h)
 
 	viaControl := t.TempDir()
 	if err := os.Symlink(filepath.Join(elsewhere, controlDir), filepath.Join(viaControl, controlDir)); err != nil {
@@ -177,7 +177,7 @@ func TestListHandlesWorkspaceBehindASymlink(t *testing.T) {
 	// home directory on a parallel filesystem): those are resolved.
 	ws, jobs := newTestWorkspace(t)
 	h := testHandle("job-a")
-	makeJobDir(t, jobs, workspace.JobKey("job-a"), &h)
+	makeJobDir(t, jobs, schema.JobKey("job-a"), &h)
 	link := filepath.Join(t.TempDir(), "home")
 	if err := os.Symlink(ws, link); err != nil {
 		t.Fatal(err)
@@ -198,10 +198,10 @@ func TestListHandlesMissingWorkspace(t *testing.T) {
 }
 
 func TestIsJobKey(t *testing.T) {
-	if !isJobKey(workspace.JobKey("x")) {
-		t.Errorf("isJobKey(workspace.JobKey(x)) = false")
+	if !isJobKey(schema.JobKey("x")) {
+		t.Errorf("isJobKey(schema.JobKey(x)) = false")
 	}
-	for _, s := range []string{"", "abc", strings.ToUpper(workspace.JobKey("x")), workspace.JobKey("x") + "0", strings.Repeat("g", 64)} {
+	for _, s := range []string{"", "abc", strings.ToUpper(schema.JobKey("x")), schema.JobKey("x") + "0", strings.Repeat("g", 64)} {
 		if isJobKey(s) {
 			t.Errorf("isJobKey(%q) = true", s)
 		}
@@ -215,7 +215,7 @@ func BenchmarkListHandles(b *testing.B) {
 	for i := range 1000 {
 		id := "job-" + strconv.Itoa(i)
 		h := testHandle(id)
-		makeJobDir(b, jobs, workspace.JobKey(id), &h)
+		makeJobDir(b, jobs, schema.JobKey(id), &h)
 	}
 	b.ReportAllocs()
 	for b.Loop() {

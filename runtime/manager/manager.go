@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/flare-slurm/flare-slurm/internal/shell"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // States a Status reports besides Slurm's own words.
@@ -105,7 +105,7 @@ func (m *Manager) JobsDir() string { return m.jobsDir }
 
 // JobDir is the artifact directory of an NVFlare job id.
 func (m *Manager) JobDir(jobID string) string {
-	return filepath.Join(m.jobsDir, workspace.JobKey(jobID))
+	return filepath.Join(m.jobsDir, schema.JobKey(jobID))
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -372,7 +372,7 @@ func (m *Manager) cancelByIdentity(ctx context.Context, name, marker string) str
 // job), except the legacy marker of a job launched before markers carried
 // the workspace.
 func (m *Manager) marker(info HandleInfo) string {
-	return workspace.ExpectedMarker(m.cfg.Workspace, info.JobID, info.Marker)
+	return schema.ExpectedMarker(m.cfg.Workspace, info.JobID, info.Marker)
 }
 
 func (m *Manager) staleError(job Job) error {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 func TestReturnCodeTable(t *testing.T) {
@@ -71,7 +71,7 @@ func TestLaunchToSuccess(t *testing.T) {
 	var info HandleInfo
 	data, _ := os.ReadFile(filepath.Join(dir, handleFile))
 	if err := json.Unmarshal(data, &info); err != nil || info.SlurmJobID != "101" || info.Marker != "nvfl:job-1" ||
-		!info.SubmitTime.Equal(e.clock.Now()) || info.JobName != "nvfl-site-1-"+workspace.JobKey("job-1")[:8] {
+		!info.SubmitTime.Equal(e.clock.Now()) || info.JobName != "nvfl-site-1-"+schema.JobKey("job-1")[:8] {
 		t.Fatalf("handle %+v %v", info, err)
 	}
 	if s := e.poll(h); s.State != "PENDING" || s.Terminal || s.ReturnCode != 127 {
@@ -540,7 +540,7 @@ func TestGC(t *testing.T) {
 			t.Fatalf("dry run removed %s", en.Dir)
 		}
 	}
-	want := map[string]string{workspace.JobKey("done"): gcFinished, workspace.JobKey("live"): gcLive, workspace.JobKey("gone"): gcUnknown, workspace.JobKey("orphan"): gcFinished}
+	want := map[string]string{schema.JobKey("done"): gcFinished, schema.JobKey("live"): gcLive, schema.JobKey("gone"): gcUnknown, schema.JobKey("orphan"): gcFinished}
 	for k, v := range want {
 		if verdicts[k] != v {
 			t.Errorf("%s verdict %q, want %q", k, verdicts[k], v)
@@ -745,7 +745,7 @@ func TestControlDirsOwnerAndMode(t *testing.T) {
 func TestCopiedHandleNeverMatchesTheOriginalsJob(t *testing.T) {
 	a := newEnv(t)
 	job := a.job(a.m, "j")
-	job.Marker = workspace.CommentMarker(a.ws, "j")
+	job.Marker = schema.CommentMarker(a.ws, "j")
 	for i, arg := range job.Argv {
 		if strings.HasPrefix(arg, "--comment=") {
 			job.Argv[i] = "--comment=" + job.Marker

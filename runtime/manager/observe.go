@@ -18,8 +18,8 @@ import (
 	"github.com/google/renameio/v2"
 	"golang.org/x/sys/unix"
 
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // The five-miss rule (contract §9): a job absent from the queue is declared
@@ -371,7 +371,7 @@ func (o *observer) listJobs() ([]*liveJob, error) {
 			}
 			continue
 		}
-		if e.Name() != workspace.JobKey(h.JobID) {
+		if e.Name() != schema.JobKey(h.JobID) {
 			o.m.log.Warn("skipping job dir whose handle names another job", "dir", dir, "job_id", h.JobID)
 			continue
 		}
@@ -414,7 +414,7 @@ func (o *observer) refresh(ctx context.Context, c *cache, extra []*Handle) {
 		seen[h.info.SlurmJobID] = true
 		// The job dir is gone (removed by hand): the job is still asked
 		// about, with the clocks this process last saw.
-		jobs = append(jobs, &liveJob{info: h.info, dir: filepath.Join(o.dir, jobsDirName, workspace.JobKey(h.info.JobID)), timers: h.timers, h: h})
+		jobs = append(jobs, &liveJob{info: h.info, dir: filepath.Join(o.dir, jobsDirName, schema.JobKey(h.info.JobID)), timers: h.timers, h: h})
 	}
 	live := map[string]bool{}
 	for _, j := range jobs {

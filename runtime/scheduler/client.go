@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/flare-slurm/flare-slurm/internal/trust"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -77,10 +76,10 @@ func (e *CommandError) Unwrap() error { return e.Err }
 
 // Fix says what to change: the site's slurm.yaml, which prepare writes into
 // the workspace's generated local/resources.json.default
-// (workspace.SettingsFix), or the site's own local/resources.json when
+// (schema.SettingsFix), or the site's own local/resources.json when
 // that is the file read; or the parent's PATH.
 func (e *CommandError) Fix() string {
-	entry := workspace.SettingsFix(e.Settings, "executables."+e.Name)
+	entry := schema.SettingsFix(e.Settings, "executables."+e.Name)
 	switch {
 	case entry == "" && e.Settings != "":
 		entry = "fix executables." + e.Name + " in " + e.Settings + " (the site's override of the prepared settings)"

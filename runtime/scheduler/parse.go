@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // Formats of the query commands (contract §9). sacctFormat adds Submit to
@@ -70,7 +70,7 @@ type QueueRow struct {
 
 // markerPrefix starts the Slurm comment of every job flare-slurm submits
 // (nvfl:<NVFlare job id>; job ids hold no '|').
-const markerPrefix = workspace.CommentMarkerPrefix
+const markerPrefix = schema.CommentMarkerPrefix
 
 // Queue is one successful squeue answer.
 type Queue struct {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/flare-slurm/flare-slurm/generator/compile"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // A launch from inside a worker (NVFLARE_SLURM_CHILD_PROCESS=1, which every
@@ -41,7 +41,7 @@ func TestNestedLaunchRefused(t *testing.T) {
 			if len(rec.calls) != 0 {
 				t.Errorf("a refused nested launch ran %d scheduler commands", len(rec.calls))
 			}
-			if _, err := os.Lstat(filepath.Join(ws, ".nvflare_slurm", "jobs", workspace.JobKey("job-1"))); err == nil {
+			if _, err := os.Lstat(filepath.Join(ws, ".nvflare_slurm", "jobs", schema.JobKey("job-1"))); err == nil {
 				t.Error("a refused nested launch wrote a job dir")
 			}
 		})

@@ -17,7 +17,6 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/generator/compile"
 	"github.com/flare-slurm/flare-slurm/internal/account"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 	"github.com/flare-slurm/flare-slurm/schema"
@@ -41,7 +40,7 @@ type Options struct {
 
 // Runtime is an opened workspace.
 type Runtime struct {
-	Workspace *workspace.Prepared
+	Workspace *schema.Workspace
 	Client    *scheduler.Client
 	Manager   *manager.Manager
 	Version   scheduler.Version // zero unless CheckScheduler ran
@@ -56,7 +55,7 @@ func Open(ctx context.Context, root string, o Options) (*Runtime, error) {
 	if err := manager.CheckWorkspaceAccess(root, uid); err != nil {
 		return nil, err
 	}
-	ws, err := workspace.Load(root)
+	ws, err := schema.LoadWorkspace(root)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +236,7 @@ func secretNames(root string) map[string]bool {
 	for _, n := range schema.CredentialEnvNames { // a parent that exports them must not pass them to the scheduler either
 		names[n] = true
 	}
-	for _, n := range schema.StudySecretEnvNames(filepath.Join(root, filepath.FromSlash(workspace.StudyRuntimePath))) {
+	for _, n := range schema.StudySecretEnvNames(filepath.Join(root, filepath.FromSlash(schema.StudyRuntimePath))) {
 		names[n] = true
 	}
 	return names

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // recorder answers sbatch with a job id and records every command.
@@ -105,10 +105,10 @@ func TestLaunchThroughCompiler(t *testing.T) {
 		t.Fatal(err)
 	}
 	info := h.Info()
-	if info.SlurmJobID != "4242" || info.PendingTimeout != 42 || info.Marker != workspace.CommentMarker(ws, "job-1") {
+	if info.SlurmJobID != "4242" || info.PendingTimeout != 42 || info.Marker != schema.CommentMarker(ws, "job-1") {
 		t.Fatalf("handle %+v", info)
 	}
-	if rt.Manager.JobDir("job-1") != workspace.JobDir(ws, "job-1") {
+	if rt.Manager.JobDir("job-1") != schema.JobDir(ws, "job-1") {
 		t.Fatal("the runtime and the compiler disagree on the job dir")
 	}
 	for _, f := range []string{"batch.sh", "secret.env", "handle.json"} {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/generator/prepare/staging/stagingtest"
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // markerJSON is a resources.json.default that names output as its
@@ -26,7 +26,7 @@ func tree(output, tag string) []File {
 	return []File{
 		{Path: ".", Dir: true, Mode: 0o700},
 		{Path: "local", Dir: true, Mode: 0o755},
-		{Path: workspace.MarkerFile, Mode: 0o644, Data: markerJSON(output)},
+		{Path: schema.ResourcesDefaultPath, Mode: 0o644, Data: markerJSON(output)},
 		{Path: "startup", Dir: true, Mode: 0o500},
 		{Path: "startup/tag", Mode: 0o600, Data: []byte(tag)},
 		{Path: "transfer", Dir: true, Mode: 0o755},

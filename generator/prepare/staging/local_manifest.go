@@ -32,8 +32,8 @@ const (
 	// wrote into local/.
 	LocalManifestPath = schema.ControlDir + "/" + localManifestName
 	localManifestName = "prepared-local.json"
-	// LocalManifestFormat is the format version prepare writes.
-	LocalManifestFormat = 1
+	// localManifestFormat is the format version prepare writes.
+	localManifestFormat = 1
 )
 
 // localManifestLimit caps what is read of a manifest: a local/ of 10,000
@@ -53,7 +53,7 @@ type LocalManifest struct {
 // sorted, files in key order, so the same workspace always records the
 // same bytes (prepare --check compares it like any other file).
 func (m *LocalManifest) Encode() []byte {
-	out := LocalManifest{Format: LocalManifestFormat, Dirs: slices.Sorted(slices.Values(m.Dirs)), Files: m.Files}
+	out := LocalManifest{Format: localManifestFormat, Dirs: slices.Sorted(slices.Values(m.Dirs)), Files: m.Files}
 	if out.Dirs == nil {
 		out.Dirs = []string{}
 	}
@@ -106,8 +106,8 @@ func ReadLocalManifest(ws *dirfd.Dir) (*LocalManifest, error) {
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("it is not a record prepare wrote: %v", err)
 	}
-	if m.Format != LocalManifestFormat {
-		return nil, fmt.Errorf("it has format %d; this flare-slurm reads format %d", m.Format, LocalManifestFormat)
+	if m.Format != localManifestFormat {
+		return nil, fmt.Errorf("it has format %d; this flare-slurm reads format %d", m.Format, localManifestFormat)
 	}
 	for _, p := range m.Dirs {
 		if !inLocal(p) {

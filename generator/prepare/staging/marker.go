@@ -10,7 +10,7 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
 	"github.com/flare-slurm/flare-slurm/internal/ojson"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // markerLimit caps what is read of a marker file: the real one is a few
@@ -24,7 +24,7 @@ func IsWorkspaceOf(out *dirfd.Dir, output string) bool { return markerReason(out
 // markerReason says why the directory out is not a workspace prepared for
 // output, or "" when it is one.
 func markerReason(out *dirfd.Dir, output string) string {
-	dir, name, _ := strings.Cut(workspace.MarkerFile, "/")
+	dir, name, _ := strings.Cut(schema.ResourcesDefaultPath, "/")
 	local, err := out.OpenDir(dir)
 	if err == nil {
 		defer local.Close()
@@ -34,30 +34,30 @@ func markerReason(out *dirfd.Dir, output string) string {
 		f, err = local.OpenRegular(name, dirfd.Expect{})
 	}
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-		return "it holds no " + workspace.MarkerFile
+		return "it holds no " + schema.ResourcesDefaultPath
 	}
 	if err != nil {
-		return fmt.Sprintf("its %s cannot be read: %v", workspace.MarkerFile, err)
+		return fmt.Sprintf("its %s cannot be read: %v", schema.ResourcesDefaultPath, err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, markerLimit+1))
 	if err != nil {
-		return fmt.Sprintf("its %s cannot be read: %v", workspace.MarkerFile, err)
+		return fmt.Sprintf("its %s cannot be read: %v", schema.ResourcesDefaultPath, err)
 	}
 	if len(data) > markerLimit {
-		return fmt.Sprintf("its %s is larger than %d bytes", workspace.MarkerFile, markerLimit)
+		return fmt.Sprintf("its %s is larger than %d bytes", schema.ResourcesDefaultPath, markerLimit)
 	}
 	doc, err := ojson.Parse(data)
 	if err != nil {
-		return fmt.Sprintf("its %s is not valid JSON", workspace.MarkerFile)
+		return fmt.Sprintf("its %s is not valid JSON", schema.ResourcesDefaultPath)
 	}
 	var named []string
 	if comps := doc.Get("components"); comps != nil && comps.Kind == ojson.Array {
 		for _, c := range comps.Items {
-			if id := c.Get("id"); id == nil || id.Kind != ojson.String || id.Str != workspace.MarkerComponent {
+			if id := c.Get("id"); id == nil || id.Kind != ojson.String || id.Str != schema.LauncherComponentID {
 				continue
 			}
-			if p := c.Get("args").Get(workspace.MarkerArg); p != nil && p.Kind == ojson.String {
+			if p := c.Get("args").Get(schema.WorkspacePathArg); p != nil && p.Kind == ojson.String {
 				if p.Str == output {
 					return ""
 				}
@@ -66,7 +66,7 @@ func markerReason(out *dirfd.Dir, output string) string {
 		}
 	}
 	if len(named) > 0 {
-		return fmt.Sprintf("its %s names the workspace %q", workspace.MarkerFile, named[0])
+		return fmt.Sprintf("its %s names the workspace %q", schema.ResourcesDefaultPath, named[0])
 	}
-	return fmt.Sprintf("its %s has no %s component naming a workspace", workspace.MarkerFile, workspace.MarkerComponent)
+	return fmt.Sprintf("its %s has no %s component naming a workspace", schema.ResourcesDefaultPath, schema.LauncherComponentID)
 }

@@ -76,8 +76,8 @@ type State int
 
 // The states of an output.
 const (
-	// OutputAbsent: nothing at the output path.
-	OutputAbsent State = iota
+	// outputAbsent: nothing at the output path.
+	outputAbsent State = iota
 	// OutputEmpty: an empty directory.
 	OutputEmpty
 	// OutputWorkspace: a workspace prepared for this output (its marker
@@ -137,7 +137,7 @@ func Open(path string) (*Target, error) {
 		return nil, err
 	}
 	if len(t.missing) > 0 {
-		return t, nil // OutputAbsent
+		return t, nil // outputAbsent
 	}
 	if err := t.openOutput(); err != nil {
 		t.Close()

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
-	"github.com/flare-slurm/flare-slurm/internal/workspace"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 func TestStageInstallsANewOutputAndItsParents(t *testing.T) {
@@ -180,21 +180,23 @@ func TestStagingRecognisesWorkspacesByTheirMarker(t *testing.T) {
 		state  State
 		reason string
 	}{
-		"absent":    {func(string) {}, OutputAbsent, ""},
+		"absent":    {func(string) {}, outputAbsent, ""},
 		"empty":     {func(out string) { os.Mkdir(out, 0o755) }, OutputEmpty, ""},
-		"workspace": {func(out string) { write(filepath.Join(out, workspace.MarkerFile), string(markerJSON(out))) }, OutputWorkspace, ""},
+		"workspace": {func(out string) { write(filepath.Join(out, schema.ResourcesDefaultPath), string(markerJSON(out))) }, OutputWorkspace, ""},
 		"thesis": {func(out string) { write(filepath.Join(out, "chapter1.tex"), "\\chapter{x}") },
 			OutputOther, "it holds no local/resources.json.default"},
-		"moved workspace": {func(out string) { write(filepath.Join(out, workspace.MarkerFile), string(markerJSON("/old/place"))) },
+		"moved workspace": {func(out string) {
+			write(filepath.Join(out, schema.ResourcesDefaultPath), string(markerJSON("/old/place")))
+		},
 			OutputOther, `names the workspace "/old/place"`},
 		"other runtime": {func(out string) {
-			write(filepath.Join(out, workspace.MarkerFile), `{"components": [{"id": "k8s_launcher", "args": {"workspace_path": "`+out+`"}}]}`)
+			write(filepath.Join(out, schema.ResourcesDefaultPath), `{"components": [{"id": "k8s_launcher", "args": {"workspace_path": "`+out+`"}}]}`)
 		}, OutputOther, "has no slurm_launcher component naming a workspace"},
-		"not json": {func(out string) { write(filepath.Join(out, workspace.MarkerFile), "{") }, OutputOther, "is not valid JSON"},
+		"not json": {func(out string) { write(filepath.Join(out, schema.ResourcesDefaultPath), "{") }, OutputOther, "is not valid JSON"},
 		"marker is a symlink": {func(out string) {
 			write(filepath.Join(d, "forged.json"), string(markerJSON(out)))
 			os.MkdirAll(filepath.Join(out, "local"), 0o755)
-			os.Symlink(filepath.Join(d, "forged.json"), filepath.Join(out, workspace.MarkerFile))
+			os.Symlink(filepath.Join(d, "forged.json"), filepath.Join(out, schema.ResourcesDefaultPath))
 		}, OutputOther, "cannot be read"},
 		"local is a symlink": {func(out string) {
 			write(filepath.Join(d, "forged", "resources.json.default"), string(markerJSON(out)))
@@ -203,7 +205,7 @@ func TestStagingRecognisesWorkspacesByTheirMarker(t *testing.T) {
 		}, OutputOther, "cannot be read"},
 		"marker is a fifo": {func(out string) {
 			os.MkdirAll(filepath.Join(out, "local"), 0o755)
-			syscall.Mkfifo(filepath.Join(out, workspace.MarkerFile), 0o644)
+			syscall.Mkfifo(filepath.Join(out, schema.ResourcesDefaultPath), 0o644)
 		}, OutputOther, "cannot be read"},
 	}
 	for name, tc := range cases {

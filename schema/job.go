@@ -1,19 +1,17 @@
-package workspace
+package schema
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"path/filepath"
 	"strings"
-
-	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // Job identity (contract §8): where a job's files live in the workspace
 // and how its Slurm job is named and marked. The compiler writes these,
 // the runtime finds jobs by them.
 
-// JobsDir is the directory of job directories inside schema.ControlDir.
+// JobsDir is the directory of job directories inside ControlDir.
 const JobsDir = "jobs"
 
 // Files of a job directory: what the compiler writes (contract §8) and
@@ -46,7 +44,7 @@ func JobKey(jobID string) string {
 
 // JobDir is the directory of a job's files in the workspace at root.
 func JobDir(root, jobID string) string {
-	return filepath.Join(root, schema.ControlDir, JobsDir, JobKey(jobID))
+	return filepath.Join(root, ControlDir, JobsDir, JobKey(jobID))
 }
 
 // JobName is the Slurm job name of a job of site: "nvfl-", the first 32
@@ -77,10 +75,10 @@ func CommentMarker(root, jobID string) string {
 	return CommentMarkerPrefix + jobID + "@" + WorkspaceID(root)
 }
 
-// LegacyCommentMarker is the marker of a job launched before markers
+// legacyCommentMarker is the marker of a job launched before markers
 // carried the workspace ("nvfl:<job id>", NVFlare's form): accepted for
 // such a job's recorded handle only.
-func LegacyCommentMarker(jobID string) string { return CommentMarkerPrefix + jobID }
+func legacyCommentMarker(jobID string) string { return CommentMarkerPrefix + jobID }
 
 // ExpectedMarker is the marker the runtime of the workspace at root
 // matches for a job whose handle recorded marker: this workspace's marker
@@ -88,7 +86,7 @@ func LegacyCommentMarker(jobID string) string { return CommentMarkerPrefix + job
 // workspace names that workspace's marker), or the legacy marker of a job
 // launched before markers carried the workspace.
 func ExpectedMarker(root, jobID, recorded string) string {
-	if recorded == LegacyCommentMarker(jobID) {
+	if recorded == legacyCommentMarker(jobID) {
 		return recorded
 	}
 	return CommentMarker(root, jobID)

@@ -1,9 +1,7 @@
-package workspace
+package schema
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -12,39 +10,42 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/internal/ojson"
 	"github.com/flare-slurm/flare-slurm/internal/problem"
-	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // Files of a prepared workspace that prepare writes and the compiler and
 // the runtime read (slash-separated, relative to the workspace root; the
 // names are schema's).
 const (
-	// ResourcesDefaultPath holds the site settings prepare writes (and the
-	// launcher component, MarkerComponent).
-	ResourcesDefaultPath = MarkerFile
+	// ResourcesDefaultPath holds the site settings prepare writes and the
+	// launcher component (LauncherComponentID) whose args.workspace_path
+	// (WorkspacePathArg) names the workspace's path: how prepare recognises
+	// a workspace it may replace (contract §4.1; NVFlare's own prepare
+	// writes the same), so the marker is part of the format prepare writes
+	// anyway and the workspace stays file for file what NVFlare writes.
+	ResourcesDefaultPath = LocalDir + "/" + resourcesDefaultFile
 	// ResourcesActivePath, when a site creates it, wins over
 	// ResourcesDefaultPath (NVFlare's Workspace.get_resources_file_path);
 	// prepare removes it.
-	ResourcesActivePath = schema.LocalDir + "/" + schema.ResourcesActiveFile
+	ResourcesActivePath = LocalDir + "/" + resourcesActiveFile
 	// CommConfigPath holds the worker link settings (contract §4.2).
-	CommConfigPath = schema.LocalDir + "/" + schema.CommConfigFile
+	CommConfigPath = LocalDir + "/" + commConfigFile
 	// StudyRuntimePath is the site's study runtime (contract §5), read at
 	// every launch; LegacyStudyPath is the format the launcher refuses.
-	StudyRuntimePath = schema.LocalDir + "/" + schema.StudyRuntimeFile
-	LegacyStudyPath  = schema.LocalDir + "/" + schema.LegacyStudyFile
+	StudyRuntimePath = LocalDir + "/" + StudyRuntimeFile
+	LegacyStudyPath  = LocalDir + "/" + legacyStudyFile
 )
 
-// ResourcesFiles are the site settings files in the order the NVFlare
+// resourcesFiles are the site settings files in the order the NVFlare
 // parent looks for them: an existing ResourcesActivePath wins.
-var ResourcesFiles = []string{ResourcesActivePath, ResourcesDefaultPath}
+var resourcesFiles = []string{ResourcesActivePath, ResourcesDefaultPath}
 
 // EnvWorkspace names the environment variable whose value is the
 // default of --workspace for the commands that use a prepared workspace
 // (not prepare, which creates one).
 const EnvWorkspace = "FLARE_SLURM_WORKSPACE"
 
-// FromEnv is the value of EnvWorkspace ("" when unset).
-func FromEnv() string { return os.Getenv(EnvWorkspace) }
+// WorkspaceFromEnv is the value of EnvWorkspace ("" when unset).
+func WorkspaceFromEnv() string { return os.Getenv(EnvWorkspace) }
 
 // SettingsFix says where to fix the launcher setting key (a key of the
 // launcher args, "executables.sbatch") read from file, a workspace's
@@ -62,17 +63,17 @@ func SettingsFix(file, key string) string {
 // AttachSection is NVFlare's ATTACH_COMM_CONFIG key of comm_config.json.
 const AttachSection = "client_api_attach"
 
-// Prepared is what the compiler and the runtime need from a prepared
+// Workspace is what the compiler and the runtime need from a prepared
 // workspace: the site settings of the resources file (the one source of
 // truth at run time) and the worker link settings of comm_config.json.
-type Prepared struct {
+type Workspace struct {
 	Root string // absolute, canonical (equals the recorded workspace_path)
 	// Dir is the workspace as the caller named it (cleaned): problems
 	// name the files under it (ResourcesFile, CommFile), as given.
 	Dir      string
-	Role     string // schema.RoleClient or RoleServer, from the launcher component's path
+	Role     string // roleClient or RoleServer, from the launcher component's path
 	Site     string // from the role file; "" when it does not name one
-	Launcher schema.JobLauncher
+	Launcher JobLauncher
 	// InternalScheme is comm_config.json's internal.scheme: "tcp" or "shared-file".
 	InternalScheme string
 	// ConnectionSecurity is internal.resources.connection_security: "clear" or "mtls".
@@ -99,7 +100,7 @@ type Prepared struct {
 	recordedRoot string // workspace_path as prepare recorded it
 
 	// studyRuntimes remembers this workspace's last study runtime parse.
-	studyRuntimes schema.StudyRuntimeReader
+	studyRuntimes StudyRuntimeReader
 }
 
 // SharedFileAttach is a shared-file Client API Attach listener configured
@@ -113,29 +114,29 @@ type SharedFileAttach struct {
 	ProblemPath string
 }
 
-// StudyRuntime loads a study runtime file as schema.LoadStudyRuntime does,
+// StudyRuntime loads a study runtime file as LoadStudyRuntime does,
 // skipping the parse when the file's bytes are those of this workspace's
 // last successful load (the compiler re-reads it at every launch).
-func (p *Prepared) StudyRuntime(path string) (*schema.StudyRuntime, schema.Problems) {
+func (p *Workspace) StudyRuntime(path string) (*StudyRuntime, Problems) {
 	return p.studyRuntimes.Load(path)
 }
 
 // resourcesFile is the site settings file the parent reads: the first of
-// ResourcesFiles that exists (following symlinks, like os.path.exists),
+// resourcesFiles that exists (following symlinks, like os.path.exists),
 // else the last.
 func resourcesFile(root string) string {
-	for _, name := range ResourcesFiles {
+	for _, name := range resourcesFiles {
 		p := filepath.Join(root, filepath.FromSlash(name))
 		if _, err := os.Stat(p); err == nil {
 			return p
 		}
 	}
-	return filepath.Join(root, filepath.FromSlash(ResourcesFiles[len(ResourcesFiles)-1]))
+	return filepath.Join(root, filepath.FromSlash(resourcesFiles[len(resourcesFiles)-1]))
 }
 
-// Load reads the site settings of the prepared workspace at root. Every
-// problem found is returned at once as schema.Problems.
-func Load(root string) (*Prepared, error) {
+// LoadWorkspace reads the site settings of the prepared workspace at root. Every
+// problem found is returned at once as Problems.
+func LoadWorkspace(root string) (*Workspace, error) {
 	dir := filepath.Clean(root)
 	if !filepath.IsAbs(root) {
 		abs, err := filepath.Abs(root)
@@ -147,20 +148,20 @@ func Load(root string) (*Prepared, error) {
 	root = filepath.Clean(root)
 	info, err := os.Lstat(root)
 	if err != nil {
-		return nil, schema.Problems{{Kind: problem.Read, File: dir, Message: "workspace is not readable: " + errText(err),
+		return nil, Problems{{Kind: problem.Read, File: dir, Message: "workspace is not readable: " + errText(err),
 			Hint: "pass the --output directory of 'flare-slurm prepare'"}}
 	}
 	if !info.IsDir() {
-		return nil, schema.Problems{{Kind: problem.Layout, File: dir, Message: "workspace is not a directory (symlinks are refused)",
+		return nil, Problems{{Kind: problem.Layout, File: dir, Message: "workspace is not a directory (symlinks are refused)",
 			Hint: "pass the canonical --output directory of 'flare-slurm prepare'"}}
 	}
-	ws := &Prepared{
+	ws := &Workspace{
 		Root:          root,
 		Dir:           dir,
 		ResourcesFile: resourcesFile(dir),
 		CommFile:      filepath.Join(dir, filepath.FromSlash(CommConfigPath)),
 	}
-	var ps schema.Problems
+	var ps Problems
 	ps = append(ps, ws.loadLauncher()...)
 	ps = append(ps, ws.loadComm()...)
 	ps = append(ps, ws.loadSite()...)
@@ -168,13 +169,13 @@ func Load(root string) (*Prepared, error) {
 		real, err := filepath.EvalSymlinks(root)
 		switch {
 		case err != nil:
-			ps = append(ps, schema.Problem{Kind: problem.Read, File: dir, Message: "cannot resolve the workspace: " + errText(err)})
+			ps = append(ps, Problem{Kind: problem.Read, File: dir, Message: "cannot resolve the workspace: " + errText(err)})
 		case real != root || ws.recordedRoot != root:
-			ps = append(ps, schema.Problem{Kind: problem.Rule, File: ws.ResourcesFile, Path: MarkerComponent + ".args." + MarkerArg,
+			ps = append(ps, Problem{Kind: problem.Rule, File: ws.ResourcesFile, Path: LauncherComponentID + ".args." + WorkspacePathArg,
 				Message: fmt.Sprintf("records %s but the workspace is %s (real path %s)", ws.recordedRoot, root, real),
 				Hint:    "run from the canonical workspace path, or prepare again with --output set to this workspace"})
-		case schema.CheckWorkspacePath(root) != "":
-			ps = append(ps, schema.Problem{Kind: problem.Rule, File: dir, Message: "workspace path " + schema.CheckWorkspacePath(root),
+		case CheckWorkspacePath(root) != "":
+			ps = append(ps, Problem{Kind: problem.Rule, File: dir, Message: "workspace path " + CheckWorkspacePath(root),
 				Hint: "prepare into another directory"})
 		}
 	}
@@ -184,25 +185,17 @@ func Load(root string) (*Prepared, error) {
 	return ws, nil
 }
 
-func errText(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
-}
-
 // loadLauncher decodes the launcher component of the resources file.
-func (ws *Prepared) loadLauncher() schema.Problems {
+func (ws *Workspace) loadLauncher() Problems {
 	file := ws.ResourcesFile
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return schema.Problems{{Kind: problem.Read, File: file, Message: "cannot read the site settings: " + errText(err),
+		return Problems{{Kind: problem.Read, File: file, Message: "cannot read the site settings: " + errText(err),
 			Hint: "is this a workspace written by 'flare-slurm prepare'?"}}
 	}
-	role, args, ps := schema.ReadLauncherComponent(file, data)
+	role, args, ps := readLauncherComponent(file, data)
 	for i, p := range ps {
-		if key, ok := strings.CutPrefix(p.Path, MarkerComponent+".args."); ok && p.Hint == "" {
+		if key, ok := strings.CutPrefix(p.Path, LauncherComponentID+".args."); ok && p.Hint == "" {
 			ps[i].Hint = SettingsFix(file, key)
 		}
 	}
@@ -215,36 +208,31 @@ func (ws *Prepared) loadLauncher() schema.Problems {
 
 // jsonFile reads and parses a JSON file of the workspace that must hold an
 // object; what is wrong is one problem.
-func jsonFile(file, what, hint string) (*ojson.Value, []byte, schema.Problems) {
+func jsonFile(file, what, hint string) (*ojson.Value, []byte, Problems) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, nil, schema.Problems{{Kind: problem.Read, File: file, Message: "cannot read the " + what + ": " + errText(err), Hint: hint}}
+		return nil, nil, Problems{{Kind: problem.Read, File: file, Message: "cannot read the " + what + ": " + errText(err), Hint: hint}}
 	}
 	v, err := ojson.Parse(data)
 	if err != nil {
-		p := schema.Problem{Kind: problem.Syntax, File: file, Message: "not a valid " + what + ": " + err.Error()}
-		var se *ojson.SyntaxError
-		if errors.As(err, &se) {
-			p.Line, p.Column, p.Message = se.Line, se.Column, "not a valid "+what+": "+se.Msg
-		}
-		return nil, nil, schema.Problems{p}
+		return nil, nil, Problems{jsonSyntaxProblem(file, "not a valid "+what+": ", "", err)}
 	}
 	if !v.IsObject() {
 		line, col := ojson.Position(data, v.Offset)
-		return nil, nil, schema.Problems{{Kind: problem.Structure, File: file, Line: line, Column: col, Message: "not a valid " + what + ": must hold a JSON object, not " + v.Kind.String()}}
+		return nil, nil, Problems{{Kind: problem.Structure, File: file, Line: line, Column: col, Message: "not a valid " + what + ": must hold a JSON object, not " + v.Kind.String()}}
 	}
 	return v, data, nil
 }
 
 // loadComm reads the worker link settings of comm_config.json.
-func (ws *Prepared) loadComm() schema.Problems {
+func (ws *Workspace) loadComm() Problems {
 	file := ws.CommFile
 	doc, data, ps := jsonFile(file, "communication settings", "prepare writes this file; prepare the workspace again")
 	if ps != nil {
 		return ps
 	}
 	bad := func(v *ojson.Value, path, msg, hint string) {
-		p := schema.Problem{Kind: problem.Schema, File: file, Path: path, Message: msg, Hint: hint}
+		p := Problem{Kind: problem.Schema, File: file, Path: path, Message: msg, Hint: hint}
 		if v != nil {
 			p.Line, p.Column = ojson.Position(data, v.Offset)
 		}
@@ -330,37 +318,24 @@ func sharedFileAttach(sec *ojson.Value) *SharedFileAttach {
 
 // loadSite reads the site name from the role file (contract §2); the
 // launcher component says which role file that is.
-func (ws *Prepared) loadSite() schema.Problems {
-	name := schema.ClientRoleFile
-	if ws.Role == schema.RoleServer {
-		name = schema.ServerRoleFile
+func (ws *Workspace) loadSite() Problems {
+	name := clientRoleFile
+	if ws.Role == RoleServer {
+		name = serverRoleFile
 	}
-	file := filepath.Join(ws.Root, schema.StartupDir, name)
+	file := filepath.Join(ws.Root, StartupDir, name)
 	if _, err := os.Stat(file); err != nil && ws.Role == "" {
 		return nil
 	}
-	doc, _, ps := jsonFile(file, ws.Role+" role file", "the launcher component says this is a "+ws.Role+" workspace")
+	_, data, ps := jsonFile(file, ws.Role+" role file", "the launcher component says this is a "+ws.Role+" workspace")
 	if ps != nil {
 		if ws.Role == "" {
 			return nil
 		}
 		return ps
 	}
-	text := func(v *ojson.Value) string {
-		if v == nil || v.Kind != ojson.String {
-			return ""
-		}
-		return v.Str
-	}
-	switch servers := doc.Get("servers"); {
-	case ws.Role == schema.RoleClient:
-		ws.Site = text(doc.Get("client").Get("fqsn"))
-	case servers != nil && servers.Kind == ojson.Array && len(servers.Items) > 0:
-		first := servers.Items[0]
-		ws.Site = text(first.Get("identity"))
-		if ws.Site == "" {
-			ws.Site = text(first.Get("admin_server"))
-		}
+	if n, _ := siteNameNode(ws.Role, parseTree(file, data).root); n != nil {
+		ws.Site = n.Value
 	}
 	return nil
 }
