@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/flare-slurm/flare-slurm/generator/compile"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
+	"github.com/flare-slurm/flare-slurm/runtime/site"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -49,34 +51,14 @@ func newLaunchCommand(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var h *manager.Handle
-			var notes []string
-			attached := false
-			if attach {
-				h, attached, notes, err = rt.LaunchOrAttach(ctx, request, data)
-			} else {
-				h, notes, err = rt.LaunchWithNotes(ctx, request, data)
-			}
+			h, attached, notes, err := launchJob(ctx, rt, request, data, attach)
 			a.printNotes(notes)
 			if err != nil {
-				var ps schema.Problems
-				if errors.As(err, &ps) {
-					return failure(errcode.InvalidRequest, fmt.Sprintf("launch request %s cannot be compiled", request), "fix the problems listed", ps)
-				}
-				return runtimeFailure(errcode.LaunchFailed, err, "nothing was submitted; fix the cause above and launch again")
+				return err
 			}
 			info := h.Info()
 			if asJSON {
-				if notes == nil {
-					notes = []string{}
-				}
-				return a.printOK(map[string]any{
-					"slurm_job_id": info.SlurmJobID,
-					"job_name":     info.JobName,
-					"job_dir":      rt.Manager.JobDir(info.JobID),
-					"notes":        notes,
-					"attached":     attached,
-				})
+				return a.printOK(launchData(rt, h, notes, attached))
 			}
 			if attached {
 				if st, perr := h.Poll(cmd.Context()); perr == nil && st.Terminal {
@@ -99,4 +81,40 @@ func newLaunchCommand(a *app) *cobra.Command {
 	cmd.Flags().BoolVar(&noBootstrap, "no-bootstrap", false, "skip the version check and accounting probe (the caller ran bootstrap-check)")
 	cmd.Flags().BoolVar(&attach, "attach", false, "report the job instead of refusing or resubmitting it when this workspace runs it or ran it to a recorded result")
 	return cmd
+}
+
+// launchJob compiles the launch request (request names it in messages)
+// and submits it once, or, with attach, reports the job this workspace
+// already runs or ran: launch's action, which wait --follow runs too for
+// the launcher bridge. Its error is launch's (invalid_request with the
+// problems, or launch_failed).
+func launchJob(ctx context.Context, rt *site.Runtime, request string, data []byte, attach bool) (h *manager.Handle, attached bool, notes []string, err error) {
+	if attach {
+		h, attached, notes, err = rt.LaunchOrAttach(ctx, request, data)
+	} else {
+		h, notes, err = rt.LaunchWithNotes(ctx, request, data)
+	}
+	if err != nil {
+		var ps schema.Problems
+		if errors.As(err, &ps) {
+			return nil, false, notes, failure(errcode.InvalidRequest, fmt.Sprintf("launch request %s cannot be compiled", request), "fix the problems listed", ps)
+		}
+		return nil, false, notes, runtimeFailure(errcode.LaunchFailed, err, "nothing was submitted; fix the cause above and launch again")
+	}
+	return h, attached, notes, nil
+}
+
+// launchData is launch's --json data.
+func launchData(rt *site.Runtime, h *manager.Handle, notes []string, attached bool) map[string]any {
+	info := h.Info()
+	if notes == nil {
+		notes = []string{}
+	}
+	return map[string]any{
+		"slurm_job_id": info.SlurmJobID,
+		"job_name":     info.JobName,
+		"job_dir":      rt.Manager.JobDir(info.JobID),
+		"notes":        notes,
+		"attached":     attached,
+	}
 }

@@ -349,17 +349,26 @@ def _return_code(data: dict[str, Any]) -> Optional[int]:
     return None
 
 
+class _FollowerGone(FlareSlurmError):
+    """The follower ended (or could not start) before it answered a launch."""
+
+
 class _Follower:
-    """One `flare-slurm wait --follow` process for all the jobs this parent waits for.
+    """One `flare-slurm wait --follow` process for all the jobs this parent launches and waits for.
 
     A handle's wait() sends its job id on the process's standard input and
     blocks until the process prints that job's result (one JSON line per
-    job). One process and its memory serve every running job of the
-    parent, as one squeue per poll interval serves every job of the
-    workspace. It is started at the first wait; when it ends (or cannot
-    start), every wait pending on it fails and tries again, starting a new
-    one. The parent's end closes its standard input: it then exits once the
-    jobs it was given have ended, as a wait process per job did.
+    job). launch() sends a launch request as one JSON line ({"tag": T,
+    "launch": REQUEST}) and blocks until the line of that tag answers: the
+    process launches it as `launch --request - --attach --no-bootstrap`
+    would, without a process start and a schema compile per job. One
+    process and its memory serve every job of the parent, as one squeue per
+    poll interval serves every job of the workspace. It is started at the
+    first launch or wait; when it ends (or cannot start), every wait pending
+    on it fails and tries again, starting a new one, and every launch
+    pending on it raises _FollowerGone. The parent's end closes its standard
+    input: it then exits once the jobs it was given have ended, as a wait
+    process per job did.
     """
 
     def __init__(self, binary: _Binary):
@@ -368,6 +377,51 @@ class _Follower:
         self._proc: Optional["subprocess.Popen[bytes]"] = None
         # job id -> the waits for it: (done, slot, the process asked)
         self._pending: dict[str, list[tuple[threading.Event, dict[str, Any], "subprocess.Popen[bytes]"]]] = {}
+        # launch tag -> (done, slot, the process asked)
+        self._launches: dict[str, tuple[threading.Event, dict[str, Any], "subprocess.Popen[bytes]"]] = {}
+        self._tags = 0
+
+    def launch(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The launch answer's data; FlareSlurmError when it failed, _FollowerGone when the follower ended first.
+
+        After CALL_TIMEOUT seconds without an answer the bridge asks the
+        follower to stop this launch ({"stop": T}, as SIGTERM to a launch
+        process): it stops before it submits, or finishes with the job's
+        handle and answers; the answer is then read as any other.
+        """
+        done = threading.Event()
+        slot: dict[str, Any] = {}
+        with self._lock:
+            self._tags += 1
+            tag = str(self._tags)
+            try:
+                proc = self._running()
+                self._launches[tag] = (done, slot, proc)
+                self._send(proc, {"tag": tag, "launch": request})
+            except (OSError, ValueError) as e:
+                self._launches.pop(tag, None)
+                raise _FollowerGone(f"flare-slurm wait --follow: cannot run {self.binary.path}: {e}") from e
+        if not done.wait(CALL_TIMEOUT):
+            self.binary.logger.warning("flare-slurm launch did not answer within %.0f s: asking it to stop", CALL_TIMEOUT)
+            with self._lock:
+                try:
+                    self._send(proc, {"stop": tag})
+                except (OSError, ValueError):
+                    pass  # the follower ended: the wait below learns it
+            done.wait()
+        if "gone" in slot:
+            raise _FollowerGone(slot["gone"])
+        if "error" in slot:
+            raise FlareSlurmError(slot["error"], slot.get("code", ""))
+        data: dict[str, Any] = slot["data"]
+        return data
+
+    @staticmethod
+    def _send(proc: "subprocess.Popen[bytes]", line: dict[str, Any]) -> None:
+        """Writes one JSON line to the follower (called with the lock held)."""
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(line, default=str).encode("utf-8") + b"\n")
+        proc.stdin.flush()
 
     def wait(self, job_id: str) -> dict[str, Any]:
         """The job's terminal status (the envelope's data); FlareSlurmError when it cannot be watched."""
@@ -431,6 +485,9 @@ class _Follower:
         for raw in proc.stdout:
             try:
                 answer = json.loads(raw)
+                if isinstance(answer, dict) and answer.get("command") == "launch":
+                    self._answer_launch(answer)
+                    continue
                 job_id = answer["data"]["job_id"]
             except (ValueError, TypeError, KeyError) as e:
                 self.binary.logger.error("flare-slurm wait --follow: unreadable line %r: %s", raw[:200], e)
@@ -453,6 +510,10 @@ class _Follower:
         with self._lock:
             if self._proc is proc:
                 self._proc = None
+            for tag in [t for t, entry in self._launches.items() if entry[2] is proc]:
+                done, launch_slot, _ = self._launches.pop(tag)
+                launch_slot["gone"] = f"flare-slurm wait --follow ended (exit {code}) before it answered the launch"
+                done.set()
             for job_id in list(self._pending):
                 mine = [w for w in self._pending[job_id] if w[2] is proc]
                 failed.extend(mine)
@@ -464,6 +525,24 @@ class _Follower:
         for done, waiter_slot, _ in failed:
             waiter_slot["error"] = f"flare-slurm wait --follow ended (exit {code}) before the job did"
             done.set()
+
+    def _answer_launch(self, answer: dict[str, Any]) -> None:
+        """Hands a launch's answer line to the launch that sent its tag."""
+        with self._lock:
+            entry = self._launches.pop(str(answer.get("tag")), None)
+        if entry is None:
+            self.binary.logger.error("flare-slurm wait --follow: an answer to no launch of this parent: tag %r", answer.get("tag"))
+            return
+        done, slot, _ = entry
+        data = answer.get("data")
+        if answer.get("status") == "ok" and isinstance(data, dict):
+            slot["data"] = data
+        else:
+            raw_error = answer.get("error")
+            error: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {}
+            code = error.get("code")
+            slot.update(error=_failure_message("launch", answer, error), code=code if isinstance(code, str) else "")
+        done.set()
 
     def _log(self, proc: "subprocess.Popen[bytes]") -> None:
         assert proc.stderr is not None
@@ -593,12 +672,19 @@ class FlareSlurmJobLauncher(JobLauncherSpec):
         if self.child_process:
             raise FlareSlurmError(f"nested job launch refused: {CHILD_PROCESS_ENV}=1 (this is a flare-slurm worker)")
         request = self.launch_request(job_meta, fl_ctx)
-        # --attach: a job this workspace already runs (launched before a
-        # restart of this parent) is reported, not submitted again.
-        # --no-bootstrap: bootstrap-check ran at SYSTEM_BOOTSTRAP; probing
-        # Slurm again for every job cost two commands (three slurmdbd RPCs).
-        data = self.binary.call("launch", ["--request", "-", "--attach", "--no-bootstrap"],
-                                stdin=json.dumps(request, default=str).encode("utf-8"))
+        # The follower launches as `launch --request - --attach
+        # --no-bootstrap`: a job this workspace already runs (launched
+        # before a restart of this parent) is reported, not submitted
+        # again; bootstrap-check ran at SYSTEM_BOOTSTRAP (probing Slurm
+        # again for every job cost two commands, three slurmdbd RPCs).
+        try:
+            data = self.follower.launch(request)
+        except _FollowerGone as e:
+            # A launch process instead: --attach reports the job when the
+            # follower submitted it before it ended (its handle written).
+            self.logger.warning("job %s: %s; launching it with a flare-slurm launch process", request["job_id"], e)
+            data = self.binary.call("launch", ["--request", "-", "--attach", "--no-bootstrap"],
+                                    stdin=json.dumps(request, default=str).encode("utf-8"))
         handle = FlareSlurmJobHandle(self.binary, request["job_id"], str(data.get("slurm_job_id", "")), self.follower)
         if data.get("attached") is True:
             self.logger.info("job %s: re-attached to Slurm job %s, launched before this parent started",

@@ -168,8 +168,14 @@ func (m *Manager) Launch(ctx context.Context, job Job) (*Handle, error) {
 		return nil, fmt.Errorf("job %s: artifact dir %s is not %s", job.JobID, job.Dir, m.JobDir(job.JobID))
 	}
 	m.mu.Lock()
-	if _, ok := m.handles[job.JobID]; ok {
+	if h, ok := m.handles[job.JobID]; ok {
 		m.mu.Unlock()
+		if h != nil && job.Attach {
+			// Launched by, or watched in, this process (wait --follow
+			// launches and watches in one): the running job, as its
+			// handle file would say to another process.
+			return nil, &RunningError{Info: h.info}
+		}
 		return nil, fmt.Errorf("job %s already has a live handle in this process", job.JobID)
 	}
 	m.handles[job.JobID] = nil // reserved while launching

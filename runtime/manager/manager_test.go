@@ -439,6 +439,15 @@ func TestLaunchRefusals(t *testing.T) {
 	if _, err := e.m.Launch(context.Background(), e.job(e.m, "j")); err == nil || !strings.Contains(err.Error(), "live handle") {
 		t.Fatalf("duplicate in-process launch: %v", err)
 	}
+	// With Attach, the live handle is the running job (a process that
+	// launches and watches, as wait --follow does): refused as running, so
+	// that the caller attaches to it; nothing is submitted.
+	attach := e.job(e.m, "j")
+	attach.Attach = true
+	var running *RunningError
+	if _, err := e.m.Launch(context.Background(), attach); !errors.As(err, &running) || running.Info.SlurmJobID != "101" {
+		t.Fatalf("in-process launch with attach: %v, want the RunningError of Slurm job 101", err)
+	}
 	// Another process: the persisted handle refuses it.
 	m2 := e.manager()
 	if _, err := m2.Launch(context.Background(), e.job(m2, "j")); err == nil || !strings.Contains(err.Error(), "already running as Slurm job 101") ||

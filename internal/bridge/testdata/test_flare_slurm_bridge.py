@@ -41,6 +41,36 @@ if sys.argv[1] == "wait" and "--follow" in sys.argv:
     # One answer per job id read: a line to print, or an exit.
     for line in sys.stdin:
         job = line.strip()
+        if job.startswith("{{"):
+            # A launch line (tag and request) or a stop line.
+            msg = json.loads(job)
+            call = {{"argv": sys.argv[1:], "exe": sys.argv[0], "line": "stop" if "stop" in msg else "launch",
+                     "stdin": json.dumps(msg.get("launch", msg)),
+                     "secret_source": os.environ.get("STUDY_SECRET_SOURCE")}}
+            with open(os.path.join(here, "calls.jsonl"), "a") as f:
+                f.write(json.dumps(call) + "\\n")
+            if "stop" in msg:
+                continue
+            with open(script) as f:
+                answers = json.load(f)
+            queue = answers.get("follow_launch") or answers.get("launch") or [{{"stdout": "", "exit": 97}}]
+            answer = queue.pop(0) if len(queue) > 1 else queue[0]
+            with open(script, "w") as f:
+                json.dump(answers, f)
+            if "follower_exit" in answer:
+                sys.exit(answer["follower_exit"])
+            if answer.get("until_stopped"):
+                # Answer only after the bridge's stop line (at most 20 s).
+                stop = sys.stdin.readline()
+                with open(os.path.join(here, "calls.jsonl"), "a") as f:
+                    f.write(json.dumps({{"argv": sys.argv[1:], "exe": sys.argv[0], "line": "stop", "stdin": stop.strip()}}) + "\\n")
+            try:
+                out = json.loads(answer["stdout"])
+            except ValueError:
+                sys.exit(answer.get("exit", 97))  # no JSON answer: the follower dies
+            out.update(command="launch", tag=msg["tag"])
+            print(json.dumps(out), flush=True)
+            continue
         with open(os.path.join(here, "calls.jsonl"), "a") as f:
             f.write(json.dumps({{"argv": sys.argv[1:], "exe": sys.argv[0], "stdin": job}}) + "\\n")
         with open(script) as f:
@@ -140,6 +170,10 @@ class BridgeTest(unittest.TestCase):
         with open(path) as f:
             return [json.loads(line) for line in f]
 
+    def kinds(self) -> list:
+        """What each call was: the command, or "launch-line"/"stop-line" for a line to the follower."""
+        return [c["line"] + "-line" if "line" in c else c["argv"][0] for c in self.calls()]
+
     def job_args(self) -> dict:
         return {
             JobProcessArgs.EXE_MODULE: ("-m", "nvflare.private.fed.app.client.worker_process"),
@@ -227,7 +261,10 @@ class BridgeTest(unittest.TestCase):
         self.assertIsInstance(handle, JobHandleSpec)
         self.assertEqual(handle.slurm_job_id, "4242")
         call = self.calls()[0]
-        self.assertEqual(call["argv"], ["launch", "--workspace", self.workspace, "--request", "-", "--attach", "--no-bootstrap", "--json"])
+        # One line to the parent's follower, which launches as `launch
+        # --request - --attach --no-bootstrap` would.
+        self.assertEqual(call["line"], "launch")
+        self.assertEqual(call["argv"], ["wait", "--workspace", self.workspace, "--follow", "--json"])
         self.assertNotIn("SECRET", " ".join(call["argv"]))
         self.assertEqual(call["secret_source"], "from-the-parent")  # the environment reaches the binary
         request = json.loads(call["stdin"])
@@ -333,7 +370,7 @@ class BridgeTest(unittest.TestCase):
         handle = self.launch()
         # The follower (one `wait --follow` per parent) runs it too.
         self.assertIsNone(handle.wait())
-        self.assertEqual([c["argv"][0] for c in self.calls()], ["launch", "wait"])
+        self.assertEqual(self.kinds(), ["launch-line", "wait"])
         self.assertEqual([c["exe"] for c in self.calls()], [os.path.realpath(self.binary)] * 2)
 
     def test_launch_given_up_is_stopped_not_killed(self):
@@ -351,7 +388,8 @@ class BridgeTest(unittest.TestCase):
         try:
             answer = ok({"slurm_job_id": "4242", "job_name": "nvfl-site-1-0a1b", "job_dir": "/j", "notes": []})
             answer["busy"] = 0.5
-            self.script(launch=[answer])
+            # The process path: the follower ends before it answers.
+            self.script(follow_launch=[{"follower_exit": 3}], launch=[answer])
             with self.assertLogs(self.launcher.logger, "WARNING") as logs:
                 handle = self.launch()
         finally:
@@ -361,6 +399,43 @@ class BridgeTest(unittest.TestCase):
         with open(os.path.join(self.dir, "termed")) as f:
             self.assertEqual(f.read(), "1")  # SIGTERM, and it was not killed
         self.assertIn("asking it to stop (SIGTERM)", "\n".join(logs.output))
+
+    def test_launch_given_up_in_the_follower_is_stopped(self):
+        # The follower's launch that does not answer within CALL_TIMEOUT gets
+        # a stop line (SIGTERM's part for a launch process: stop before
+        # sbatch, or finish with the handle) and its answer is then read.
+        saved = B.CALL_TIMEOUT
+        B.CALL_TIMEOUT = 0.5
+        try:
+            answer = ok({"slurm_job_id": "4242", "job_name": "nvfl-site-1-0a1b", "job_dir": "/j", "notes": []})
+            answer["until_stopped"] = True
+            self.script(launch=[answer])
+            with self.assertLogs(self.launcher.logger, "WARNING") as logs:
+                handle = self.launch()
+        finally:
+            B.CALL_TIMEOUT = saved
+        self.assertEqual(handle.slurm_job_id, "4242")
+        self.assertEqual(self.kinds(), ["launch-line", "stop-line"])
+        self.assertEqual(json.loads(self.calls()[1]["stdin"]), {"stop": "1"})
+        self.assertIn("did not answer within 0 s: asking it to stop", "\n".join(logs.output).replace("0.5", "0"))
+
+    def test_launch_falls_back_to_a_process_when_the_follower_ends(self):
+        # A follower that ends before it answers: the launch runs as a
+        # launch process with --attach (which reports the job if the
+        # follower submitted it); the next wait starts a new follower.
+        self.script(follow_launch=[{"follower_exit": 3}],
+                    launch=[ok({"slurm_job_id": "4242", "attached": True})],
+                    follow={"job-1": [self.follow_line(status("COMPLETED", True, 0))]})
+        with self.assertLogs(self.launcher.logger, "WARNING") as logs:
+            handle = self.launch()
+        self.assertEqual(handle.slurm_job_id, "4242")
+        self.assertIn("ended (exit 3) before it answered the launch; launching it with a flare-slurm launch process",
+                      "\n".join(logs.output))
+        launch = [c for c in self.calls() if c["argv"][0] == "launch"]
+        self.assertEqual(launch[0]["argv"], ["launch", "--workspace", self.workspace, "--request", "-", "--attach", "--no-bootstrap", "--json"])
+        self.assertEqual(json.loads(launch[0]["stdin"])["job_id"], "job-1")
+        self.assertIsNone(handle.wait())
+        self.assertEqual(self.kinds(), ["launch-line", "launch", "wait"])
 
     def test_wait_stops_on_a_permanent_error(self):
         # Issue 25 item 11: an unknown job was asked about every 10 s
@@ -373,7 +448,7 @@ class BridgeTest(unittest.TestCase):
         with self.assertLogs(self.launcher.logger, "ERROR"):
             handle.wait()
         self.assertEqual(handle.poll(), JobReturnCode.INFRASTRUCTURE_ERROR)
-        self.assertEqual([c["argv"][0] for c in self.calls()], ["launch", "wait"])
+        self.assertEqual(self.kinds(), ["launch-line", "wait"])
 
     def test_poll(self):
         self.script(launch=[ok({"slurm_job_id": "4242"})],
@@ -400,7 +475,7 @@ class BridgeTest(unittest.TestCase):
         handle = self.launch()
         self.assertIsNone(handle.wait())
         self.assertEqual(handle.poll(), 103)  # the result: no status call
-        self.assertEqual([c["argv"][0] for c in self.calls()], ["launch", "wait"])
+        self.assertEqual(self.kinds(), ["launch-line", "wait"])
         self.assertEqual({k: self.calls()[1][k] for k in ("argv", "stdin")},
                          {"argv": ["wait", "--workspace", self.workspace, "--follow", "--json"], "stdin": "job-1"})
 
@@ -457,7 +532,7 @@ class BridgeTest(unittest.TestCase):
         for th in threads:
             th.join(30)
         self.assertEqual((first.poll(), second.poll()), (0, 9))
-        follows = [c for c in self.calls() if c["argv"][0] == "wait"]
+        follows = [c for c in self.calls() if c["argv"][0] == "wait" and "line" not in c]
         self.assertEqual(sorted(c["stdin"] for c in follows), ["job-1", "job-2"])
         self.assertIs(first.follower, second.follower)
 
@@ -476,7 +551,7 @@ class BridgeTest(unittest.TestCase):
         self.assertEqual(handle.poll(), 9)
         self.assertIn("flare-slurm wait --follow ended (exit 1) before the job did", logs.output[0])
         self.assertIn("flare-slurm wait: job job-1: lock (check)", logs.output[1])
-        self.assertEqual([c["argv"][0] for c in self.calls()], ["launch", "wait", "wait", "wait"])
+        self.assertEqual(self.kinds(), ["launch-line", "wait", "wait", "wait"])
 
     def test_system_end_closes_the_followers_input(self):
         # At the parent's end the follower's input closes: it exits once the
