@@ -1,7 +1,10 @@
 package site
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -242,4 +245,90 @@ func reportMemory(b *testing.B, mem []procbench.Memory) {
 	b.ReportMetric(float64(mem[len(mem)/2].Private())/(1<<10), "median-private-KiB")
 	b.ReportMetric(float64(worst.PrivateDirty)/(1<<10), "private-dirty-KiB")
 	b.ReportMetric(float64(worst.Rss)/(1<<10), "rss-KiB")
+}
+
+// BenchmarkBridgeLaunch compares the launcher bridge's two ways to launch
+// one job (issue 27): a `flare-slurm launch --request - --attach
+// --no-bootstrap --json` process per job, and a launch line to the
+// parent's one `wait --follow --json` process. The Slurm commands are the
+// instantSbatch, whose work is one echo in dash. It reports wall time and
+// CPU time per launch: the launch process's rusage (with its sbatch,
+// about a millisecond), or the follower's /proc/PID/stat ticks across b.N
+// launches (without its sbatch).
+func BenchmarkBridgeLaunch(b *testing.B) {
+	bin := filepath.Join(b.TempDir(), "flare-slurm")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/flare-slurm/flare-slurm/cmd/flare-slurm").CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	ws := workspaceWith(b, 10, instantSbatch)
+	next := 0
+	request := func() []byte {
+		next++
+		id := fmt.Sprintf("job-%06d", next)
+		os.Mkdir(filepath.Join(ws, id), 0o700)
+		return requestFor(ws, id)
+	}
+	b.Run("process", func(b *testing.B) {
+		var cpu time.Duration
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			cmd := exec.Command(bin, "launch", "--workspace", ws, "--request", "-", "--attach", "--no-bootstrap", "--json")
+			cmd.Stdin = bytes.NewReader(request())
+			b.StartTimer()
+			out, err := cmd.Output()
+			if err != nil || !bytes.Contains(out, []byte(`"status": "ok"`)) {
+				b.Fatalf("launch: %v: %s", err, out)
+			}
+			cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		}
+		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/launch")
+	})
+	b.Run("follower", func(b *testing.B) {
+		cmd := exec.Command(bin, "wait", "--workspace", ws, "--follow", "--json")
+		in, _ := cmd.StdinPipe()
+		outPipe, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		out := bufio.NewReader(outPipe)
+		launch := func(tag string) {
+			line, _ := json.Marshal(map[string]any{"tag": tag, "launch": json.RawMessage(request())})
+			if _, err := in.Write(append(line, '\n')); err != nil {
+				b.Fatal(err)
+			}
+			answer, err := out.ReadBytes('\n')
+			if err != nil || !bytes.Contains(answer, []byte(`"status":"ok","command":"launch","tag":"`+tag+`"`)) {
+				b.Fatalf("launch line: %v: %s", err, answer)
+			}
+		}
+		b.StopTimer()
+		launch("warm") // the schemas compile once, at the first launch
+		before := procCPU(b, cmd.Process.Pid)
+		b.StartTimer()
+		for i := 0; i < b.N; i++ {
+			launch(strconv.Itoa(i))
+		}
+		b.StopTimer()
+		cpu := procCPU(b, cmd.Process.Pid) - before
+		in.Close()
+		cmd.Wait()
+		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/launch")
+	})
+}
+
+// instantSbatch stands in for the four Slurm commands: sbatch prints a
+// job id (its pid) at once, the others print nothing.
+const instantSbatch = "#!/bin/sh\ncase \"$0\" in *sbatch) echo $$;; esac\n"
+
+// procCPU is a process's user and system time from /proc/PID/stat (clock
+// ticks of 10 ms).
+func procCPU(b *testing.B, pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	utime, _ := strconv.Atoi(f[11])
+	stime, _ := strconv.Atoi(f[12])
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
