@@ -127,7 +127,7 @@ func Targets(res Result) []Target {
 		d := worst[l]
 		acct := ""
 		if n := fromAcct[l]; n > 0 {
-			acct = fmt.Sprintf(", %d of them from accounting's End (whole seconds: up to 1 s too long)", n)
+			acct = fmt.Sprintf(", %d of them from accounting's End, whole seconds, or the worker's exit where later", n)
 		}
 		return fmt.Sprintf("max %.1f s, largest p95 %.1f s (%d jobs%s; from the worker's exit: max %.1f s)", d[0].Max, d[0].P95, d[0].N, acct, d[1].Max)
 	}

@@ -245,7 +245,14 @@ func Analyze(in Input) (Run, error) {
 					if e, found := in.SlurmEnd[sj.ID]; found {
 						seen = append(seen, cs.At.Sub(e).Seconds())
 					} else if !sj.End.IsZero() {
-						seen = append(seen, cs.At.Sub(sj.End).Seconds())
+						// Accounting's End is whole seconds, up to 1 s before
+						// the end; the worker's exit is before the end too:
+						// the later of the two is the nearer.
+						e := sj.End
+						if exit, found := exits[ClientSite]; found && exit.After(e) {
+							e = exit
+						}
+						seen = append(seen, cs.At.Sub(e).Seconds())
 						r.ClientEndsFromAccounting++
 					}
 				}
@@ -461,6 +468,14 @@ func TestAnalyzeFallsBackToAccountingEnd(t *testing.T) {
 			(!tg.Met || !strings.Contains(tg.FlareSlurm, "4 of them from accounting's End")) {
 			t.Errorf("latency target %+v", tg)
 		}
+	}
+	// An End cut to whole seconds before the worker's exit: the exit, the
+	// later of the two, is the end (seen 3 s after it), not the End (3.6 s).
+	for i := range in.Slurm {
+		in.Slurm[i].End = in.WorkerExit[in.Jobs[i/2].JobID][ClientSite].Add(-600 * time.Millisecond)
+	}
+	if r, err = Analyze(in); err != nil || r.ClientSeen.N != 4 || math.Abs(r.ClientSeen.Max-3) > 1e-6 {
+		t.Errorf("End before the exit: client seen %+v (%v), want 4 jobs, max 3 s from the exit", r.ClientSeen, err)
 	}
 }
 
