@@ -73,9 +73,7 @@ a symlink or a "current" directory needs no new prepare; give --binary
 for --check --against on another host). Without it the workspace is the one
 'nvflare deploy prepare' writes; give the same --launcher to --check.`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			// problem lines name the kit, config and workspace as given
-			defer func() { err = newGivenPaths(opts.Kit, opts.Config, opts.Output).err(err) }()
+		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case len(args) == 1 && kitFlag != "":
 				return usageErrorf("give the startup kit once: as an argument or with --kit")
@@ -135,7 +133,7 @@ for --check --against on another host). Without it the workspace is the one
 			if err != nil {
 				return prepareFailure(err)
 			}
-			a.warnLines(newGivenPaths(opts.Kit, opts.Config, opts.Output), res.Warnings)
+			a.warnLines(res.Warnings)
 			return a.writeReport(outFormat, report{data: res, text: func(w io.Writer) {
 				for _, f := range res.Fields() {
 					fmt.Fprintf(w, "%s: %s\n", f[0], f[1])
@@ -172,7 +170,7 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 	if err != nil {
 		return prepareFailure(err)
 	}
-	a.warnLines(newGivenPaths(opts.Kit, opts.Config, opts.Output), ws.Result.Warnings)
+	a.warnLines(ws.Result.Warnings)
 	var drift *prepare.Drift
 	if against != "" {
 		drift, err = prepare.DiffAgainst(ws, against)
@@ -182,18 +180,18 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 	if err != nil {
 		return prepareFailure(err)
 	}
-	given := newGivenPaths(opts.Kit, opts.Config, opts.Output, against)
-	a.warnLines(given, drift.Warnings)
+	a.warnLines(drift.Warnings)
+	// compared and forPath are said on stdout, named and namedFor in
+	// messages (as given).
 	compared, forPath := ws.Output, ""
+	named, namedFor := ws.OutputName(), ""
 	if against != "" {
 		compared, forPath = against, " for "+ws.Output
+		named, namedFor = against, " for "+ws.OutputName()
 	}
 	// Kept files a check accepts (the study admin's study_runtime.yaml,
 	// --keep-local): warnings, in every format, never silent.
 	kept := drift.KeptProblems()
-	for i := range kept {
-		kept[i].File = given.text(kept[i].File)
-	}
 	if junit != "" {
 		c := cireport.Case{Name: compared, ClassName: "prepare.check", Seconds: time.Since(start).Seconds(), SystemOut: problemsText(kept)}
 		if len(drift.Changes) > 0 {
@@ -206,7 +204,7 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 	}
 	var skipped schema.Problems // --json lists them (maybe none) with --exclude-secrets
 	if opts.ExcludeSecrets {
-		skipped = drift.ExcludedProblems(compared)
+		skipped = drift.ExcludedProblems(named)
 	}
 	if len(drift.Changes) == 0 {
 		data := map[string]any{"output": ws.Output, "identical": true}
@@ -231,17 +229,17 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 		hint = "run prepare without --check on the host the workspace is deployed at, or fix the kit or config"
 	}
 	return &cliError{exit: exitDrift, Code: errcode.Drift,
-		Message:  fmt.Sprintf("workspace %s differs from what prepare would produce%s (%d change(s))", compared, forPath, len(drift.Changes)),
+		Message:  fmt.Sprintf("workspace %s differs from what prepare would produce%s (%d change(s))", named, namedFor, len(drift.Changes)),
 		Hint:     hint,
 		Problems: drift.Problems(),
 		Warnings: kept,
 		Skipped:  skipped}
 }
 
-// warnLines prints prepare's warnings on stderr, their paths as given.
-func (a *app) warnLines(given givenPaths, warnings []string) {
+// warnLines prints prepare's warnings on stderr.
+func (a *app) warnLines(warnings []string) {
 	for _, w := range warnings {
-		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", visible.Lines(given.text(w)))
+		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", visible.Lines(w))
 	}
 }
 

@@ -72,6 +72,7 @@ type Drift struct {
 	// Warnings are "text [code]" lines, as Result.Warnings: a copy that
 	// holds secret files although the check excludes them.
 	Warnings []string
+	names    givenPaths // the Workspace's: problems name files as given
 }
 
 // ExcludedSecret is one secret file a drift check did not compare.
@@ -89,28 +90,28 @@ func (d *Drift) secretsInCopy() []string {
 	var out []string
 	for _, e := range d.Excluded {
 		if e.InCopy {
-			out = append(out, filepath.Join(d.Output, filepath.FromSlash(e.Path)))
+			out = append(out, d.names.name(filepath.Join(d.Output, filepath.FromSlash(e.Path))))
 		}
 	}
 	return out
 }
 
-// Problems returns the changes as problems naming the workspace file, for
-// the --json error envelope.
+// Problems returns the changes as problems naming the workspace file (as
+// given), for the --json error envelope.
 func (d *Drift) Problems() schema.Problems {
 	ps := make(schema.Problems, 0, len(d.Changes))
 	for _, c := range d.Changes {
-		ps = append(ps, schema.Problem{Kind: problem.Drift, File: filepath.Join(d.Output, filepath.FromSlash(c.Path)), Message: c.Detail})
+		ps = append(ps, schema.Problem{Kind: problem.Drift, File: d.names.name(filepath.Join(d.Output, filepath.FromSlash(c.Path))), Message: c.Detail})
 	}
 	return ps
 }
 
 // KeptProblems returns the accepted kept files (Kept) as warnings naming
-// the workspace file.
+// the workspace file (as given).
 func (d *Drift) KeptProblems() schema.Problems {
 	ps := make(schema.Problems, 0, len(d.Kept))
 	for _, c := range d.Kept {
-		ps = append(ps, schema.Problem{Kind: problem.Drift, File: filepath.Join(d.Output, filepath.FromSlash(c.Path)), Message: c.Detail,
+		ps = append(ps, schema.Problem{Kind: problem.Drift, File: d.names.name(filepath.Join(d.Output, filepath.FromSlash(c.Path))), Message: c.Detail,
 			Code: schema.WarnPrepareLocalKept})
 	}
 	return ps
@@ -171,6 +172,7 @@ func DiffAgainst(w *Workspace, dir string) (*Drift, error) {
 	if err != nil {
 		return nil, &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot resolve the workspace copy %s: %v", dir, err), Hint: "give an absolute path", Err: err}
 	}
+	w.names.add(dir, abs)
 	// What a person wrote in the copy's local/ is what prepare would
 	// keep on the deployed host: reported as kept, not as removed.
 	if err := w.carryLocal(abs); err != nil {
@@ -180,11 +182,11 @@ func DiffAgainst(w *Workspace, dir string) (*Drift, error) {
 }
 
 func diff(w *Workspace, dir string) (*Drift, error) {
-	d := &Drift{Output: dir}
+	d := &Drift{Output: dir, names: w.names}
 	var text strings.Builder
-	disk, err := openTree(dir)
+	disk, err := openTree(dir, w.names)
 	if err != nil {
-		return nil, &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot read the workspace %s: %v", dir, err), Hint: "check its permissions", Err: err}
+		return nil, &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot read the workspace %s: %v", w.name(dir), err), Hint: "check its permissions", Err: err}
 	}
 	defer disk.close()
 	add := func(p string, kind ChangeKind, format string, args ...any) {
@@ -317,7 +319,7 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 	if in := d.secretsInCopy(); len(in) > 0 && !slices.Contains(w.ignore, schema.WarnPrepareSecretCopy) {
 		d.Warnings = append(d.Warnings, fmt.Sprintf("%s holds %d secret file(s) (%s): not read into the report, but a copy published for a drift check "+
 			"should hold none; publish the workspace without them (docs/prepare.md) [%s]",
-			dir, len(in), strings.Join(in, ", "), schema.WarnPrepareSecretCopy))
+			w.name(dir), len(in), strings.Join(in, ", "), schema.WarnPrepareSecretCopy))
 	}
 	return d, nil
 }
@@ -545,18 +547,18 @@ func (w *Workspace) readError(f *File, err error) error {
 	var notRegular *dirfd.NotRegularError
 	var changed *dirfd.ChangedError
 	if w.keptSource(f.Source) {
-		return keptChanged(err, "")
+		return w.keptChanged(err, "")
 	}
 	switch {
 	case errors.As(err, &notRegular):
 		return &Error{Code: errcode.InvalidKit, Err: err,
-			Message: fmt.Sprintf("the kit changed while prepare ran: %s is now a %s; prepare copies regular files only", notRegular.Path, schema.FileKind(notRegular.Mode)),
+			Message: fmt.Sprintf("the kit changed while prepare ran: %s is now a %s; prepare copies regular files only", w.name(notRegular.Path), schema.FileKind(notRegular.Mode)),
 			Hint:    "remove it from the kit and re-run prepare"}
 	case errors.As(err, &changed):
-		return &Error{Code: errcode.InvalidKit, Err: err, Message: "the kit changed while prepare ran: " + changed.Error(),
+		return &Error{Code: errcode.InvalidKit, Err: err, Message: "the kit changed while prepare ran: " + w.changedText(changed),
 			Hint: "re-run prepare once nothing changes the kit"}
 	}
-	return &Error{Code: errcode.InvalidKit, Message: fmt.Sprintf("cannot read %s: %v", f.Source, unwrapPathError(err)), Hint: "check the permissions of the kit", Err: err}
+	return &Error{Code: errcode.InvalidKit, Message: fmt.Sprintf("cannot read %s: %v", w.name(f.Source), unwrapPathError(err)), Hint: "check the permissions of the kit", Err: err}
 }
 
 // content returns what f will hold, whole (for the small JSON files
@@ -579,6 +581,7 @@ func (w *Workspace) content(f *File) ([]byte, error) {
 type diskTree struct {
 	root    *dirfd.Dir // nil when the workspace does not exist
 	entries map[string]diskEntry
+	names   givenPaths // messages name its files as given
 }
 
 type diskEntry struct {
@@ -587,8 +590,8 @@ type diskEntry struct {
 }
 
 // openTree lists the tree at root; a missing root is an empty tree.
-func openTree(root string) (*diskTree, error) {
-	t := &diskTree{entries: map[string]diskEntry{}}
+func openTree(root string, names givenPaths) (*diskTree, error) {
+	t := &diskTree{entries: map[string]diskEntry{}, names: names}
 	d, err := dirfd.Open(root)
 	if errors.Is(err, unix.ENOENT) {
 		return t, nil
@@ -680,7 +683,7 @@ func (t *diskTree) readError(rel string, err error) error {
 	if errors.As(err, &pe) {
 		return err
 	}
-	return &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot read %s: %v", t.root.Join(rel), unwrapPathError(err)),
+	return &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot read %s: %v", t.names.name(t.root.Join(rel)), unwrapPathError(err)),
 		Hint: "check its permissions; the workspace may be changing (is a parent running in it?)", Err: err}
 }
 
@@ -776,18 +779,25 @@ func lines(b []byte) []string {
 // keptChanged is the error of a file kept from a workspace's local/ that
 // is no longer the file scanned (the workspace changed while prepare ran,
 // not the kit); after is added to the hint.
-func keptChanged(err error, after string) error {
+func (w *Workspace) keptChanged(err error, after string) error {
 	var notRegular *dirfd.NotRegularError
 	var changed *dirfd.ChangedError
 	hint := "re-run prepare once nothing writes in the workspace's local/ (is a parent or a job running in it?)" + after
 	switch {
 	case errors.As(err, &notRegular):
 		return &Error{Code: errcode.PrepareFailed, Err: err, Hint: hint,
-			Message: fmt.Sprintf("the workspace changed while prepare ran: %s, kept from its local/, is now a %s; prepare keeps regular files only", notRegular.Path, schema.FileKind(notRegular.Mode))}
+			Message: fmt.Sprintf("the workspace changed while prepare ran: %s, kept from its local/, is now a %s; prepare keeps regular files only", w.name(notRegular.Path), schema.FileKind(notRegular.Mode))}
 	case errors.As(err, &changed):
 		return &Error{Code: errcode.PrepareFailed, Err: err, Hint: hint,
-			Message: "the workspace changed while prepare ran: " + changed.Error() + " (a file kept from its local/)"}
+			Message: "the workspace changed while prepare ran: " + w.changedText(changed) + " (a file kept from its local/)"}
 	}
 	return &Error{Code: errcode.PrepareFailed, Err: err, Hint: "check its permissions" + after,
 		Message: fmt.Sprintf("cannot read a file kept from the workspace's local/: %v", err)}
+}
+
+// changedText is the text of e naming its file as given.
+func (w *Workspace) changedText(e *dirfd.ChangedError) string {
+	named := *e
+	named.Path = w.name(e.Path)
+	return named.Error()
 }

@@ -105,12 +105,12 @@ func (w *Workspace) recordLocal() error {
 	case f == nil:
 		w.addDir(schema.ControlDir, 0o700)
 	case !f.Dir:
-		return errorf(errcode.InvalidKit, "remove that file from the kit", "%s is a file in the kit %s; prepare records what it writes in that directory", schema.ControlDir, w.Kit)
+		return errorf(errcode.InvalidKit, "remove that file from the kit", "%s is a file in the kit %s; prepare records what it writes in that directory", schema.ControlDir, w.name(w.Kit))
 	default:
 		f.Mode = 0o700 // the runtime refuses a control area others can read
 	}
 	if f := w.File(staging.LocalManifestPath); f != nil && f.Dir {
-		return errorf(errcode.InvalidKit, "remove that directory from the kit", "%s is a directory in the kit %s; prepare must replace it", staging.LocalManifestPath, w.Kit)
+		return errorf(errcode.InvalidKit, "remove that directory from the kit", "%s is a directory in the kit %s; prepare must replace it", staging.LocalManifestPath, w.name(w.Kit))
 	}
 	w.put(staging.LocalManifestPath, m.Encode(), 0o600)
 	return nil
@@ -200,10 +200,10 @@ func (w *Workspace) carryLocal(root string) error {
 		return err
 	}
 	if s.manifest == nil && len(w.carried) > 0 {
-		record := filepath.Join(root, filepath.FromSlash(staging.LocalManifestPath))
-		why := fmt.Sprintf("the workspace %s holds no record of what prepare wrote into its local/ (%s; it was prepared by an earlier flare-slurm)", root, record)
+		record := w.name(filepath.Join(root, filepath.FromSlash(staging.LocalManifestPath)))
+		why := fmt.Sprintf("the workspace %s holds no record of what prepare wrote into its local/ (%s; it was prepared by an earlier flare-slurm)", w.name(root), record)
 		if manifestErr != nil {
-			why = fmt.Sprintf("the record of what prepare wrote into the local/ of %s (%s) cannot be used: %v", root, record, unwrapPathError(manifestErr))
+			why = fmt.Sprintf("the record of what prepare wrote into the local/ of %s (%s) cannot be used: %v", w.name(root), record, unwrapPathError(manifestErr))
 		}
 		w.localNote = why + ", so every file there that differs from the new workspace's is kept as a person's, copies of an earlier kit's files too: " +
 			"delete from local/ what no person wrote to take the kit's (the next prepare records what it writes) [" + schema.WarnPrepareLocalKept + "]"
@@ -219,7 +219,7 @@ func (s *localScan) scan(d *dirfd.Dir, abs, rel string) (personal bool, count in
 	s.fileDir[rel] = d // closed with the scan
 	names, err := d.Names()
 	if err != nil {
-		return false, 0, readFailure(abs, err)
+		return false, 0, s.readFailure(abs, err)
 	}
 	slices.Sort(names)
 	for _, name := range names {
@@ -228,7 +228,7 @@ func (s *localScan) scan(d *dirfd.Dir, abs, rel string) (personal bool, count in
 			continue
 		}
 		if err != nil {
-			return false, 0, readFailure(filepath.Join(abs, name), err)
+			return false, 0, s.readFailure(filepath.Join(abs, name), err)
 		}
 		count++
 		e := &oldEntry{rel: path.Join(rel, name), abs: filepath.Join(abs, name), st: st, mode: dirfd.ModeOf(st.Mode)}
@@ -243,7 +243,7 @@ func (s *localScan) scan(d *dirfd.Dir, abs, rel string) (personal bool, count in
 			s.dirModes[e.rel] = e.mode.Perm()
 			sub, err := d.OpenDir(name)
 			if err != nil {
-				return false, 0, readFailure(e.abs, err)
+				return false, 0, s.readFailure(e.abs, err)
 			}
 			below, n, err := s.scan(sub, e.abs, e.rel)
 			if err != nil {
@@ -287,12 +287,12 @@ func (s *localScan) fileReason(d *dirfd.Dir, name string, e *oldEntry) (string, 
 	}
 	r, err := d.OpenRegular(name, e.expect())
 	if err != nil {
-		return "", readFailure(e.abs, err)
+		return "", s.readFailure(e.abs, err)
 	}
 	defer r.Close()
 	sum, err := sha256Of(io.LimitReader(r, e.st.Size))
 	if err != nil {
-		return "", readFailure(e.abs, err)
+		return "", s.readFailure(e.abs, err)
 	}
 	if hex.EncodeToString(sum) == want {
 		return "", nil
@@ -306,7 +306,7 @@ func (s *localScan) apply() error {
 	w := s.w
 	var problems schema.Problems
 	refuse := func(e *oldEntry, message, hint string) {
-		problems = append(problems, schema.Problem{Kind: problem.Layout, File: e.abs, Message: message, Hint: hint})
+		problems = append(problems, schema.Problem{Kind: problem.Layout, File: w.name(e.abs), Message: message, Hint: hint})
 	}
 	const moveAway = "move it out of the workspace (or take the entry out of the kit), then re-run prepare; nothing was written"
 	skipBelow := ""
@@ -355,14 +355,14 @@ func (s *localScan) apply() error {
 		}
 	}
 	if total > schema.MaxKitBytes {
-		problems = append(problems, schema.Problem{Kind: problem.Layout, File: filepath.Join(s.root, schema.LocalDir),
+		problems = append(problems, schema.Problem{Kind: problem.Layout, File: w.name(filepath.Join(s.root, schema.LocalDir)),
 			Message: fmt.Sprintf("the kit's files and the files kept from local/ hold %d bytes; prepare copies at most %d bytes (2 GiB)", total, schema.MaxKitBytes),
 			Hint:    "move large files out of the workspace's local/ (keep large data elsewhere on the shared filesystem); nothing was written"})
 	}
 	if len(problems) > 0 {
 		w.uncarry()
 		return &Error{Code: errcode.LocalRefused, Problems: problems,
-			Message: fmt.Sprintf("the workspace %s holds %d path(s) in local/ that prepare cannot keep", s.root, len(problems)),
+			Message: fmt.Sprintf("the workspace %s holds %d path(s) in local/ that prepare cannot keep", w.name(s.root), len(problems)),
 			Hint:    hintFixProblems}
 	}
 	return nil
@@ -426,7 +426,7 @@ func (s *localScan) keepFile(e *oldEntry, now *File) error {
 	}
 	w.carried = append(w.carried, c)
 	w.Result.Kept = append(w.Result.Kept, e.rel)
-	w.keptNotes = append(w.keptNotes, fmt.Sprintf("kept %s from the workspace %s (%s) [%s]", e.rel, s.root, why, schema.WarnPrepareLocalKept))
+	w.keptNotes = append(w.keptNotes, fmt.Sprintf("kept %s from the workspace %s (%s) [%s]", e.rel, w.name(s.root), why, schema.WarnPrepareLocalKept))
 	return nil
 }
 
@@ -437,7 +437,7 @@ func (s *localScan) keepDir(e *oldEntry) {
 	w.addDir(e.rel, e.mode)
 	w.carried = append(w.carried, carried{path: e.rel, reason: e.reason})
 	w.Result.Kept = append(w.Result.Kept, e.rel+"/")
-	w.keptNotes = append(w.keptNotes, fmt.Sprintf("kept the empty directory %s/ from the workspace %s (%s) [%s]", e.rel, s.root, e.reason, schema.WarnPrepareLocalKept))
+	w.keptNotes = append(w.keptNotes, fmt.Sprintf("kept the empty directory %s/ from the workspace %s (%s) [%s]", e.rel, w.name(s.root), e.reason, schema.WarnPrepareLocalKept))
 }
 
 // ensureDirs adds the directories of rel (and its parents) that the new
@@ -512,12 +512,12 @@ func (s *localScan) sameFile(f *File, e *oldEntry) (bool, error) {
 	defer a.Close()
 	r, err := s.fileDir[e.rel].OpenRegular(path.Base(e.rel), e.expect())
 	if err != nil {
-		return false, readFailure(e.abs, err)
+		return false, s.readFailure(e.abs, err)
 	}
 	defer r.Close()
 	same, err := sameContent(a, io.LimitReader(r, e.st.Size))
 	if err != nil {
-		return false, readFailure(e.abs, err)
+		return false, s.readFailure(e.abs, err)
 	}
 	return same, nil
 }
@@ -533,7 +533,7 @@ func readlinkAt(d *dirfd.Dir, name string) string {
 	return string(buf[:n])
 }
 
-func readFailure(p string, err error) error {
-	return &Error{Code: errcode.PrepareFailed, Message: "cannot read " + p + " of the existing workspace: " + unwrapPathError(err).Error(),
+func (s *localScan) readFailure(p string, err error) error {
+	return &Error{Code: errcode.PrepareFailed, Message: "cannot read " + s.w.name(p) + " of the existing workspace: " + unwrapPathError(err).Error(),
 		Hint: "check its permissions; prepare keeps the files a person wrote in local/", Err: err}
 }

@@ -168,7 +168,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		euid = os.Geteuid
 	}
 	if euid() == 0 {
-		ws.warnf(schema.WarnPrepareRootOwned, "%s", rootOwnedWarning(ws.Output))
+		ws.warnf(schema.WarnPrepareRootOwned, "%s", rootOwnedWarning(ws.name(ws.Output)))
 	}
 	return &ws.Result, nil
 }

@@ -70,7 +70,8 @@ func (f *File) Rendered() bool { return f.rendered }
 type Workspace struct {
 	Output string // absolute, normalised, symlinks of existing parents resolved
 	Kit    string
-	Files  []*File // sorted by Path; parents before children; the root is "."
+	Files  []*File    // sorted by Path; parents before children; the root is "."
+	names  givenPaths // how messages name Kit, Output and the paths under them
 	Result Result
 	index  map[string]*File
 	force  bool     // Options.Force
@@ -159,11 +160,15 @@ func Render(opts Options) (*Workspace, error) {
 	if err != nil {
 		return nil, errorf(errcode.InvalidOutput, "check the --output path", "cannot resolve the output path %s: %v", outputArg, err)
 	}
+	var names givenPaths
+	names.add(opts.Kit, kit)
+	names.add(opts.Config, configPath)
+	names.add(opts.Output, output)
 
 	// Config, then kit; every problem of both is reported at once.
 	if opts.Config == "" {
 		if _, err := os.Lstat(configPath); errors.Is(err, fs.ErrNotExist) {
-			_, kitProblems := loadKit(kit, opts)
+			_, kitProblems := loadKit(kit, opts, names)
 			hint := "give the Slurm config with --config FILE (or put it at KIT/config.yaml); nothing was written"
 			// a slurm.yaml in the kit is what the user meant: name it
 			if cfgs := schema.KitConfigs(kit); len(cfgs) > 0 {
@@ -171,7 +176,7 @@ func Render(opts Options) (*Workspace, error) {
 				hint = fmt.Sprintf("the kit holds %s: give it with --config %s (or rename it to config.yaml); nothing was written", given, given)
 			}
 			return nil, &Error{Code: errcode.InvalidInput, Problems: kitProblems,
-				Message: fmt.Sprintf("the default config %s does not exist", configPath),
+				Message: fmt.Sprintf("the default config %s does not exist", names.name(configPath)),
 				Hint:    hint}
 		}
 	}
@@ -182,61 +187,62 @@ func Render(opts Options) (*Workspace, error) {
 	} else {
 		cfg, cfgProblems = schema.LoadSlurmConfig(configPath)
 	}
-	k, kitProblems := loadKit(kit, opts)
+	names.problems(cfgProblems)
+	k, kitProblems := loadKit(kit, opts, names)
 	if len(cfgProblems) > 0 || len(kitProblems) > 0 {
 		problems := append(append(schema.Problems{}, cfgProblems...), kitProblems...)
 		if len(cfgProblems) > 0 {
 			return nil, &Error{Code: errcode.InvalidInput, Problems: problems,
-				Message: fmt.Sprintf("%s is not a valid Slurm config", configPath), Hint: hintFixProblems}
+				Message: fmt.Sprintf("%s is not a valid Slurm config", names.name(configPath)), Hint: hintFixProblems}
 		}
 		return nil, &Error{Code: errcode.InvalidKit, Problems: problems,
-			Message: fmt.Sprintf("%s is not a valid startup kit", kit), Hint: hintFixProblems}
+			Message: fmt.Sprintf("%s is not a valid startup kit", names.name(kit)), Hint: hintFixProblems}
 	}
 	// Values NVFlare's YAML 1.1 reader reads differently: warnings, or
 	// errors under --strict.
-	readings := append(schema.ReadingWarnings(schema.KindSlurmConfig, configPath),
-		schema.ReadingWarnings(schema.KindStudyRuntime, filepath.Join(kit, "local", schema.StudyRuntimeFile))...)
+	readings := names.problems(append(schema.ReadingWarnings(schema.KindSlurmConfig, configPath),
+		schema.ReadingWarnings(schema.KindStudyRuntime, filepath.Join(kit, "local", schema.StudyRuntimeFile))...))
 	if opts.Strict && len(readings) > 0 {
 		return nil, &Error{Code: errcode.InvalidInput, Problems: readings,
 			Message: fmt.Sprintf("%d value(s) that NVFlare's YAML 1.1 reader reads differently (--strict)", len(readings)),
 			Hint:    "quote each value as its line shows; nothing was written"}
 	}
 	if ps := schema.CheckConfigForKit(cfg, k); len(ps) > 0 {
-		return nil, &Error{Code: errcode.InvalidInput, Problems: ps,
-			Message: fmt.Sprintf("%s cannot be used with the %s kit %s", configPath, k.Role, kit), Hint: hintFixProblems}
+		return nil, &Error{Code: errcode.InvalidInput, Problems: names.problems(ps),
+			Message: fmt.Sprintf("%s cannot be used with the %s kit %s", names.name(configPath), k.Role, names.name(kit)), Hint: hintFixProblems}
 	}
 	if k.Role != "client" && k.Role != "server" {
-		return nil, errorf(errcode.InvalidKit, "use a server or client startup kit", "%s is a %s kit; prepare supports server and client kits only", kit, k.Role)
+		return nil, errorf(errcode.InvalidKit, "use a server or client startup kit", "%s is a %s kit; prepare supports server and client kits only", names.name(kit), k.Role)
 	}
 	jl := cfg.JobLauncher
 	if jl.TimeLimitSignal != nil && opts.Launcher != bridge.LauncherFlareSlurm {
-		p := schema.Problem{Kind: problem.Rule, File: cfg.File, Path: "job_launcher." + schema.TimeLimitSignalKey,
+		p := schema.Problem{Kind: problem.Rule, File: names.name(cfg.File), Path: "job_launcher." + schema.TimeLimitSignalKey,
 			Message: "is a setting of flare-slurm's runtime: NVFlare's own Slurm launcher does not take it (its parent would not start)",
 			Hint:    "prepare with --launcher flare-slurm, or remove time_limit_signal"}
 		return nil, &Error{Code: errcode.InvalidInput, Problems: schema.Problems{p},
-			Message: fmt.Sprintf("%s cannot be used with --launcher %s", configPath, bridge.LauncherNVFlare), Hint: hintFixProblems}
+			Message: fmt.Sprintf("%s cannot be used with --launcher %s", names.name(configPath), bridge.LauncherNVFlare), Hint: hintFixProblems}
 	}
 	var imageWarning string
 	if jl.Sandbox != schema.SandboxNone {
 		real, err := schema.ImageRealPath(jl.Image)
 		if _, statErr := os.Lstat(jl.Image); err != nil && opts.ImageAsWritten && errors.Is(statErr, fs.ErrNotExist) {
 			real, err = jl.Image, nil
-			imageWarning = fmt.Sprintf("the image %s does not exist on this host: not checked, rendered as written (on the deployed host prepare records its real path)", jl.Image)
+			imageWarning = fmt.Sprintf("the image %s does not exist on this host: not checked, rendered as written (on the deployed host prepare records its real path)", names.name(jl.Image))
 		}
 		if err != nil {
-			p := schema.Problem{Kind: problem.Rule, File: cfg.File, Path: "job_launcher.image", Message: err.Error(),
+			p := schema.Problem{Kind: problem.Rule, File: names.name(cfg.File), Path: "job_launcher.image", Message: err.Error(),
 				Hint: "point image at the container image file on the shared filesystem"}
 			return nil, &Error{Code: errcode.InvalidInput, Problems: schema.Problems{p},
-				Message: fmt.Sprintf("%s is not a valid Slurm config", configPath), Hint: hintFixProblems}
+				Message: fmt.Sprintf("%s is not a valid Slurm config", names.name(configPath)), Hint: hintFixProblems}
 		}
 		jl.Image = real
 	}
 
-	if err := checkOutput(kit, output); err != nil {
+	if err := checkOutput(kit, output, names); err != nil {
 		return nil, err
 	}
 
-	w := &Workspace{Output: output, Kit: kit, index: map[string]*File{}, force: opts.Force, ignore: opts.IgnoreWarnings,
+	w := &Workspace{Output: output, Kit: kit, names: names, index: map[string]*File{}, force: opts.Force, ignore: opts.IgnoreWarnings,
 		excludeSecrets: opts.ExcludeSecrets, keepLocal: opts.KeepLocal}
 	if key := schema.LeafKeyFile(k.Role); opts.ExcludeSecrets {
 		if _, err := os.Lstat(filepath.Join(kit, filepath.FromSlash(key))); errors.Is(err, fs.ErrNotExist) {
@@ -275,7 +281,7 @@ func Render(opts Options) (*Workspace, error) {
 	}
 	for _, p := range removedStartScripts {
 		if f := w.File(p); f != nil && f.Dir {
-			return nil, errorf(errcode.InvalidKit, "remove that directory from the kit", "%s is a directory in the kit %s; prepare must replace it", p, kit)
+			return nil, errorf(errcode.InvalidKit, "remove that directory from the kit", "%s is a directory in the kit %s; prepare must replace it", p, w.name(kit))
 		}
 		w.remove(p)
 	}
@@ -343,10 +349,10 @@ func (w *Workspace) addBridge(role, binary string, args *schema.LauncherArgs) (s
 	case f == nil:
 		w.addDir(dir, 0o755)
 	case !f.Dir:
-		return "", errorf(errcode.InvalidKit, "remove that file from the kit", "%s is a file in the kit %s; the flare-slurm launcher goes into that directory", dir, w.Kit)
+		return "", errorf(errcode.InvalidKit, "remove that file from the kit", "%s is a file in the kit %s; the flare-slurm launcher goes into that directory", dir, w.name(w.Kit))
 	}
 	if f := w.File(bridge.File); f != nil && f.Dir {
-		return "", errorf(errcode.InvalidKit, "remove that directory from the kit", "%s is a directory in the kit %s; prepare must replace it", bridge.File, w.Kit)
+		return "", errorf(errcode.InvalidKit, "remove that directory from the kit", "%s is a directory in the kit %s; prepare must replace it", bridge.File, w.name(w.Kit))
 	}
 	w.put(bridge.File, bridge.Source, newFileMode)
 	args.Binary = binary
@@ -387,10 +393,11 @@ func resolvePath(p string) (string, error) {
 
 // checkOutput refuses an output that is the kit or contains it, that exists
 // and is not a directory, or whose path the launcher cannot use.
-func checkOutput(kit, output string) error {
+func checkOutput(kit, output string, names givenPaths) error {
+	outName, kitName := names.name(output), names.name(kit)
 	if output == kit || within(kit, output) {
 		return errorf(errcode.InvalidOutput, "choose a workspace directory outside the kit, or leave --output unset for KIT/prepared/slurm",
-			"output %s is the kit %s or contains it", output, kit)
+			"output %s is the kit %s or contains it", outName, kitName)
 	}
 	// Inside the kit only KIT/prepared/... is prepare's: every other path
 	// is part of the kit (transfer/, startup/, ...), which a workspace
@@ -398,16 +405,16 @@ func checkOutput(kit, output string) error {
 	// workspaces of other runtimes.
 	if within(output, kit) && !within(output, filepath.Join(kit, "prepared")) {
 		return errorf(errcode.InvalidOutput, "choose --output outside the kit, or under KIT/prepared/ (the default is KIT/prepared/slurm)",
-			"output %s is inside the kit %s but not under its prepared/ directory; prepare would replace part of the kit", output, kit)
+			"output %s is inside the kit %s but not under its prepared/ directory; prepare would replace part of the kit", outName, kitName)
 	}
 	if st, err := os.Stat(output); err == nil && !st.IsDir() {
-		return errorf(errcode.InvalidOutput, "choose a directory path for --output", "output %s exists and is not a directory", output)
+		return errorf(errcode.InvalidOutput, "choose a directory path for --output", "output %s exists and is not a directory", outName)
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return errorf(errcode.InvalidOutput, "check the permissions of the output path", "cannot inspect output %s: %v", output, err)
+		return errorf(errcode.InvalidOutput, "check the permissions of the output path", "cannot inspect output %s: %v", outName, err)
 	}
 	if msg := schema.CheckWorkspacePath(output); msg != "" {
 		return errorf(errcode.InvalidOutput, `choose a workspace path without ':', ',', '\', control or invisible characters`,
-			"workspace path %s %s", output, msg)
+			"workspace path %s %s", outName, msg)
 	}
 	return nil
 }
@@ -420,9 +427,55 @@ func within(path, dir string) bool {
 
 // loadKit validates the kit as opts ask: without its secret files for a
 // drift check that excludes them.
-func loadKit(kit string, opts Options) (*schema.Kit, schema.Problems) {
+func loadKit(kit string, opts Options, names givenPaths) (*schema.Kit, schema.Problems) {
+	load := schema.LoadKit
 	if opts.ExcludeSecrets {
-		return schema.LoadKitWithoutSecrets(kit)
+		load = schema.LoadKitWithoutSecrets
 	}
-	return schema.LoadKit(kit)
+	k, ps := load(kit)
+	return k, names.problems(ps)
 }
+
+// givenPaths names the paths prepare resolved the way the user gave them:
+// KIT, --config, --output (and --against) become absolute, with symlinks
+// resolved as NVFlare resolves them, for the file operations, while
+// messages name a path under one of them as given
+// (kit/local/study_runtime.yaml, not /home/me/kit/local/study_runtime.yaml).
+// An absolute argument is named by its resolved form.
+type givenPaths [][2]string // {absolute form, as given}, the longest absolute form first
+
+// add records the relative argument given, which prepare resolved to
+// resolved (an absolute argument is named as resolved).
+func (g *givenPaths) add(given, resolved string) {
+	if given == "" || filepath.IsAbs(given) {
+		return
+	}
+	*g = append(*g, [2]string{resolved, given})
+	sort.SliceStable(*g, func(i, j int) bool { return len((*g)[i][0]) > len((*g)[j][0]) })
+}
+
+// name is the path p (absolute) as the user gave it: the argument it is
+// or lies under, followed by the rest of p; p itself when it lies under
+// none.
+func (g givenPaths) name(p string) string {
+	for _, e := range g {
+		if rest, ok := strings.CutPrefix(p, e[0]); ok && (rest == "" || rest[0] == '/') {
+			return e[1] + rest
+		}
+	}
+	return p
+}
+
+// problems names the file of each problem of ps as given.
+func (g givenPaths) problems(ps schema.Problems) schema.Problems {
+	for i := range ps {
+		ps[i].File = g.name(ps[i].File)
+	}
+	return ps
+}
+
+// name is the path p as the user gave it (givenPaths.name).
+func (w *Workspace) name(p string) string { return w.names.name(p) }
+
+// OutputName is Output as the user gave it, for messages.
+func (w *Workspace) OutputName() string { return w.name(w.Output) }

@@ -41,7 +41,7 @@ func (w *Workspace) loadObject(rel string) (*ojson.Value, bool, error) {
 	if err != nil || !ok {
 		return nil, ok, err
 	}
-	file := filepath.Join(w.Kit, filepath.FromSlash(rel))
+	file := w.kitFile(rel)
 	v, err := ojson.Parse(data)
 	if err != nil {
 		p := schema.Problem{Kind: problem.Syntax, File: file, Message: "not valid JSON: " + err.Error(), Hint: "fix the startup kit JSON"}
@@ -62,7 +62,10 @@ func kitProblem(ps ...schema.Problem) error {
 		Hint: hintFixProblems}
 }
 
-func (w *Workspace) kitFile(rel string) string { return filepath.Join(w.Kit, filepath.FromSlash(rel)) }
+// kitFile names the kit file at slash path rel as given, for problems.
+func (w *Workspace) kitFile(rel string) string {
+	return w.name(filepath.Join(w.Kit, filepath.FromSlash(rel)))
+}
 
 // patchResources rewrites local/resources.json.default (contract §4.1 and,
 // for servers, §4.4) and drops local/resources.json.
@@ -129,7 +132,7 @@ func (w *Workspace) relocateServerStorage(res *ojson.Value, file string) error {
 		if storageArgs.IsObject() {
 			storageArgs.Set("root_dir", ojson.StringValue(w.Output+"/"+schema.SnapshotStorageDir))
 		} else {
-			w.warnf(schema.WarnPrepareSnapshot, "snapshot_persistor is present, but prepare could not relocate snapshot storage to the workspace at %s/snapshot-storage; expected nested key: snapshot_persistor.args.storage.args.root_dir", w.Output)
+			w.warnf(schema.WarnPrepareSnapshot, "snapshot_persistor is present, but prepare could not relocate snapshot storage to the workspace at %s/snapshot-storage; expected nested key: snapshot_persistor.args.storage.args.root_dir", w.name(w.Output))
 		}
 	}
 	for i, c := range res.Get("components").Items {

@@ -34,7 +34,7 @@ import (
 func (w *Workspace) scanKit() error {
 	root, err := dirfd.Open(w.Kit)
 	if err != nil {
-		return errorf(errcode.InvalidKit, "check the kit path", "cannot read the kit %s: %v", w.Kit, unwrapPathError(err))
+		return errorf(errcode.InvalidKit, "check the kit path", "cannot read the kit %s: %v", w.name(w.Kit), unwrapPathError(err))
 	}
 	defer root.Close()
 	st := root.Stat()
@@ -47,11 +47,11 @@ func (w *Workspace) scanKit() error {
 	var total int64
 	w.scanDir(root, w.Kit, ".", excluded, &problems, &total)
 	if msg := schema.KitSize(total); msg != "" {
-		problems = append(problems, kitPathProblem(problem.Layout, w.Kit, msg, "a provisioned kit is a few hundred kilobytes: remove what does not belong to it"))
+		problems = append(problems, w.kitPathProblem(problem.Layout, w.Kit, msg, "a provisioned kit is a few hundred kilobytes: remove what does not belong to it"))
 	}
 	if len(problems) > 0 {
 		return &Error{Code: errcode.InvalidKit, Problems: problems,
-			Message: fmt.Sprintf("the startup kit %s holds %d path(s) prepare cannot copy", w.Kit, len(problems)),
+			Message: fmt.Sprintf("the startup kit %s holds %d path(s) prepare cannot copy", w.name(w.Kit), len(problems)),
 			Hint:    hintFixProblems}
 	}
 	return nil
@@ -64,8 +64,9 @@ func (w *Workspace) addDir(rel string, mode fs.FileMode) {
 }
 
 // kitPathProblem is one kit path prepare cannot copy.
-func kitPathProblem(k problem.Kind, abs, message, hint string) schema.Problem {
-	return schema.Problem{Kind: k, File: abs, Message: message, Hint: hint}
+// It names the path as given.
+func (w *Workspace) kitPathProblem(k problem.Kind, abs, message, hint string) schema.Problem {
+	return schema.Problem{Kind: k, File: w.name(abs), Message: message, Hint: hint}
 }
 
 // scanDir adds the entries of the kit directory d (abs on disk, rel in the
@@ -74,7 +75,7 @@ func kitPathProblem(k problem.Kind, abs, message, hint string) schema.Problem {
 func (w *Workspace) scanDir(d *dirfd.Dir, abs, rel string, excluded map[string]bool, problems *schema.Problems, total *int64) {
 	entries, err := d.Entries()
 	if err != nil {
-		*problems = append(*problems, kitPathProblem(problem.Read, abs, fmt.Sprintf("cannot read this kit directory: %v", unwrapPathError(err)),
+		*problems = append(*problems, w.kitPathProblem(problem.Read, abs, fmt.Sprintf("cannot read this kit directory: %v", unwrapPathError(err)),
 			"check the permissions of the kit"))
 		// Entries returns the entries it could read before the error.
 	}
@@ -88,18 +89,18 @@ func (w *Workspace) scanDir(d *dirfd.Dir, abs, rel string, excluded map[string]b
 		childRel := path.Join(rel, e.Name())
 		st, err := d.Lstat(e.Name())
 		if err != nil {
-			*problems = append(*problems, kitPathProblem(problem.Read, childAbs, fmt.Sprintf("cannot inspect it: %v", unwrapPathError(err)), "check the kit"))
+			*problems = append(*problems, w.kitPathProblem(problem.Read, childAbs, fmt.Sprintf("cannot inspect it: %v", unwrapPathError(err)), "check the kit"))
 			continue
 		}
 		mode := dirfd.ModeOf(st.Mode)
 		if msg, hint := schema.KitEntry(childAbs, mode); msg != "" {
-			*problems = append(*problems, kitPathProblem(problem.Layout, childAbs, msg, hint))
+			*problems = append(*problems, w.kitPathProblem(problem.Layout, childAbs, msg, hint))
 			continue
 		}
 		if mode.IsDir() {
 			sub, err := d.OpenDir(e.Name())
 			if err != nil {
-				*problems = append(*problems, kitPathProblem(problem.Read, childAbs, fmt.Sprintf("cannot read this kit directory: %v", unwrapPathError(err)),
+				*problems = append(*problems, w.kitPathProblem(problem.Read, childAbs, fmt.Sprintf("cannot read this kit directory: %v", unwrapPathError(err)),
 					"check the permissions of the kit"))
 				continue
 			}
@@ -109,7 +110,7 @@ func (w *Workspace) scanDir(d *dirfd.Dir, abs, rel string, excluded map[string]b
 			continue
 		}
 		if msg := schema.KitFileSize(st.Size); msg != "" {
-			*problems = append(*problems, kitPathProblem(problem.Layout, childAbs, msg, "a provisioned kit holds small files: remove it from the kit"))
+			*problems = append(*problems, w.kitPathProblem(problem.Layout, childAbs, msg, "a provisioned kit holds small files: remove it from the kit"))
 			continue
 		}
 		*total += st.Size

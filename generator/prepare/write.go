@@ -40,7 +40,7 @@ var serverStores = []string{"jobs-storage", "snapshot-storage"}
 // directory and the parents of OUT that it created, and leaves OUT as it
 // was.
 func Write(ctx context.Context, w *Workspace) (err error) {
-	target, err := staging.Open(w.Output)
+	target, err := staging.Open(w.Output, w.name)
 	if err != nil {
 		return stagingFailure(err)
 	}
@@ -49,7 +49,7 @@ func Write(ctx context.Context, w *Workspace) (err error) {
 		return stagingFailure(err)
 	}
 	if target.State == staging.OutputOther {
-		w.warnf(schema.WarnPrepareForce, "replacing %s, which is not a workspace prepared for it (%s) (--force)", w.Output, target.Reason)
+		w.warnf(schema.WarnPrepareForce, "replacing %s, which is not a workspace prepared for it (%s) (--force)", w.name(w.Output), target.Reason)
 	}
 	if err := w.checkDiscards(target); err != nil {
 		return err
@@ -64,7 +64,7 @@ func Write(ctx context.Context, w *Workspace) (err error) {
 		switch {
 		case cerr == nil:
 		case err == nil:
-			w.warnf(schema.WarnPrepareStaging, "%v; remove it by hand (the next prepare of %s retries)", cerr, w.Output)
+			w.warnf(schema.WarnPrepareStaging, "%v; remove it by hand (the next prepare of %s retries)", cerr, w.name(w.Output))
 		case errors.As(err, &pe):
 			pe.Message += "; " + cerr.Error()
 		}
@@ -76,7 +76,7 @@ func Write(ctx context.Context, w *Workspace) (err error) {
 		return stagingFailure(err)
 	}
 	if ctx.Err() != nil {
-		return &Error{Code: errcode.Interrupted, Message: fmt.Sprintf("prepare of %s interrupted; the output was not changed", w.Output), Hint: "re-run prepare", Err: ctx.Err()}
+		return &Error{Code: errcode.Interrupted, Message: fmt.Sprintf("prepare of %s interrupted; the output was not changed", w.name(w.Output)), Hint: "re-run prepare", Err: ctx.Err()}
 	}
 	if err := stage.Install(); err != nil {
 		return stagingFailure(err)
@@ -90,7 +90,7 @@ func Write(ctx context.Context, w *Workspace) (err error) {
 func (w *Workspace) checkDiscards(target *staging.Target) error {
 	jobs, err := target.List(jobsDir)
 	if err != nil {
-		return &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot read the job artifacts of %s: %v", w.Output, err),
+		return &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot read the job artifacts of %s: %v", w.name(w.Output), err),
 			Hint: "check the permissions of the existing workspace", Err: err}
 	}
 	sort.Strings(jobs)
@@ -98,7 +98,7 @@ func (w *Workspace) checkDiscards(target *staging.Target) error {
 	for _, store := range serverStores {
 		names, err := target.List(store)
 		if err != nil {
-			return &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot read the server storage of %s: %v", w.Output, err),
+			return &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot read the server storage of %s: %v", w.name(w.Output), err),
 				Hint: "check the permissions of the existing workspace", Err: err}
 		}
 		sort.Strings(names)
@@ -116,16 +116,16 @@ func (w *Workspace) checkDiscards(target *staging.Target) error {
 		}
 		return &Error{
 			Code:    errcode.JobsPresent,
-			Message: fmt.Sprintf("workspace %s holds %s", w.Output, strings.Join(held, "; and ")),
+			Message: fmt.Sprintf("workspace %s holds %s", w.name(w.Output), strings.Join(held, "; and ")),
 			Hint:    "stop the parent, make sure no Slurm allocation still uses them (and move away any stored jobs and snapshots you need), then re-run with --force to discard them",
 		}
 	}
 	w.Result.Discarded, w.Result.DiscardedStorage = jobs, stored
 	for _, j := range jobs {
-		w.warnf(schema.WarnPrepareForce, "discarding job artifacts %s/%s/%s (--force)", w.Output, jobsDir, j)
+		w.warnf(schema.WarnPrepareForce, "discarding job artifacts %s/%s/%s (--force)", w.name(w.Output), jobsDir, j)
 	}
 	for _, s := range stored {
-		w.warnf(schema.WarnPrepareForce, "discarding server storage %s/%s (--force)", w.Output, s)
+		w.warnf(schema.WarnPrepareForce, "discarding server storage %s/%s (--force)", w.name(w.Output), s)
 	}
 	return nil
 }
@@ -148,19 +148,19 @@ func (w *Workspace) fillFailure(ctx context.Context, err error) error {
 	var changed *dirfd.ChangedError
 	switch {
 	case ctx.Err() != nil:
-		return &Error{Code: errcode.Interrupted, Message: fmt.Sprintf("prepare of %s interrupted; the output was not changed", w.Output),
+		return &Error{Code: errcode.Interrupted, Message: fmt.Sprintf("prepare of %s interrupted; the output was not changed", w.name(w.Output)),
 			Hint: "re-run prepare", Err: err}
 	case errors.As(err, &notRegular) && w.keptSource(notRegular.Path), errors.As(err, &changed) && w.keptSource(changed.Path):
-		return keptChanged(err, "; the output was not changed")
+		return w.keptChanged(err, "; the output was not changed")
 	case errors.As(err, &notRegular):
 		return &Error{Code: errcode.InvalidKit, Err: err,
-			Message: fmt.Sprintf("the kit changed while prepare ran: %s is now a %s; prepare copies regular files only", notRegular.Path, schema.FileKind(notRegular.Mode)),
+			Message: fmt.Sprintf("the kit changed while prepare ran: %s is now a %s; prepare copies regular files only", w.name(notRegular.Path), schema.FileKind(notRegular.Mode)),
 			Hint:    "remove it from the kit and re-run prepare; the output was not changed"}
 	case errors.As(err, &changed):
-		return &Error{Code: errcode.InvalidKit, Err: err, Message: "the kit changed while prepare ran: " + changed.Error(),
+		return &Error{Code: errcode.InvalidKit, Err: err, Message: "the kit changed while prepare ran: " + w.changedText(changed),
 			Hint: "re-run prepare once nothing changes the kit; the output was not changed"}
 	}
-	return &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot stage the workspace for %s: %v", w.Output, err),
+	return &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot stage the workspace for %s: %v", w.name(w.Output), err),
 		Hint: "the output was not changed; fix the cause and re-run prepare", Err: err}
 }
 

@@ -35,7 +35,7 @@ func BenchmarkInstallDurability(b *testing.B) {
 			mustStage(b, out, "first")
 			for b.Loop() {
 				b.StopTimer()
-				target, err := Open(out)
+				target, err := Open(out, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -142,7 +142,7 @@ func (s *Staging) mkdirs(dirs []*File) error {
 func (s *Staging) openStaged(rel string) (*dirfd.Dir, error) {
 	want, ok := s.dirs[rel]
 	if !ok {
-		return nil, fmt.Errorf("internal error: directory %s of %s was not created", rel, s.path)
+		return nil, fmt.Errorf("internal error: directory %s of %s was not created", rel, s.target.named(s.path))
 	}
 	d, err := s.root.OpenBeneath(rel)
 	if err != nil {

@@ -41,7 +41,7 @@ func stageOnce(t testing.TB, output string, files []File, force bool, opts Optio
 	t.Helper()
 	var warnings []string
 	opts.Warn = func(m string) { warnings = append(warnings, m) }
-	target, err := Open(output)
+	target, err := Open(output, nil)
 	if err != nil {
 		return warnings, err
 	}

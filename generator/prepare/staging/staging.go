@@ -96,6 +96,7 @@ type Target struct {
 	State  State
 	Reason string // for OutputOther: why it is not a workspace of Path
 
+	name     func(string) string // names a path as the user gave it, for messages (nil: as it is)
 	base     string
 	ancestor *dirfd.Dir // the parent, or its nearest existing ancestor
 	missing  []string   // the directories to create below ancestor to reach the parent
@@ -110,11 +111,11 @@ type Target struct {
 //     sticky bit;
 //   - any symlink on the way to the parent, or an output that is a
 //     symlink or not a directory.
-func Open(path string) (*Target, error) {
+func Open(path string, name func(string) string) (*Target, error) {
+	t := &Target{Path: path, base: filepath.Base(path), name: name}
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path || filepath.Dir(path) == path {
-		return nil, stagingErr(UnsafeOutput, nil, "give an absolute path below /", "output %s is not a clean absolute path below /", path)
+		return nil, stagingErr(UnsafeOutput, nil, "give an absolute path below /", "output %s is not a clean absolute path below /", t.named(path))
 	}
-	t := &Target{Path: path, base: filepath.Base(path)}
 	dir := filepath.Dir(path)
 	for {
 		d, err := dirfd.Open(dir)
@@ -124,7 +125,7 @@ func Open(path string) (*Target, error) {
 		}
 		if errors.Is(err, dirfd.ErrSymlink) {
 			return nil, stagingErr(UnsafeOutput, err, "give the output by its real path (without symlinks), or re-run prepare",
-				"a directory on the way to output %s is a symlink (it was resolved before; it changed while prepare ran)", path)
+				"a directory on the way to output %s is a symlink (it was resolved before; it changed while prepare ran)", t.named(path))
 		}
 		if !errors.Is(err, unix.ENOENT) || filepath.Dir(dir) == dir {
 			return nil, stagingErr(UnsafeOutput, err, "check the path and its permissions", "cannot open the output's parent directory: %v", err)
@@ -132,7 +133,7 @@ func Open(path string) (*Target, error) {
 		t.missing = append([]string{filepath.Base(dir)}, t.missing...)
 		dir = filepath.Dir(dir)
 	}
-	if err := checkWriters(t.ancestor, path, len(t.missing) > 0); err != nil {
+	if err := checkWriters(t.ancestor, t.named(t.ancestor.Path()), len(t.missing) > 0); err != nil {
 		t.Close()
 		return nil, err
 	}
@@ -153,12 +154,12 @@ func (t *Target) openOutput() error {
 	case errors.Is(err, unix.ENOENT):
 		return nil
 	case err != nil:
-		return stagingErr(UnsafeOutput, err, "check the permissions of the output path", "cannot inspect output %s: %v", t.Path, err)
+		return stagingErr(UnsafeOutput, err, "check the permissions of the output path", "cannot inspect output %s: %v", t.named(t.Path), err)
 	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
 		return stagingErr(UnsafeOutput, nil, "give the directory the symlink points to as --output, or remove the symlink",
-			"output %s is a symlink; prepare replaces directories only", t.Path)
+			"output %s is a symlink; prepare replaces directories only", t.named(t.Path))
 	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
-		return stagingErr(UnsafeOutput, nil, "choose a directory path for --output", "output %s exists and is not a directory", t.Path)
+		return stagingErr(UnsafeOutput, nil, "choose a directory path for --output", "output %s exists and is not a directory", t.named(t.Path))
 	}
 	out, err := t.ancestor.OpenDir(t.base)
 	if err == nil && out.ID() != dirfd.IDOf(&st) {
@@ -166,12 +167,12 @@ func (t *Target) openOutput() error {
 		err = dirfd.ErrChanged
 	}
 	if err != nil {
-		return stagingErr(UnsafeOutput, err, "check the output path and its permissions", "cannot open output %s: %v", t.Path, err)
+		return stagingErr(UnsafeOutput, err, "check the output path and its permissions", "cannot open output %s: %v", t.named(t.Path), err)
 	}
 	t.out = out
 	names, err := out.Names()
 	if err != nil {
-		return stagingErr(Failed, err, "check the permissions of the existing workspace", "cannot list output %s: %v", t.Path, err)
+		return stagingErr(Failed, err, "check the permissions of the existing workspace", "cannot list output %s: %v", t.named(t.Path), err)
 	}
 	if len(names) == 0 {
 		t.State = OutputEmpty
@@ -193,8 +194,8 @@ func (t *Target) CheckReplace(force bool) error {
 		return nil
 	}
 	return stagingErr(NotWorkspace, nil,
-		fmt.Sprintf("prepare replaces the whole directory: choose a new or empty directory for --output, or re-run with --force to replace %s and everything in it", shell.Quote(t.Path)),
-		"output %s is not a workspace prepared for this path (%s)", t.Path, t.Reason)
+		fmt.Sprintf("prepare replaces the whole directory: choose a new or empty directory for --output, or re-run with --force to replace %s and everything in it", shell.Quote(t.named(t.Path))),
+		"output %s is not a workspace prepared for this path (%s)", t.named(t.Path), t.Reason)
 }
 
 // List returns the names in the directory at the slash path rel below the
@@ -215,6 +216,14 @@ func (t *Target) List(rel string) ([]string, error) {
 	return d.Names()
 }
 
+// named is p as the user gave it (Open's name), for messages.
+func (t *Target) named(p string) string {
+	if t.name == nil {
+		return p
+	}
+	return t.name(p)
+}
+
 // Close releases the descriptors of t.
 func (t *Target) Close() {
 	if t == nil {
@@ -229,7 +238,7 @@ func (t *Target) Close() {
 // or others without the sticky bit (which keeps others from renaming or
 // removing what prepare creates in it). creating says whether the output's
 // parent is yet to be created inside d.
-func checkWriters(d *dirfd.Dir, output string, creating bool) error {
+func checkWriters(d *dirfd.Dir, dir string, creating bool) error {
 	st := d.Stat()
 	euid := os.Geteuid()
 	what := "the output's parent directory"
@@ -237,12 +246,12 @@ func checkWriters(d *dirfd.Dir, output string, creating bool) error {
 		what = "the directory prepare would create the output's parent in,"
 	}
 	fix := fmt.Sprintf("choose an output in a directory only you can write, or (as its owner) run 'chmod g-w,o-w %s', or 'chmod +t %s' if others must create files in it",
-		shell.Quote(d.Path()), shell.Quote(d.Path()))
+		shell.Quote(dir), shell.Quote(dir))
 	if owner := int(st.Uid); owner != euid && owner != 0 {
 		return stagingErr(UnsafeOutput, nil,
 			fmt.Sprintf("run prepare as %s, or choose an output in a directory you own", accountName(owner)),
 			"%s %s belongs to %s, not to %s who runs prepare: that account could swap prepare's staging directory for a symlink; nothing was written",
-			what, d.Path(), accountName(owner), accountName(euid))
+			what, dir, accountName(owner), accountName(euid))
 	}
 	if st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0 {
 		who := "its group"
@@ -254,7 +263,7 @@ func checkWriters(d *dirfd.Dir, output string, creating bool) error {
 		}
 		return stagingErr(UnsafeOutput, nil, fix,
 			"%s %s is writable by %s (mode %04o) and not sticky: another account could swap prepare's staging directory for a symlink; nothing was written",
-			what, d.Path(), who, st.Mode&0o7777)
+			what, dir, who, st.Mode&0o7777)
 	}
 	return nil
 }

@@ -213,7 +213,7 @@ func TestStagingRecognisesWorkspacesByTheirMarker(t *testing.T) {
 			out := filepath.Join(d, strings.ReplaceAll(name, " ", "-"))
 			tc.setup(out)
 			before := digest(t, out)
-			target, err := Open(out)
+			target, err := Open(out, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -509,7 +509,7 @@ func TestLivenessWithoutLocksUsesTheProcessStartTime(t *testing.T) {
 func TestStagingIsLockedWhileItRuns(t *testing.T) {
 	d := tempDir(t)
 	out := filepath.Join(d, "ws")
-	target, err := Open(out)
+	target, err := Open(out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -713,7 +713,7 @@ func TestFillRefusesSourcesSwappedAfterTheScan(t *testing.T) {
 func TestCancelledFillLeavesNothing(t *testing.T) {
 	d := tempDir(t)
 	out := filepath.Join(d, "new", "ws")
-	target, err := Open(out)
+	target, err := Open(out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -739,7 +739,7 @@ func TestCancelledFillLeavesNothing(t *testing.T) {
 // out, and returns the staging ready to install.
 func stageUntilInstall(t *testing.T, out, tag string) (*Target, *Staging) {
 	t.Helper()
-	target, err := Open(out)
+	target, err := Open(out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -142,12 +142,12 @@ func (s *Staging) cleanStale(parent *dirfd.Dir) {
 		}
 		path := parent.Join(name)
 		if int(st.Uid) != os.Geteuid() {
-			s.warnf("leaving %s: it belongs to another user; remove it once no prepare of %s runs", path, s.target.Path)
+			s.warnf("leaving %s: it belongs to another user; remove it once no prepare of %s runs", s.target.named(path), s.target.named(s.target.Path))
 			continue
 		}
 		m := ownerRE().FindStringSubmatch(strings.TrimPrefix(name, prefix))
 		if m == nil || m[1] != host {
-			s.warnf("leaving %s: it was not made by a prepare on this host (another host, or another tool); remove it once no prepare of %s runs", path, s.target.Path)
+			s.warnf("leaving %s: it was not made by a prepare on this host (another host, or another tool); remove it once no prepare of %s runs", s.target.named(path), s.target.named(s.target.Path))
 			continue
 		}
 		s.removeIfAbandoned(parent, name, st, m[2], m[3])
@@ -175,20 +175,20 @@ func (s *Staging) removeIfAbandoned(parent *dirfd.Dir, name string, st unix.Stat
 			return
 		}
 	case err != nil:
-		s.warnf("leaving %s: cannot tell whether its prepare still runs: %v", path, err)
+		s.warnf("leaving %s: cannot tell whether its prepare still runs: %v", s.target.named(path), err)
 		return
 	case !locked:
 		return // its prepare runs
 	}
 	if holdsOldWorkspace(d, parent, s.target.base) {
 		s.warnf("leaving %s: it holds the old workspace of %s, which an interrupted or failed swap did not put back; move it back or remove it yourself",
-			filepath.Join(path, asideName), s.target.Path)
+			s.target.named(filepath.Join(path, asideName)), s.target.named(s.target.Path))
 		return
 	}
 	if err := s.opts.remove(parent, name, &id); err != nil {
-		s.warnf("could not remove the abandoned staging directory %s: %v", path, err)
+		s.warnf("could not remove the abandoned staging directory %s: %v", s.target.named(path), err)
 	} else {
-		s.warnf("removed the abandoned staging directory %s of an interrupted prepare", path)
+		s.warnf("removed the abandoned staging directory %s of an interrupted prepare", s.target.named(path))
 	}
 }
 

@@ -91,10 +91,10 @@ func (t *Target) Stage(opts Options) (_ *Staging, err error) {
 	for _, name := range t.missing {
 		d, err := parent.Mkdir(name, 0o755, true)
 		if errors.Is(err, unix.EEXIST) {
-			return nil, stagingErr(Failed, err, "re-run prepare", "cannot create the output's parent directory %s: it appeared while prepare ran", parent.Join(name))
+			return nil, stagingErr(Failed, err, "re-run prepare", "cannot create the output's parent directory %s: it appeared while prepare ran", t.named(parent.Join(name)))
 		}
 		if err != nil {
-			return nil, stagingErr(Failed, err, "check the path and its permissions", "cannot create the output's parent directory %s: %v", parent.Join(name), err)
+			return nil, stagingErr(Failed, err, "check the path and its permissions", "cannot create the output's parent directory %s: %v", t.named(parent.Join(name)), err)
 		}
 		s.created = append(s.created, createdDir{parent: parent, name: name, id: d.ID()})
 		parent, s.parent = d, d
@@ -109,19 +109,19 @@ func (t *Target) Stage(opts Options) (_ *Staging, err error) {
 	s.path = parent.Join(s.name)
 	dir, err := parent.Mkdir(s.name, 0o700, true)
 	if err != nil {
-		return nil, stagingErr(Failed, err, "the output's parent directory must be writable", "cannot create a staging directory beside %s: %v", t.Path, err)
+		return nil, stagingErr(Failed, err, "the output's parent directory must be writable", "cannot create a staging directory beside %s: %v", t.named(t.Path), err)
 	}
 	s.dir = dir
 	locked, err := opts.tryLock(dir)
 	if err != nil && !errors.Is(err, dirfd.ErrLockUnsupported) {
-		return nil, stagingErr(Failed, err, "check the filesystem", "cannot lock the staging directory %s: %v", s.path, err)
+		return nil, stagingErr(Failed, err, "check the filesystem", "cannot lock the staging directory %s: %v", t.named(s.path), err)
 	}
 	if err == nil && !locked {
-		return nil, stagingErr(Failed, dirfd.ErrChanged, "re-run prepare", "the staging directory %s is locked by another process", s.path)
+		return nil, stagingErr(Failed, dirfd.ErrChanged, "re-run prepare", "the staging directory %s is locked by another process", t.named(s.path))
 	}
 	root, err := dir.Mkdir(newName, 0o700, true)
 	if err != nil {
-		return nil, stagingErr(Failed, err, "check the filesystem", "cannot create the staging tree in %s: %v", s.path, err)
+		return nil, stagingErr(Failed, err, "check the filesystem", "cannot create the staging tree in %s: %v", t.named(s.path), err)
 	}
 	s.root = root
 	s.dirs["."] = root.ID()
@@ -160,7 +160,7 @@ func (s *Staging) Install() error {
 	t := s.target
 	rename := s.opts.rename
 	if st, err := s.dir.Lstat(newName); err != nil || dirfd.IDOf(&st) != s.root.ID() {
-		return stagingErr(Failed, dirfd.ErrChanged, "re-run prepare", "the staged workspace in %s was replaced while prepare ran; nothing was replaced", s.path)
+		return stagingErr(Failed, dirfd.ErrChanged, "re-run prepare", "the staged workspace in %s was replaced while prepare ran; nothing was replaced", s.target.named(s.path))
 	}
 	if t.out == nil {
 		err := rename(s.dir, newName, s.parent, t.base, unix.RENAME_NOREPLACE)
@@ -169,7 +169,7 @@ func (s *Staging) Install() error {
 		}
 		if err != nil {
 			return stagingErr(Failed, err, "the output was not changed; check the output directory and re-run prepare",
-				"cannot move the staged workspace into place at %s: %v", t.Path, err)
+				"cannot move the staged workspace into place at %s: %v", t.named(t.Path), err)
 		}
 		s.installed = true
 		return s.syncParent()
@@ -177,7 +177,7 @@ func (s *Staging) Install() error {
 	st, err := s.parent.Lstat(t.base)
 	if err != nil || dirfd.IDOf(&st) != t.out.ID() {
 		return stagingErr(Failed, dirfd.ErrChanged, "check who else writes there and re-run prepare",
-			"output %s was replaced by another directory while prepare ran; nothing was replaced", t.Path)
+			"output %s was replaced by another directory while prepare ran; nothing was replaced", t.named(t.Path))
 	}
 	err = rename(s.dir, newName, s.parent, t.base, unix.RENAME_EXCHANGE)
 	if err == nil {
@@ -186,26 +186,26 @@ func (s *Staging) Install() error {
 	}
 	if !dirfd.Unsupported(err) {
 		return stagingErr(Failed, err, "the output was not changed; check the output directory and re-run prepare",
-			"cannot move the staged workspace into place at %s: %v", t.Path, err)
+			"cannot move the staged workspace into place at %s: %v", t.named(t.Path), err)
 	}
 	if err := rename(s.parent, t.base, s.dir, asideName, 0); err != nil {
 		return stagingErr(Failed, err, "the output was not changed; check the output directory and re-run prepare",
-			"cannot move the old workspace %s aside: %v", t.Path, err)
+			"cannot move the old workspace %s aside: %v", t.named(t.Path), err)
 	}
 	if err := rename(s.dir, newName, s.parent, t.base, 0); err != nil {
 		if undo := rename(s.dir, asideName, s.parent, t.base, 0); undo != nil {
 			// The old tree stays aside: the only copy of the old workspace.
 			s.keep = true
 			old := filepath.Join(s.path, asideName)
-			msg := fmt.Sprintf("cannot move the staged workspace into place at %s: %v; the old workspace could not be put back (%v) and is now at %s", t.Path, err, undo, old)
+			msg := fmt.Sprintf("cannot move the staged workspace into place at %s: %v; the old workspace could not be put back (%v) and is now at %s", t.named(t.Path), err, undo, t.named(old))
 			if merr := s.markKept(asideName); merr != nil {
 				msg += fmt.Sprintf(" (marking it failed: %v)", merr)
 			}
 			return &Error{Kind: OldKept, Err: err, Message: msg,
-				Hint: fmt.Sprintf("move it back with: mv %s %s (prepare never deletes it)", shell.Quote(old), shell.Quote(t.Path))}
+				Hint: fmt.Sprintf("move it back with: mv %s %s (prepare never deletes it)", shell.Quote(t.named(old)), shell.Quote(t.named(t.Path)))}
 		}
 		return stagingErr(Failed, err, "the output was not changed; check the output directory and re-run prepare",
-			"cannot move the staged workspace into place at %s: %v", t.Path, err)
+			"cannot move the staged workspace into place at %s: %v", t.named(t.Path), err)
 	}
 	s.installed, s.old = true, asideName
 	return s.syncParent()
@@ -214,7 +214,7 @@ func (s *Staging) Install() error {
 func (s *Staging) syncParent() error {
 	if err := s.opts.syncDirs(s.parent); err != nil {
 		return stagingErr(NotDurable, err, "check the filesystem; re-run prepare to be sure the workspace is durable",
-			"the new workspace is in place at %s, but flushing the directory failed: %v", s.target.Path, err)
+			"the new workspace is in place at %s, but flushing the directory failed: %v", s.target.named(s.target.Path), err)
 	}
 	return nil
 }
@@ -251,18 +251,18 @@ func (s *Staging) Close() error {
 				// not ours to delete.
 				s.keep = true
 				err = fmt.Errorf("the directory swapped out of %s is not the workspace prepare checked; it was left at %s: %w",
-					s.target.Path, filepath.Join(s.path, s.old), rerr)
+					s.target.named(s.target.Path), s.target.named(filepath.Join(s.path, s.old)), rerr)
 				if merr := s.markKept(s.old); merr != nil {
 					err = fmt.Errorf("%w (marking it failed: %v)", err, merr)
 				}
 			} else if rerr != nil {
-				err = fmt.Errorf("the old workspace could not be removed from %s: %w", s.path, rerr)
+				err = fmt.Errorf("the old workspace could not be removed from %s: %w", s.target.named(s.path), rerr)
 			}
 		}
 		if err == nil && !s.keep {
 			id := s.dir.ID()
 			if rerr := s.opts.remove(s.parent, s.name, &id); rerr != nil {
-				err = fmt.Errorf("the staging directory %s could not be removed: %w", s.path, rerr)
+				err = fmt.Errorf("the staging directory %s could not be removed: %w", s.target.named(s.path), rerr)
 			}
 		}
 	}
