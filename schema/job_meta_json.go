@@ -114,7 +114,7 @@ func (m *jsonJobMeta) visit(s ojson.Span) {
 			m.keepSection(key, s)
 		}
 		m.keep.comma(s)
-	case s.Depth == 2 && s.Parent >= 0:
+	case s.Depth == 2 && s.KeyOffset >= 0 && s.Parent >= 0:
 		section, sectionDefault := m.keep.parentKey(data, s), "default"
 		switch section {
 		case "resource_spec":

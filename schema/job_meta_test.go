@@ -344,3 +344,32 @@ func TestJobMetaSectionTooLarge(t *testing.T) {
 		t.Errorf("problems:\n got %q\nwant %q", got, want)
 	}
 }
+
+// TestJobMetaJSONListsInSections: a list where a section or a site's
+// section belongs is one problem at it, for one site or every site (the
+// items of a list are not sections).
+func TestJobMetaJSONListsInSections(t *testing.T) {
+	for _, site := range []string{"", "s"} {
+		for meta, want := range map[string][]string{
+			`{"launcher_spec": [1, {"s": 2}], "resource_spec": ["x", "y"], "study": [1]}`: {
+				"meta.json:1:19: launcher_spec: must be a mapping (got list)",
+				"meta.json:1:51: resource_spec: must be a mapping (got list)",
+				"meta.json:1:72: study: must be a string (got list)",
+			},
+			`{"launcher_spec": {"s": [1, 2]}, "resource_spec": [{"s": {"num_of_gpus": 1}}]}`: {
+				"meta.json:1:25: launcher_spec.s: must be a mapping (got list)",
+				"meta.json:1:51: resource_spec: must be a mapping (got list)",
+			},
+		} {
+			if _, probs := ParseJobMeta("meta.json", []byte(meta), site); !reflect.DeepEqual(problemLines(probs), want) {
+				t.Errorf("site %q, %s:\n got %q\nwant %q", site, meta, problemLines(probs), want)
+			}
+		}
+	}
+	req := `{"job_id": "j", "site": "s", "role": "client", "meta": {}, "job_args": [{"workspace": ["-m", "x"]}, "zz"]}`
+	r, probs := ParseLaunchRequest("r.json", []byte(req), "")
+	want := []string{"r.json:1:72: job_args: must be an object of [flag, value] pairs, not a JSON array"}
+	if got := problemLines(r.Place(probs)); !reflect.DeepEqual(got, want) {
+		t.Errorf("request: got %q, want %q", got, want)
+	}
+}

@@ -171,7 +171,7 @@ func (r *requestJSON) visit(s ojson.Span) {
 		default:
 			r.member(slices.Contains(launchRequestKeys, key), s)
 		}
-	case s.Depth == 2 && s.Parent >= 0 && r.keep.parentKey(data, s) == "job_args":
+	case s.Depth == 2 && s.KeyOffset >= 0 && s.Parent >= 0 && r.keep.parentKey(data, s) == "job_args":
 		r.member(isJobArgName(ojson.KeyText(data, s.KeyOffset)), s)
 	}
 }
