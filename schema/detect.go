@@ -125,8 +125,8 @@ func jsonTopLevelKeys(data []byte) (has func(keys ...string) bool, ok bool) {
 		return nil, false
 	}
 	top := map[string]bool{}
-	ojson.EachMember(data, start, func(keyOff, _, _ int) bool {
-		top[ojson.KeyText(data, keyOff)] = true
+	ojson.Each(data, start, func(s ojson.Span) bool {
+		top[ojson.KeyText(data, s.KeyOffset)] = true
 		return true
 	})
 	return func(keys ...string) bool {

@@ -3,6 +3,7 @@ package schema
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -27,9 +28,12 @@ var jobMetaReadKeys = map[string]bool{"study": true, "launcher_spec": true, "res
 // checks: the same text with everything flare-slurm does not read (the
 // NVFlare keys; the sections of other sites when one site is read; a
 // section larger than MaxJobMetaSectionBytes) blanked out, character for
-// character, so that every line and column stays where it was.
+// character, so that every line and column stays where it was. visit
+// finds the spans to keep while the text is scanned.
 type jsonJobMeta struct {
-	text      []byte
+	data      []byte
+	site      string // "" for every site
+	keep      spans
 	oversized []oversizedSection
 }
 
@@ -46,57 +50,103 @@ type span struct {
 	text       string // when set, written instead of the original bytes
 }
 
-// readJobMetaJSON blanks out of data (checked JSON) what the reading of
-// site ("" for every site) does not look at.
-func readJobMetaJSON(data []byte, site string) jsonJobMeta {
-	root := ojson.SkipSpace(data, 0)
-	if root >= len(data) || data[root] != '{' {
-		return jsonJobMeta{text: data} // the schema says what is wrong
-	}
-	var m jsonJobMeta
-	var keep []span
-	end := ojson.SkipValue(data, root)
-	keep = append(keep, span{start: root, end: root + 1})
-	keepMembers(data, root, &keep, func(key string) bool { return jobMetaReadKeys[key] }, func(key string, k, v, e int) {
-		switch {
-		case (key == "launcher_spec" || key == "resource_spec") && data[v] == '{':
-			keep = append(keep, span{start: k, end: v + 1})
-			sectionDefault := "default"
-			if key == "resource_spec" {
-				sectionDefault = portableDefaultKey
-			}
-			keepMembers(data, v, &keep, func(name string) bool { return site == "" || name == sectionDefault || name == site }, func(name string, k, v, e int) {
-				m.keepSection(data, &keep, key+"."+name, k, v, e)
-			})
-			keep = append(keep, span{start: e - 1, end: e})
-		case data[v] == '[':
-			// The schema refuses a list here: keep its brackets only.
-			keep = append(keep, span{start: k, end: v + 1}, span{start: e - 1, end: e})
-		default:
-			m.keepSection(data, &keep, key, k, v, e)
-		}
-	})
-	keep = append(keep, span{start: end - 1, end: end})
-	m.text = blankExcept(data, keep)
-	return m
+// spans are the pieces of a JSON text kept when its members are visited
+// (ojson.Scan: each member when it ends, after the members it holds).
+type spans struct {
+	list       []span
+	parent     int // the key offset of the last parentKey
+	parentText string
 }
 
-// keepSection keeps the member at k..e whole, unless its value is larger
-// than MaxJobMetaSectionBytes: then only its key, with null for a value.
-func (m *jsonJobMeta) keepSection(data []byte, keep *[]span, path string, k, v, e int) {
-	if e-v <= MaxJobMetaSectionBytes {
-		*keep = append(*keep, span{start: k, end: e})
+// parentKey is the key of the member holding member s, decoded once per
+// object.
+func (k *spans) parentKey(data []byte, s ojson.Span) string {
+	if s.Parent != k.parent {
+		k.parent, k.parentText = s.Parent, ojson.KeyText(data, s.Parent)
+	}
+	return k.parentText
+}
+
+// add keeps data[start:end].
+func (k *spans) add(start, end int) { k.list = append(k.list, span{start: start, end: end}) }
+
+// brackets keeps the key of member s and the brackets of its value.
+func (k *spans) brackets(s ojson.Span) { k.add(s.KeyOffset, s.Offset+1); k.add(s.End-1, s.End) }
+
+// comma keeps the comma after member s, if any: YAML reads a trailing
+// comma in a flow mapping, and a blank right after a plain scalar (a
+// number, null) would make it buffer the blank.
+func (k *spans) comma(s ojson.Span) {
+	if s.Comma >= 0 {
+		k.add(s.Comma, s.Comma+1)
+	}
+}
+
+// text is data with everything outside the kept spans blanked out, or
+// data itself when it is not an object.
+func (k *spans) text(data []byte, root ojson.Span) []byte {
+	if data[root.Offset] != '{' {
+		return data
+	}
+	k.add(root.Offset, root.Offset+1)
+	k.add(root.End-1, root.End)
+	slices.SortFunc(k.list, func(a, b span) int { return a.start - b.start })
+	return blankExcept(data, k.list)
+}
+
+// visit keeps what the reading of m.site looks at: the keys of
+// jobMetaReadKeys at the top, and the sections of the site (or every
+// site) in launcher_spec and resource_spec.
+func (m *jsonJobMeta) visit(s ojson.Span) {
+	data := m.data
+	switch {
+	case s.Depth == 1 && s.KeyOffset >= 0:
+		key := ojson.KeyText(data, s.KeyOffset)
+		if !jobMetaReadKeys[key] {
+			return
+		}
+		switch {
+		case (key == "launcher_spec" || key == "resource_spec") && data[s.Offset] == '{', data[s.Offset] == '[':
+			// A section's sites are visited at depth 2; the schema
+			// refuses a list here: keep its brackets only.
+			m.keep.brackets(s)
+		default:
+			m.keepSection(key, s)
+		}
+		m.keep.comma(s)
+	case s.Depth == 2 && s.KeyOffset >= 0 && s.Parent >= 0:
+		section, sectionDefault := m.keep.parentKey(data, s), "default"
+		switch section {
+		case "resource_spec":
+			sectionDefault = portableDefaultKey
+		case "launcher_spec":
+		default:
+			return
+		}
+		if name := ojson.KeyText(data, s.KeyOffset); m.site == "" || name == sectionDefault || name == m.site {
+			m.keepSection(section+"."+name, s)
+			m.keep.comma(s)
+		}
+	}
+}
+
+// keepSection keeps member s whole, unless its value is larger than
+// MaxJobMetaSectionBytes: then only its key, with null for a value.
+func (m *jsonJobMeta) keepSection(path string, s ojson.Span) {
+	if s.End-s.Offset <= MaxJobMetaSectionBytes {
+		m.keep.add(s.KeyOffset, s.End)
 		return
 	}
-	m.oversized = append(m.oversized, oversizedSection{path: path, keyOff: k, size: e - v})
-	keepKeyOnly(data, keep, k, v, e)
+	m.oversized = append(m.oversized, oversizedSection{path: path, keyOff: s.KeyOffset, size: s.End - s.Offset})
+	keepKeyOnly(m.data, &m.keep, s)
 }
 
-// keepKeyOnly keeps the member at k..e as its key with null for its value,
-// or whole when its value is shorter than four characters.
-func keepKeyOnly(data []byte, keep *[]span, k, v, e int) {
+// keepKeyOnly keeps member s as its key with null for its value, or whole
+// when its value is shorter than four characters.
+func keepKeyOnly(data []byte, keep *spans, s ojson.Span) {
+	k, v, e := s.KeyOffset, s.Offset, s.End
 	if utf8.RuneCount(data[v:min(e, v+16)]) < 4 {
-		*keep = append(*keep, span{start: k, end: e})
+		keep.add(k, e)
 		return
 	}
 	// null stands for the value, over its last four characters (not
@@ -107,30 +157,8 @@ func keepKeyOnly(data []byte, keep *[]span, k, v, e int) {
 		_, size := utf8.DecodeLastRune(data[v:n])
 		n -= max(size, 1)
 	}
-	*keep = append(*keep, span{start: k, end: v}, span{start: n, end: e, text: "null"})
-}
-
-// keepMembers calls kept for each member of the object at off whose key
-// keep accepts, and keeps the comma after each such member: YAML reads a
-// trailing comma in a flow mapping, and a blank right after a plain
-// scalar (a number, null) would make it buffer the blank.
-func keepMembers(data []byte, off int, spans *[]span, keep func(string) bool, kept func(key string, k, v, e int)) {
-	ojson.EachMember(data, off, func(k, v, e int) bool {
-		key := ojson.KeyText(data, k)
-		if !keep(key) {
-			return true
-		}
-		kept(key, k, v, e)
-		keepComma(data, spans, e)
-		return true
-	})
-}
-
-// keepComma keeps the comma after the member that ends at e, if any.
-func keepComma(data []byte, spans *[]span, e int) {
-	if c := ojson.SkipSpace(data, e); c < len(data) && data[c] == ',' {
-		*spans = append(*spans, span{start: c, end: c + 1})
-	}
+	keep.add(k, v)
+	keep.list = append(keep.list, span{start: n, end: e, text: "null"})
 }
 
 // blankExcept copies data, writing one space for every character outside
@@ -170,13 +198,10 @@ func blankExcept(data []byte, keep []span) []byte {
 // read as YAML for the checks.
 func jsonMetaTree(file string, data []byte, site string, embed Embedding) *tree {
 	t := &tree{file: file, suppressed: map[*yaml.Node]bool{}, embed: embed, jsonDuplicates: true}
+	read := &jsonJobMeta{data: data, site: site}
 	scan, ok := t.scanJSON(data, "not valid JSON: ",
-		"NVFlare reads a job's meta with Python's json.loads: no comments, quoted keys, double quotes, no trailing commas")
-	if !ok {
-		return t
-	}
-	read := readJobMetaJSON(data, site)
-	if !t.parseJSON(data, read.text, scan, nil) {
+		"NVFlare reads a job's meta with Python's json.loads: no comments, quoted keys, double quotes, no trailing commas", read.visit)
+	if !ok || !t.parseJSON(data, read.keep.text(data, scan.Root), scan, nil) {
 		return t
 	}
 	for _, o := range read.oversized {
@@ -192,11 +217,12 @@ func jsonMetaTree(file string, data []byte, site string, embed Embedding) *tree 
 	return t
 }
 
-// scanJSON checks that data is JSON as Python's json.loads reads it; a
-// syntax error is the tree's one problem (its message after prefix, with
-// hint), and ok is false.
-func (t *tree) scanJSON(data []byte, prefix, hint string) (ojson.ScanResult, bool) {
-	scan, err := ojson.Scan(data, problem.MaxPerFile)
+// scanJSON checks that data is JSON as Python's json.loads reads it,
+// telling visit (unless nil) where each member and item is; a syntax
+// error is the tree's one problem (its message after prefix, with hint),
+// and ok is false.
+func (t *tree) scanJSON(data []byte, prefix, hint string, visit func(ojson.Span)) (ojson.ScanResult, bool) {
+	scan, err := ojson.Scan(data, problem.MaxPerFile, visit)
 	if err != nil {
 		t.probs = append(t.probs, t.final(jsonSyntaxProblem(t.file, prefix, hint, err)))
 		return scan, false

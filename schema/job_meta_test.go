@@ -315,14 +315,16 @@ func TestJobMetaJSONReadsOnlyItsSections(t *testing.T) {
 	if got := problemLines(probs); !reflect.DeepEqual(got, want) {
 		t.Errorf("problems:\n got %q\nwant %q", got, want)
 	}
-	read := readJobMetaJSON([]byte(meta), "s")
+	read := &jsonJobMeta{data: []byte(meta), site: "s"}
+	scan, _ := (&tree{}).scanJSON([]byte(meta), "", "", read.visit)
+	text := read.keep.text([]byte(meta), scan.Root)
 	for _, gone := range []string{"deploy_map", "日本", "other", "name"} {
-		if strings.Contains(string(read.text), gone) {
-			t.Errorf("%q is read: %s", gone, read.text)
+		if strings.Contains(string(text), gone) {
+			t.Errorf("%q is read: %s", gone, text)
 		}
 	}
-	if strings.Count(string(read.text), "\n") != 2 {
-		t.Errorf("lines changed: %q", read.text)
+	if strings.Count(string(text), "\n") != 2 {
+		t.Errorf("lines changed: %q", text)
 	}
 	// Every site: other's sections are read too.
 	_, probs = ParseJobMeta("meta.json", []byte(meta), "")
@@ -340,5 +342,34 @@ func TestJobMetaSectionTooLarge(t *testing.T) {
 	want := []string{fmt.Sprintf("meta.json:1:20: launcher_spec.s: is %d bytes long; flare-slurm reads at most 16384 bytes of a job meta section (a section holds a few Slurm or resource keys: is this the right job?)", len(section))}
 	if got := problemLines(probs); !reflect.DeepEqual(got, want) {
 		t.Errorf("problems:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestJobMetaJSONListsInSections: a list where a section or a site's
+// section belongs is one problem at it, for one site or every site (the
+// items of a list are not sections).
+func TestJobMetaJSONListsInSections(t *testing.T) {
+	for _, site := range []string{"", "s"} {
+		for meta, want := range map[string][]string{
+			`{"launcher_spec": [1, {"s": 2}], "resource_spec": ["x", "y"], "study": [1]}`: {
+				"meta.json:1:19: launcher_spec: must be a mapping (got list)",
+				"meta.json:1:51: resource_spec: must be a mapping (got list)",
+				"meta.json:1:72: study: must be a string (got list)",
+			},
+			`{"launcher_spec": {"s": [1, 2]}, "resource_spec": [{"s": {"num_of_gpus": 1}}]}`: {
+				"meta.json:1:25: launcher_spec.s: must be a mapping (got list)",
+				"meta.json:1:51: resource_spec: must be a mapping (got list)",
+			},
+		} {
+			if _, probs := ParseJobMeta("meta.json", []byte(meta), site); !reflect.DeepEqual(problemLines(probs), want) {
+				t.Errorf("site %q, %s:\n got %q\nwant %q", site, meta, problemLines(probs), want)
+			}
+		}
+	}
+	req := `{"job_id": "j", "site": "s", "role": "client", "meta": {}, "job_args": [{"workspace": ["-m", "x"]}, "zz"]}`
+	r, probs := ParseLaunchRequest("r.json", []byte(req), "")
+	want := []string{"r.json:1:72: job_args: must be an object of [flag, value] pairs, not a JSON array"}
+	if got := problemLines(r.Place(probs)); !reflect.DeepEqual(got, want) {
+		t.Errorf("request: got %q, want %q", got, want)
 	}
 }

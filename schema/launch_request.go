@@ -101,16 +101,19 @@ const requestHint = "a launch request is one JSON object with job_id, site, role
 // costs the request a scan, not a tree.
 func ParseLaunchRequest(file string, data []byte, workspaceRole string) (*LaunchRequest, Problems) {
 	t := &tree{file: file, suppressed: map[*yaml.Node]bool{}, jsonDuplicates: true}
-	scan, ok := t.scanJSON(data, "not a valid launch request: ", requestHint)
+	read := &requestJSON{data: data}
+	scan, ok := t.scanJSON(data, "not a valid launch request: ", requestHint, read.visit)
 	if !ok {
 		return nil, t.result()
 	}
-	root := ojson.SkipSpace(data, 0)
-	if data[root] != '{' {
-		t.add(problem.Structure, nil, "", "not a valid launch request: got a JSON "+jsonKindAt(data, root)+" where an object is required", requestHint)
+	if data[scan.Root.Offset] != '{' {
+		t.add(problem.Structure, nil, "", "not a valid launch request: got a JSON "+jsonKindAt(data, scan.Root.Offset)+" where an object is required", requestHint)
 		return nil, t.result()
 	}
-	if !t.parseJSON(data, readRequestJSON(t, data, root), scan, func(path string) bool {
+	for range read.omitted {
+		t.omit(problem.Schema)
+	}
+	if !t.parseJSON(data, read.keep.text(data, scan.Root), scan, func(path string) bool {
 		// Only the request's keys and job arguments: the meta's own are
 		// ParseJobMetaIn's.
 		return strings.ContainsAny(strings.TrimPrefix(path, "job_args."), ".[")
@@ -132,57 +135,65 @@ func ParseLaunchRequest(file string, data []byte, workspaceRole string) (*Launch
 		}
 	}
 	r.decode(t.value.(map[string]any))
-	if _, off, ok := ojson.Locate(data, "meta"); ok && data[off] == '{' && !r.refused["meta"] {
-		r.Meta = json.RawMessage(data[off:ojson.SkipValue(data, off)])
+	if m := read.meta; m.KeyOffset > 0 && data[m.Offset] == '{' && !r.refused["meta"] {
+		r.Meta = json.RawMessage(data[m.Offset:m.End])
 	}
 	return r, ps
 }
 
-// readRequestJSON is the request text (a JSON object at root) as its tree
-// reads it: a meta object or list holds nothing there, and of the keys
-// that are not a request's (or a job argument's) only the first
-// problem.MaxPerFile are read, with null for a value; the others are
-// counted as omitted problems.
-func readRequestJSON(t *tree, data []byte, root int) []byte {
-	keep := []span{{start: root, end: root + 1}}
-	unknown := 0
-	member := func(known bool, k, v, e int) {
+// requestJSON is the request text (a JSON object) as its tree reads it: a
+// meta object or list holds nothing there, and of the keys that are not a
+// request's (or a job argument's) only the first problem.MaxPerFile are
+// read, with null for a value; the others are counted (omitted) as
+// omitted problems. visit finds what to keep while the text is scanned,
+// and the first meta.
+type requestJSON struct {
+	data    []byte
+	keep    spans
+	unknown int
+	omitted int
+	meta    ojson.Span // the first meta member (KeyOffset 0 when none)
+}
+
+func (r *requestJSON) visit(s ojson.Span) {
+	data := r.data
+	switch {
+	case s.Depth == 1 && s.KeyOffset >= 0:
+		key, v := ojson.KeyText(data, s.KeyOffset), data[s.Offset]
+		if key == "meta" && r.meta.KeyOffset == 0 {
+			r.meta = s
+		}
 		switch {
-		case known && (data[v] == '[' || data[v] == '{') && !isPairText(data[v:e]):
-			// Its brackets say what it is: a hostile list costs no tree.
-			keep = append(keep, span{start: k, end: v + 1}, span{start: e - 1, end: e})
-		case known:
-			keep = append(keep, span{start: k, end: e})
-		case unknown < problem.MaxPerFile:
-			unknown++
-			keepKeyOnly(data, &keep, k, v, e)
+		case key == "meta" && (v == '{' || v == '['), key == "job_args" && v == '{':
+			// Job arguments are visited at depth 2.
+			r.keep.brackets(s)
+			r.keep.comma(s)
 		default:
-			t.omit(problem.Schema)
-			return
+			r.member(slices.Contains(launchRequestKeys, key), s)
 		}
-		keepComma(data, &keep, e)
+	case s.Depth == 2 && s.KeyOffset >= 0 && s.Parent >= 0 && r.keep.parentKey(data, s) == "job_args":
+		r.member(isJobArgName(ojson.KeyText(data, s.KeyOffset)), s)
 	}
-	ojson.EachMember(data, root, func(k, v, e int) bool {
-		switch key := ojson.KeyText(data, k); {
-		case key == "meta" && (data[v] == '{' || data[v] == '['):
-			keep = append(keep, span{start: k, end: v + 1}, span{start: e - 1, end: e})
-			keepComma(data, &keep, e)
-		case key == "job_args" && data[v] == '{':
-			keep = append(keep, span{start: k, end: v + 1})
-			ojson.EachMember(data, v, func(k, v, e int) bool {
-				member(isJobArgName(ojson.KeyText(data, k)), k, v, e)
-				return true
-			})
-			keep = append(keep, span{start: e - 1, end: e})
-			keepComma(data, &keep, e)
-		default:
-			member(slices.Contains(launchRequestKeys, key), k, v, e)
-		}
-		return true
-	})
-	end := ojson.SkipValue(data, root)
-	keep = append(keep, span{start: end - 1, end: end})
-	return blankExcept(data, keep)
+}
+
+// member keeps member s of the request or its job_args: whole when known
+// (a list or mapping that cannot be a job argument by its brackets only:
+// a hostile list costs no tree), else its key with null for its value.
+func (r *requestJSON) member(known bool, s ojson.Span) {
+	v := r.data[s.Offset]
+	switch {
+	case known && (v == '[' || v == '{') && !isPairText(r.data[s.Offset:s.End]):
+		r.keep.brackets(s)
+	case known:
+		r.keep.add(s.KeyOffset, s.End)
+	case r.unknown < problem.MaxPerFile:
+		r.unknown++
+		keepKeyOnly(r.data, &r.keep, s)
+	default:
+		r.omitted++
+		return
+	}
+	r.keep.comma(s)
 }
 
 // isPairText says whether a JSON list or mapping may be a job argument

@@ -121,7 +121,7 @@ func timeouts(jl *JobLauncher) []timeout {
 // column, its path under slurm_launcher.args.
 func readLauncherComponent(file string, data []byte) (role string, args LauncherArgs, ps Problems) {
 	t := &tree{file: file, suppressed: map[*yaml.Node]bool{}, jsonDuplicates: true}
-	scan, ok := t.scanJSON(data, "not a valid resources file: ", "")
+	scan, ok := t.scanJSON(data, "not a valid resources file: ", "", nil)
 	if !ok || !t.parseJSON(data, data, scan, nil) || t.root == nil {
 		return "", args, t.result()
 	}

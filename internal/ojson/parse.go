@@ -61,11 +61,14 @@ type parser struct {
 	data []byte
 	pos  int
 
-	// scan: check the text without building values (Scan); path is the
-	// way to the value being read, found the repeated keys.
+	// scan: check the text without building values (Scan, Each); path
+	// is the way to the value being read; dups: found collects the
+	// repeated keys; visit is told where each member and item is.
 	scan  bool
+	dups  bool
 	path  []pathStep
 	found scanFound
+	visit func(Span) bool
 }
 
 func (p *parser) errorf(format string, args ...any) error {
@@ -88,19 +91,11 @@ func Position(data []byte, offset int) (line, column int) {
 	return line, column
 }
 
-func (p *parser) skipSpace() {
-	for p.pos < len(p.data) {
-		switch p.data[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
-			return
-		}
-	}
-}
+func (p *parser) skipSpace() { p.pos = SkipSpace(p.data, p.pos) }
 
 func (p *parser) literal(word string) bool {
-	if strings.HasPrefix(string(p.data[p.pos:min(len(p.data), p.pos+len(word))]), word) {
+	// The first byte first: a number is tried after every word.
+	if p.data[p.pos] == word[0] && string(p.data[p.pos:min(len(p.data), p.pos+len(word))]) == word {
 		p.pos += len(word)
 		return true
 	}
@@ -164,15 +159,20 @@ func (p *parser) built(make func() *Value) *Value {
 }
 
 func (p *parser) object(depth int) (*Value, error) {
-	if p.scan {
-		return nil, p.scanObject(depth)
-	}
 	p.pos++ // {
-	obj := NewObject()
+	var obj *Value
 	// index maps each key to its member, so that finding a repeated key
 	// costs the same for the millionth key as for the first (a linear
 	// search made a 300,000-key object take minutes).
 	var index map[string]int
+	// The keys Scan compares of every object being read share one stack:
+	// this object's are keys[start:], dropped when it ends.
+	start := len(p.found.keys)
+	if !p.scan {
+		obj = NewObject()
+	} else if p.dups {
+		defer func() { p.found.keys = p.found.keys[:start] }()
+	}
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
@@ -183,9 +183,18 @@ func (p *parser) object(depth int) (*Value, error) {
 			return nil, p.errorf("expecting a property name enclosed in double quotes")
 		}
 		keyOffset := p.pos
-		key, err := p.str()
+		var key string
+		var err error
+		if p.scan {
+			err = p.skipStr()
+		} else {
+			key, err = p.str()
+		}
 		if err != nil {
 			return nil, err
+		}
+		if p.dups {
+			p.addKey(keyOffset)
 		}
 		p.skipSpace()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
@@ -193,70 +202,94 @@ func (p *parser) object(depth int) (*Value, error) {
 		}
 		p.pos++
 		p.skipSpace()
-		val, err := p.value(depth + 1)
+		val, done, err := p.item(depth, '}', pathStep{key: keyOffset})
 		if err != nil {
 			return nil, err
 		}
-		// A repeated key keeps its first position and its last value,
-		// as a Python dict built from the pairs does.
-		if index == nil {
-			index = map[string]int{}
+		if !p.scan {
+			// A repeated key keeps its first position and its last value,
+			// as a Python dict built from the pairs does.
+			if index == nil {
+				index = map[string]int{}
+			}
+			if i, dup := index[key]; dup {
+				obj.Members[i].Value = val
+			} else {
+				index[key] = len(obj.Members)
+				obj.Members = append(obj.Members, Member{Key: key, Value: val, KeyOffset: keyOffset})
+			}
 		}
-		if i, dup := index[key]; dup {
-			obj.Members[i].Value = val
-		} else {
-			index[key] = len(obj.Members)
-			obj.Members = append(obj.Members, Member{Key: key, Value: val, KeyOffset: keyOffset})
-		}
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return nil, p.errorf("expecting ',' delimiter")
-		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-			p.skipSpace()
-		case '}':
-			p.pos++
+		if done {
+			if p.dups {
+				p.duplicatesOf(p.found.keys[start:])
+			}
 			return obj, nil
-		default:
-			return nil, p.errorf("expecting ',' delimiter")
 		}
 	}
 }
 
 func (p *parser) array(depth int) (*Value, error) {
 	p.pos++ // [
-	if p.scan {
-		return nil, p.scanArray(depth)
+	var arr *Value
+	if !p.scan {
+		arr = NewArray()
 	}
-	arr := NewArray()
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == ']' {
 		p.pos++
 		return arr, nil
 	}
-	for {
-		val, err := p.value(depth + 1)
+	for i := 0; ; i++ {
+		val, done, err := p.item(depth, ']', pathStep{key: -1, index: i})
 		if err != nil {
 			return nil, err
 		}
-		arr.Items = append(arr.Items, val)
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return nil, p.errorf("expecting ',' delimiter")
+		if !p.scan {
+			arr.Items = append(arr.Items, val)
 		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-			p.skipSpace()
-		case ']':
-			p.pos++
+		if done {
 			return arr, nil
-		default:
-			return nil, p.errorf("expecting ',' delimiter")
 		}
 	}
+}
+
+// item reads the value of a member or item (at step of the path) and
+// what follows it: a comma, or close, which ends the object or array
+// (done). A scan tells visit where the item is.
+func (p *parser) item(depth int, close byte, step pathStep) (v *Value, done bool, err error) {
+	start := p.pos
+	p.path = append(p.path, step)
+	v, err = p.value(depth + 1)
+	p.path = p.path[:len(p.path)-1]
+	if err != nil {
+		return nil, false, err
+	}
+	end := p.pos
+	p.skipSpace()
+	if p.pos >= len(p.data) || p.data[p.pos] != ',' && p.data[p.pos] != close {
+		return nil, false, p.errorf("expecting ',' delimiter")
+	}
+	done = p.data[p.pos] == close
+	if p.visit != nil {
+		s := Span{Depth: len(p.path) + 1, Parent: -1, KeyOffset: -1, Offset: start, End: end, Comma: p.pos}
+		if step.key >= 0 {
+			s.KeyOffset = step.key
+		}
+		if n := len(p.path); n > 0 {
+			s.Parent = p.path[n-1].key
+		}
+		if done {
+			s.Comma = -1
+		}
+		if !p.visit(s) {
+			return nil, false, errStop
+		}
+	}
+	p.pos++
+	if !done {
+		p.skipSpace()
+	}
+	return v, done, nil
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
@@ -331,30 +364,19 @@ func (p *parser) str() (string, error) {
 }
 
 // skipStr checks a string without keeping it.
-func (p *parser) skipStr() error { return p.readStrInto(discard{}) }
+func (p *parser) skipStr() error { return p.readStrInto(nil) }
 
-// strSink is where readStrInto writes a string's characters.
-type strSink interface {
-	Write(p []byte) (int, error)
-	WriteByte(c byte) error
-	WriteRune(r rune) (int, error)
-}
-
-// discard is a strSink that keeps nothing.
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error)   { return len(p), nil }
-func (discard) WriteByte(byte) error          { return nil }
-func (discard) WriteRune(r rune) (int, error) { return utf8.RuneLen(r), nil }
-
-func (p *parser) readStrInto(b strSink) error {
+// readStrInto reads a string into b, or only checks it when b is nil.
+func (p *parser) readStrInto(b *strings.Builder) error {
 	p.pos++ // "
 	for {
 		start := p.pos
 		for p.pos < len(p.data) && p.data[p.pos] != '"' && p.data[p.pos] != '\\' && p.data[p.pos] >= 0x20 {
 			p.pos++
 		}
-		b.Write(p.data[start:p.pos])
+		if b != nil {
+			b.Write(p.data[start:p.pos])
+		}
 		if p.pos >= len(p.data) {
 			return p.errorf("unterminated string")
 		}
@@ -372,41 +394,36 @@ func (p *parser) readStrInto(b strSink) error {
 		}
 		esc := p.data[p.pos+1]
 		p.pos += 2
-		switch esc {
-		case '"', '\\', '/':
-			b.WriteByte(esc)
-		case 'b':
-			b.WriteByte('\b')
-		case 'f':
-			b.WriteByte('\f')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'u':
-			u, ok := p.hex4()
-			if !ok {
-				return p.errorf("invalid \\uXXXX escape")
+		if i := strings.IndexByte(`"\/bfnrt`, esc); i >= 0 {
+			if b != nil {
+				b.WriteByte("\"\\/\b\f\n\r\t"[i])
 			}
-			if 0xD800 <= u && u <= 0xDBFF && p.pos+1 < len(p.data) && p.data[p.pos] == '\\' && p.data[p.pos+1] == 'u' {
-				save := p.pos
-				p.pos += 2
-				if lo, ok := p.hex4(); ok && 0xDC00 <= lo && lo <= 0xDFFF {
-					b.WriteRune(rune(0x10000 + (u-0xD800)<<10 + (lo - 0xDC00)))
-					continue
-				}
-				p.pos = save
-			}
-			if 0xD800 <= u && u <= 0xDFFF {
-				b.Write([]byte{0xED, byte(0xA0 | (u>>6)&0x1F), byte(0x80 | u&0x3F)})
-				continue
-			}
-			b.WriteRune(rune(u))
-		default:
+			continue
+		}
+		if esc != 'u' {
 			p.pos -= 2
 			return p.errorf("invalid \\escape")
+		}
+		u, ok := p.hex4()
+		if !ok {
+			return p.errorf("invalid \\uXXXX escape")
+		}
+		r := rune(u)
+		if 0xD800 <= u && u <= 0xDBFF && p.pos+1 < len(p.data) && p.data[p.pos] == '\\' && p.data[p.pos+1] == 'u' {
+			save := p.pos
+			p.pos += 2
+			if lo, ok := p.hex4(); ok && 0xDC00 <= lo && lo <= 0xDFFF {
+				r = rune(0x10000 + (u-0xD800)<<10 + (lo - 0xDC00))
+			} else {
+				p.pos = save
+			}
+		}
+		switch {
+		case b == nil:
+		case 0xD800 <= r && r <= 0xDFFF:
+			b.Write([]byte{0xED, byte(0xA0 | (u>>6)&0x1F), byte(0x80 | u&0x3F)})
+		default:
+			b.WriteRune(r)
 		}
 	}
 }

@@ -106,7 +106,7 @@ func BenchmarkParseManyKeys(b *testing.B) {
 // paths, and keeps at most the limit.
 func TestScan(t *testing.T) {
 	data := []byte(`{"a": 1, "b": {"c": [1, {"d": 1, "d": 2, "\u0064": 3}], "c": 0}, "a": 3, "x.y": {"z": 1, "z": 2}}`)
-	r, err := Scan(data, 10)
+	r, err := Scan(data, 10, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,17 +120,17 @@ func TestScan(t *testing.T) {
 	if strings.Join(got, " ") != want || r.More != 0 {
 		t.Errorf("duplicates %s (more %d), want %s", strings.Join(got, " "), r.More, want)
 	}
-	if r, _ := Scan(data, 2); len(r.Duplicates) != 2 || r.More != 3 {
+	if r, _ := Scan(data, 2, nil); len(r.Duplicates) != 2 || r.More != 3 {
 		t.Errorf("limit 2: %+v", r)
 	}
 	for _, bad := range []string{`{"a": 1,}`, `{'a': 1}`, `{a: 1}`, `{"a": 1} // c`, "{\"a\": \"x\ny\"}", `[1 2]`, "\xef\xbb\xbf{}", strings.Repeat("[", 1002) + strings.Repeat("]", 1002)} {
-		_, serr := Scan([]byte(bad), 10)
+		_, serr := Scan([]byte(bad), 10, nil)
 		_, perr := Parse([]byte(bad))
 		if serr == nil || perr == nil || serr.Error() != perr.Error() {
 			t.Errorf("%q: Scan %v, Parse %v: want the same syntax error", bad, serr, perr)
 		}
 	}
-	if _, err := Scan([]byte(`{"n": NaN, "i": -Infinity, "s": "\ud800"}`), 1); err != nil {
+	if _, err := Scan([]byte(`{"n": NaN, "i": -Infinity, "s": "\ud800"}`), 1, nil); err != nil {
 		t.Errorf("Python's reading: %v", err)
 	}
 }
@@ -140,7 +140,7 @@ func TestScan(t *testing.T) {
 func TestScanManyRepetitionsLinear(t *testing.T) {
 	data := []byte("{" + strings.Repeat(`"a": 0, `, 500_000) + `"a": 1}`)
 	done := make(chan ScanResult, 1)
-	go func() { r, _ := Scan(data, 100); done <- r }()
+	go func() { r, _ := Scan(data, 100, nil); done <- r }()
 	select {
 	case r := <-done:
 		if len(r.Duplicates) != 100 || r.More != 500_000-100 {
@@ -156,7 +156,7 @@ func TestScanManyRepetitionsLinear(t *testing.T) {
 func TestScanAllocatesPerKeyNotPerValue(t *testing.T) {
 	data := []byte("[" + strings.Repeat("0,", 2<<20) + "0]")
 	allocs := testing.AllocsPerRun(1, func() {
-		if _, err := Scan(data, 100); err != nil {
+		if _, err := Scan(data, 100, nil); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -194,5 +194,41 @@ func TestLocate(t *testing.T) {
 		if _, _, ok := Locate(data, missing); ok {
 			t.Errorf("%q found", missing)
 		}
+	}
+}
+
+// TestScanSpans: Scan tells its visitor where every member and item is,
+// each when it ends (after what it holds), and where the document is;
+// Each tells only the members of one value.
+func TestScanSpans(t *testing.T) {
+	data := []byte(` {"a": [1, {"b": "x"}], "c" : 2 } `)
+	var got []string
+	r, err := Scan(data, 10, func(s Span) {
+		key := ""
+		if s.KeyOffset >= 0 {
+			key = KeyText(data, s.KeyOffset)
+		}
+		got = append(got, fmt.Sprintf("%d %q@%d %s comma %d", s.Depth, key, s.Parent, data[s.Offset:s.End], s.Comma))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`2 ""@2 1 comma 9`,
+		`3 "b"@-1 "x" comma -1`, // its parent is an item
+		`2 ""@2 {"b": "x"} comma -1`,
+		`1 "a"@-1 [1, {"b": "x"}] comma 22`,
+		`1 "c"@-1 2 comma -1`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("spans:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if root := data[r.Root.Offset:r.Root.End]; string(root) != string(data[1:len(data)-1]) {
+		t.Errorf("root %q", root)
+	}
+	var keys []string
+	Each(data, 1, func(s Span) bool { keys = append(keys, KeyText(data, s.KeyOffset)); return false })
+	if strings.Join(keys, " ") != "a" {
+		t.Errorf("Each stopped after %q", keys)
 	}
 }

@@ -2,6 +2,7 @@ package ojson
 
 import (
 	"bytes"
+	"errors"
 	"hash/maphash"
 	"math"
 	"slices"
@@ -21,11 +22,12 @@ type ScanDuplicate struct {
 }
 
 // ScanResult is what Scan found: at most limit repeated keys (those of
-// the objects that end first), in document order, and how many more there
-// were.
+// the objects that end first), in document order, how many more there
+// were, and where the document's value is.
 type ScanResult struct {
 	Duplicates []ScanDuplicate
 	More       int
+	Root       Span
 }
 
 // Scan checks that data is one JSON document in Python's reading (as
@@ -35,18 +37,26 @@ type ScanResult struct {
 // value: its memory is a few bytes per key of the objects being read, its
 // time linear in the size of data, whatever the document holds. A syntax
 // error is a *SyntaxError.
-func Scan(data []byte, limit int) (ScanResult, error) {
-	p := &parser{data: data, scan: true, found: scanFound{limit: limit}}
+//
+// Unless visit is nil, it is told, in the same reading, the Span of every
+// member and item, each when its value ends (after the members and items
+// it holds). What it is told of a text that turns out not to be JSON is
+// to be dropped.
+func Scan(data []byte, limit int, visit func(Span)) (ScanResult, error) {
+	p := &parser{data: data, scan: true, dups: true, found: scanFound{limit: limit}}
+	if visit != nil {
+		p.visit = func(s Span) bool { visit(s); return true }
+	}
 	if len(data) > math.MaxInt32 {
 		return ScanResult{}, p.errorf("document larger than 2 GiB")
 	}
-	_, err := parse(p)
-	if err != nil {
+	if _, err := parse(p); err != nil {
 		return ScanResult{}, err
 	}
 	f := &p.found
 	slices.SortFunc(f.dups, func(a, b ScanDuplicate) int { return a.KeyOffset - b.KeyOffset })
-	return ScanResult{Duplicates: f.dups, More: f.more}, nil
+	root := Span{Parent: -1, KeyOffset: -1, Offset: SkipSpace(data, 0), End: len(bytes.TrimRight(data, " \t\n\r")), Comma: -1}
+	return ScanResult{Duplicates: f.dups, More: f.more, Root: root}, nil
 }
 
 // pathStep is one step of the path to the value being scanned: the key
@@ -74,104 +84,23 @@ type keyRef struct {
 	off  int32
 }
 
-func (p *parser) scanObject(depth int) error {
-	p.pos++ // {
-	p.skipSpace()
-	if p.pos < len(p.data) && p.data[p.pos] == '}' {
-		p.pos++
-		return nil
+// addKey puts the key at off on the stack of keys being compared. The
+// stack grows by doubling: a few copies in all.
+func (p *parser) addKey(off int) {
+	if k := &p.found.keys; len(*k) == cap(*k) {
+		*k = slices.Grow(*k, max(len(*k), 64))
 	}
-	// The keys of every object being read share one stack: this object's
-	// are keys[start:], dropped when it ends.
-	start := len(p.found.keys)
-	defer func() { p.found.keys = p.found.keys[:start] }()
-	for {
-		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
-			return p.errorf("expecting a property name enclosed in double quotes")
-		}
-		keyOffset := p.pos
-		if err := p.skipStr(); err != nil {
-			return err
-		}
-		if k := &p.found.keys; len(*k) == cap(*k) {
-			*k = slices.Grow(*k, max(len(*k), 64)) // doubling: a few copies in all
-		}
-		p.found.keys = append(p.found.keys, keyRef{hash: p.keyHash(keyOffset), off: int32(keyOffset)})
-		p.skipSpace()
-		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
-			return p.errorf("expecting ':' delimiter")
-		}
-		p.pos++
-		p.skipSpace()
-		p.path = append(p.path, pathStep{key: keyOffset})
-		_, err := p.value(depth + 1)
-		p.path = p.path[:len(p.path)-1]
-		if err != nil {
-			return err
-		}
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return p.errorf("expecting ',' delimiter")
-		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-			p.skipSpace()
-		case '}':
-			p.pos++
-			p.duplicatesOf(p.found.keys[start:])
-			return nil
-		default:
-			return p.errorf("expecting ',' delimiter")
-		}
-	}
-}
-
-func (p *parser) scanArray(depth int) error {
-	p.skipSpace()
-	if p.pos < len(p.data) && p.data[p.pos] == ']' {
-		p.pos++
-		return nil
-	}
-	for i := 0; ; i++ {
-		p.path = append(p.path, pathStep{key: -1, index: i})
-		_, err := p.value(depth + 1)
-		p.path = p.path[:len(p.path)-1]
-		if err != nil {
-			return err
-		}
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return p.errorf("expecting ',' delimiter")
-		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-			p.skipSpace()
-		case ']':
-			p.pos++
-			return nil
-		default:
-			return p.errorf("expecting ',' delimiter")
-		}
-	}
+	p.found.keys = append(p.found.keys, keyRef{hash: p.keyHash(off), off: int32(off)})
 }
 
 // keyText is the decoded text of the key whose opening quote is at off
 // (already checked by the scan).
 func (p *parser) keyText(off int) []byte {
-	end := off + 1
-	for end < len(p.data) && p.data[end] != '"' {
-		if p.data[end] == '\\' {
-			end++
-		}
-		end++
-	}
-	raw := p.data[off+1 : end]
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return raw
-	}
 	q := &parser{data: p.data, pos: off}
+	if q.skipStr(); bytes.IndexByte(p.data[off+1:q.pos-1], '\\') < 0 {
+		return p.data[off+1 : q.pos-1]
+	}
+	q.pos = off
 	s, _ := q.str()
 	return []byte(s)
 }
@@ -259,9 +188,19 @@ func joinPath(parent, key string) string {
 	return parent + "." + key
 }
 
-// The functions below read JSON text that is known to be valid (checked by
-// Scan, Parse or encoding/json) without building values: they find where
-// things are.
+// Span is where one member of an object or item of an array is, in a
+// text Scan or Each reads: the offsets of its key's opening quote (-1 for
+// an item), of its value's first byte, just after its value, and of the
+// comma after it (-1 for the last). Depth is 1 for the members of the
+// value read, 2 for theirs, and so on; Parent is the key offset of the
+// member whose value holds this one (-1 for the value read, or an item).
+type Span struct {
+	Depth, Parent                 int
+	KeyOffset, Offset, End, Comma int
+}
+
+// errStop ends a reading whose visitor has seen enough.
+var errStop = errors.New("stop")
 
 // SkipSpace returns the offset of the first byte at or after off that is
 // not JSON whitespace.
@@ -277,109 +216,22 @@ func SkipSpace(data []byte, off int) int {
 	return off
 }
 
-// SkipValue returns the offset just after the value that starts at off.
-func SkipValue(data []byte, off int) int {
-	depth := 0
-	for off < len(data) {
-		switch data[off] {
-		case '"':
-			off = skipString(data, off)
-			if depth == 0 {
-				return off
-			}
-			continue
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth <= 0 {
-				return off + 1
-			}
-		default:
-			if depth == 0 {
-				for off < len(data) && !isDelimiter(data[off]) {
-					off++
-				}
-				return off
-			}
-		}
-		off++
-	}
-	return off
-}
-
-func isDelimiter(c byte) bool {
-	switch c {
-	case ',', ']', '}', ' ', '\t', '\n', '\r', ':':
-		return true
-	}
-	return false
-}
-
-// skipString returns the offset just after the string whose opening
-// quote is at off.
-func skipString(data []byte, off int) int {
-	for off++; off < len(data); off++ {
-		switch data[off] {
-		case '\\':
-			off++
-		case '"':
-			return off + 1
-		}
-	}
-	return off
-}
-
 // KeyText is the decoded key whose opening quote is at off.
 func KeyText(data []byte, off int) string {
 	p := &parser{data: data}
 	return string(p.keyText(off))
 }
 
-// EachMember calls fn with the offsets of each member of the object that
-// starts at off (its key's opening quote, its value's first byte and the
-// end of its value), in document order, until fn returns false. A value
-// at off that is not an object has no members.
-func EachMember(data []byte, off int, fn func(keyOff, valueOff, valueEnd int) bool) {
-	if off >= len(data) || data[off] != '{' {
-		return
-	}
-	i := SkipSpace(data, off+1)
-	for i < len(data) && data[i] == '"' {
-		keyOff := i
-		i = SkipSpace(data, skipString(data, i))
-		if i >= len(data) || data[i] != ':' {
-			return
-		}
-		v := SkipSpace(data, i+1)
-		end := SkipValue(data, v)
-		if !fn(keyOff, v, end) {
-			return
-		}
-		i = SkipSpace(data, end)
-		if i >= len(data) || data[i] != ',' {
-			return
-		}
-		i = SkipSpace(data, i+1)
-	}
-}
-
-// eachItem calls fn with the offset of each item of the array that starts
-// at off, until fn returns false.
-func eachItem(data []byte, off int, fn func(i, itemOff int) bool) {
-	if off >= len(data) || data[off] != '[' {
-		return
-	}
-	i := SkipSpace(data, off+1)
-	for n := 0; i < len(data) && data[i] != ']'; n++ {
-		if !fn(n, i) {
-			return
-		}
-		i = SkipSpace(data, SkipValue(data, i))
-		if i >= len(data) || data[i] != ',' {
-			return
-		}
-		i = SkipSpace(data, i+1)
+// Each calls fn with the span of each member of the object, or item of
+// the array, that starts at off in data (JSON text already checked, by
+// Scan or encoding/json), in document order, until fn returns false. A
+// value at off that is neither has none.
+func Each(data []byte, off int, fn func(Span) bool) {
+	p := &parser{data: data, pos: off, scan: true, visit: func(s Span) bool { return s.Depth > 1 || fn(s) }}
+	if off < len(data) && (data[off] == '{' || data[off] == '[') {
+		// The text is checked: its nesting is bounded by whoever checked
+		// it (encoding/json allows 10,000 levels).
+		p.value(math.MinInt32)
 	}
 }
 
@@ -406,33 +258,33 @@ func locate(data []byte, at, keyAt int, rest string, budget *int) (int, int, boo
 		return 0, 0, false
 	}
 	*budget--
-	if rest[0] == '[' {
-		end := strings.IndexByte(rest, ']')
-		n, err := strconv.Atoi(rest[1:max(end, 1)])
-		if end < 0 || err != nil {
+	item, n, end := rest[0] == '[', 0, 0
+	if item {
+		var err error
+		end = strings.IndexByte(rest, ']')
+		n, err = strconv.Atoi(rest[1:max(end, 1)])
+		if end < 0 || err != nil || data[at] != '[' {
 			return 0, 0, false
 		}
-		next := strings.TrimPrefix(rest[end+1:], ".")
-		var rk, rv int
-		var ok bool
-		eachItem(data, at, func(i, itemOff int) bool {
-			if i < n {
-				return true
-			}
-			rk, rv, ok = locate(data, itemOff, -1, next, budget)
-			return false
-		})
-		return rk, rv, ok
+	} else if data[at] != '{' {
+		return 0, 0, false
 	}
 	var rk, rv int
 	var ok bool
-	EachMember(data, at, func(k, v, _ int) bool {
-		key := KeyText(data, k)
+	i := 0
+	Each(data, at, func(s Span) bool {
+		if item {
+			if i++; i <= n {
+				return true
+			}
+			rk, rv, ok = locate(data, s.Offset, -1, strings.TrimPrefix(rest[end+1:], "."), budget)
+			return false
+		}
+		key := KeyText(data, s.KeyOffset)
 		if !strings.HasPrefix(rest, key) || len(rest) > len(key) && rest[len(key)] != '.' && rest[len(key)] != '[' {
 			return true
 		}
-		next := strings.TrimPrefix(rest[len(key):], ".")
-		rk, rv, ok = locate(data, v, k, next, budget)
+		rk, rv, ok = locate(data, s.Offset, s.KeyOffset, strings.TrimPrefix(rest[len(key):], "."), budget)
 		return !ok
 	})
 	return rk, rv, ok
