@@ -1,16 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
-	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,7 +12,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/procmem"
 	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
-	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // memoryReleaseInterval is how often a wait process collects its garbage
@@ -45,11 +37,12 @@ func newWaitCommand(a *app) *cobra.Command {
 			"job: the status envelope, or an error envelope whose data names the job id); it ends when\n" +
 			"standard input is closed and every job it was given has ended, exiting 1 when a job\n" +
 			"could not be watched; it says on stderr why each pending job waits, as wait does. The\n" +
-			"launcher bridge runs one per NVFlare parent, and launches through it: an input line\n" +
-			"{\"tag\": T, \"launch\": REQUEST} is launched as 'launch --request - --attach --no-bootstrap'\n" +
-			"would, in this process, and answered by one line (launch's envelope with data.job_id,\n" +
-			"\"command\": \"launch\" and the tag); {\"stop\": T} stops that launch before it submits, as\n" +
-			"SIGTERM stops a launch process.",
+			"launcher bridge runs one per NVFlare parent, and launches through it: with --json the\n" +
+			"first line says so ({\"command\": \"hello\", ...}), an input line 'launch TAG ENVIRON REQUEST'\n" +
+			"(ENVIRON a JSON array of NAME=value) is launched in this process as 'launch --request -\n" +
+			"--attach --no-bootstrap' would in a process with that environment, and answered by one\n" +
+			"line (launch's envelope with data.job_id, \"command\": \"launch\" and the tag); 'stop TAG'\n" +
+			"stops that launch before it submits, as SIGTERM stops a launch process.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// A wait lives as long as its job(s): keep it small
@@ -79,175 +72,6 @@ func newWaitCommand(a *app) *cobra.Command {
 	})
 	cmd.Flags().BoolVar(&follow, "follow", false, "watch the jobs whose ids arrive on standard input, one a line (instead of --job-id)")
 	return cmd
-}
-
-// waitFollow is wait --follow: manager.Follow fed from standard input, one
-// report per job as it ends. A line that is a JSON object is a launch for
-// the launcher bridge (followControl), run in this process beside the
-// watching: no process start and no schema compile per job.
-func (a *app) waitFollow(cmd *cobra.Command, t jobTarget) error {
-	if t.jobID != "" {
-		return usageErrorf("--follow and --job-id exclude each other: --follow reads the job ids from standard input")
-	}
-	// SIGINT, SIGTERM and SIGHUP stop each launch in progress before it
-	// submits (one whose sbatch runs ends with its handle written, and
-	// answers, as a launch process does), then this process.
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
-	rt, err := openSite(ctx, a, t.workspace, false)
-	if err != nil {
-		return err
-	}
-	procmem.ReleaseEvery(ctx, memoryReleaseInterval)
-	var mu sync.Mutex // stdout's one writer; failed, writeErr and stops
-	failed := 0
-	var writeErr error
-	write := func(v any) {
-		mu.Lock()
-		defer mu.Unlock()
-		writeErr = errors.Join(writeErr, a.writeLine(v))
-	}
-	stops := map[string]context.CancelFunc{} // launch tag → stops it
-	var launches sync.WaitGroup
-	launch := func(c followControl) {
-		lctx, cancel := context.WithCancel(ctx)
-		mu.Lock()
-		stops[c.Tag] = cancel
-		mu.Unlock()
-		launches.Go(func() {
-			defer func() {
-				mu.Lock()
-				delete(stops, c.Tag)
-				mu.Unlock()
-				cancel()
-			}()
-			h, attached, notes, err := launchJob(lctx, rt, "-", c.Launch, true)
-			a.printNotes(notes)
-			answer := launchAnswer{Command: "launch", Tag: c.Tag}
-			var ce *cliError
-			switch {
-			case err == nil:
-				data := launchData(rt, h, notes, attached)
-				data["job_id"] = h.Info().JobID
-				answer.Status, answer.Data = "ok", data
-			case errors.As(err, &ce):
-				answer.Status, answer.Error = "error", ce
-			default:
-				answer.Status, answer.Error = "error", &cliError{Code: errcode.LaunchFailed, Message: err.Error()}
-			}
-			write(answer)
-		})
-	}
-	// Buffered: ids keep arriving while Follow sleeps between polls.
-	ids := make(chan string, 4096)
-	go func() {
-		defer close(ids)
-		sc := bufio.NewScanner(a.stdin)
-		sc.Buffer(make([]byte, 0, 64<<10), followLineMax)
-		for sc.Scan() {
-			line := strings.TrimSpace(sc.Text())
-			if !strings.HasPrefix(line, "{") {
-				if line != "" {
-					ids <- line
-				}
-				continue
-			}
-			var c followControl
-			switch err := json.Unmarshal([]byte(line), &c); {
-			case err != nil || (c.Launch == nil) == (c.Stop == ""):
-				fmt.Fprintf(a.stderr, "flare-slurm: error: standard input: a JSON line must be {\"tag\": T, \"launch\": REQUEST} or {\"stop\": T}; line ignored\n")
-				if c.Launch != nil && c.Tag != "" {
-					write(launchAnswer{Status: "error", Command: "launch", Tag: c.Tag, Error: &cliError{Code: errcode.InvalidRequest,
-						Message: "launch line of wait --follow is not {\"tag\": T, \"launch\": REQUEST}", Hint: "send one JSON object a line"}})
-				}
-			case c.Stop != "":
-				mu.Lock()
-				if cancel := stops[c.Stop]; cancel != nil {
-					cancel()
-				}
-				mu.Unlock()
-			default:
-				launch(c)
-			}
-		}
-		if err := sc.Err(); err != nil {
-			fmt.Fprintf(a.stderr, "flare-slurm: error: reading standard input: %v (no more jobs are taken; those given are watched to their end)\n", err)
-		}
-	}()
-	pending := map[string]func(manager.Status){} // job id → its reporter (reason changes)
-	progress := func(st manager.Status) {
-		r := pending[st.JobID]
-		if r == nil {
-			r = a.pendingReporter()
-			pending[st.JobID] = r
-		}
-		r(st)
-	}
-	err = rt.Manager.Follow(ctx, ids, progress, func(jobID string, st manager.Status, err error) {
-		delete(pending, jobID)
-		if err != nil {
-			mu.Lock()
-			failed++
-			mu.Unlock()
-			var ce *cliError
-			if !errors.As(openJobFailure(jobID, t.workspace, err), &ce) {
-				return
-			}
-			if t.asJSON {
-				write(envelope{Status: "error", Data: map[string]string{"job_id": jobID}, Error: ce})
-			} else {
-				fmt.Fprintf(a.stderr, "flare-slurm: error: %s\nflare-slurm: hint: %s\n", ce.Message, ce.Hint)
-			}
-			return
-		}
-		if t.asJSON {
-			write(envelope{Status: "ok", Data: st})
-		} else {
-			mu.Lock()
-			writeErr = errors.Join(writeErr, a.printStatus(st, false))
-			mu.Unlock()
-		}
-	})
-	// Every launch answers before this process ends.
-	launches.Wait()
-	if err != nil && ctx.Err() != nil && cmd.Context().Err() == nil {
-		return failure(errcode.WaitFailed, "stopped by a signal before every job it was given ended", "the jobs were not changed; run wait again to keep watching them", nil)
-	}
-	if err != nil {
-		return runtimeFailure(errcode.WaitFailed, err, "the jobs were not changed; run wait again to keep watching them")
-	}
-	if writeErr != nil {
-		return failure(errcode.WaitFailed, "writing the results: "+writeErr.Error(), "", nil)
-	}
-	if failed > 0 {
-		return resultExit(exitFailure, fmt.Sprintf("%d job(s) could not be watched", failed))
-	}
-	return nil
-}
-
-// followLineMax bounds one line of wait --follow's input: a launch line
-// holds a request of at most schema.MaxInputBytes.
-const followLineMax = schema.MaxInputBytes + 4<<10
-
-// followControl is a JSON line of wait --follow's input: a launch request
-// to run in this process as `launch --request - --attach --no-bootstrap`
-// would ({"tag": T, "launch": REQUEST}), or the bridge giving up on the
-// launch of tag T ({"stop": T}: as SIGTERM to a launch process).
-type followControl struct {
-	Tag    string          `json:"tag"`
-	Launch json.RawMessage `json:"launch"`
-	Stop   string          `json:"stop"`
-}
-
-// launchAnswer is the output line of a launch line: launch's envelope
-// (its data with the job_id added), marked "command": "launch" and with
-// the line's tag.
-type launchAnswer struct {
-	Status  string    `json:"status"`
-	Command string    `json:"command"`
-	Tag     string    `json:"tag"`
-	Data    any       `json:"data,omitempty"`
-	Error   *cliError `json:"error,omitempty"`
 }
 
 // openJobFailure is the error of a job that cannot be opened (status,

@@ -5,7 +5,8 @@ It holds no launcher logic: validation, compilation, submission, watching,
 cancellation and return codes are decided by the binary recorded in
 local/resources.json.default (argument ``flare_slurm``), called with
 ``--json``. Job credentials reach it on standard input (the launch request),
-never on its command line; the binary inherits the parent's environment, which
+never on its command line; the binary gets the parent's environment as it is
+at each launch (a launch process inherits it, a launch line carries it), which
 holds the sources of the study secrets.
 """
 
@@ -48,6 +49,11 @@ TERMINATE_GRACE = 30.0
 
 # Error codes of a call that no retry can change: wait stops on them.
 PERMANENT_ERRORS = frozenset({"no_such_job"})
+
+# How long a launch waits for a new follower's first line, which says that
+# it takes launch lines (an older flare-slurm prints none: the launch then
+# runs as a launch process).
+HELLO_TIMEOUT = 30.0
 
 # Seconds between two attempts when waiting itself fails (the follower
 # could not start, or ended before the job did).
@@ -358,89 +364,119 @@ class _Follower:
 
     A handle's wait() sends its job id on the process's standard input and
     blocks until the process prints that job's result (one JSON line per
-    job). launch() sends a launch request as one JSON line ({"tag": T,
-    "launch": REQUEST}) and blocks until the line of that tag answers: the
-    process launches it as `launch --request - --attach --no-bootstrap`
-    would, without a process start and a schema compile per job. One
-    process and its memory serve every job of the parent, as one squeue per
-    poll interval serves every job of the workspace. It is started at the
-    first launch or wait; when it ends (or cannot start), every wait pending
-    on it fails and tries again, starting a new one, and every launch
-    pending on it raises _FollowerGone. The parent's end closes its standard
-    input: it then exits once the jobs it was given have ended, as a wait
-    process per job did.
+    job). launch() sends `launch TAG ENVIRON REQUEST` (this process's
+    environment as a JSON array, then the launch request) as one line and
+    blocks until the line of that tag answers: the follower launches it as
+    `launch --request - --attach --no-bootstrap` would in a process started
+    now (the workspace's settings and this environment as they are now),
+    without a process start and a schema compile per job. It does so only
+    after the follower's first line says it takes launch lines (an older
+    binary does not). One process and its memory serve every job of the
+    parent, as one squeue per poll interval serves every job of the
+    workspace. It is started at the first launch or wait; when it ends (or
+    cannot start), every wait pending on it fails and tries again, starting
+    a new one, and every launch pending on it raises _FollowerGone. The
+    parent's end closes its standard input: it then exits once the jobs it
+    was given have ended, as a wait process per job did.
     """
 
     def __init__(self, binary: _Binary):
         self.binary = binary
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the state below
+        self._write = threading.Lock()  # one writer of the process's input at a time
         self._proc: Optional["subprocess.Popen[bytes]"] = None
         # job id -> the waits for it: (done, slot, the process asked)
         self._pending: dict[str, list[tuple[threading.Event, dict[str, Any], "subprocess.Popen[bytes]"]]] = {}
         # launch tag -> (done, slot, the process asked)
         self._launches: dict[str, tuple[threading.Event, dict[str, Any], "subprocess.Popen[bytes]"]] = {}
+        # each process's first line: set when it came (or the process ended), with whether it takes launch lines
+        self._hello: dict["subprocess.Popen[bytes]", tuple[threading.Event, dict[str, bool]]] = {}
         self._tags = 0
 
     def launch(self, request: dict[str, Any]) -> dict[str, Any]:
-        """The launch answer's data; FlareSlurmError when it failed, _FollowerGone when the follower ended first.
+        """The launch answer's data; FlareSlurmError when it failed, _FollowerGone when no launch line was answered.
 
         After CALL_TIMEOUT seconds without an answer the bridge asks the
-        follower to stop this launch ({"stop": T}, as SIGTERM to a launch
+        follower to stop this launch (`stop TAG`, as SIGTERM to a launch
         process): it stops before it submits, or finishes with the job's
-        handle and answers; the answer is then read as any other.
+        handle and answers; the answer is then read as any other, and a
+        follower that ends before it answers is then an error, not a reason
+        to launch again.
         """
         done = threading.Event()
         slot: dict[str, Any] = {}
+        # Before anything is sent: a request Python wrote (NaN, a huge
+        # meta) is the launch process's to refuse, with its words.
+        line = b" ".join([json.dumps([f"{k}={v}" for k, v in os.environ.items()]).encode("utf-8"),
+                          json.dumps(request, default=str).encode("utf-8")])
         with self._lock:
             self._tags += 1
             tag = str(self._tags)
             try:
                 proc = self._running()
-                self._launches[tag] = (done, slot, proc)
-                self._send(proc, {"tag": tag, "launch": request})
             except (OSError, ValueError) as e:
-                self._launches.pop(tag, None)
                 raise _FollowerGone(f"flare-slurm wait --follow: cannot run {self.binary.path}: {e}") from e
+            hello, said = self._hello[proc]
+        if not hello.wait(HELLO_TIMEOUT):
+            with self._lock:
+                said.setdefault("launch_lines", False)  # the next launches do not wait for it again
+            hello.set()
+        if not said.get("launch_lines"):
+            raise _FollowerGone("flare-slurm wait --follow takes no launch lines (a flare-slurm older than the bridge, "
+                                "or it ended)")
+        with self._lock:
+            if proc not in self._hello:  # it ended meanwhile: nobody would answer
+                raise _FollowerGone("flare-slurm wait --follow ended before the launch was sent")
+            self._launches[tag] = (done, slot, proc)
+        try:
+            self._send(proc, b"launch " + tag.encode() + b" " + line)
+        except (OSError, ValueError) as e:
+            with self._lock:
+                self._launches.pop(tag, None)
+            raise _FollowerGone(f"flare-slurm wait --follow: cannot send the launch: {e}") from e
+        stopped = False
         if not done.wait(CALL_TIMEOUT):
             self.binary.logger.warning("flare-slurm launch did not answer within %.0f s: asking it to stop", CALL_TIMEOUT)
-            with self._lock:
-                try:
-                    self._send(proc, {"stop": tag})
-                except (OSError, ValueError):
-                    pass  # the follower ended: the wait below learns it
+            stopped = True
+            try:
+                self._send(proc, b"stop " + tag.encode())
+            except (OSError, ValueError):
+                pass  # the follower ended: the wait below learns it
             done.wait()
         if "gone" in slot:
+            if stopped:
+                raise FlareSlurmError(f"flare-slurm launch: given up after {CALL_TIMEOUT:.0f} s, and {slot['gone']}")
             raise _FollowerGone(slot["gone"])
         if "error" in slot:
             raise FlareSlurmError(slot["error"], slot.get("code", ""))
         data: dict[str, Any] = slot["data"]
         return data
 
-    @staticmethod
-    def _send(proc: "subprocess.Popen[bytes]", line: dict[str, Any]) -> None:
-        """Writes one JSON line to the follower (called with the lock held)."""
-        assert proc.stdin is not None
-        proc.stdin.write(json.dumps(line, default=str).encode("utf-8") + b"\n")
-        proc.stdin.flush()
+    def _send(self, proc: "subprocess.Popen[bytes]", line: bytes) -> None:
+        """Writes one line to the follower, whole or not at all as far as it reads (a line without
+        its newline is dropped); never with self._lock held, which the reader of its answers takes."""
+        with self._write:
+            assert proc.stdin is not None
+            proc.stdin.write(line + b"\n")
+            proc.stdin.flush()
 
     def wait(self, job_id: str) -> dict[str, Any]:
         """The job's terminal status (the envelope's data); FlareSlurmError when it cannot be watched."""
         done = threading.Event()
         slot: dict[str, Any] = {}
-        with self._lock:
-            try:
+        try:
+            with self._lock:
                 proc = self._running()
-                entry = (done, slot, proc)
-                self._pending.setdefault(job_id, []).append(entry)
-                assert proc.stdin is not None
-                proc.stdin.write(job_id.encode("utf-8") + b"\n")
-                proc.stdin.flush()
-            except (OSError, ValueError) as e:
-                waits = self._pending.get(job_id, [])
-                self._pending[job_id] = [w for w in waits if w[0] is not done]
-                if not self._pending[job_id]:
-                    del self._pending[job_id]
-                raise FlareSlurmError(f"flare-slurm wait --follow: cannot run {self.binary.path}: {e}") from e
+                self._pending.setdefault(job_id, []).append((done, slot, proc))
+            self._send(proc, job_id.encode("utf-8"))
+        except (OSError, ValueError) as e:
+            with self._lock:
+                waits = [w for w in self._pending.get(job_id, []) if w[0] is not done]
+                if waits:
+                    self._pending[job_id] = waits
+                else:
+                    self._pending.pop(job_id, None)
+            raise FlareSlurmError(f"flare-slurm wait --follow: cannot run {self.binary.path}: {e}") from e
         done.wait()
         if "error" in slot:
             raise FlareSlurmError(slot["error"], slot.get("code", ""))
@@ -452,10 +488,11 @@ class _Follower:
         with self._lock:
             proc = self._proc
         if proc is not None and proc.stdin is not None:
-            try:
-                proc.stdin.close()
-            except OSError:
-                pass
+            with self._write:  # never between a line and its newline
+                try:
+                    proc.stdin.close()
+                except OSError:
+                    pass
 
     def _running(self) -> "subprocess.Popen[bytes]":
         """The follower process, started when there is none (called with the lock held)."""
@@ -474,6 +511,7 @@ class _Follower:
         argv = [real, "wait", "--workspace", self.binary.workspace, "--follow", "--json"]
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self._proc = proc
+        self._hello[proc] = (threading.Event(), {})
         threading.Thread(target=self._read, args=(proc,), name="flare-slurm-follow", daemon=True).start()
         threading.Thread(target=self._log, args=(proc,), name="flare-slurm-follow-log", daemon=True).start()
         return proc
@@ -485,6 +523,12 @@ class _Follower:
         for raw in proc.stdout:
             try:
                 answer = json.loads(raw)
+                if isinstance(answer, dict) and answer.get("command") == "hello":
+                    hello, said = self._hello[proc]
+                    data = answer.get("data")
+                    said["launch_lines"] = isinstance(data, dict) and data.get("launch_lines") == 1
+                    hello.set()
+                    continue
                 if isinstance(answer, dict) and answer.get("command") == "launch":
                     self._answer_launch(answer)
                     continue
@@ -510,6 +554,7 @@ class _Follower:
         with self._lock:
             if self._proc is proc:
                 self._proc = None
+            self._hello.pop(proc)[0].set()  # no hello will come: launches go elsewhere
             for tag in [t for t, entry in self._launches.items() if entry[2] is proc]:
                 done, launch_slot, _ = self._launches.pop(tag)
                 launch_slot["gone"] = f"flare-slurm wait --follow ended (exit {code}) before it answered the launch"

@@ -291,9 +291,13 @@ func BenchmarkBridgeLaunch(b *testing.B) {
 			b.Fatal(err)
 		}
 		out := bufio.NewReader(outPipe)
+		if hello, err := out.ReadBytes('\n'); err != nil || !bytes.Contains(hello, []byte(`"command":"hello"`)) {
+			b.Fatalf("the follower's first line: %v: %s", err, hello)
+		}
+		environ, _ := json.Marshal(os.Environ())
 		launch := func(tag string) {
-			line, _ := json.Marshal(map[string]any{"tag": tag, "launch": json.RawMessage(request())})
-			if _, err := in.Write(append(line, '\n')); err != nil {
+			line := fmt.Appendf(nil, "launch %s %s %s\n", tag, environ, bytes.ReplaceAll(request(), []byte("\n"), nil))
+			if _, err := in.Write(line); err != nil {
 				b.Fatal(err)
 			}
 			answer, err := out.ReadBytes('\n')

@@ -38,18 +38,22 @@ import json, os, signal, sys, time
 here = os.path.dirname(os.path.abspath(__file__))
 script = os.path.join(here, "script.json")
 if sys.argv[1] == "wait" and "--follow" in sys.argv:
+    with open(script) as f:
+        if json.load(f).get("hello", True):
+            print(json.dumps({{"status": "ok", "command": "hello", "data": {{"launch_lines": 1}}}}), flush=True)
     # One answer per job id read: a line to print, or an exit.
     for line in sys.stdin:
         job = line.strip()
-        if job.startswith("{{"):
-            # A launch line (tag and request) or a stop line.
-            msg = json.loads(job)
-            call = {{"argv": sys.argv[1:], "exe": sys.argv[0], "line": "stop" if "stop" in msg else "launch",
-                     "stdin": json.dumps(msg.get("launch", msg)),
-                     "secret_source": os.environ.get("STUDY_SECRET_SOURCE")}}
+        if job.startswith(("launch ", "stop ")):
+            # A launch line (launch TAG ENVIRON REQUEST) or a stop line (stop TAG).
+            kind, tag, rest = (job.split(" ", 2) + [""])[:3]
+            environ = dict(kv.split("=", 1) for kv in json.JSONDecoder().raw_decode(rest)[0]) if kind == "launch" else {{}}
+            request = rest[json.JSONDecoder().raw_decode(rest)[1]:].strip() if kind == "launch" else ""
+            call = {{"argv": sys.argv[1:], "exe": sys.argv[0], "line": kind, "tag": tag, "stdin": request,
+                     "secret_source": environ.get("STUDY_SECRET_SOURCE")}}
             with open(os.path.join(here, "calls.jsonl"), "a") as f:
                 f.write(json.dumps(call) + "\\n")
-            if "stop" in msg:
+            if kind == "stop":
                 continue
             with open(script) as f:
                 answers = json.load(f)
@@ -64,11 +68,13 @@ if sys.argv[1] == "wait" and "--follow" in sys.argv:
                 stop = sys.stdin.readline()
                 with open(os.path.join(here, "calls.jsonl"), "a") as f:
                     f.write(json.dumps({{"argv": sys.argv[1:], "exe": sys.argv[0], "line": "stop", "stdin": stop.strip()}}) + "\\n")
+                if answer.get("exit_after_stop") is not None:
+                    sys.exit(answer["exit_after_stop"])
             try:
                 out = json.loads(answer["stdout"])
             except ValueError:
                 sys.exit(answer.get("exit", 97))  # no JSON answer: the follower dies
-            out.update(command="launch", tag=msg["tag"])
+            out.update(command="launch", tag=tag)
             print(json.dumps(out), flush=True)
             continue
         with open(os.path.join(here, "calls.jsonl"), "a") as f:
@@ -416,8 +422,57 @@ class BridgeTest(unittest.TestCase):
             B.CALL_TIMEOUT = saved
         self.assertEqual(handle.slurm_job_id, "4242")
         self.assertEqual(self.kinds(), ["launch-line", "stop-line"])
-        self.assertEqual(json.loads(self.calls()[1]["stdin"]), {"stop": "1"})
+        self.assertEqual(self.calls()[1]["stdin"], "stop 1")
         self.assertIn("did not answer within 0 s: asking it to stop", "\n".join(logs.output).replace("0.5", "0"))
+
+    def test_a_follower_that_ends_after_the_stop_is_an_error_not_a_relaunch(self):
+        # Once the bridge gave up on a launch, a follower that then ends is
+        # the launch's failure: no launch process starts it again.
+        saved = B.CALL_TIMEOUT
+        B.CALL_TIMEOUT = 0.5
+        try:
+            self.script(follow_launch=[{"until_stopped": True, "exit_after_stop": 3}],
+                        launch=[ok({"slurm_job_id": "4242"})])
+            with self.assertRaisesRegex(B.FlareSlurmError, r"given up after 0 s, and flare-slurm wait --follow ended \(exit 3\)"):
+                self.launch()
+        finally:
+            B.CALL_TIMEOUT = saved
+        self.assertEqual(self.kinds(), ["launch-line", "stop-line"])
+
+    def test_an_older_binary_without_launch_lines_launches_by_process(self):
+        # A follower whose first line is not the hello (a flare-slurm older
+        # than the bridge) gets no launch line: it would read it as a job id.
+        # After HELLO_TIMEOUT the launch runs as a process, and later ones at once.
+        saved = B.HELLO_TIMEOUT
+        B.HELLO_TIMEOUT = 0.5
+        try:
+            self.script(hello=False, launch=[ok({"slurm_job_id": "4242"})])
+            self.launch()
+            self.launch({"job_id": "job-2", "name": "hello"})
+        finally:
+            B.HELLO_TIMEOUT = saved
+        self.assertEqual(self.kinds(), ["launch", "launch"])
+
+    def test_a_launch_carries_the_parents_environment_as_it_is_then(self):
+        # The follower started with the first launch; the parent's
+        # environment changed after it: the next launch sees the change, as
+        # a launch process started then would.
+        self.script(launch=[ok({"slurm_job_id": "4242"})])
+        self.launch()
+        os.environ["STUDY_SECRET_SOURCE"] = "rotated"
+        try:
+            self.launch({"job_id": "job-2", "name": "hello"})
+        finally:
+            del os.environ["STUDY_SECRET_SOURCE"]
+        self.assertEqual([c["secret_source"] for c in self.calls()], [None, "rotated"])
+        self.assertEqual(len({c["argv"][0] for c in self.calls()}), 1)  # one follower
+
+    def test_a_request_python_writes_with_nan_reaches_the_binary(self):
+        # json.dumps writes NaN, which Python's json.loads (and flare-slurm's
+        # reader) accept: the request goes to the follower as written.
+        self.script(launch=[ok({"slurm_job_id": "4242"})])
+        self.launch({"job_id": "job-1", "name": "hello", "ratio": float("nan")})
+        self.assertIn('"ratio": NaN', self.calls()[0]["stdin"])
 
     def test_launch_falls_back_to_a_process_when_the_follower_ends(self):
         # A follower that ends before it answers: the launch runs as a
