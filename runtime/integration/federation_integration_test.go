@@ -609,6 +609,13 @@ func testNVFlareFederation(t *testing.T, sb fedSandboxes) {
 		}
 	}
 	f.stop()
+	// Every launch went through the parent's wait --follow (the bridge
+	// logs each launch it runs as a process instead, and why).
+	for _, ws := range []string{f.server, f.client} {
+		if log := readRoot(t, c, path.Join(ws, "log.txt")); strings.Contains(log, "launching it with a flare-slurm launch process") {
+			t.Errorf("%s/log.txt: a launch ran as a process, not through the parent's wait --follow:\n%s", ws, log)
+		}
+	}
 	t.Logf("federation run: %v", time.Since(start).Round(time.Second))
 }
 
