@@ -32,6 +32,8 @@ type Sample struct {
 	// (the start scripts' shells, the launcher's commands and, for
 	// flare-slurm, its wait --follow).
 	ParentsKiB int64 `json:"parents_private_kib"`
+	// Parents is the parents' private memory by kind, and their threads.
+	Parents ParentMemory `json:"parents"`
 	// Running is how many of the run's Slurm jobs were running then (from
 	// accounting, after the run).
 	Running int `json:"running"`
@@ -101,6 +103,9 @@ func SampleSessions(sessions []int) (Sample, error) {
 		if strings.HasPrefix(comm, "python") {
 			s.parents++
 			s.ParentsKiB += m.Private() >> 10
+			if pm, err := readParentMemory(pid); err == nil {
+				s.Parents.add(pm)
+			}
 		}
 	}
 	return s, nil

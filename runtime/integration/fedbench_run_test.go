@@ -152,6 +152,10 @@ type MemFigures struct {
 	PeakParentsMiB        float64 `json:"peak_parents_private_mib"`
 	OthersProcessesPerJob float64 `json:"others_processes_per_running_job"`
 	OthersMiBPerJob       float64 `json:"others_private_mib_per_running_job"`
+	// Where the parents' memory is, idle and at the peak (each field the
+	// median of the peak's samples), and their threads.
+	BaselineParents ParentMemory `json:"baseline_parents"`
+	PeakParents     ParentMemory `json:"peak_parents"`
 }
 
 // StateFigures are the final states, and what did not add up.
@@ -312,8 +316,12 @@ func memFigures(base Sample, samples []Sample) MemFigures {
 		return m
 	}
 	var procs, priv, parents, oprocs, opriv []float64
+	var kinds [6][]float64
 	for _, s := range samples {
 		if s.Running == m.PeakRunning {
+			for i, v := range []int64{int64(s.Parents.Threads), s.Parents.ThreadStacksKiB, s.Parents.ArenasKiB, s.Parents.HeapKiB, s.Parents.OtherAnonKiB, s.Parents.FilesKiB} {
+				kinds[i] = append(kinds[i], float64(v))
+			}
 			procs = append(procs, float64(s.Processes))
 			priv = append(priv, float64(s.PrivateKiB))
 			parents = append(parents, float64(s.ParentsKiB))
@@ -332,6 +340,9 @@ func memFigures(base Sample, samples []Sample) MemFigures {
 	bp, bk := base.others()
 	m.OthersProcessesPerJob = (summarise(oprocs).Median - float64(bp)) / n
 	m.OthersMiBPerJob = (summarise(opriv).Median/1024 - mib(bk)) / n
+	m.BaselineParents = base.Parents
+	med := func(i int) int64 { return int64(summarise(kinds[i]).Median) }
+	m.PeakParents = ParentMemory{Threads: int(med(0)), ThreadStacksKiB: med(1), ArenasKiB: med(2), HeapKiB: med(3), OtherAnonKiB: med(4), FilesKiB: med(5)}
 	return m
 }
 
@@ -400,6 +411,12 @@ func synthetic(n int, seen time.Duration) Input {
 	// process a job.
 	peak := Sample{Processes: 4 + n, PrivateKiB: (100 << 10) + int64(n)*(2<<10), parents: 2, ParentsKiB: (90 << 10) + int64(n)*(1<<10)}
 	in.Samples = []Sample{peak, peak, {At: last.Add(time.Minute), Processes: 4, PrivateKiB: 101 << 10, parents: 2, ParentsKiB: 91 << 10}}
+	// Where the parents' memory is: a thread per job with 16 KiB of stack,
+	// the second peak sample with more heap than the first.
+	in.Baseline.Parents = ParentMemory{Threads: 30, ThreadStacksKiB: 480, HeapKiB: 50 << 10}
+	in.Samples[0].Parents = ParentMemory{Threads: 30 + n, ThreadStacksKiB: int64(30+n) * 16, HeapKiB: 60 << 10}
+	in.Samples[1].Parents = ParentMemory{Threads: 30 + n, ThreadStacksKiB: int64(30+n) * 16, HeapKiB: 62 << 10}
+	in.Samples[2].Parents = ParentMemory{Threads: 1000, HeapKiB: 1 << 30} // after the peak: not counted
 	in.Samples[0].At = last.Add(10 * time.Second)
 	in.Samples[1].At = last.Add(10*time.Second + 500*time.Millisecond)
 	return in
@@ -435,6 +452,9 @@ func TestAnalyze(t *testing.T) {
 		t.Errorf("parent RPCs %+v", r.RPC)
 	}
 	// 20 running at the first two samples: 10 processes and 20 MiB more.
+	if want := (ParentMemory{Threads: 40, ThreadStacksKiB: 40 * 16, HeapKiB: 61 << 10}); r.Memory.PeakParents != want || r.Memory.BaselineParents != in.Baseline.Parents {
+		t.Errorf("parents idle %+v, at the peak %+v; want %+v, %+v", r.Memory.BaselineParents, r.Memory.PeakParents, in.Baseline.Parents, want)
+	}
 	if r.Memory.PeakRunning != 20 {
 		t.Errorf("peak running %d, want 20", r.Memory.PeakRunning)
 	}

@@ -1,0 +1,212 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// ParentMemory is where an NVFlare parent's private memory is, by the kind
+// of mapping that holds it (/proc/PID/smaps), and its threads: the parents
+// run the same code for both launchers but for the launcher's module, so a
+// difference in their growth shows here as threads' stacks, malloc arenas
+// or the heap.
+type ParentMemory struct {
+	Threads int `json:"threads"`
+	// ThreadStacksKiB: anonymous read-write mappings just above a
+	// one-page guard (a thread's stack as glibc makes it).
+	ThreadStacksKiB int64 `json:"thread_stacks_kib"`
+	// ArenasKiB: anonymous read-write mappings starting on a 64 MiB
+	// boundary (glibc's malloc arenas of the threads beside the main one).
+	ArenasKiB int64 `json:"malloc_arenas_kib"`
+	HeapKiB   int64 `json:"heap_kib"` // [heap]: the main arena
+	// OtherAnonKiB: every other anonymous mapping (Python's object
+	// arenas, large allocations, the main stack).
+	OtherAnonKiB int64 `json:"other_anon_kib"`
+	FilesKiB     int64 `json:"files_kib"` // mappings of files (libraries' written pages)
+}
+
+func (p *ParentMemory) add(o ParentMemory) {
+	p.Threads += o.Threads
+	p.ThreadStacksKiB += o.ThreadStacksKiB
+	p.ArenasKiB += o.ArenasKiB
+	p.HeapKiB += o.HeapKiB
+	p.OtherAnonKiB += o.OtherAnonKiB
+	p.FilesKiB += o.FilesKiB
+}
+
+// arenaAlign is glibc's HEAP_MAX_SIZE on 64-bit: a thread arena's heap is
+// mapped on this boundary.
+const arenaAlign = 64 << 20
+
+// readParentMemory reads a process's smaps and thread count.
+func readParentMemory(pid int) (ParentMemory, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/"
+	smaps, err := os.ReadFile(dir + "smaps")
+	if err != nil {
+		return ParentMemory{}, err
+	}
+	m := classifySmaps(smaps)
+	status, err := os.ReadFile(dir + "status")
+	if err != nil {
+		return ParentMemory{}, err
+	}
+	for line := range strings.Lines(string(status)) {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			m.Threads, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	return m, nil
+}
+
+// classifySmaps sums the private memory (Private_Clean + Private_Dirty) of
+// each mapping of an smaps text by its kind.
+func classifySmaps(smaps []byte) ParentMemory {
+	var m ParentMemory
+	type vma struct {
+		start, end uint64
+		perms      string
+		path       string
+		private    int64
+	}
+	var cur *vma
+	var prev vma // the mapping before cur
+	flush := func() {
+		if cur == nil {
+			return
+		}
+		v := *cur
+		switch {
+		case v.path == "[heap]":
+			m.HeapKiB += v.private
+		case strings.HasPrefix(v.path, "/"):
+			m.FilesKiB += v.private
+		case v.path == "" && v.perms == "rw-p" && prev.perms == "---p" && prev.end == v.start && prev.end-prev.start == uint64(os.Getpagesize()):
+			m.ThreadStacksKiB += v.private
+		case v.path == "" && v.perms == "rw-p" && v.start%arenaAlign == 0:
+			m.ArenasKiB += v.private
+		default:
+			m.OtherAnonKiB += v.private
+		}
+		prev = v
+	}
+	sc := bufio.NewScanner(bytes.NewReader(smaps))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		if lo, hi, ok := strings.Cut(f[0], "-"); ok && len(f) >= 5 {
+			start, err1 := strconv.ParseUint(lo, 16, 64)
+			end, err2 := strconv.ParseUint(hi, 16, 64)
+			if err1 == nil && err2 == nil {
+				flush()
+				cur = &vma{start: start, end: end, perms: f[1]}
+				if len(f) >= 6 {
+					cur.path = strings.Join(f[5:], " ")
+				}
+				continue
+			}
+		}
+		if cur != nil && (f[0] == "Private_Clean:" || f[0] == "Private_Dirty:") && len(f) >= 2 {
+			kib, _ := strconv.ParseInt(f[1], 10, 64)
+			cur.private += kib
+		}
+	}
+	flush()
+	return m
+}
+
+// Each kind is told from the mappings around it: a stack above its guard
+// page, an arena on its boundary, the heap and files by name.
+func TestClassifySmaps(t *testing.T) {
+	page := os.Getpagesize()
+	guardEnd := 0x7f0000000000 + uint64(page)
+	smaps := strings.Join([]string{
+		"55d000000000-55d000100000 rw-p 00000000 00:00 0 [heap]",
+		"Private_Clean: 1 kB", "Private_Dirty: 100 kB",
+		"7f0000000000-" + strconv.FormatUint(guardEnd, 16) + " ---p 00000000 00:00 0",
+		"Private_Dirty: 0 kB",
+		strconv.FormatUint(guardEnd, 16) + "-7f0000801000 rw-p 00000000 00:00 0",
+		"Private_Dirty: 20 kB",
+		"7f0004000000-7f0004100000 rw-p 00000000 00:00 0",
+		"Private_Dirty: 300 kB",
+		"7f0004100000-7f0008000000 ---p 00000000 00:00 0",
+		"Private_Dirty: 0 kB",
+		"7f0009000000-7f0009100000 rw-p 00000000 00:00 0",
+		"Private_Dirty: 4000 kB",
+		"7f000a000000-7f000a100000 r--p 00000000 08:01 42 /usr/lib/x86_64-linux-gnu/libc.so.6",
+		"Private_Clean: 8 kB", "Private_Dirty: 12 kB",
+		"7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0 [stack]",
+		"Private_Dirty: 132 kB",
+	}, "\n")
+	got := classifySmaps([]byte(smaps))
+	want := ParentMemory{HeapKiB: 101, ThreadStacksKiB: 20, ArenasKiB: 300, OtherAnonKiB: 4132, FilesKiB: 20}
+	if got != want {
+		t.Errorf("classifySmaps = %+v\nwant %+v", got, want)
+	}
+}
+
+// A real Python with five threads beside its main one: six threads, and
+// their stacks found as stacks (each thread has touched its stack).
+func TestReadParentMemoryPython(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3: %v (the Slurm tier needs it for NVFlare)", err)
+	}
+	cmd := exec.Command(py, "-c", `
+import threading, sys
+ready = threading.Barrier(6)
+def run():
+    bytearray(64 << 10)  # touch the stack and the thread's arena
+    ready.wait()
+    threading.Event().wait()
+for _ in range(5):
+    threading.Thread(target=run, daemon=True).start()
+ready.wait()
+print("ready", flush=True)
+sys.stdin.read()
+`)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); cmd.Wait() }()
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(out).ReadString('\n')
+		line <- s
+	}()
+	select {
+	case s := <-line:
+		if s != "ready\n" {
+			t.Fatalf("python3 printed %q", s)
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("python3 did not start its threads within 30 s")
+	}
+	m, err := readParentMemory(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", m)
+	if m.Threads != 6 {
+		t.Errorf("threads %d, want 6", m.Threads)
+	}
+	if m.ThreadStacksKiB < 5*4 || m.ArenasKiB < 64 || m.HeapKiB <= 0 || m.FilesKiB <= 0 {
+		t.Errorf("memory %+v: want five threads' stacks (at least a page each), their arenas (64 KiB allocated in them), a heap and files", m)
+	}
+}
