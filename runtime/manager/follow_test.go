@@ -71,7 +71,7 @@ func followRun(t *testing.T, e *env, ids []string, events []followEvent, closeAf
 }
 
 // One Follow watches several jobs with one squeue per poll interval (less
-// lead: a fiftieth of it when queries take no time) for all of them,
+// lead: a twenty-fifth of it when queries take no time) for all of them,
 // reports each once, with its return code, within one interval of its end,
 // and returns when its input is closed and every job ended.
 func TestFollowWatchesManyJobsInOneProcess(t *testing.T) {
@@ -106,13 +106,13 @@ func TestFollowWatchesManyJobsInOneProcess(t *testing.T) {
 		}
 	}
 	last := reports[len(reports)-1].at
-	if n := e.slurm.count("squeue") - squeues; n > int(last/(9800*time.Millisecond))+1 {
-		t.Errorf("%d squeue calls in %v for three jobs, want at most one per 9.8 s (the interval less a fiftieth)", n, last)
+	if n := e.slurm.count("squeue") - squeues; n > int(last/(9600*time.Millisecond))+1 {
+		t.Errorf("%d squeue calls in %v for three jobs, want at most one per 9.6 s (the interval less a twenty-fifth)", n, last)
 	}
 }
 
 // When queries take time, a refresh is due that much earlier (the longest
-// of the last three, plus a fiftieth of the interval): a job that ends
+// of the last three, plus a twenty-fifth of the interval): a job that ends
 // just after an observation is still reported within one poll interval of
 // its end, not one interval plus the query, and squeue runs no more often
 // than once per three quarters of an interval, whatever the queries take.
@@ -155,8 +155,13 @@ func TestFollowSeesEndsWithinOneIntervalWhenQueriesTakeTime(t *testing.T) {
 			}
 			// Queries of 2 and 4 s (4 and 8 s a refresh) are past lead's cap: only the
 			// rate below holds for them.
-			if lag := r.at - end; lag < 0 || takes <= time.Second && lag > 10*time.Second {
-				t.Errorf("queries of %v: %s reported %v after its end, want within one poll interval (10s)", takes, r.jobID, lag)
+			// Within one poll interval less a twenty-fifth (lead's margin
+			// beyond the wake's): the answer still has its way to the
+			// parent to go, and a refresh may take longer than the last
+			// three did (bench-federation measures the end seen in the
+			// parent's log).
+			if lag := r.at - end; lag < 0 || takes <= time.Second && lag > 9600*time.Millisecond {
+				t.Errorf("queries of %v: %s reported %v after its end, want within one poll interval less a twenty-fifth (9.6 s)", takes, r.jobID, lag)
 			}
 		}
 		last := reports[len(reports)-1].at

@@ -103,16 +103,20 @@ type observer struct {
 
 // lead is how much less than one poll interval an observation stays
 // fresh: the longest of this process's last three refreshes plus a
-// fiftieth of the interval (the margin a wait wakes after the expiry,
-// nextWait), at most a quarter of the interval. A refresh that starts
-// then has its answer in about one poll interval after the previous one
-// started, so a change in the queue — a job's end — reaches a waiting
-// parent within one poll interval of the observation that missed it,
-// instead of one interval plus the query (issue 27). It costs the share
-// of lead in the interval in queries: 3 % for a refresh of 0.1 s in 10 s.
+// twenty-fifth of the interval (a fiftieth for the margin a wait wakes
+// after the expiry, nextWait; a fiftieth for the answer's way to the
+// parent and a refresh slower than the last three), at most a quarter of
+// the interval. A refresh that starts then has its answer in about one
+// poll interval less a fiftieth after the previous one started, so a
+// change in the queue — a job's end — reaches a waiting parent within
+// one poll interval of the observation that missed it, instead of one
+// interval plus the query (issue 27; with a fiftieth alone the parents
+// saw an end 10.1-10.3 s after it in three runs of bench-federation at a
+// 10 s interval). It costs the share of lead in the interval in queries:
+// 5 % for a refresh of 0.1 s in 10 s.
 func (o *observer) lead() time.Duration {
 	p := o.m.cfg.PollInterval
-	return min(slices.Max(o.took[:])+p/50, p/4)
+	return min(slices.Max(o.took[:])+p/25, p/4)
 }
 
 // writeCacheFileDefault replaces the observation cache atomically
