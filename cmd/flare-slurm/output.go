@@ -137,6 +137,10 @@ func (a *app) reportError(cmd *cobra.Command, e *cliError) {
 			return
 		}
 		e.Problems = orEmpty(e.Problems)
+		if a.jsonLines {
+			_ = a.writeLine(envelope{Status: "error", Error: e})
+			return
+		}
 		_ = a.writeJSON(envelope{Status: "error", Error: e})
 		return
 	}

@@ -532,6 +532,12 @@ class _Follower:
                 if isinstance(answer, dict) and answer.get("command") == "launch":
                     self._answer_launch(answer)
                     continue
+                if isinstance(answer, dict) and answer.get("status") == "error" and not isinstance(answer.get("data"), dict):
+                    # Its own failure (a workspace it cannot open), its last line: the waits and
+                    # launches sent to it fail when it ends, below.
+                    raw_error = answer.get("error")
+                    self.binary.logger.error("%s", _failure_message("wait --follow", answer, raw_error if isinstance(raw_error, dict) else {}))
+                    continue
                 job_id = answer["data"]["job_id"]
             except (ValueError, TypeError, KeyError) as e:
                 self.binary.logger.error("flare-slurm wait --follow: unreadable line %r: %s", raw[:200], e)

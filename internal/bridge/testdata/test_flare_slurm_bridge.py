@@ -39,8 +39,14 @@ here = os.path.dirname(os.path.abspath(__file__))
 script = os.path.join(here, "script.json")
 if sys.argv[1] == "wait" and "--follow" in sys.argv:
     with open(script) as f:
-        if json.load(f).get("hello", True):
-            print(json.dumps({{"status": "ok", "command": "hello", "data": {{"launch_lines": 1}}}}), flush=True)
+        answers = json.load(f)
+    if "follower_fails" in answers:
+        # A follower that cannot start (a workspace it cannot open): its
+        # error envelope, one line, and exit 1.
+        print(answers["follower_fails"], flush=True)
+        sys.exit(1)
+    if answers.get("hello", True):
+        print(json.dumps({{"status": "ok", "command": "hello", "data": {{"launch_lines": 1}}}}), flush=True)
     # One answer per job id read: a line to print, or an exit.
     for line in sys.stdin:
         job = line.strip()
@@ -491,6 +497,23 @@ class BridgeTest(unittest.TestCase):
         self.assertEqual(json.loads(launch[0]["stdin"])["job_id"], "job-1")
         self.assertIsNone(handle.wait())
         self.assertEqual(self.kinds(), ["launch-line", "launch", "wait"])
+
+    def test_a_follower_that_cannot_start_says_why_in_the_log(self):
+        # wait --follow --json that cannot open its workspace prints its
+        # error envelope as one line and exits: the parent's log has its
+        # message and hint, not an unreadable line, and the launch runs as
+        # a process (whose own answer is the error the launch raises).
+        failed = error("invalid_workspace", "workspace /lustre/ws/site-1 is not a usable prepared workspace",
+                       "pass the --output directory of 'flare-slurm prepare'")
+        self.script(follower_fails=failed["stdout"], launch=[ok({"slurm_job_id": "4242"})])
+        with self.assertLogs(self.launcher.logger, "WARNING") as logs:
+            handle = self.launch()
+        self.assertEqual(handle.slurm_job_id, "4242")
+        log = "\n".join(logs.output)
+        self.assertIn("flare-slurm wait --follow: workspace /lustre/ws/site-1 is not a usable prepared workspace "
+                      "(pass the --output directory of 'flare-slurm prepare')", log)
+        self.assertNotIn("unreadable line", log)
+        self.assertEqual(self.kinds(), ["launch"])
 
     def test_wait_stops_on_a_permanent_error(self):
         # Issue 25 item 11: an unknown job was asked about every 10 s
