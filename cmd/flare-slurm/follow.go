@@ -62,10 +62,6 @@ func (a *app) waitFollow(cmd *cobra.Command, t jobTarget) error {
 	if t.jobID != "" {
 		return usageErrorf("--follow and --job-id exclude each other: --follow reads the job ids from standard input")
 	}
-	// Its output is a stream of lines (a reader of lines took the
-	// indented envelope of a workspace it could not open for nine
-	// unreadable lines).
-	a.jsonLines = true
 	// SIGINT, SIGTERM and SIGHUP stop each launch in progress before it
 	// submits (one whose sbatch runs ends with its handle written, and
 	// answers, as a launch process does), then this process.

@@ -25,9 +25,6 @@ type app struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
-	// jsonLines: stdout is a stream of compact JSON lines (wait --follow),
-	// so an error envelope is one line too.
-	jsonLines bool
 }
 
 // subcommands are the constructors of every subcommand (help lists them

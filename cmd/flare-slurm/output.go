@@ -110,6 +110,19 @@ func (a *app) writeJSON(v any) error {
 	return enc.Encode(v)
 }
 
+// streamsLines says whether cmd's --json output is a stream of compact
+// lines (wait --follow), whose errors are then one line too: a reader of
+// lines took an indented envelope (a workspace it could not open, a usage
+// error) for a line per line of it. Flags parsed before a usage error
+// count.
+func streamsLines(cmd *cobra.Command) bool {
+	if cmd == nil || cmd.Name() != "wait" {
+		return false
+	}
+	f := cmd.Flags().Lookup("follow")
+	return f != nil && f.Value.String() == "true"
+}
+
 // reportError prints an error: the JSON envelope on stdout with --json,
 // otherwise "flare-slurm: error: …", one line per problem and
 // "flare-slurm: hint: …" on stderr. With --format github the problems are
@@ -137,7 +150,7 @@ func (a *app) reportError(cmd *cobra.Command, e *cliError) {
 			return
 		}
 		e.Problems = orEmpty(e.Problems)
-		if a.jsonLines {
+		if streamsLines(cmd) {
 			_ = a.writeLine(envelope{Status: "error", Error: e})
 			return
 		}
