@@ -48,6 +48,8 @@ type fakeSlurm struct {
 	// clock (advance moves it); the answer is the state at the call.
 	queryTakes time.Duration
 	advance    func(time.Duration)
+	// squeueAt is when each squeue started, on the fake clock.
+	squeueAt []time.Time
 }
 
 // squeueReason is the job's %r as squeue prints it.
@@ -99,6 +101,9 @@ func (f *fakeSlurm) Run(ctx context.Context, c scheduler.Command) scheduler.Resu
 	defer f.mu.Unlock()
 	cmd := filepath.Base(c.Argv[0])
 	f.calls[cmd]++
+	if cmd == "squeue" {
+		f.squeueAt = append(f.squeueAt, f.now())
+	}
 	f.argvs = append(f.argvs, c.Argv)
 	fail := scheduler.Result{ExitCode: 1, Stderr: cmd + ": error: Unable to contact slurm controller (connect failure)"}
 	var out strings.Builder

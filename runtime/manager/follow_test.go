@@ -168,6 +168,15 @@ func TestFollowSeesEndsWithinOneIntervalWhenQueriesTakeTime(t *testing.T) {
 		if n := e.slurm.count("squeue") - squeues; n > int(last/(7500*time.Millisecond))+1 {
 			t.Errorf("queries of %v: %d squeue calls in %v, want at most one per 7.5 s", takes, n, last)
 		}
+		// Lead's cap, a quarter of the interval: two squeues of Follow's
+		// refreshes start at least three quarters of an interval apart,
+		// however long the queries take.
+		at := e.slurm.squeueAt[squeues:]
+		for i := 1; i < len(at); i++ {
+			if gap := at[i].Sub(at[i-1]); gap < 7500*time.Millisecond {
+				t.Errorf("queries of %v: squeue %d started %v after the one before, want at least 7.5 s (three quarters of the interval)", takes, i, gap)
+			}
+		}
 	}
 }
 
