@@ -150,6 +150,28 @@ func TestClassifySmaps(t *testing.T) {
 	if got != want {
 		t.Errorf("classifySmaps = %+v\nwant %+v", got, want)
 	}
+	// What is neither: a stack's look-alikes and an arena's.
+	hex := func(v uint64) string { return strconv.FormatUint(v, 16) }
+	p := uint64(page)
+	b := uint64(0x7f1000000000) // on a 64 MiB boundary
+	lookalikes := strings.Join([]string{
+		// above a guard of two pages
+		hex(b+0x100000) + "-" + hex(b+0x100000+2*p) + " ---p 00000000 00:00 0", "Private_Dirty: 0 kB",
+		hex(b+0x100000+2*p) + "-" + hex(b+0x200000) + " rw-p 00000000 00:00 0", "Private_Dirty: 1 kB",
+		// a one-page guard, then a gap, then read-write memory
+		hex(b+0x300000) + "-" + hex(b+0x300000+p) + " ---p 00000000 00:00 0", "Private_Dirty: 0 kB",
+		hex(b+0x300000+2*p) + "-" + hex(b+0x400000) + " rw-p 00000000 00:00 0", "Private_Dirty: 2 kB",
+		// a one-page guard, a file, then read-write memory
+		hex(b+0x500000) + "-" + hex(b+0x500000+p) + " ---p 00000000 00:00 0", "Private_Dirty: 0 kB",
+		hex(b+0x500000+p) + "-" + hex(b+0x500000+2*p) + " r--p 00000000 08:01 7 /usr/lib/libx.so", "Private_Clean: 4 kB",
+		hex(b+0x500000+2*p) + "-" + hex(b+0x600000) + " rw-p 00000000 00:00 0", "Private_Dirty: 8 kB",
+		// read-only on a 64 MiB boundary; read-write on a 32 MiB one only
+		hex(b+64<<20) + "-" + hex(b+64<<20+0x100000) + " r--p 00000000 00:00 0", "Private_Clean: 16 kB",
+		hex(b+32<<20) + "-" + hex(b+32<<20+0x100000) + " rw-p 00000000 00:00 0", "Private_Dirty: 32 kB",
+	}, "\n")
+	if got, want := classifySmaps([]byte(lookalikes)), (ParentMemory{OtherAnonKiB: 1 + 2 + 8 + 16 + 32, FilesKiB: 4}); got != want {
+		t.Errorf("look-alikes: classifySmaps = %+v\nwant %+v", got, want)
+	}
 }
 
 // A real Python with five threads beside its main one: six threads, and
