@@ -1143,6 +1143,10 @@ write_slurm_conf() {
 		AccountingStoragePort=$DBD_PORT
 		AccountingStorageEnforce=associations
 		JobCompType=jobcomp/none
+		# The daemons log to stderr (cluster.sh's log dir); with a time to the
+		# millisecond on every line, so that make bench-federation reads when
+		# slurmctld recorded a job's end (accounting's End has whole seconds).
+		LogTimeFormat=iso8601_ms,format_stderr
 		# The default partition: the host itself, in the host's network namespace.
 		NodeName=$host NodeAddr=127.0.0.1 CPUs=$NODE_CPUS RealMemory=$NODE_MEM_MB Gres=gpu:$NODE_GPUS State=UNKNOWN
 		PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
