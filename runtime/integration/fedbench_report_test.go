@@ -201,14 +201,14 @@ func Markdown(res Result) string {
 	}
 
 	b.WriteString("\nWhere the NVFlare parents' private memory is, idle → at the peak (MiB; /proc/PID/smaps of both parents, " +
-		"summed): the same Python code for both launchers but for the launcher's module:\n\n" +
-		"| launcher | jobs | threads | thread stacks | malloc arenas of threads | heap (main arena) | other anonymous | files |\n" +
+		"summed; each kind the median of the peak's samples, so the kinds need not add up to the total): the same Python code for both launchers but for the launcher's module:\n\n" +
+		"| launcher | jobs | threads | thread stacks | malloc arenas of threads (how many) | heap (main arena) | other anonymous | files |\n" +
 		"| --- | ---: | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range res.Runs {
 		a, z := r.Memory.BaselineParents, r.Memory.PeakParents
-		fmt.Fprintf(&b, "| %s | %d | %d → %d | %.1f → %.1f | %.1f → %.1f | %.1f → %.1f | %.1f → %.1f | %.1f → %.1f |\n",
+		fmt.Fprintf(&b, "| %s | %d | %d → %d | %.1f → %.1f | %.1f (%d) → %.1f (%d) | %.1f → %.1f | %.1f → %.1f | %.1f → %.1f |\n",
 			r.Launcher, r.Jobs, a.Threads, z.Threads, mib(a.ThreadStacksKiB), mib(z.ThreadStacksKiB),
-			mib(a.ArenasKiB), mib(z.ArenasKiB), mib(a.HeapKiB), mib(z.HeapKiB),
+			mib(a.ArenasKiB), a.Arenas, mib(z.ArenasKiB), z.Arenas, mib(a.HeapKiB), mib(z.HeapKiB),
 			mib(a.OtherAnonKiB), mib(z.OtherAnonKiB), mib(a.FilesKiB), mib(z.FilesKiB))
 	}
 
@@ -429,7 +429,7 @@ func TestMarkdown(t *testing.T) {
 		"| nvflare | 1 |", "| flare-slurm | 10 |", "| slurmctld `REQUEST_SUBMIT_BATCH_JOB` | 2 | 2 | 20 | 20 |",
 		"| slurmdbd `DBD_GET_JOBS_COND` |", "none lost or misread", "| **no** |",
 		// the parents' memory by kind: threads and their stacks, then the heap
-		"| flare-slurm | 10 | 30 → 40 | 0.5 → 0.6 | 0.0 → 0.0 | 50.0 → 61.0 |",
+		"| flare-slurm | 10 | 30 → 40 | 0.5 → 0.6 | 0.0 (0) → 0.0 (0) | 50.0 → 61.0 |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("no %q in\n%s", want, md)

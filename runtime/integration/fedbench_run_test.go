@@ -316,10 +316,10 @@ func memFigures(base Sample, samples []Sample) MemFigures {
 		return m
 	}
 	var procs, priv, parents, oprocs, opriv []float64
-	var kinds [6][]float64
+	var kinds [7][]float64
 	for _, s := range samples {
 		if s.Running == m.PeakRunning {
-			for i, v := range []int64{int64(s.Parents.Threads), s.Parents.ThreadStacksKiB, s.Parents.ArenasKiB, s.Parents.HeapKiB, s.Parents.OtherAnonKiB, s.Parents.FilesKiB} {
+			for i, v := range []int64{int64(s.Parents.Threads), s.Parents.ThreadStacksKiB, s.Parents.ArenasKiB, s.Parents.HeapKiB, s.Parents.OtherAnonKiB, s.Parents.FilesKiB, int64(s.Parents.Arenas)} {
 				kinds[i] = append(kinds[i], float64(v))
 			}
 			procs = append(procs, float64(s.Processes))
@@ -342,7 +342,7 @@ func memFigures(base Sample, samples []Sample) MemFigures {
 	m.OthersMiBPerJob = (summarise(opriv).Median/1024 - mib(bk)) / n
 	m.BaselineParents = base.Parents
 	med := func(i int) int64 { return int64(summarise(kinds[i]).Median) }
-	m.PeakParents = ParentMemory{Threads: int(med(0)), ThreadStacksKiB: med(1), ArenasKiB: med(2), HeapKiB: med(3), OtherAnonKiB: med(4), FilesKiB: med(5)}
+	m.PeakParents = ParentMemory{Threads: int(med(0)), ThreadStacksKiB: med(1), ArenasKiB: med(2), HeapKiB: med(3), OtherAnonKiB: med(4), FilesKiB: med(5), Arenas: int(med(6))}
 	return m
 }
 

@@ -24,6 +24,7 @@ type ParentMemory struct {
 	// ArenasKiB: anonymous read-write mappings starting on a 64 MiB
 	// boundary (glibc's malloc arenas of the threads beside the main one).
 	ArenasKiB int64 `json:"malloc_arenas_kib"`
+	Arenas    int   `json:"malloc_arenas"` // how many (glibc makes at most 8 per core)
 	HeapKiB   int64 `json:"heap_kib"` // [heap]: the main arena
 	// OtherAnonKiB: every other anonymous mapping (Python's object
 	// arenas, large allocations, the main stack).
@@ -35,6 +36,7 @@ func (p *ParentMemory) add(o ParentMemory) {
 	p.Threads += o.Threads
 	p.ThreadStacksKiB += o.ThreadStacksKiB
 	p.ArenasKiB += o.ArenasKiB
+	p.Arenas += o.Arenas
 	p.HeapKiB += o.HeapKiB
 	p.OtherAnonKiB += o.OtherAnonKiB
 	p.FilesKiB += o.FilesKiB
@@ -90,6 +92,7 @@ func classifySmaps(smaps []byte) ParentMemory {
 			m.ThreadStacksKiB += v.private
 		case v.path == "" && v.perms == "rw-p" && v.start%arenaAlign == 0:
 			m.ArenasKiB += v.private
+			m.Arenas++
 		default:
 			m.OtherAnonKiB += v.private
 		}
@@ -146,7 +149,7 @@ func TestClassifySmaps(t *testing.T) {
 		"Private_Dirty: 132 kB",
 	}, "\n")
 	got := classifySmaps([]byte(smaps))
-	want := ParentMemory{HeapKiB: 101, ThreadStacksKiB: 20, ArenasKiB: 300, OtherAnonKiB: 4132, FilesKiB: 20}
+	want := ParentMemory{HeapKiB: 101, ThreadStacksKiB: 20, ArenasKiB: 300, Arenas: 1, OtherAnonKiB: 4132, FilesKiB: 20}
 	if got != want {
 		t.Errorf("classifySmaps = %+v\nwant %+v", got, want)
 	}
@@ -228,7 +231,7 @@ sys.stdin.read()
 	if m.Threads != 6 {
 		t.Errorf("threads %d, want 6", m.Threads)
 	}
-	if m.ThreadStacksKiB < 5*4 || m.ArenasKiB < 64 || m.HeapKiB <= 0 || m.FilesKiB <= 0 {
+	if m.ThreadStacksKiB < 5*4 || m.ArenasKiB < 64 || m.Arenas < 1 || m.HeapKiB <= 0 || m.FilesKiB <= 0 {
 		t.Errorf("memory %+v: want five threads' stacks (at least a page each), their arenas (64 KiB allocated in them), a heap and files", m)
 	}
 }
