@@ -25,7 +25,7 @@ type ParentMemory struct {
 	// boundary (glibc's malloc arenas of the threads beside the main one).
 	ArenasKiB int64 `json:"malloc_arenas_kib"`
 	Arenas    int   `json:"malloc_arenas"` // how many (glibc makes at most 8 per core)
-	HeapKiB   int64 `json:"heap_kib"` // [heap]: the main arena
+	HeapKiB   int64 `json:"heap_kib"`      // [heap]: the main arena
 	// OtherAnonKiB: every other anonymous mapping (Python's object
 	// arenas, large allocations, the main stack).
 	OtherAnonKiB int64 `json:"other_anon_kib"`
