@@ -111,8 +111,9 @@ type observer struct {
 // change in the queue — a job's end — reaches a waiting parent within
 // one poll interval of the observation that missed it, instead of one
 // interval plus the query (issue 27; with a fiftieth alone the parents
-// saw an end 10.1-10.3 s after it in three runs of bench-federation at a
-// 10 s interval). It costs the share of lead in the interval in queries:
+// saw an end up to 10.1-10.3 s after the worker's exit in three runs of
+// bench-federation at a 10 s interval, an upper bound: slurmctld records
+// the end about 0.1 s after the exit). It costs the share of lead in the interval in queries:
 // 5 % for a refresh of 0.1 s in 10 s.
 func (o *observer) lead() time.Duration {
 	p := o.m.cfg.PollInterval
