@@ -93,6 +93,20 @@ func SampleSessions(sessions []int) (Sample, error) {
 		if err != nil || !want[sid] {
 			continue
 		}
+		if strings.HasPrefix(comm, "python") {
+			// A parent: its smaps, by kind, gives the totals too.
+			pm, err := readParentMemory(pid)
+			if err != nil {
+				continue // ended meanwhile
+			}
+			s.Processes++
+			s.parents++
+			s.PrivateKiB += pm.privateKiB
+			s.AnonKiB += pm.anonKiB
+			s.ParentsKiB += pm.privateKiB
+			s.Parents.add(pm)
+			continue
+		}
 		m, err := procbench.ReadMemory(pid)
 		if err != nil {
 			continue // ended meanwhile, or a kernel thread
@@ -100,13 +114,6 @@ func SampleSessions(sessions []int) (Sample, error) {
 		s.Processes++
 		s.PrivateKiB += m.Private() >> 10
 		s.AnonKiB += m.Anonymous >> 10
-		if strings.HasPrefix(comm, "python") {
-			s.parents++
-			s.ParentsKiB += m.Private() >> 10
-			if pm, err := readParentMemory(pid); err == nil {
-				s.Parents.add(pm)
-			}
-		}
 	}
 	return s, nil
 }

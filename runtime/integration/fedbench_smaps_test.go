@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flare-slurm/flare-slurm/internal/procbench"
 )
 
 // ParentMemory is where an NVFlare parent's private memory is, by the kind
@@ -30,6 +32,10 @@ type ParentMemory struct {
 	// arenas, large allocations, the main stack).
 	OtherAnonKiB int64 `json:"other_anon_kib"`
 	FilesKiB     int64 `json:"files_kib"` // mappings of files (libraries' written pages)
+	// The whole process: Private_Clean + Private_Dirty and Anonymous of
+	// every mapping, as smaps_rollup sums them (one read of smaps serves
+	// both).
+	privateKiB, anonKiB int64
 }
 
 func (p *ParentMemory) add(o ParentMemory) {
@@ -40,6 +46,8 @@ func (p *ParentMemory) add(o ParentMemory) {
 	p.HeapKiB += o.HeapKiB
 	p.OtherAnonKiB += o.OtherAnonKiB
 	p.FilesKiB += o.FilesKiB
+	p.privateKiB += o.privateKiB
+	p.anonKiB += o.anonKiB
 }
 
 // arenaAlign is glibc's HEAP_MAX_SIZE on 64-bit: a thread arena's heap is
@@ -96,6 +104,7 @@ func classifySmaps(smaps []byte) ParentMemory {
 		default:
 			m.OtherAnonKiB += v.private
 		}
+		m.privateKiB += v.private
 		prev = v
 	}
 	sc := bufio.NewScanner(bytes.NewReader(smaps))
@@ -116,9 +125,15 @@ func classifySmaps(smaps []byte) ParentMemory {
 				continue
 			}
 		}
-		if cur != nil && (f[0] == "Private_Clean:" || f[0] == "Private_Dirty:") && len(f) >= 2 {
-			kib, _ := strconv.ParseInt(f[1], 10, 64)
-			cur.private += kib
+		if cur != nil && len(f) >= 2 {
+			switch f[0] {
+			case "Private_Clean:", "Private_Dirty:":
+				kib, _ := strconv.ParseInt(f[1], 10, 64)
+				cur.private += kib
+			case "Anonymous:":
+				kib, _ := strconv.ParseInt(f[1], 10, 64)
+				m.anonKiB += kib
+			}
 		}
 	}
 	flush()
@@ -149,7 +164,8 @@ func TestClassifySmaps(t *testing.T) {
 		"Private_Dirty: 132 kB",
 	}, "\n")
 	got := classifySmaps([]byte(smaps))
-	want := ParentMemory{HeapKiB: 101, ThreadStacksKiB: 20, ArenasKiB: 300, Arenas: 1, OtherAnonKiB: 4132, FilesKiB: 20}
+	want := ParentMemory{HeapKiB: 101, ThreadStacksKiB: 20, ArenasKiB: 300, Arenas: 1, OtherAnonKiB: 4132, FilesKiB: 20,
+		privateKiB: 101 + 20 + 300 + 4000 + 20 + 132}
 	if got != want {
 		t.Errorf("classifySmaps = %+v\nwant %+v", got, want)
 	}
@@ -172,7 +188,7 @@ func TestClassifySmaps(t *testing.T) {
 		hex(b+64<<20) + "-" + hex(b+64<<20+0x100000) + " r--p 00000000 00:00 0", "Private_Clean: 16 kB",
 		hex(b+32<<20) + "-" + hex(b+32<<20+0x100000) + " rw-p 00000000 00:00 0", "Private_Dirty: 32 kB",
 	}, "\n")
-	if got, want := classifySmaps([]byte(lookalikes)), (ParentMemory{OtherAnonKiB: 1 + 2 + 8 + 16 + 32, FilesKiB: 4}); got != want {
+	if got, want := classifySmaps([]byte(lookalikes)), (ParentMemory{OtherAnonKiB: 1 + 2 + 8 + 16 + 32, FilesKiB: 4, privateKiB: 1 + 2 + 8 + 16 + 32 + 4}); got != want {
 		t.Errorf("look-alikes: classifySmaps = %+v\nwant %+v", got, want)
 	}
 }
@@ -230,6 +246,15 @@ sys.stdin.read()
 	t.Logf("%+v", m)
 	if m.Threads != 6 {
 		t.Errorf("threads %d, want 6", m.Threads)
+	}
+	// One read of smaps gives what smaps_rollup gives (the process is
+	// idle: a few pages of difference at most).
+	if r, err := procbench.ReadMemory(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	} else if d := m.privateKiB - r.Private()>>10; d < -64 || d > 64 {
+		t.Errorf("private %d KiB from smaps, %d KiB from smaps_rollup", m.privateKiB, r.Private()>>10)
+	} else if d := m.anonKiB - r.Anonymous>>10; d < -64 || d > 64 || m.anonKiB <= 0 {
+		t.Errorf("anonymous %d KiB from smaps, %d KiB from smaps_rollup", m.anonKiB, r.Anonymous>>10)
 	}
 	if m.ThreadStacksKiB < 5*4 || m.ArenasKiB < 64 || m.Arenas < 1 || m.HeapKiB <= 0 || m.FilesKiB <= 0 {
 		t.Errorf("memory %+v: want five threads' stacks (at least a page each), their arenas (64 KiB allocated in them), a heap and files", m)
