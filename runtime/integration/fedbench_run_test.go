@@ -316,12 +316,8 @@ func memFigures(base Sample, samples []Sample) MemFigures {
 		return m
 	}
 	var procs, priv, parents, oprocs, opriv []float64
-	var kinds [7][]float64
 	for _, s := range samples {
 		if s.Running == m.PeakRunning {
-			for i, v := range []int64{int64(s.Parents.Threads), s.Parents.ThreadStacksKiB, s.Parents.ArenasKiB, s.Parents.HeapKiB, s.Parents.OtherAnonKiB, s.Parents.FilesKiB, int64(s.Parents.Arenas)} {
-				kinds[i] = append(kinds[i], float64(v))
-			}
 			procs = append(procs, float64(s.Processes))
 			priv = append(priv, float64(s.PrivateKiB))
 			parents = append(parents, float64(s.ParentsKiB))
@@ -341,8 +337,25 @@ func memFigures(base Sample, samples []Sample) MemFigures {
 	m.OthersProcessesPerJob = (summarise(oprocs).Median - float64(bp)) / n
 	m.OthersMiBPerJob = (summarise(opriv).Median/1024 - mib(bk)) / n
 	m.BaselineParents = base.Parents
-	med := func(i int) int64 { return int64(summarise(kinds[i]).Median) }
-	m.PeakParents = ParentMemory{Threads: int(med(0)), ThreadStacksKiB: med(1), ArenasKiB: med(2), HeapKiB: med(3), OtherAnonKiB: med(4), FilesKiB: med(5), Arenas: int(med(6))}
+	// Each field the median of the peak's samples.
+	med := func(field func(ParentMemory) int64) int64 {
+		var v []float64
+		for _, s := range samples {
+			if s.Running == m.PeakRunning {
+				v = append(v, float64(field(s.Parents)))
+			}
+		}
+		return int64(summarise(v).Median)
+	}
+	m.PeakParents = ParentMemory{
+		Threads:         int(med(func(p ParentMemory) int64 { return int64(p.Threads) })),
+		ThreadStacksKiB: med(func(p ParentMemory) int64 { return p.ThreadStacksKiB }),
+		ArenasKiB:       med(func(p ParentMemory) int64 { return p.ArenasKiB }),
+		Arenas:          int(med(func(p ParentMemory) int64 { return int64(p.Arenas) })),
+		HeapKiB:         med(func(p ParentMemory) int64 { return p.HeapKiB }),
+		OtherAnonKiB:    med(func(p ParentMemory) int64 { return p.OtherAnonKiB }),
+		FilesKiB:        med(func(p ParentMemory) int64 { return p.FilesKiB }),
+	}
 	return m
 }
 
