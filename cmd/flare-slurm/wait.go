@@ -48,6 +48,7 @@ func newWaitCommand(a *app) *cobra.Command {
 			// A wait lives as long as its job(s): keep it small
 			// (internal/procmem).
 			procmem.OneP()
+			procmem.SmallHeap()
 			if follow {
 				return a.waitFollow(cmd, t)
 			}

@@ -3,6 +3,7 @@ package procmem
 import (
 	"context"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"testing"
 	"time"
@@ -19,6 +20,16 @@ func TestOneP(t *testing.T) {
 	OneP()
 	if n := runtime.GOMAXPROCS(0); n != 1 {
 		t.Fatalf("GOMAXPROCS = %d, want 1", n)
+	}
+}
+
+func TestSmallHeap(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	SmallHeap()
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	if got := s[0].Value.Uint64(); got != SmallHeapGOGC || SmallHeapGOGC >= 100 {
+		t.Fatalf("GOGC = %d after SmallHeap, want %d (below the default 100)", got, SmallHeapGOGC)
 	}
 }
 

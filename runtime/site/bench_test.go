@@ -257,7 +257,9 @@ func reportMemory(b *testing.B, mem []procbench.Memory) {
 // launches (without its sbatch).
 func BenchmarkBridgeLaunch(b *testing.B) {
 	bin := filepath.Join(b.TempDir(), "flare-slurm")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/flare-slurm/flare-slurm/cmd/flare-slurm").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", bin, "github.com/flare-slurm/flare-slurm/cmd/flare-slurm")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as release artefacts are
+	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("build: %v\n%s", err, out)
 	}
 	ws := workspaceWith(b, 10, instantSbatch)
@@ -314,9 +316,19 @@ func BenchmarkBridgeLaunch(b *testing.B) {
 		}
 		b.StopTimer()
 		cpu := procCPU(b, cmd.Process.Pid) - before
+		// The follower's private memory right after the launches, as a
+		// parent host sees it during a burst of starts, and after one
+		// memory release interval of the wait (5 s) without launches.
+		burst := readAll(b, []*exec.Cmd{cmd})[0]
+		time.Sleep(6 * time.Second)
+		settled := readAll(b, []*exec.Cmd{cmd})[0]
 		in.Close()
 		cmd.Wait()
 		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/launch")
+		b.ReportMetric(float64(burst.Private())/(1<<10), "private-KiB")
+		b.ReportMetric(float64(settled.Private())/(1<<10), "settled-private-KiB")
+		b.ReportMetric(float64(burst.Anonymous)/(1<<10), "anon-KiB")
+		b.ReportMetric(float64(settled.Anonymous)/(1<<10), "settled-anon-KiB")
 	})
 }
 
