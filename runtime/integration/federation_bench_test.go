@@ -35,6 +35,7 @@ type benchConfig struct {
 	trainSeconds float64       // a client's training time per round (FLARE_SLURM_BENCH_TRAIN)
 	limit        time.Duration // the whole benchmark (FLARE_SLURM_BENCH_LIMIT)
 	jsonOut      string        // the full result with every sample (FLARE_SLURM_BENCH_JSON)
+	tracemalloc  string        // a host directory for the parents' allocation sites (FLARE_SLURM_BENCH_TRACEMALLOC)
 }
 
 func benchConfigFromEnv(t *testing.T) benchConfig {
@@ -72,6 +73,7 @@ func benchConfigFromEnv(t *testing.T) benchConfig {
 		}
 	}
 	cfg.jsonOut = os.Getenv("FLARE_SLURM_BENCH_JSON")
+	cfg.tracemalloc = os.Getenv("FLARE_SLURM_BENCH_TRACEMALLOC")
 	return cfg
 }
 
@@ -112,6 +114,10 @@ func TestFederationBenchmark(t *testing.T) {
 	}
 	f := provisionFederation(t, c, ctx, maxSize)
 	f.parentEnv = []string{"TZ=UTC"} // the parents' log times, read as UTC
+	traced := ""
+	if cfg.tracemalloc != "" {
+		traced = traceParents(t, c, f)
+	}
 	f.dumpJobs = 10
 	b := &bench{t: t, c: c, f: f, cfg: cfg, ctx: ctx, doc: doc}
 	b.setUp(nodes, maxSize)
@@ -153,7 +159,14 @@ func TestFederationBenchmark(t *testing.T) {
 			t.Errorf("writing %s: %v", cfg.jsonOut, err)
 		}
 	}
-	if err := UpdateDoc(doc, res); err != nil {
+	if traced != "" {
+		// tracemalloc slows the parents and adds to their memory: the
+		// figures are not the launchers' and go into no document.
+		if err := os.CopyFS(cfg.tracemalloc, os.DirFS(c.HostPath(traced))); err != nil {
+			t.Errorf("copying the parents' allocation sites to %s: %v", cfg.tracemalloc, err)
+		}
+		t.Logf("the parents' allocation sites are in %s (compare them: python3 testdata/federation/tracemalloc/compare.py %s); %s is not written", cfg.tracemalloc, cfg.tracemalloc, doc)
+	} else if err := UpdateDoc(doc, res); err != nil {
 		t.Errorf("writing the result into %s: %v", doc, err)
 	}
 	t.Logf("\n%s", Markdown(res))
@@ -162,6 +175,18 @@ func TestFederationBenchmark(t *testing.T) {
 			t.Errorf("%s, %d jobs: %d lost, %d misread: %v", r.Launcher, r.Jobs, r.States.Lost, r.States.Misread, r.States.Notes)
 		}
 	}
+}
+
+// traceParents makes every NVFlare parent trace its Python allocations
+// (testdata/federation/tracemalloc/sitecustomize.py, first on their
+// PYTHONPATH) into a directory inside the root, which it returns.
+func traceParents(t *testing.T, c *slurmtest.Cluster, f *federation) string {
+	hook, out := path.Join(f.base, "tracemalloc"), path.Join(f.base, "tracemalloc-sites")
+	c.Mkdir(t, hook, 0o755)
+	c.Mkdir(t, out, 0o755)
+	c.CopyIn(t, filepath.Join("testdata", "federation", "tracemalloc", "sitecustomize.py"), path.Join(hook, "sitecustomize.py"))
+	f.parentEnv = append(f.parentEnv, "PYTHONPATH="+hook+":"+c.NVFlareRoot(t), "FLARE_SLURM_BENCH_TM_DIR="+out)
+	return out
 }
 
 // settle waits, before each run, until the machine is quiet: at most as
