@@ -30,19 +30,8 @@ const (
 )
 
 func (k Kind) String() string {
-	switch k {
-	case Null:
-		return "null"
-	case Bool:
-		return "boolean"
-	case Number:
-		return "number"
-	case String:
-		return "string"
-	case Array:
-		return "array"
-	case Object:
-		return "object"
+	if names := []string{"null", "boolean", "number", "string", "array", "object"}; 0 <= k && int(k) < len(names) {
+		return names[k]
 	}
 	return "unknown"
 }
@@ -67,13 +56,7 @@ type Value struct {
 type Member struct {
 	Key   string
 	Value *Value
-	// KeyOffset is the byte offset of the key's opening quote in the
-	// document Parse read (0 for members set in code).
-	KeyOffset int
 }
-
-// nullValue returns a JSON null.
-func nullValue() *Value { return &Value{Kind: Null} }
 
 // BoolValue returns a JSON boolean.
 func BoolValue(b bool) *Value { return &Value{Kind: Bool, Bool: b} }
@@ -91,7 +74,7 @@ func FloatValue(f float64) *Value { return &Value{Kind: Number, Num: formatFloat
 // StringOrNull returns a JSON string, or null when s is empty.
 func StringOrNull(s string) *Value {
 	if s == "" {
-		return nullValue()
+		return &Value{Kind: Null}
 	}
 	return StringValue(s)
 }
@@ -180,8 +163,9 @@ func (v *Value) Truthy() bool {
 // formatFloat writes f the way Python's repr(float) does: the shortest
 // digits that read back as f, fixed notation with at least one fraction
 // digit when the decimal exponent is in [-4, 16), otherwise scientific
-// notation with a signed, at least two-digit exponent. Non-finite values
-// are written as json.dumps writes them: NaN, Infinity, -Infinity.
+// notation with a signed, at least two-digit exponent (strconv's 'e'
+// form). Non-finite values are written as json.dumps writes them: NaN,
+// Infinity, -Infinity.
 func formatFloat(f float64) string {
 	switch {
 	case math.IsNaN(f):
@@ -191,39 +175,12 @@ func formatFloat(f float64) string {
 	case math.IsInf(f, -1):
 		return "-Infinity"
 	}
-	// 'e' with precision -1 gives the shortest round-tripping digits:
-	// [-]d[.ddd]e±XX.
 	s := strconv.FormatFloat(f, 'e', -1, 64)
-	sign := ""
-	if s[0] == '-' {
-		sign, s = "-", s[1:]
+	if exp, _ := strconv.Atoi(s[strings.IndexByte(s, 'e')+1:]); exp < -4 || exp >= 16 {
+		return s
 	}
-	mant, expText, _ := strings.Cut(s, "e")
-	exp, _ := strconv.Atoi(expText)
-	digits := strings.Replace(mant, ".", "", 1)
-	if -4 <= exp && exp < 16 {
-		var out string
-		switch {
-		case exp < 0:
-			out = "0." + strings.Repeat("0", -exp-1) + digits
-		case exp+1 >= len(digits):
-			out = digits + strings.Repeat("0", exp+1-len(digits)) + ".0"
-		default:
-			out = digits[:exp+1] + "." + digits[exp+1:]
-		}
-		return sign + out
+	if s = strconv.FormatFloat(f, 'f', -1, 64); !strings.Contains(s, ".") {
+		s += ".0"
 	}
-	out := digits[:1]
-	if len(digits) > 1 {
-		out += "." + digits[1:]
-	}
-	expSign := "+"
-	if exp < 0 {
-		expSign, exp = "-", -exp
-	}
-	e := strconv.Itoa(exp)
-	if len(e) < 2 {
-		e = "0" + e
-	}
-	return sign + out + "e" + expSign + e
+	return s
 }

@@ -1,6 +1,7 @@
 package ojson
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -30,19 +31,14 @@ func Parse(data []byte) (*Value, error) {
 
 func parse(p *parser) (*Value, error) {
 	data := p.data
-	if len(data) >= 3 && data[0] == 0xEF && data[1] == 0xBB && data[2] == 0xBF {
+	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
 		return nil, p.errorf("unexpected UTF-8 byte-order mark (save the file without it)")
 	}
 	if !utf8.Valid(data) {
-		i := 0
-		for i < len(data) {
-			r, size := utf8.DecodeRune(data[i:])
-			if r == utf8.RuneError && size == 1 {
-				break
-			}
-			i += size
+		// At the first byte that is not UTF-8.
+		for r, size := utf8.DecodeRune(data); r != utf8.RuneError || size != 1; r, size = utf8.DecodeRune(data[p.pos:]) {
+			p.pos += size
 		}
-		p.pos = i
 		return nil, p.errorf("invalid UTF-8")
 	}
 	p.skipSpace()
@@ -93,13 +89,15 @@ func Position(data []byte, offset int) (line, column int) {
 
 func (p *parser) skipSpace() { p.pos = SkipSpace(p.data, p.pos) }
 
-func (p *parser) literal(word string) bool {
-	// The first byte first: a number is tried after every word.
-	if p.data[p.pos] == word[0] && string(p.data[p.pos:min(len(p.data), p.pos+len(word))]) == word {
-		p.pos += len(word)
-		return true
-	}
-	return false
+// literals are the words Python's json.loads reads as values, in the
+// order of their first bytes in bareValue.
+var literals = []struct {
+	word  string
+	value Value
+}{
+	{"null", Value{Kind: Null}}, {"true", Value{Kind: Bool, Bool: true}}, {"false", Value{Kind: Bool}},
+	{"NaN", Value{Kind: Number, Num: "NaN"}}, {"Infinity", Value{Kind: Number, Num: "Infinity"}},
+	{"-Infinity", Value{Kind: Number, Num: "-Infinity"}},
 }
 
 func (p *parser) value(depth int) (*Value, error) {
@@ -111,6 +109,7 @@ func (p *parser) value(depth int) (*Value, error) {
 	return v, err
 }
 
+// bareValue reads a value (nil when the parser only scans).
 func (p *parser) bareValue(depth int) (*Value, error) {
 	if depth > maxDepth {
 		return nil, p.errorf("nesting deeper than %d levels", maxDepth)
@@ -118,44 +117,32 @@ func (p *parser) bareValue(depth int) (*Value, error) {
 	if p.pos >= len(p.data) {
 		return nil, p.errorf("expecting a value")
 	}
-	switch c := p.data[p.pos]; {
-	case c == '{':
+	c := p.data[p.pos]
+	switch c {
+	case '{':
 		return p.object(depth)
-	case c == '[':
+	case '[':
 		return p.array(depth)
-	case c == '"':
-		if p.scan {
-			return nil, p.skipStr()
-		}
-		s, err := p.str()
-		if err != nil {
+	case '"':
+		s, err := p.str(!p.scan)
+		if p.scan || err != nil {
 			return nil, err
 		}
 		return StringValue(s), nil
-	case p.literal("null"):
-		return p.built(nullValue), nil
-	case p.literal("true"):
-		return p.built(func() *Value { return BoolValue(true) }), nil
-	case p.literal("false"):
-		return p.built(func() *Value { return BoolValue(false) }), nil
-	case p.literal("NaN"):
-		return p.built(func() *Value { return &Value{Kind: Number, Num: "NaN"} }), nil
-	case p.literal("Infinity"):
-		return p.built(func() *Value { return &Value{Kind: Number, Num: "Infinity"} }), nil
-	case p.literal("-Infinity"):
-		return p.built(func() *Value { return &Value{Kind: Number, Num: "-Infinity"} }), nil
-	case c == '-' || ('0' <= c && c <= '9'):
-		return p.number()
 	}
-	return nil, p.errorf("expecting a value")
-}
-
-// built is make() unless the parser only scans.
-func (p *parser) built(make func() *Value) *Value {
-	if p.scan {
-		return nil
+	// Each word starts with its own byte; a number is tried when none is
+	// there.
+	if i := strings.IndexByte("ntfNI-", c); i >= 0 {
+		if w := literals[i].word; string(p.data[p.pos:min(len(p.data), p.pos+len(w))]) == w {
+			p.pos += len(w)
+			if p.scan {
+				return nil, nil
+			}
+			v := literals[i].value
+			return &v, nil
+		}
 	}
-	return make()
+	return p.number()
 }
 
 func (p *parser) object(depth int) (*Value, error) {
@@ -183,13 +170,7 @@ func (p *parser) object(depth int) (*Value, error) {
 			return nil, p.errorf("expecting a property name enclosed in double quotes")
 		}
 		keyOffset := p.pos
-		var key string
-		var err error
-		if p.scan {
-			err = p.skipStr()
-		} else {
-			key, err = p.str()
-		}
+		key, err := p.str(!p.scan)
 		if err != nil {
 			return nil, err
 		}
@@ -216,7 +197,7 @@ func (p *parser) object(depth int) (*Value, error) {
 				obj.Members[i].Value = val
 			} else {
 				index[key] = len(obj.Members)
-				obj.Members = append(obj.Members, Member{Key: key, Value: val, KeyOffset: keyOffset})
+				obj.Members = append(obj.Members, Member{Key: key, Value: val})
 			}
 		}
 		if done {
@@ -271,10 +252,7 @@ func (p *parser) item(depth int, close byte, step pathStep) (v *Value, done bool
 	}
 	done = p.data[p.pos] == close
 	if p.visit != nil {
-		s := Span{Depth: len(p.path) + 1, Parent: -1, KeyOffset: -1, Offset: start, End: end, Comma: p.pos}
-		if step.key >= 0 {
-			s.KeyOffset = step.key
-		}
+		s := Span{Depth: len(p.path) + 1, Parent: -1, KeyOffset: step.key, Offset: start, End: end, Comma: p.pos}
 		if n := len(p.path); n > 0 {
 			s.Parent = p.path[n-1].key
 		}
@@ -292,48 +270,40 @@ func (p *parser) item(depth int, close byte, step pathStep) (v *Value, done bool
 	return v, done, nil
 }
 
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }
-
 // number reads -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)? like Python's
 // scanner: an integer stays exact, anything with a fraction or exponent
 // becomes a float.
 func (p *parser) number() (*Value, error) {
-	start := p.pos
-	d := p.data
-	i := p.pos
+	d, start, i := p.data, p.pos, p.pos
+	digits := func(i int) int {
+		for i < len(d) && '0' <= d[i] && d[i] <= '9' {
+			i++
+		}
+		return i
+	}
 	if d[i] == '-' {
 		i++
 	}
-	switch {
-	case i < len(d) && d[i] == '0':
-		i++
-	case i < len(d) && '1' <= d[i] && d[i] <= '9':
-		for i < len(d) && isDigit(d[i]) {
-			i++
-		}
-	default:
+	switch n := digits(i); {
+	case n == i:
 		p.pos = i
 		return nil, p.errorf("expecting a value")
-	}
-	isFloat := false
-	if i+1 < len(d) && d[i] == '.' && isDigit(d[i+1]) {
-		isFloat = true
+	case d[i] == '0':
 		i++
-		for i < len(d) && isDigit(d[i]) {
-			i++
-		}
+	default:
+		i = n
+	}
+	intEnd := i
+	if i+1 < len(d) && d[i] == '.' && digits(i+1) > i+1 {
+		i = digits(i + 1)
 	}
 	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
 		j := i + 1
 		if j < len(d) && (d[j] == '+' || d[j] == '-') {
 			j++
 		}
-		if j < len(d) && isDigit(d[j]) {
-			isFloat = true
-			for j < len(d) && isDigit(d[j]) {
-				j++
-			}
-			i = j
+		if n := digits(j); n > j {
+			i = n
 		}
 	}
 	p.pos = i
@@ -341,10 +311,10 @@ func (p *parser) number() (*Value, error) {
 		return nil, nil
 	}
 	text := string(d[start:i])
-	if !isFloat {
-		if text == "-0" {
-			text = "0"
-		}
+	switch {
+	case i == intEnd && text == "-0":
+		return &Value{Kind: Number, Num: "0"}, nil
+	case i == intEnd:
 		return &Value{Kind: Number, Num: text}, nil
 	}
 	f, err := strconv.ParseFloat(text, 64)
@@ -354,59 +324,51 @@ func (p *parser) number() (*Value, error) {
 	return FloatValue(f), nil
 }
 
-// str reads a string. A lone UTF-16 surrogate escape (which Python keeps)
-// is stored as its 3-byte generalised UTF-8 form so that writing the value
-// back reproduces the same escape.
-func (p *parser) str() (string, error) {
+// str reads a string, kept unless keep is false (a check). A lone UTF-16
+// surrogate escape (which Python keeps) is stored as its 3-byte
+// generalised UTF-8 form so that writing the value back reproduces the
+// same escape.
+func (p *parser) str(keep bool) (string, error) {
 	var b strings.Builder
-	err := p.readStrInto(&b)
-	return b.String(), err
-}
-
-// skipStr checks a string without keeping it.
-func (p *parser) skipStr() error { return p.readStrInto(nil) }
-
-// readStrInto reads a string into b, or only checks it when b is nil.
-func (p *parser) readStrInto(b *strings.Builder) error {
 	p.pos++ // "
 	for {
 		start := p.pos
 		for p.pos < len(p.data) && p.data[p.pos] != '"' && p.data[p.pos] != '\\' && p.data[p.pos] >= 0x20 {
 			p.pos++
 		}
-		if b != nil {
+		if keep {
 			b.Write(p.data[start:p.pos])
 		}
 		if p.pos >= len(p.data) {
-			return p.errorf("unterminated string")
+			return "", p.errorf("unterminated string")
 		}
 		c := p.data[p.pos]
 		switch {
 		case c == '"':
 			p.pos++
-			return nil
+			return b.String(), nil
 		case c < 0x20:
-			return p.errorf("invalid control character in string")
+			return "", p.errorf("invalid control character in string")
 		}
 		// Backslash escape.
 		if p.pos+1 >= len(p.data) {
-			return p.errorf("unterminated string")
+			return "", p.errorf("unterminated string")
 		}
 		esc := p.data[p.pos+1]
 		p.pos += 2
 		if i := strings.IndexByte(`"\/bfnrt`, esc); i >= 0 {
-			if b != nil {
+			if keep {
 				b.WriteByte("\"\\/\b\f\n\r\t"[i])
 			}
 			continue
 		}
 		if esc != 'u' {
 			p.pos -= 2
-			return p.errorf("invalid \\escape")
+			return "", p.errorf("invalid \\escape")
 		}
 		u, ok := p.hex4()
 		if !ok {
-			return p.errorf("invalid \\uXXXX escape")
+			return "", p.errorf("invalid \\uXXXX escape")
 		}
 		r := rune(u)
 		if 0xD800 <= u && u <= 0xDBFF && p.pos+1 < len(p.data) && p.data[p.pos] == '\\' && p.data[p.pos+1] == 'u' {
@@ -419,7 +381,7 @@ func (p *parser) readStrInto(b *strings.Builder) error {
 			}
 		}
 		switch {
-		case b == nil:
+		case !keep:
 		case 0xD800 <= r && r <= 0xDFFF:
 			b.Write([]byte{0xED, byte(0xA0 | (u>>6)&0x1F), byte(0x80 | u&0x3F)})
 		default:

@@ -2,6 +2,7 @@ package ojson
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"hash/maphash"
 	"math"
@@ -43,7 +44,7 @@ type ScanResult struct {
 // it holds). What it is told of a text that turns out not to be JSON is
 // to be dropped.
 func Scan(data []byte, limit int, visit func(Span)) (ScanResult, error) {
-	p := &parser{data: data, scan: true, dups: true, found: scanFound{limit: limit}}
+	p := &parser{data: data, scan: true, dups: true, found: scanFound{limit: limit, seed: maphash.MakeSeed()}}
 	if visit != nil {
 		p.visit = func(s Span) bool { visit(s); return true }
 	}
@@ -73,7 +74,6 @@ type scanFound struct {
 	dups  []ScanDuplicate
 	more  int
 	seed  maphash.Seed
-	init  bool
 }
 
 // keyRef is one key of an object being scanned: the hash of its decoded
@@ -90,26 +90,19 @@ func (p *parser) addKey(off int) {
 	if k := &p.found.keys; len(*k) == cap(*k) {
 		*k = slices.Grow(*k, max(len(*k), 64))
 	}
-	p.found.keys = append(p.found.keys, keyRef{hash: p.keyHash(off), off: int32(off)})
+	p.found.keys = append(p.found.keys, keyRef{hash: uint32(maphash.Bytes(p.found.seed, keyText(p.data, off))), off: int32(off)})
 }
 
 // keyText is the decoded text of the key whose opening quote is at off
-// (already checked by the scan).
-func (p *parser) keyText(off int) []byte {
-	q := &parser{data: p.data, pos: off}
-	if q.skipStr(); bytes.IndexByte(p.data[off+1:q.pos-1], '\\') < 0 {
-		return p.data[off+1 : q.pos-1]
+// (already checked by a reading).
+func keyText(data []byte, off int) []byte {
+	q := &parser{data: data, pos: off}
+	if q.str(false); bytes.IndexByte(data[off+1:q.pos-1], '\\') < 0 {
+		return data[off+1 : q.pos-1]
 	}
 	q.pos = off
-	s, _ := q.str()
+	s, _ := q.str(true)
 	return []byte(s)
-}
-
-func (p *parser) keyHash(off int) uint32 {
-	if !p.found.init {
-		p.found.seed, p.found.init = maphash.MakeSeed(), true
-	}
-	return uint32(maphash.Bytes(p.found.seed, p.keyText(off)))
 }
 
 // duplicatesOf records the repeated keys among the keys of one object:
@@ -118,15 +111,7 @@ func (p *parser) duplicatesOf(keys []keyRef) {
 	if len(keys) < 2 {
 		return
 	}
-	slices.SortFunc(keys, func(a, b keyRef) int {
-		switch {
-		case a.hash < b.hash:
-			return -1
-		case a.hash > b.hash:
-			return 1
-		}
-		return int(a.off - b.off)
-	})
+	slices.SortFunc(keys, func(a, b keyRef) int { return cmp.Or(cmp.Compare(a.hash, b.hash), int(a.off-b.off)) })
 	for i := 0; i < len(keys); {
 		j := i + 1
 		for j < len(keys) && keys[j].hash == keys[i].hash {
@@ -138,10 +123,10 @@ func (p *parser) duplicatesOf(keys []keyRef) {
 		// million times costs a million comparisons, not a million squared.
 		distinct := []int{int(keys[i].off)}
 		for k := i + 1; k < j; k++ {
-			text := p.keyText(int(keys[k].off))
+			text := keyText(p.data, int(keys[k].off))
 			first := -1
 			for _, d := range distinct {
-				if bytes.Equal(p.keyText(d), text) {
+				if bytes.Equal(keyText(p.data, d), text) {
 					first = d
 					break
 				}
@@ -150,23 +135,18 @@ func (p *parser) duplicatesOf(keys []keyRef) {
 				distinct = append(distinct, int(keys[k].off))
 				continue
 			}
-			p.addDuplicate(string(text), int(keys[k].off), first)
+			if f := &p.found; len(f.dups) < f.limit {
+				f.dups = append(f.dups, ScanDuplicate{Path: p.pathOf(string(text)), Key: string(text), KeyOffset: int(keys[k].off), FirstOffset: first})
+			} else {
+				f.more++
+			}
 		}
 		i = j
 	}
 }
 
-func (p *parser) addDuplicate(key string, off, first int) {
-	f := &p.found
-	if len(f.dups) >= f.limit {
-		f.more++
-		return
-	}
-	f.dups = append(f.dups, ScanDuplicate{Path: joinPath(p.pathText(), key), Key: key, KeyOffset: off, FirstOffset: first})
-}
-
-// pathText is the dotted path of the value being scanned.
-func (p *parser) pathText() string {
+// pathOf is the dotted path of key in the object being scanned.
+func (p *parser) pathOf(key string) string {
 	var b strings.Builder
 	for _, s := range p.path {
 		if s.key < 0 {
@@ -176,16 +156,13 @@ func (p *parser) pathText() string {
 		if b.Len() > 0 {
 			b.WriteByte('.')
 		}
-		b.Write(p.keyText(s.key))
+		b.Write(keyText(p.data, s.key))
 	}
+	if b.Len() > 0 {
+		b.WriteByte('.')
+	}
+	b.WriteString(key)
 	return b.String()
-}
-
-func joinPath(parent, key string) string {
-	if parent == "" {
-		return key
-	}
-	return parent + "." + key
 }
 
 // Span is where one member of an object or item of an array is, in a
@@ -205,22 +182,14 @@ var errStop = errors.New("stop")
 // SkipSpace returns the offset of the first byte at or after off that is
 // not JSON whitespace.
 func SkipSpace(data []byte, off int) int {
-	for off < len(data) {
-		switch data[off] {
-		case ' ', '\t', '\n', '\r':
-			off++
-		default:
-			return off
-		}
+	for off < len(data) && (data[off] == ' ' || data[off] == '\t' || data[off] == '\n' || data[off] == '\r') {
+		off++
 	}
 	return off
 }
 
 // KeyText is the decoded key whose opening quote is at off.
-func KeyText(data []byte, off int) string {
-	p := &parser{data: data}
-	return string(p.keyText(off))
-}
+func KeyText(data []byte, off int) string { return string(keyText(data, off)) }
 
 // Each calls fn with the span of each member of the object, or item of
 // the array, that starts at off in data (JSON text already checked, by

@@ -3,6 +3,8 @@ package ojson
 import (
 	"bytes"
 	"fmt"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -15,15 +17,6 @@ func Marshal(v *Value) []byte {
 	return buf.Bytes()
 }
 
-const indent = "    "
-
-func newline(buf *bytes.Buffer, level int) {
-	buf.WriteByte('\n')
-	for range level {
-		buf.WriteString(indent)
-	}
-}
-
 func writeValue(buf *bytes.Buffer, v *Value, level int) {
 	if v == nil {
 		buf.WriteString("null")
@@ -33,47 +26,36 @@ func writeValue(buf *bytes.Buffer, v *Value, level int) {
 	case Null:
 		buf.WriteString("null")
 	case Bool:
-		if v.Bool {
-			buf.WriteString("true")
-		} else {
-			buf.WriteString("false")
-		}
+		buf.WriteString(strconv.FormatBool(v.Bool))
 	case Number:
 		buf.WriteString(v.Num)
 	case String:
 		writeString(buf, v.Str)
-	case Array:
-		if len(v.Items) == 0 {
-			buf.WriteString("[]")
-			return
+	case Array, Object:
+		// An empty one is [] or {}; each item or member is on a line of its
+		// own, indented by 4 spaces a level.
+		brackets, n := "[]", len(v.Items)
+		if v.Kind == Object {
+			brackets, n = "{}", len(v.Members)
 		}
-		buf.WriteByte('[')
-		for i, item := range v.Items {
+		buf.WriteByte(brackets[0])
+		for i := range n {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			newline(buf, level+1)
-			writeValue(buf, item, level+1)
-		}
-		newline(buf, level)
-		buf.WriteByte(']')
-	case Object:
-		if len(v.Members) == 0 {
-			buf.WriteString("{}")
-			return
-		}
-		buf.WriteByte('{')
-		for i, m := range v.Members {
-			if i > 0 {
-				buf.WriteByte(',')
+			buf.WriteString("\n" + strings.Repeat("    ", level+1))
+			if v.Kind == Array {
+				writeValue(buf, v.Items[i], level+1)
+				continue
 			}
-			newline(buf, level+1)
-			writeString(buf, m.Key)
+			writeString(buf, v.Members[i].Key)
 			buf.WriteString(": ")
-			writeValue(buf, m.Value, level+1)
+			writeValue(buf, v.Members[i].Value, level+1)
 		}
-		newline(buf, level)
-		buf.WriteByte('}')
+		if n > 0 {
+			buf.WriteString("\n" + strings.Repeat("    ", level))
+		}
+		buf.WriteByte(brackets[1])
 	default:
 		panic(fmt.Sprintf("ojson: value of unknown kind %d", v.Kind))
 	}
@@ -86,37 +68,13 @@ func writeString(buf *bytes.Buffer, s string) {
 	buf.WriteByte('"')
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c >= 0x20 && c < 0x7f {
-			switch c {
-			case '"':
-				buf.WriteString(`\"`)
-			case '\\':
-				buf.WriteString(`\\`)
-			default:
-				buf.WriteByte(c)
-			}
+		if e := strings.IndexByte("\"\\\b\f\n\r\t", c); e >= 0 {
+			buf.WriteString(`\"\\\b\f\n\r\t`[2*e : 2*e+2])
 			i++
 			continue
 		}
-		switch c {
-		case '\b':
-			buf.WriteString(`\b`)
-			i++
-			continue
-		case '\f':
-			buf.WriteString(`\f`)
-			i++
-			continue
-		case '\n':
-			buf.WriteString(`\n`)
-			i++
-			continue
-		case '\r':
-			buf.WriteString(`\r`)
-			i++
-			continue
-		case '\t':
-			buf.WriteString(`\t`)
+		if c >= 0x20 && c < 0x7f {
+			buf.WriteByte(c)
 			i++
 			continue
 		}
