@@ -76,7 +76,7 @@ func parseJobMeta(t *tree, site string) (*JobMeta, Problems) {
 		// Each site is checked on a view of the file that holds only its
 		// own and the default entries: looking a site up in the whole
 		// resource_spec for each site was quadratic (20,000 sites: 8 s).
-		root, views := t.root, newSiteViews(t.root)
+		root, views := t.root, newSiteViews(t)
 		for _, s := range sites {
 			t.root = views.of(s)
 			t.checkJobSite(s)
@@ -194,33 +194,15 @@ func (t *tree) checkSiteNames() {
 // siteViews makes, for one site at a time, a view of a job meta's root
 // in which launcher_spec and resource_spec hold only that site's entry and
 // the default ones (the nodes themselves, so every position stays), found
-// through an index built once.
+// through the tree's index of wide mappings (keyIndex), built once.
 type siteViews struct {
-	root  *yaml.Node
-	index map[*yaml.Node]map[string]int // section → key → index of its first key node
+	t        *tree
+	root     *yaml.Node
+	sections []*yaml.Node // launcher_spec and resource_spec
 }
 
-// siteSections are the sections of a job meta keyed by site.
-var siteSections = []string{"launcher_spec", "resource_spec"}
-
-func newSiteViews(root *yaml.Node) siteViews {
-	v := siteViews{root: root, index: map[*yaml.Node]map[string]int{}}
-	for _, name := range siteSections {
-		sec := get(root, name)
-		if sec == nil || sec.Kind != yaml.MappingNode {
-			continue
-		}
-		keys := map[string]int{}
-		for i := 0; i+1 < len(sec.Content); i += 2 {
-			// the first key node of each name, as keyIndex finds it
-			k := sec.Content[i]
-			if _, seen := keys[k.Value]; !seen && k.Kind == yaml.ScalarNode && k.ShortTag() != "!!merge" {
-				keys[k.Value] = i
-			}
-		}
-		v.index[sec] = keys
-	}
-	return v
+func newSiteViews(t *tree) siteViews {
+	return siteViews{t: t, root: t.root, sections: []*yaml.Node{get(t.root, "launcher_spec"), get(t.root, "resource_spec")}}
 }
 
 // of is the root as site's checks see it.
@@ -230,13 +212,12 @@ func (v siteViews) of(site string) *yaml.Node {
 	copy(root.Content, v.root.Content)
 	for i := 1; i < len(root.Content); i += 2 {
 		sec := root.Content[i]
-		keys, ok := v.index[sec]
-		if !ok {
+		if sec.Kind != yaml.MappingNode || !slices.Contains(v.sections, sec) {
 			continue
 		}
 		var at []int
 		for _, name := range []string{"default", portableDefaultKey, site} {
-			if j, ok := keys[name]; ok && !slices.Contains(at, j) {
+			if j := v.t.keyIndex(sec, name); j >= 0 && !slices.Contains(at, j) {
 				at = append(at, j)
 			}
 		}

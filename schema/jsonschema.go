@@ -277,7 +277,7 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 					want = append(want, ws)
 				}
 			}
-			hint = didYouMeanValue(got, want)
+			hint = SuggestValue(got, want)
 		}
 		msg, h := r.message(e, l.path, l.val)
 		if h == "" {
@@ -289,7 +289,7 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 		got, ok1 := k.Got.(string)
 		want, ok2 := k.Want.(string)
 		if ok1 && ok2 {
-			hint = didYouMeanValue(got, []string{want})
+			hint = SuggestValue(got, []string{want})
 		}
 		msg, _ := r.message(e, l.path, l.val)
 		r.t.add(problem.Schema, l.val, l.path, msg, hint)
