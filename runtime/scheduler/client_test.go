@@ -352,7 +352,7 @@ func TestResolvePathsTrust(t *testing.T) {
 		if _, err := ResolvePaths(schema.Executables{}, bin, ""); err == nil || !strings.Contains(err.Error(), "is owned by uid 4242, neither root nor this account (uid 0)") {
 			t.Errorf("foreign owner: err = %v", err)
 		}
-	} else if err := trust.Check(sbatch, euid+1); err == nil || !strings.Contains(err.Error(), "neither root nor this account") {
+	} else if _, err := trust.Resolve(sbatch, euid+1); err == nil || !strings.Contains(err.Error(), "neither root nor this account") {
 		t.Errorf("foreign owner: err = %v", err)
 	}
 }
