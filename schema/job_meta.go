@@ -100,11 +100,11 @@ func parseJobMeta(t *tree, site string) (*JobMeta, Problems) {
 	m.Slurm = JobSlurm{
 		Image:          optString(merged["image"].val),
 		Nodes:          optInt(merged["nodes"].val, 1),
-		GPUsPerNode:    optIntPtr(merged["gpus_per_node"].val),
-		CPUsPerNode:    optIntPtr(merged["cpus_per_node"].val),
-		MemPerNodeMiB:  optIntPtr(merged["mem_per_node"].val),
+		GPUsPerNode:    ptr(intValue(merged["gpus_per_node"].val)),
+		CPUsPerNode:    ptr(intValue(merged["cpus_per_node"].val)),
+		MemPerNodeMiB:  ptr(intValue(merged["mem_per_node"].val)),
 		Time:           optString(merged["time"].val),
-		PendingTimeout: optFloatPtr(merged["pending_timeout"].val),
+		PendingTimeout: ptr(floatValue(merged["pending_timeout"].val)),
 	}
 	if n := merged[AdditionalNodeCommandKey].val; isString(n) {
 		m.Slurm.AdditionalNodeCommand, _ = shell.Split(n.Value) // checked above
@@ -115,13 +115,11 @@ func parseJobMeta(t *tree, site string) (*JobMeta, Problems) {
 			m.ResourcePaths[k] = sl.path
 		}
 		m.Resources = ResourceSpec{
-			NumOfGPUs: optIntPtr(rs["num_of_gpus"].val),
-			NumOfCPUs: optIntPtr(rs["num_of_cpus"].val),
+			NumOfGPUs: ptr(intValue(rs["num_of_gpus"].val)),
+			NumOfCPUs: ptr(intValue(rs["num_of_cpus"].val)),
 		}
 		if mem := rs["memory"].val; isString(mem) {
-			if mib, ok := MemoryMiB(mem.Value); ok {
-				m.Resources.MemoryMiB = &mib
-			}
+			m.Resources.MemoryMiB = ptr(MemoryMiB(mem.Value))
 		}
 	}
 	return m, nil
@@ -539,15 +537,9 @@ func MemoryMiB(s string) (int, bool) {
 	return n * factor, true
 }
 
-func optIntPtr(n *yaml.Node) *int {
-	if v, ok := intValue(n); ok {
-		return &v
-	}
-	return nil
-}
-
-func optFloatPtr(n *yaml.Node) *float64 {
-	if v, ok := floatValue(n); ok {
+// ptr is the address of v when ok, else nil: ptr(intValue(n)).
+func ptr[T any](v T, ok bool) *T {
+	if ok {
 		return &v
 	}
 	return nil

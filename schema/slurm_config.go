@@ -261,14 +261,8 @@ func (t *tree) checkJobLauncher(jl *yaml.Node) {
 			t.add(problem.Schema, ph, "job_launcher.parent_host", msg, "set the host name or address compute nodes use to reach the parent")
 		}
 	}
-	port := defaultInternalPort
-	if pn := get(jl, "internal_port"); pn != nil {
-		if v, ok := intValue(pn); ok {
-			port = v
-		}
-	}
 	if r := get(jl, "multi_node_port_range"); r != nil {
-		t.checkPortRange(r, port)
+		t.checkPortRange(r, optInt(get(jl, "internal_port"), defaultInternalPort))
 	}
 }
 

@@ -337,24 +337,17 @@ func decodeStudy(name string, s *yaml.Node) Study {
 		})
 	}
 	if sl := get(s, "slurm"); sl != nil {
-		ss := &StudySlurm{
+		st.Slurm = &StudySlurm{
 			Sandbox:    optString(get(sl, "sandbox")),
 			PythonPath: optString(get(sl, "python_path")),
+			Partition:  scalarText(get(sl, "partition")),
+			Account:    scalarText(get(sl, "account")),
+			QOS:        scalarText(get(sl, "qos")),
 		}
 		if setup := get(sl, "setup"); setup != nil {
-			v := setup.Value
-			ss.Setup = &v
+			v := setup.Value // a copy: the tree is kept (At)
+			st.Slurm.Setup = &v
 		}
-		if v := get(sl, "partition"); v != nil {
-			ss.Partition = scalarText(v)
-		}
-		if v := get(sl, "account"); v != nil {
-			ss.Account = scalarText(v)
-		}
-		if v := get(sl, "qos"); v != nil {
-			ss.QOS = scalarText(v)
-		}
-		st.Slurm = ss
 	}
 	return st
 }

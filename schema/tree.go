@@ -665,8 +665,11 @@ func floatValue(n *yaml.Node) (float64, bool) {
 
 // scalarText is the string form of a string, integer, float or boolean
 // scalar: integers in decimal (0x1F → "31"), booleans as "true"/"false",
-// floats and strings as written.
+// floats and strings as written; "" for no node.
 func scalarText(n *yaml.Node) string {
+	if n == nil {
+		return ""
+	}
 	v, _ := scalarValue(n)
 	switch v := v.(type) {
 	case bool:
