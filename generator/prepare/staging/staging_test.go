@@ -518,7 +518,7 @@ func TestStagingIsLockedWhileItRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := dirfd.Open(s.Path())
+	other, err := dirfd.Open(s.path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -530,13 +530,13 @@ func TestStagingIsLockedWhileItRuns(t *testing.T) {
 	if _, err := stageOnce(t, out, tree(out, "other"), false, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Lstat(s.Path()); err != nil {
+	if _, err := os.Lstat(s.path); err != nil {
 		t.Fatalf("a concurrent prepare removed a live staging directory: %v", err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Lstat(s.Path()); !os.IsNotExist(err) {
+	if _, err := os.Lstat(s.path); !os.IsNotExist(err) {
 		t.Error("Close left the staging directory")
 	}
 }

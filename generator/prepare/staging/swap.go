@@ -128,9 +128,6 @@ func (t *Target) Stage(opts Options) (_ *Staging, err error) {
 	return s, nil
 }
 
-// Path is the staging directory (for messages).
-func (s *Staging) Path() string { return s.path }
-
 // Sync makes the staged tree durable: one syncfs(2) of its filesystem
 // instead of one fsync per file (contract §13).
 func (s *Staging) Sync() error {
