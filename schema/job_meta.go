@@ -2,10 +2,10 @@ package schema
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -244,12 +244,7 @@ func metaSites(root *yaml.Node, site string) []string {
 			}
 		}
 	}
-	out := make([]string, 0, len(set))
-	for s := range set {
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(set))
 }
 
 // slot is one merged job-owned key: its value node and dotted path.

@@ -3,7 +3,8 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -142,12 +143,7 @@ func (w textWalker) walk(v any, tokens []string, s map[string]any) {
 	case map[string]any:
 		props, _ := s["properties"].(map[string]any)
 		extra, _ := s["additionalProperties"].(map[string]any)
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			child := append(tokens, k)
 			cs, _ := props[k].(map[string]any)
 			if cs == nil && extra != nil {
