@@ -202,13 +202,7 @@ func (t *tree) checkTagHere(n *yaml.Node) bool {
 	}
 	tag := n.ShortTag()
 	allowed := coreTags[n.Kind]
-	fits := false
-	for _, a := range allowed {
-		if a == tag {
-			fits = true
-		}
-	}
-	if !fits {
+	if !slices.Contains(allowed, tag) {
 		t.addHere(problem.Structure, n, fmt.Sprintf(msgTag+"%s is not supported on a %s", quoteTag(n.Tag), nodeKindName(n)),
 			"remove the tag; the allowed explicit tags are "+strings.Join(allowed, ", "))
 		return false
