@@ -135,14 +135,8 @@ func ParseSlurmConfig(file string, data []byte) (*SlurmConfig, Problems) {
 func parseSlurmConfig(file string, data []byte, offline bool) (*SlurmConfig, Problems, Problems) {
 	t := parseTree(file, data)
 	t.offline = offline
-	cfg, probs := t.slurmConfig()
-	return cfg, probs, t.skipped
-}
-
-func (t *tree) slurmConfig() (*SlurmConfig, Problems) {
-	file := t.file
 	if t.root == nil {
-		return nil, t.result()
+		return nil, t.result(), nil
 	}
 	t.validateSchema(KindSlurmConfig, slurmKeyHook, nil)
 	jl := get(t.root, "job_launcher")
@@ -153,7 +147,7 @@ func (t *tree) slurmConfig() (*SlurmConfig, Problems) {
 		t.checkDirectives(get(p, "sbatch_directives"), "parent.sbatch_directives")
 	}
 	if probs := t.result(); probs != nil {
-		return nil, probs
+		return nil, probs, t.skipped
 	}
 	cfg := &SlurmConfig{File: file, JobLauncher: decodeJobLauncher(jl)}
 	if pk := getKey(t.root, "parent"); pk != nil {
@@ -165,7 +159,7 @@ func (t *tree) slurmConfig() (*SlurmConfig, Problems) {
 			}
 		}
 	}
-	return cfg, nil
+	return cfg, nil, t.skipped
 }
 
 // slurmKeyHook phrases unknown sbatch directives, and says where a key
