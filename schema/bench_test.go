@@ -31,7 +31,7 @@ func BenchmarkParseStudyRuntime(b *testing.B) {
 	compileAll(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, probs := ParseStudyRuntime("study_runtime.yaml", data); probs != nil {
+		if _, probs := parseStudyRuntime("study_runtime.yaml", data); probs != nil {
 			b.Fatal(probs)
 		}
 	}

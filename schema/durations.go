@@ -25,15 +25,15 @@ const (
 	maxSeconds = 365 * 24 * 60 * 60
 )
 
-// DurationBound is the allowed range of one duration key, in seconds.
-type DurationBound struct {
+// durationBound is the allowed range of one duration key, in seconds.
+type durationBound struct {
 	Key      string
 	Min, Max float64
 }
 
 // durationBounds are the durations of job_launcher, in the order prepare
 // writes them (a job meta's pending_timeout has the bound of the site's).
-var durationBounds = []DurationBound{
+var durationBounds = []durationBound{
 	{"submit_timeout", minSeconds, maxCallSeconds},
 	{"query_timeout", minSeconds, maxCallSeconds},
 	{"cancel_timeout", minSeconds, maxCallSeconds},
@@ -43,17 +43,17 @@ var durationBounds = []DurationBound{
 
 // durationBoundOf is the bound of duration key; ok is false for a key
 // that is not a duration.
-func durationBoundOf(key string) (DurationBound, bool) {
+func durationBoundOf(key string) (durationBound, bool) {
 	for _, b := range durationBounds {
 		if b.Key == key {
 			return b, true
 		}
 	}
-	return DurationBound{}, false
+	return durationBound{}, false
 }
 
 // Check says what is wrong with seconds s for this key ("" when nothing).
-func (b DurationBound) Check(s float64) string {
+func (b durationBound) Check(s float64) string {
 	if s >= b.Min && s <= b.Max {
 		return ""
 	}
@@ -63,12 +63,12 @@ func (b DurationBound) Check(s float64) string {
 // clamp is s moved into the bound. The runtime reads a workspace prepared
 // before the bounds existed this way (with a warning) rather than refusing
 // it: the jobs it watches must stay watchable and cancellable.
-func (b DurationBound) clamp(s float64) float64 {
+func (b durationBound) clamp(s float64) float64 {
 	return min(max(s, b.Min), b.Max)
 }
 
 // Allowed says what the key allows, for messages and hints.
-func (b DurationBound) Allowed() string {
+func (b durationBound) Allowed() string {
 	return fmt.Sprintf("a number of seconds from %s to %s (%s)", number(b.Min), number(b.Max), humanSeconds(b.Max))
 }
 

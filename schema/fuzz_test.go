@@ -55,7 +55,7 @@ func FuzzParseStudyRuntime(f *testing.F) {
 	seed(f, "testdata/study_runtime*.yaml", "../examples/study_runtime.yaml")
 	f.Add([]byte("format_version: 2\nstudies: {a: {env: {X: 1}, secret_env: {Y: {source: Z}}}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		sr, probs := ParseStudyRuntime("s.yaml", data)
+		sr, probs := parseStudyRuntime("s.yaml", data)
 		checkProblems(t, sr != nil, probs)
 		if sr != nil {
 			for _, s := range sr.Studies {

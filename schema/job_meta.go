@@ -2,10 +2,10 @@ package schema
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -76,7 +76,7 @@ func parseJobMeta(t *tree, site string) (*JobMeta, Problems) {
 		// Each site is checked on a view of the file that holds only its
 		// own and the default entries: looking a site up in the whole
 		// resource_spec for each site was quadratic (20,000 sites: 8 s).
-		root, views := t.root, newSiteViews(t.root)
+		root, views := t.root, newSiteViews(t)
 		for _, s := range sites {
 			t.root = views.of(s)
 			t.checkJobSite(s)
@@ -100,11 +100,11 @@ func parseJobMeta(t *tree, site string) (*JobMeta, Problems) {
 	m.Slurm = JobSlurm{
 		Image:          optString(merged["image"].val),
 		Nodes:          optInt(merged["nodes"].val, 1),
-		GPUsPerNode:    optIntPtr(merged["gpus_per_node"].val),
-		CPUsPerNode:    optIntPtr(merged["cpus_per_node"].val),
-		MemPerNodeMiB:  optIntPtr(merged["mem_per_node"].val),
+		GPUsPerNode:    ptr(intValue(merged["gpus_per_node"].val)),
+		CPUsPerNode:    ptr(intValue(merged["cpus_per_node"].val)),
+		MemPerNodeMiB:  ptr(intValue(merged["mem_per_node"].val)),
 		Time:           optString(merged["time"].val),
-		PendingTimeout: optFloatPtr(merged["pending_timeout"].val),
+		PendingTimeout: ptr(floatValue(merged["pending_timeout"].val)),
 	}
 	if n := merged[AdditionalNodeCommandKey].val; isString(n) {
 		m.Slurm.AdditionalNodeCommand, _ = shell.Split(n.Value) // checked above
@@ -115,13 +115,11 @@ func parseJobMeta(t *tree, site string) (*JobMeta, Problems) {
 			m.ResourcePaths[k] = sl.path
 		}
 		m.Resources = ResourceSpec{
-			NumOfGPUs: optIntPtr(rs["num_of_gpus"].val),
-			NumOfCPUs: optIntPtr(rs["num_of_cpus"].val),
+			NumOfGPUs: ptr(intValue(rs["num_of_gpus"].val)),
+			NumOfCPUs: ptr(intValue(rs["num_of_cpus"].val)),
 		}
 		if mem := rs["memory"].val; isString(mem) {
-			if mib, ok := MemoryMiB(mem.Value); ok {
-				m.Resources.MemoryMiB = &mib
-			}
+			m.Resources.MemoryMiB = ptr(MemoryMiB(mem.Value))
 		}
 	}
 	return m, nil
@@ -194,33 +192,15 @@ func (t *tree) checkSiteNames() {
 // siteViews makes, for one site at a time, a view of a job meta's root
 // in which launcher_spec and resource_spec hold only that site's entry and
 // the default ones (the nodes themselves, so every position stays), found
-// through an index built once.
+// through the tree's index of wide mappings (keyIndex), built once.
 type siteViews struct {
-	root  *yaml.Node
-	index map[*yaml.Node]map[string]int // section → key → index of its first key node
+	t        *tree
+	root     *yaml.Node
+	sections []*yaml.Node // launcher_spec and resource_spec
 }
 
-// siteSections are the sections of a job meta keyed by site.
-var siteSections = []string{"launcher_spec", "resource_spec"}
-
-func newSiteViews(root *yaml.Node) siteViews {
-	v := siteViews{root: root, index: map[*yaml.Node]map[string]int{}}
-	for _, name := range siteSections {
-		sec := get(root, name)
-		if sec == nil || sec.Kind != yaml.MappingNode {
-			continue
-		}
-		keys := map[string]int{}
-		for i := 0; i+1 < len(sec.Content); i += 2 {
-			// the first key node of each name, as keyIndex finds it
-			k := sec.Content[i]
-			if _, seen := keys[k.Value]; !seen && k.Kind == yaml.ScalarNode && k.ShortTag() != "!!merge" {
-				keys[k.Value] = i
-			}
-		}
-		v.index[sec] = keys
-	}
-	return v
+func newSiteViews(t *tree) siteViews {
+	return siteViews{t: t, root: t.root, sections: []*yaml.Node{get(t.root, "launcher_spec"), get(t.root, "resource_spec")}}
 }
 
 // of is the root as site's checks see it.
@@ -230,13 +210,12 @@ func (v siteViews) of(site string) *yaml.Node {
 	copy(root.Content, v.root.Content)
 	for i := 1; i < len(root.Content); i += 2 {
 		sec := root.Content[i]
-		keys, ok := v.index[sec]
-		if !ok {
+		if sec.Kind != yaml.MappingNode || !slices.Contains(v.sections, sec) {
 			continue
 		}
 		var at []int
 		for _, name := range []string{"default", portableDefaultKey, site} {
-			if j, ok := keys[name]; ok && !slices.Contains(at, j) {
+			if j := v.t.keyIndex(sec, name); j >= 0 && !slices.Contains(at, j) {
 				at = append(at, j)
 			}
 		}
@@ -265,12 +244,7 @@ func metaSites(root *yaml.Node, site string) []string {
 			}
 		}
 	}
-	out := make([]string, 0, len(set))
-	for s := range set {
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(set))
 }
 
 // slot is one merged job-owned key: its value node and dotted path.
@@ -558,15 +532,9 @@ func MemoryMiB(s string) (int, bool) {
 	return n * factor, true
 }
 
-func optIntPtr(n *yaml.Node) *int {
-	if v, ok := intValue(n); ok {
-		return &v
-	}
-	return nil
-}
-
-func optFloatPtr(n *yaml.Node) *float64 {
-	if v, ok := floatValue(n); ok {
+// ptr is the address of v when ok, else nil: ptr(intValue(n)).
+func ptr[T any](v T, ok bool) *T {
+	if ok {
 		return &v
 	}
 	return nil

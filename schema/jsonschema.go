@@ -5,10 +5,10 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -234,7 +234,7 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 	switch k := e.ErrorKind.(type) {
 	case *kind.AdditionalProperties:
 		allowed := r.allowedKeys(e.SchemaURL)
-		for _, key := range sortedCopy(k.Properties) {
+		for _, key := range slices.Sorted(slices.Values(k.Properties)) {
 			if r.t.full() {
 				r.t.omit(problem.Schema)
 				continue
@@ -265,7 +265,7 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 		if n == nil {
 			n = l.val
 		}
-		for _, key := range sortedCopy(k.Missing) {
+		for _, key := range slices.Sorted(slices.Values(k.Missing)) {
 			r.t.add(problem.Schema, n, joinPath(l.path, key), "is required", r.requiredHint(e.SchemaURL, key))
 		}
 	case *kind.Enum:
@@ -277,7 +277,7 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 					want = append(want, ws)
 				}
 			}
-			hint = didYouMeanValue(got, want)
+			hint = SuggestValue(got, want)
 		}
 		msg, h := r.message(e, l.path, l.val)
 		if h == "" {
@@ -289,7 +289,7 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 		got, ok1 := k.Got.(string)
 		want, ok2 := k.Want.(string)
 		if ok1 && ok2 {
-			hint = didYouMeanValue(got, []string{want})
+			hint = SuggestValue(got, []string{want})
 		}
 		msg, _ := r.message(e, l.path, l.val)
 		r.t.add(problem.Schema, l.val, l.path, msg, hint)
@@ -333,12 +333,7 @@ func (r *schemaReporter) schemaNode(schemaURL string) map[string]any {
 // allowedKeys lists the properties of the schema at schemaURL, sorted.
 func (r *schemaReporter) allowedKeys(schemaURL string) []string {
 	props, _ := r.schemaNode(schemaURL)["properties"].(map[string]any)
-	keys := make([]string, 0, len(props))
-	for k := range props {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	return slices.Sorted(maps.Keys(props))
 }
 
 // requiredHint is the description of a missing required property.
@@ -434,12 +429,6 @@ func (r *schemaReporter) defaultMessage(e *jsonschema.ValidationError, n *yaml.N
 		return "is not allowed"
 	}
 	return "is invalid (" + strings.Join(e.ErrorKind.KeywordPath(), "/") + ")"
-}
-
-func sortedCopy(s []string) []string {
-	out := append([]string(nil), s...)
-	sort.Strings(out)
-	return out
 }
 
 var typeArticles = map[string]string{

@@ -206,7 +206,7 @@ func TestLauncherArgsProblems(t *testing.T) {
 }
 
 // TestLauncherArgsPortRangeRule: the compiler applies prepare's own range
-// rule (CheckPortRange) to a hand-edited workspace: a range holding
+// rule (checkPortRange) to a hand-edited workspace: a range holding
 // internal_port, or text prepare would refuse, is a problem.
 func TestLauncherArgsPortRangeRule(t *testing.T) {
 	for doc, want := range map[string]string{

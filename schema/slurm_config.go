@@ -135,14 +135,8 @@ func ParseSlurmConfig(file string, data []byte) (*SlurmConfig, Problems) {
 func parseSlurmConfig(file string, data []byte, offline bool) (*SlurmConfig, Problems, Problems) {
 	t := parseTree(file, data)
 	t.offline = offline
-	cfg, probs := t.slurmConfig()
-	return cfg, probs, t.skipped
-}
-
-func (t *tree) slurmConfig() (*SlurmConfig, Problems) {
-	file := t.file
 	if t.root == nil {
-		return nil, t.result()
+		return nil, t.result(), nil
 	}
 	t.validateSchema(KindSlurmConfig, slurmKeyHook, nil)
 	jl := get(t.root, "job_launcher")
@@ -153,7 +147,7 @@ func (t *tree) slurmConfig() (*SlurmConfig, Problems) {
 		t.checkDirectives(get(p, "sbatch_directives"), "parent.sbatch_directives")
 	}
 	if probs := t.result(); probs != nil {
-		return nil, probs
+		return nil, probs, t.skipped
 	}
 	cfg := &SlurmConfig{File: file, JobLauncher: decodeJobLauncher(jl)}
 	if pk := getKey(t.root, "parent"); pk != nil {
@@ -165,7 +159,7 @@ func (t *tree) slurmConfig() (*SlurmConfig, Problems) {
 			}
 		}
 	}
-	return cfg, nil
+	return cfg, nil, t.skipped
 }
 
 // slurmKeyHook phrases unknown sbatch directives, and says where a key
@@ -222,10 +216,10 @@ func (t *tree) checkJobLauncher(jl *yaml.Node) {
 		switch sandbox.Value {
 		case SandboxApptainer, SandboxPyxis:
 			if isNull(image) {
-				t.add(problem.Rule, getKeyOr(jl, "sandbox"), "job_launcher.image", "is required when sandbox is "+sandbox.Value,
+				t.add(problem.Rule, getKey(jl, "sandbox"), "job_launcher.image", "is required when sandbox is "+sandbox.Value,
 					"set image to the absolute path of the container image file")
 			} else if isString(image) && strings.HasPrefix(image.Value, "/") && t.offline {
-				t.skip(image, "job_launcher.image", CheckImageFile)
+				t.skip(image, "job_launcher.image", imageFileCheck)
 			} else if isString(image) && strings.HasPrefix(image.Value, "/") {
 				if msg := checkImageFile(image.Value); msg != "" {
 					t.add(problem.Rule, image, "job_launcher.image", msg, "prepare needs the image file itself; fix the path or copy the image there")
@@ -261,20 +255,14 @@ func (t *tree) checkJobLauncher(jl *yaml.Node) {
 			t.add(problem.Schema, ph, "job_launcher.parent_host", msg, "set the host name or address compute nodes use to reach the parent")
 		}
 	}
-	port := defaultInternalPort
-	if pn := get(jl, "internal_port"); pn != nil {
-		if v, ok := intValue(pn); ok {
-			port = v
-		}
-	}
 	if r := get(jl, "multi_node_port_range"); r != nil {
-		t.checkPortRange(r, port)
+		t.checkPortRange(r, optInt(get(jl, "internal_port"), defaultInternalPort))
 	}
 }
 
-// CheckImageFile names the host check of a container image, as the
+// imageFileCheck names the host check of a container image, as the
 // skipped-check list of validate --offline shows it.
-const CheckImageFile = "the image file exists on this host"
+const imageFileCheck = "the image file exists on this host"
 
 // skip records a host check that offline validation did not run.
 func (t *tree) skip(n *yaml.Node, path, check string) {
@@ -284,14 +272,6 @@ func (t *tree) skip(n *yaml.Node, path, check string) {
 		p.Line, p.Column = n.Line, n.Column
 	}
 	t.skipped = append(t.skipped, p)
-}
-
-// getKeyOr is the key node of key in m, else m itself.
-func getKeyOr(m *yaml.Node, key string) *yaml.Node {
-	if k := getKey(m, key); k != nil {
-		return k
-	}
-	return m
 }
 
 // checkImageFile says what is wrong with a container image path on this
@@ -344,42 +324,24 @@ func (t *tree) checkNoSpace(n *yaml.Node, path string) {
 	}
 }
 
-// PortRangeProblem is what CheckPortRange found wrong with a range.
-type PortRangeProblem struct {
-	Kind          problem.Kind
-	Message, Hint string
-	OutOfBounds   bool // a port outside 1024..65535
-}
-
-// CheckPortRange says what is wrong with multi_node_port_range r next to
-// internalPort, or nil. prepare's config check and the compiler's reading
-// of a prepared workspace both apply it.
-func CheckPortRange(r PortRange, internalPort int) *PortRangeProblem {
-	switch {
-	case r.Start < minMultiNodePort || r.Start > maxPort || r.End < minMultiNodePort || r.End > maxPort:
-		return &PortRangeProblem{Kind: problem.Schema, OutOfBounds: true,
-			Message: fmt.Sprintf("ports must be within %d..%d (got %d-%d)", minMultiNodePort, maxPort, r.Start, r.End)}
-	case r.Start > r.End:
-		return &PortRangeProblem{Kind: problem.Schema, Message: fmt.Sprintf("START must not be above END (got %d-%d)", r.Start, r.End)}
-	case internalPort >= r.Start && internalPort <= r.End:
-		return &PortRangeProblem{Kind: problem.Rule, Message: fmt.Sprintf("must not contain internal_port %d (got %d-%d)", internalPort, r.Start, r.End),
-			Hint: "choose a range that leaves out internal_port"}
-	}
-	return nil
-}
-
-// checkPortRange checks multi_node_port_range beyond its shape.
+// checkPortRange checks multi_node_port_range beyond its shape, next to
+// internalPort. The compiler's reading of a prepared workspace applies it
+// too (its launcher args are checked as a job_launcher).
 func (t *tree) checkPortRange(n *yaml.Node, internalPort int) {
 	const path = "job_launcher.multi_node_port_range"
 	r, ok := portRangeOf(n)
-	if !ok {
-		return // the schema reports the shape
+	switch {
+	case !ok: // the schema reports the shape
+	case r.Start < minMultiNodePort || r.Start > maxPort || r.End < minMultiNodePort || r.End > maxPort:
+		if n.Kind == yaml.ScalarNode { // list items are range-checked by the schema
+			t.add(problem.Schema, n, path, fmt.Sprintf("ports must be within %d..%d (got %d-%d)", minMultiNodePort, maxPort, r.Start, r.End), "")
+		}
+	case r.Start > r.End:
+		t.add(problem.Schema, n, path, fmt.Sprintf("START must not be above END (got %d-%d)", r.Start, r.End), "")
+	case internalPort >= r.Start && internalPort <= r.End:
+		t.add(problem.Rule, n, path, fmt.Sprintf("must not contain internal_port %d (got %d-%d)", internalPort, r.Start, r.End),
+			"choose a range that leaves out internal_port")
 	}
-	p := CheckPortRange(r, internalPort)
-	if p == nil || p.OutOfBounds && n.Kind != yaml.ScalarNode { // list items are range-checked by the schema
-		return
-	}
-	t.add(p.Kind, n, path, p.Message, p.Hint)
 }
 
 // parsePortRange reads the text form "START-END" of multi_node_port_range

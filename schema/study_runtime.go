@@ -25,7 +25,7 @@ const (
 // LoadStudyRuntime reads and validates a local/study_runtime.yaml. A legacy
 // study_data.yaml beside it is a problem too: the two cannot be combined.
 func LoadStudyRuntime(path string) (*StudyRuntime, Problems) {
-	return loadStudyRuntime(path, ParseStudyRuntime)
+	return loadStudyRuntime(path, parseStudyRuntime)
 }
 
 // hostChecks says whether a study runtime is checked against this host:
@@ -42,12 +42,12 @@ const (
 )
 
 // validateStudyRuntime is LoadStudyRuntime (or, for data that is not nil,
-// ParseStudyRuntime) with validate's host checks; it returns the problems
+// parseStudyRuntime) with validate's host checks; it returns the problems
 // and the checks it skipped.
 func validateStudyRuntime(path string, data []byte, host hostChecks) (Problems, Problems) {
 	var skipped Problems
 	parse := func(file string, d []byte) (*StudyRuntime, Problems) {
-		sr, probs, sk := parseStudyRuntime(file, d, host)
+		sr, probs, sk := parseStudyRuntimeHost(file, d, host)
 		skipped = sk
 		return sr, probs
 	}
@@ -78,7 +78,7 @@ func loadStudyRuntime(path string, parse func(string, []byte) (*StudyRuntime, Pr
 		return nil, append(legacy, probs...)
 	}
 	if legacy != nil {
-		_, probs = ParseStudyRuntime(path, data)
+		_, probs = parseStudyRuntime(path, data)
 		probs = append(legacy, probs...)
 		probs.Sort()
 		return nil, probs
@@ -86,15 +86,15 @@ func loadStudyRuntime(path string, parse func(string, []byte) (*StudyRuntime, Pr
 	return parse(path, data)
 }
 
-// ParseStudyRuntime validates study_runtime.yaml content read from file.
-func ParseStudyRuntime(file string, data []byte) (*StudyRuntime, Problems) {
-	sr, probs, _ := parseStudyRuntime(file, data, noHostChecks)
+// parseStudyRuntime validates study_runtime.yaml content read from file.
+func parseStudyRuntime(file string, data []byte) (*StudyRuntime, Problems) {
+	sr, probs, _ := parseStudyRuntimeHost(file, data, noHostChecks)
 	return sr, probs
 }
 
-// parseStudyRuntime is ParseStudyRuntime with host checks; it also returns
+// parseStudyRuntimeHost is parseStudyRuntime with host checks; it also returns
 // the host checks it skipped (hostChecksOffline).
-func parseStudyRuntime(file string, data []byte, host hostChecks) (*StudyRuntime, Problems, Problems) {
+func parseStudyRuntimeHost(file string, data []byte, host hostChecks) (*StudyRuntime, Problems, Problems) {
 	t := parseTree(file, data)
 	t.studyHost = host
 	if t.root == nil {
@@ -249,7 +249,7 @@ func (t *tree) checkStudyImage(base string, s *yaml.Node) {
 	}
 	path := base + ".container.image"
 	if t.studyHost == hostChecksOffline {
-		t.skip(img, path, CheckImageFile)
+		t.skip(img, path, imageFileCheck)
 		return
 	}
 	if msg := checkImageFile(img.Value); msg != "" {
@@ -337,24 +337,17 @@ func decodeStudy(name string, s *yaml.Node) Study {
 		})
 	}
 	if sl := get(s, "slurm"); sl != nil {
-		ss := &StudySlurm{
+		st.Slurm = &StudySlurm{
 			Sandbox:    optString(get(sl, "sandbox")),
 			PythonPath: optString(get(sl, "python_path")),
+			Partition:  scalarText(get(sl, "partition")),
+			Account:    scalarText(get(sl, "account")),
+			QOS:        scalarText(get(sl, "qos")),
 		}
 		if setup := get(sl, "setup"); setup != nil {
-			v := setup.Value
-			ss.Setup = &v
+			v := setup.Value // a copy: the tree is kept (At)
+			st.Slurm.Setup = &v
 		}
-		if v := get(sl, "partition"); v != nil {
-			ss.Partition = scalarText(v)
-		}
-		if v := get(sl, "account"); v != nil {
-			ss.Account = scalarText(v)
-		}
-		if v := get(sl, "qos"); v != nil {
-			ss.QOS = scalarText(v)
-		}
-		st.Slurm = ss
 	}
 	return st
 }

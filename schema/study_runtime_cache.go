@@ -12,7 +12,7 @@ import (
 // Every Load re-reads the file and repeats the legacy study_data.yaml
 // check; only the parse and validation are skipped when the path and the
 // bytes just read are identical to those of the last successful load.
-// ParseStudyRuntime is a pure function of (file name, bytes), so the result
+// parseStudyRuntime is a pure function of (file name, bytes), so the result
 // is exactly what LoadStudyRuntime would return. Problems are never
 // remembered. The zero value is ready to use and safe for concurrent use.
 type StudyRuntimeReader struct {
@@ -33,7 +33,7 @@ func (r *StudyRuntimeReader) Load(path string) (*StudyRuntime, Problems) {
 			return rt, nil
 		}
 		r.mu.Unlock()
-		rt, probs := ParseStudyRuntime(file, data)
+		rt, probs := parseStudyRuntime(file, data)
 		if probs != nil {
 			return nil, probs
 		}

@@ -48,7 +48,7 @@ func TestParseStudyRuntimeValid(t *testing.T) {
 
 func TestStudyRuntimeNullStudies(t *testing.T) {
 	for _, yml := range []string{"format_version: 2\n", "format_version: 2\nstudies:\n", "format_version: 2\nstudies: {}\n"} {
-		sr, probs := ParseStudyRuntime("s.yaml", []byte(yml))
+		sr, probs := parseStudyRuntime("s.yaml", []byte(yml))
 		if probs != nil || sr == nil || len(sr.Studies) != 0 {
 			t.Errorf("%q: %+v %v", yml, sr, probs)
 		}
@@ -134,7 +134,7 @@ func TestStudyRuntimeProblems(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sr, probs := ParseStudyRuntime("s.yaml", []byte(tc.yaml))
+			sr, probs := parseStudyRuntime("s.yaml", []byte(tc.yaml))
 			if sr != nil {
 				t.Error("got a study runtime despite problems")
 			}

@@ -48,15 +48,12 @@ func jobOwnedHint(key string) string {
 	return fmt.Sprintf("a job's size is the job's to ask for: `%s` under launcher_spec.<site>.slurm in its meta.json", k)
 }
 
-// SuggestValue is did-you-mean for a command-line value (--kind Kit): the
-// closest of allowed regardless of case, as "did you mean `kit`?", or "".
-func SuggestValue(got string, allowed []string) string { return didYouMeanValue(got, allowed) }
-
-// didYouMeanValue suggests the closest allowed value for a misspelt one;
-// unlike keys, short values must be mostly right ("rw" is not a typo of
-// "ro"). Case is ignored (`NONE` suggests `none`) and an adjacent
-// transposition is one edit (`mtsl` suggests `mtls`).
-func didYouMeanValue(got string, allowed []string) string {
+// SuggestValue is did-you-mean for a misspelt value, of a file or of the
+// command line (--kind Kit): the closest of allowed, as "did you mean
+// `kit`?", or "". Unlike keys, short values must be mostly right ("rw" is
+// not a typo of "ro"). Case is ignored (`NONE` suggests `none`) and an
+// adjacent transposition is one edit (`mtsl` suggests `mtls`).
+func SuggestValue(got string, allowed []string) string {
 	best, bestDist := "", 3
 	for _, a := range allowed {
 		if d := editDistance(got, a, bestDist); d < bestDist && 2*d < len(got) {

@@ -45,8 +45,8 @@ func TestDidYouMeanCaseAndTransposition(t *testing.T) {
 		{"clea", sec, "did you mean `clear`?"},
 		{"docker", sandbox, ""},
 	} {
-		if got := didYouMeanValue(tc.got, tc.allowed); got != tc.want {
-			t.Errorf("didYouMeanValue(%q) = %q, want %q", tc.got, got, tc.want)
+		if got := SuggestValue(tc.got, tc.allowed); got != tc.want {
+			t.Errorf("SuggestValue(%q) = %q, want %q", tc.got, got, tc.want)
 		}
 	}
 	if got := didYouMean("Python_Path", []string{"python_path", "sandbox"}); got != "did you mean `python_path`?" {

@@ -3,7 +3,8 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -142,12 +143,7 @@ func (w textWalker) walk(v any, tokens []string, s map[string]any) {
 	case map[string]any:
 		props, _ := s["properties"].(map[string]any)
 		extra, _ := s["additionalProperties"].(map[string]any)
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			child := append(tokens, k)
 			cs, _ := props[k].(map[string]any)
 			if cs == nil && extra != nil {
@@ -206,13 +202,7 @@ func (t *tree) checkTagHere(n *yaml.Node) bool {
 	}
 	tag := n.ShortTag()
 	allowed := coreTags[n.Kind]
-	fits := false
-	for _, a := range allowed {
-		if a == tag {
-			fits = true
-		}
-	}
-	if !fits {
+	if !slices.Contains(allowed, tag) {
 		t.addHere(problem.Structure, n, fmt.Sprintf(msgTag+"%s is not supported on a %s", quoteTag(n.Tag), nodeKindName(n)),
 			"remove the tag; the allowed explicit tags are "+strings.Join(allowed, ", "))
 		return false

@@ -63,14 +63,14 @@ func TestTextRuleStudyRuntime(t *testing.T) {
 			[]string{`s.yaml:5:18: studies.a.slurm.partition: must not contain NUL (byte 2 of the value)`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, probs := ParseStudyRuntime("s.yaml", []byte(tc.yaml))
+			_, probs := parseStudyRuntime("s.yaml", []byte(tc.yaml))
 			if got := problemLines(probs); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("problems:\n got %q\nwant %q", got, tc.want)
 			}
 		})
 	}
 	ok := head + "    env:\n      PEM: \"line1\\nline2\"\n    slurm:\n      setup: \"a\\nb\"\n"
-	if _, probs := ParseStudyRuntime("s.yaml", []byte(ok)); probs != nil {
+	if _, probs := parseStudyRuntime("s.yaml", []byte(ok)); probs != nil {
 		t.Errorf("multi-line env value or setup refused: %v", probs)
 	}
 }
@@ -207,7 +207,7 @@ func TestYAMLTagsRefused(t *testing.T) {
 		t.Errorf("config read as %+v", cfg.JobLauncher)
 	}
 	// Study runtime and job meta go through the same parser.
-	if _, probs := ParseStudyRuntime("s.yaml", []byte("format_version: 2\nstudies: !!set {a}\n")); len(probs) != 1 || !strings.Contains(probs[0].Message, "YAML tag !!set") {
+	if _, probs := parseStudyRuntime("s.yaml", []byte("format_version: 2\nstudies: !!set {a}\n")); len(probs) != 1 || !strings.Contains(probs[0].Message, "YAML tag !!set") {
 		t.Errorf("study runtime: %v", probs)
 	}
 	if _, probs := ParseJobMeta("m.yaml", []byte("study: !!binary YQ==\n"), "s"); len(probs) != 1 || !strings.Contains(probs[0].Message, "YAML tag !!binary") {
@@ -235,7 +235,7 @@ func TestTextRuleInvisibleCharacters(t *testing.T) {
 			t.Errorf("slurm.yaml problems:\n got %q\nwant %q", got, c.want)
 		}
 	}
-	_, probs := ParseStudyRuntime("s.yaml", []byte("format_version: 2\nstudies:\n  a:\n    env:\n      X: \"ok \\u2067x\"\n"))
+	_, probs := parseStudyRuntime("s.yaml", []byte("format_version: 2\nstudies:\n  a:\n    env:\n      X: \"ok \\u2067x\"\n"))
 	if got := problemLines(probs); len(got) != 1 || !strings.Contains(got[0], "s.yaml:5:10: studies.a.env.X: must not contain the invisible Unicode character U+2067") {
 		t.Errorf("study env value: %q", got)
 	}

@@ -155,12 +155,7 @@ var (
 // mapping. On a syntax error, an empty file or a top level that is not a
 // mapping, t.root is nil and t.probs holds the one problem.
 func parseTree(file string, data []byte) *tree {
-	return parseTreeIn(file, data, Embedding{})
-}
-
-// parseTreeIn is parseTree for a document embedded in file.
-func parseTreeIn(file string, data []byte, embed Embedding) *tree {
-	return parseTreeWith(&tree{file: file, suppressed: map[*yaml.Node]bool{}, embed: embed}, data)
+	return parseTreeWith(&tree{file: file, suppressed: map[*yaml.Node]bool{}}, data)
 }
 
 // parseTreeWith parses data into t, a tree with its file, embedding and
@@ -670,8 +665,11 @@ func floatValue(n *yaml.Node) (float64, bool) {
 
 // scalarText is the string form of a string, integer, float or boolean
 // scalar: integers in decimal (0x1F → "31"), booleans as "true"/"false",
-// floats and strings as written.
+// floats and strings as written; "" for no node.
 func scalarText(n *yaml.Node) string {
+	if n == nil {
+		return ""
+	}
 	v, _ := scalarValue(n)
 	switch v := v.(type) {
 	case bool:

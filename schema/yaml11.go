@@ -315,7 +315,7 @@ func readingDifferences(file string, data []byte, textPaths func(path string) bo
 		}
 		msg := fmt.Sprintf("%s(NVFlare's PyYAML) read %s as %s; flare-slurm (YAML 1.2) reads %s",
 			msgYAML11Prefix, n.Value, r.describe(), describe12(n))
-		hint := "write it quoted, " + quoteYAML(n.Value) + ", so that both read the same text"
+		hint := "write it quoted, " + strconv.Quote(n.Value) + ", so that both read the same text"
 		switch {
 		case isKey:
 			msg = fmt.Sprintf("%s(NVFlare's PyYAML) read the key %s as %s; flare-slurm (YAML 1.2) reads the name %s",
@@ -371,11 +371,6 @@ func numberHint(n *yaml.Node) string {
 		return fmt.Sprintf(", or %v if you mean the number %v", v, v)
 	}
 	return ""
-}
-
-// quoteYAML is text as a double-quoted YAML scalar.
-func quoteYAML(text string) string {
-	return strconv.Quote(text)
 }
 
 // isDirectiveValue says whether dotted path names an sbatch directive's
@@ -454,7 +449,7 @@ func QuoteReadings(kind string, data []byte) (fixed []byte, done, left []Quoting
 	})
 	for _, d := range diffs {
 		n := d.node
-		q := Quoting{Line: n.Line, Column: n.Column, Path: d.problem.Path, From: n.Value, To: quoteYAML(n.Value)}
+		q := Quoting{Line: n.Line, Column: n.Column, Path: d.problem.Path, From: n.Value, To: strconv.Quote(n.Value)} // a double-quoted YAML scalar
 		if n.Line < 1 || n.Line > len(lines) {
 			left = append(left, q)
 			continue

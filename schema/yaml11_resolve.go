@@ -1,5 +1,7 @@
 package schema
 
+import "strings"
+
 // PyYAML's implicit resolvers for bool, float, int, null and timestamp
 // (yaml/resolver.py), written as small scanners instead of regular
 // expressions: prepare reads every plain scalar of slurm.yaml and
@@ -36,7 +38,7 @@ func (c *scan11) done() bool { return c.i == len(c.s) }
 
 // one takes the next byte when it is in set.
 func (c *scan11) one(set string) bool {
-	if c.i < len(c.s) && indexByte(set, c.s[c.i]) {
+	if c.i < len(c.s) && strings.IndexByte(set, c.s[c.i]) >= 0 {
 		c.i++
 		return true
 	}
@@ -57,15 +59,6 @@ func (c *scan11) lit(word string) bool {
 	if len(c.s)-c.i >= len(word) && c.s[c.i:c.i+len(word)] == word {
 		c.i += len(word)
 		return true
-	}
-	return false
-}
-
-func indexByte(set string, b byte) bool {
-	for i := 0; i < len(set); i++ {
-		if set[i] == b {
-			return true
-		}
 	}
 	return false
 }

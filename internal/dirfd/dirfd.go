@@ -130,19 +130,19 @@ func (d *Dir) OpenBeneath(rel string) (*Dir, error) {
 	}
 	for _, c := range strings.Split(rel, "/") {
 		if c == ".." || c == "" {
-			return nil, &os.PathError{Op: "open", Path: d.join(rel), Err: errors.New("not a path below the directory")}
+			return nil, &os.PathError{Op: "open", Path: d.Join(rel), Err: errors.New("not a path below the directory")}
 		}
 	}
 	if useOpenat2() {
 		fd, err := openat2(d.fd, rel, dirFlags, unix.RESOLVE_BENEATH|unix.RESOLVE_NO_SYMLINKS|unix.RESOLVE_NO_MAGICLINKS|unix.RESOLVE_NO_XDEV)
 		if err == nil {
-			return newDir(fd, d.join(rel))
+			return newDir(fd, d.Join(rel))
 		}
 		if errors.Is(err, unix.EXDEV) {
-			return nil, &os.PathError{Op: "open", Path: d.join(rel), Err: errOtherFilesystem}
+			return nil, &os.PathError{Op: "open", Path: d.Join(rel), Err: errOtherFilesystem}
 		}
 		if !walkSays(err) {
-			return nil, &os.PathError{Op: "open", Path: d.join(rel), Err: err}
+			return nil, &os.PathError{Op: "open", Path: d.Join(rel), Err: err}
 		}
 		// The walk says which component is a symlink or not a directory.
 	}
@@ -167,7 +167,7 @@ func (d *Dir) walk(rel string, sameDev bool) (*Dir, error) {
 		}
 		fd, err := unix.Openat(cur, c, flags, 0)
 		if err != nil {
-			sofar := d.join(strings.Join(comps[:i+1], "/"))
+			sofar := d.Join(strings.Join(comps[:i+1], "/"))
 			if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
 				var st unix.Stat_t
 				if unix.Fstatat(cur, c, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
@@ -180,11 +180,11 @@ func (d *Dir) walk(rel string, sameDev bool) (*Dir, error) {
 			var st unix.Stat_t
 			if err := unix.Fstat(fd, &st); err != nil || st.Dev != d.st.Dev {
 				unix.Close(fd)
-				return nil, &os.PathError{Op: "open", Path: d.join(strings.Join(comps[:i+1], "/")), Err: errOtherFilesystem}
+				return nil, &os.PathError{Op: "open", Path: d.Join(strings.Join(comps[:i+1], "/")), Err: errOtherFilesystem}
 			}
 		}
 		if i == len(comps)-1 {
-			return newDir(fd, d.join(rel))
+			return newDir(fd, d.Join(rel))
 		}
 		opened = append(opened, fd)
 		cur = fd
@@ -223,13 +223,11 @@ func (d *Dir) reopen() (*Dir, error) {
 	return newDir(fd, d.path)
 }
 
-func (d *Dir) join(rel string) string { return filepath.Join(d.path, filepath.FromSlash(rel)) }
-
 // Path is the path d was opened as (for messages).
 func (d *Dir) Path() string { return d.path }
 
 // Join is Path joined with the slash path rel (for messages).
-func (d *Dir) Join(rel string) string { return d.join(rel) }
+func (d *Dir) Join(rel string) string { return filepath.Join(d.path, filepath.FromSlash(rel)) }
 
 // Fd is the descriptor, for the *at system calls of callers.
 func (d *Dir) Fd() int { return d.fd }
@@ -262,7 +260,7 @@ func (d *Dir) Lstat(name string) (unix.Stat_t, error) {
 	var st unix.Stat_t
 	err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	if err != nil {
-		return st, &os.PathError{Op: "lstat", Path: d.join(name), Err: err}
+		return st, &os.PathError{Op: "lstat", Path: d.Join(name), Err: err}
 	}
 	return st, nil
 }
@@ -271,7 +269,7 @@ func (d *Dir) Lstat(name string) (unix.Stat_t, error) {
 // and without entering another filesystem.
 func (d *Dir) OpenDir(name string) (*Dir, error) {
 	if err := checkName(name); err != nil {
-		return nil, &os.PathError{Op: "open", Path: d.join(name), Err: err}
+		return nil, &os.PathError{Op: "open", Path: d.Join(name), Err: err}
 	}
 	return d.walk(name, true)
 }
@@ -283,10 +281,10 @@ func (d *Dir) OpenDir(name string) (*Dir, error) {
 // can write, that proves it is the one just made.
 func (d *Dir) Mkdir(name string, perm fs.FileMode, empty bool) (*Dir, error) {
 	if err := checkName(name); err != nil {
-		return nil, &os.PathError{Op: "mkdir", Path: d.join(name), Err: err}
+		return nil, &os.PathError{Op: "mkdir", Path: d.Join(name), Err: err}
 	}
 	if err := unix.Mkdirat(d.fd, name, uint32(perm.Perm())); err != nil {
-		return nil, &os.PathError{Op: "mkdir", Path: d.join(name), Err: err}
+		return nil, &os.PathError{Op: "mkdir", Path: d.Join(name), Err: err}
 	}
 	sub, err := d.OpenDir(name)
 	if err != nil {
@@ -300,7 +298,7 @@ func (d *Dir) Mkdir(name string, perm fs.FileMode, empty bool) (*Dir, error) {
 	}
 	if !ok {
 		sub.Close()
-		return nil, &os.PathError{Op: "mkdir", Path: d.join(name), Err: ErrChanged}
+		return nil, &os.PathError{Op: "mkdir", Path: d.Join(name), Err: ErrChanged}
 	}
 	return sub, nil
 }
@@ -331,18 +329,18 @@ func (d *Dir) Entries() ([]fs.DirEntry, error) {
 // fchmod when it narrowed perm; mask is the process umask).
 func (d *Dir) Create(name string, perm, mask fs.FileMode) (*os.File, error) {
 	if err := checkName(name); err != nil {
-		return nil, &os.PathError{Op: "create", Path: d.join(name), Err: err}
+		return nil, &os.PathError{Op: "create", Path: d.Join(name), Err: err}
 	}
 	fd, err := unix.Openat(d.fd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
 	if err != nil {
-		return nil, &os.PathError{Op: "create", Path: d.join(name), Err: err}
+		return nil, &os.PathError{Op: "create", Path: d.Join(name), Err: err}
 	}
-	f := os.NewFile(uintptr(fd), d.join(name))
+	f := os.NewFile(uintptr(fd), d.Join(name))
 	if perm.Perm()&^mask != perm.Perm() {
 		if err := unix.Fchmod(fd, uint32(perm.Perm())); err != nil {
 			f.Close()
 			_ = unix.Unlinkat(d.fd, name, 0)
-			return nil, &os.PathError{Op: "chmod", Path: d.join(name), Err: err}
+			return nil, &os.PathError{Op: "chmod", Path: d.Join(name), Err: err}
 		}
 	}
 	return f, nil
@@ -407,7 +405,7 @@ func Unsupported(err error) bool {
 // with flags (RENAME_EXCHANGE, RENAME_NOREPLACE, or 0 for rename(2)).
 func Rename(from *Dir, fromName string, to *Dir, toName string, flags uint) error {
 	if err := unix.Renameat2(from.fd, fromName, to.fd, toName, flags); err != nil {
-		return &os.LinkError{Op: renameOp(flags), Old: from.join(fromName), New: to.join(toName), Err: err}
+		return &os.LinkError{Op: renameOp(flags), Old: from.Join(fromName), New: to.Join(toName), Err: err}
 	}
 	return nil
 }

@@ -59,9 +59,9 @@ func OpenRegular(path string, want Expect) (*os.File, error) {
 // checks of the package-level OpenRegular.
 func (d *Dir) OpenRegular(name string, want Expect) (*os.File, error) {
 	if err := checkName(name); err != nil {
-		return nil, &os.PathError{Op: "open", Path: d.join(name), Err: err}
+		return nil, &os.PathError{Op: "open", Path: d.Join(name), Err: err}
 	}
-	return openRegularAt(d.fd, name, d.join(name), want)
+	return openRegularAt(d.fd, name, d.Join(name), want)
 }
 
 func openRegularAt(dirfd int, name, display string, want Expect) (*os.File, error) {

@@ -69,7 +69,7 @@ func (r *remover) spawn(wg *sync.WaitGroup, f func()) {
 
 func (d *Dir) removeAll(name string, want *FileID, r *remover) error {
 	if err := checkName(name); err != nil {
-		return &os.PathError{Op: "remove", Path: d.join(name), Err: err}
+		return &os.PathError{Op: "remove", Path: d.Join(name), Err: err}
 	}
 	st, err := d.Lstat(name)
 	if errors.Is(err, unix.ENOENT) {
@@ -79,7 +79,7 @@ func (d *Dir) removeAll(name string, want *FileID, r *remover) error {
 		return err
 	}
 	if want != nil && IDOf(&st) != *want {
-		return &os.PathError{Op: "remove", Path: d.join(name), Err: ErrChanged}
+		return &os.PathError{Op: "remove", Path: d.Join(name), Err: ErrChanged}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return d.unlink(name, 0)
@@ -89,7 +89,7 @@ func (d *Dir) removeAll(name string, want *FileID, r *remover) error {
 
 func (d *Dir) unlink(name string, flags int) error {
 	if err := unix.Unlinkat(d.fd, name, flags); err != nil && !errors.Is(err, unix.ENOENT) {
-		return &os.PathError{Op: "remove", Path: d.join(name), Err: err}
+		return &os.PathError{Op: "remove", Path: d.Join(name), Err: err}
 	}
 	return nil
 }
@@ -98,7 +98,7 @@ func (d *Dir) unlink(name string, flags int) error {
 // described as st.
 func (d *Dir) removeDir(name string, st unix.Stat_t, r *remover) error {
 	if st.Dev != d.st.Dev {
-		return &os.PathError{Op: "remove", Path: d.join(name), Err: errOtherFilesystem}
+		return &os.PathError{Op: "remove", Path: d.Join(name), Err: errOtherFilesystem}
 	}
 	sub, err := d.openForRemoval(name, st)
 	if err != nil {
@@ -139,7 +139,7 @@ func (d *Dir) removeContents(r *remover) error {
 					// Replaced by a directory since the listing: look again.
 					local.keep(d.removeAll(name, nil, r))
 				default:
-					local.keep(&os.PathError{Op: "remove", Path: d.join(name), Err: err})
+					local.keep(&os.PathError{Op: "remove", Path: d.Join(name), Err: err})
 				}
 			}
 		})
@@ -170,7 +170,7 @@ func (d *Dir) openForRemoval(name string, st unix.Stat_t) (*Dir, error) {
 	}
 	if sub.ID() != IDOf(&st) {
 		sub.Close()
-		return nil, &os.PathError{Op: "remove", Path: d.join(name), Err: ErrChanged}
+		return nil, &os.PathError{Op: "remove", Path: d.Join(name), Err: ErrChanged}
 	}
 	if os.Geteuid() != 0 && sub.st.Mode&need != need {
 		if err := sub.Chmod(os.FileMode(sub.st.Mode&0o777 | need)); err != nil {
@@ -186,15 +186,15 @@ func (d *Dir) openForRemoval(name string, st unix.Stat_t) (*Dir, error) {
 func (d *Dir) chmodEntry(name string, st unix.Stat_t, mode uint32) error {
 	fd, err := unix.Openat(d.fd, name, pathFlags, 0)
 	if err != nil {
-		return &os.PathError{Op: "open", Path: d.join(name), Err: err}
+		return &os.PathError{Op: "open", Path: d.Join(name), Err: err}
 	}
 	defer unix.Close(fd)
 	var now unix.Stat_t
 	if err := unix.Fstat(fd, &now); err != nil {
-		return &os.PathError{Op: "stat", Path: d.join(name), Err: err}
+		return &os.PathError{Op: "stat", Path: d.Join(name), Err: err}
 	}
 	if IDOf(&now) != IDOf(&st) {
-		return &os.PathError{Op: "chmod", Path: d.join(name), Err: ErrChanged}
+		return &os.PathError{Op: "chmod", Path: d.Join(name), Err: ErrChanged}
 	}
 	err = unix.Fchmodat(fd, "", mode, unix.AT_EMPTY_PATH)
 	if Unsupported(err) {
@@ -203,7 +203,7 @@ func (d *Dir) chmodEntry(name string, st unix.Stat_t, mode uint32) error {
 		err = unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), mode)
 	}
 	if err != nil {
-		return &os.PathError{Op: "chmod", Path: d.join(name), Err: err}
+		return &os.PathError{Op: "chmod", Path: d.Join(name), Err: err}
 	}
 	return nil
 }

@@ -21,7 +21,7 @@ import (
 
 // Find returns the first executable regular file named name in the
 // absolute directories of path (a PATH value), "" when there is none. It
-// does not check the file: Check does.
+// does not check the file: Resolve does.
 func Find(name, path string) string {
 	for _, dir := range filepath.SplitList(path) {
 		if dir == "" || !filepath.IsAbs(dir) {
@@ -36,10 +36,10 @@ func Find(name, path string) string {
 }
 
 // Resolve resolves the symlinks of the absolute path p and checks the
-// program it names: an executable regular file that Check accepts. It
+// program it names: an executable regular file that check accepts. It
 // returns the resolved path, which is what the caller must run: running p
 // would resolve its links again. Every symlink met on the way must be
-// owned by root or by euid and lie in a directory Check accepts (with the
+// owned by root or by euid and lie in a directory check accepts (with the
 // directories above it), or another account could point it elsewhere
 // between this check and the exec (e.g. at a trusted program that is not
 // flare-slurm, like tee, which would write the credentials it reads on
@@ -61,7 +61,7 @@ func Resolve(p string, euid int) (string, error) {
 	if err != nil || !st.Mode().IsRegular() || unix.Access(real, unix.X_OK) != nil || st.Mode().Perm()&0o111 == 0 {
 		return "", fmt.Errorf("%s (resolved to %s) is not an executable regular file", p, real)
 	}
-	if err := Check(real, euid); err != nil {
+	if err := check(real, euid); err != nil {
 		return "", fmt.Errorf("%s: %w", p, err)
 	}
 	return real, nil
@@ -139,14 +139,14 @@ func checkLink(link string, euid int) error {
 	}
 }
 
-// Check refuses a program (real: its path, symlinks resolved) that another
+// check refuses a program (real: its path, symlinks resolved) that another
 // account could replace: the file and every directory above it must be
 // owned by root or by the account that runs it (euid), and none may be
 // writable by another account: not by every account, and not by a group
 // other than root's (gid 0). A sticky directory (like /tmp) may be
 // writable by others, since they cannot rename or remove what they do not
 // own in it.
-func Check(real string, euid int) error {
+func check(real string, euid int) error {
 	st, err := os.Stat(real)
 	if err != nil {
 		return fmt.Errorf("cannot check %s: %v", real, unwrap(err))

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -274,11 +275,7 @@ func judgeSecrets(o *outcome) (string, string) {
 	s := o.seen
 	var bad []string
 	vals := secretValues(o)
-	names := make([]string, 0, len(vals))
-	for n := range vals {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(vals))
 	for _, n := range names {
 		got := s.SecretSHA256[n]
 		switch {

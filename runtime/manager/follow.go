@@ -2,7 +2,8 @@ package manager
 
 import (
 	"context"
-	"sort"
+	"maps"
+	"slices"
 )
 
 // Follow watches, in this one process, every job whose id arrives on ids
@@ -60,12 +61,7 @@ func (m *Manager) Follow(ctx context.Context, ids <-chan string, progress func(S
 				break drain
 			}
 		}
-		order := make([]string, 0, len(watching))
-		for id := range watching {
-			order = append(order, id)
-		}
-		sort.Strings(order)
-		for _, id := range order {
+		for _, id := range slices.Sorted(maps.Keys(watching)) {
 			h := watching[id]
 			st, err := h.Poll(ctx)
 			if st.Terminal {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flare-slurm/flare-slurm/internal/slurmenv"
 	"github.com/flare-slurm/flare-slurm/internal/trust"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
@@ -85,7 +86,7 @@ func TestScrubEnv(t *testing.T) {
 	in := []string{"PATH=/bin", "SBATCH_PARTITION=x", "SQUEUE_FORMAT=y", "SACCT_FORMAT=z", "SCANCEL_USER=u",
 		"SLURM_CLUSTERS=c", "SLURM_EXPORT_ENV=ALL", "SLURM_HINT=h", "SLURM_MEM_PER_CPU=1", "SLURM_MEM_PER_GPU=1",
 		"SLURM_MEM_PER_NODE=1", "LC_ALL=de_DE", "SLURM_CONF=/etc/slurm.conf", "SLURM_TIME_FORMAT=relative"}
-	got := strings.Join(scrubEnv(in), " ")
+	got := strings.Join(slurmenv.Scrub(in), " ")
 	// SLURM_TIME_FORMAT is an input of squeue and sacct: dropped (issue 28 item 12)
 	if got != "PATH=/bin SLURM_CONF=/etc/slurm.conf LC_ALL=C" {
 		t.Fatalf("ScrubEnv = %s", got)
@@ -351,7 +352,7 @@ func TestResolvePathsTrust(t *testing.T) {
 		if _, err := ResolvePaths(schema.Executables{}, bin, ""); err == nil || !strings.Contains(err.Error(), "is owned by uid 4242, neither root nor this account (uid 0)") {
 			t.Errorf("foreign owner: err = %v", err)
 		}
-	} else if err := trust.Check(sbatch, euid+1); err == nil || !strings.Contains(err.Error(), "neither root nor this account") {
+	} else if _, err := trust.Resolve(sbatch, euid+1); err == nil || !strings.Contains(err.Error(), "neither root nor this account") {
 		t.Errorf("foreign owner: err = %v", err)
 	}
 }

@@ -64,12 +64,6 @@ func IsUnavailable(err error) bool {
 	return errors.As(err, &u)
 }
 
-// isProtocol says whether err is (or wraps) a protocolError.
-func isProtocol(err error) bool {
-	var p *protocolError
-	return errors.As(err, &p)
-}
-
 // diagnostic renders a result for a log line: the exit status (or
 // "timeout"/"not started") and stderr on one printable line.
 func diagnostic(r Result) string {
@@ -102,12 +96,6 @@ type RejectedError struct {
 
 func (e *RejectedError) Error() string {
 	return strings.Join(e.Lines, "; ")
-}
-
-// isRejected says whether err is (or wraps) a RejectedError.
-func isRejected(err error) bool {
-	var r *RejectedError
-	return errors.As(err, &r)
 }
 
 // connectionErrors are sbatch error texts that mean the controller could

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -8,6 +9,12 @@ import (
 	"testing"
 	"time"
 )
+
+// isProtocol says whether err is (or wraps) a protocolError.
+func isProtocol(err error) bool {
+	var p *protocolError
+	return errors.As(err, &p)
+}
 
 func TestNormalizeState(t *testing.T) {
 	for in, want := range map[string]string{

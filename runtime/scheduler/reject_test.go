@@ -2,9 +2,16 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"os"
 	"testing"
 )
+
+// isRejected says whether err is (or wraps) a RejectedError.
+func isRejected(err error) bool {
+	var r *RejectedError
+	return errors.As(err, &r)
+}
 
 // TestSubmitRejectionVersusUnavailable: sbatch's own "sbatch: error:"
 // lines are a rejection of the job; timeouts, exec failures and errors

@@ -242,7 +242,7 @@ func TestStagingUnprivilegedAttacker(t *testing.T) {
 			}
 		case errors.As(err, &se) && se.Kind == UnsafeOutput:
 			refused++ // the planted symlink was there when the output was opened
-		case errors.As(err, &se) && se.Kind == Failed:
+		case errors.As(err, &se) && se.Kind == ioFailed:
 			failed++ // planted between the open and the rename
 		default:
 			t.Fatalf("run %d: %v (%T)", run, err, err)

@@ -35,8 +35,8 @@ type ErrorKind int
 
 // The kinds of Error.
 const (
-	// Failed: an I/O failure; the output is as it was.
-	Failed ErrorKind = iota
+	// ioFailed: an I/O failure; the output is as it was.
+	ioFailed ErrorKind = iota
 	// UnsafeOutput: the output or its parent is not a place
 	// prepare may write (writable by another account, a symlink, not a
 	// directory); nothing was touched.
@@ -44,15 +44,12 @@ const (
 	// NotWorkspace: the output is a non-empty directory that is
 	// not a workspace prepared for it; nothing was touched.
 	NotWorkspace
-	// SourceChanged: a file to copy is no longer the regular
-	// file that was scanned (a named pipe, a device, another file).
-	SourceChanged
-	// NotDurable: the new workspace is in place but flushing the
+	// notDurable: the new workspace is in place but flushing the
 	// parent directory failed.
-	NotDurable
-	// OldKept: the swap failed and the old workspace could not be
+	notDurable
+	// oldKept: the swap failed and the old workspace could not be
 	// put back; it is kept in the staging directory.
-	OldKept
+	oldKept
 )
 
 // Error is every failure of the staging code: a message saying
@@ -78,11 +75,11 @@ type State int
 const (
 	// outputAbsent: nothing at the output path.
 	outputAbsent State = iota
-	// OutputEmpty: an empty directory.
-	OutputEmpty
-	// OutputWorkspace: a workspace prepared for this output (its marker
+	// outputEmpty: an empty directory.
+	outputEmpty
+	// outputWorkspace: a workspace prepared for this output (its marker
 	// names it).
-	OutputWorkspace
+	outputWorkspace
 	// OutputOther: a non-empty directory that is not a workspace of this
 	// output; Reason says why.
 	OutputOther
@@ -172,14 +169,14 @@ func (t *Target) openOutput() error {
 	t.out = out
 	names, err := out.Names()
 	if err != nil {
-		return stagingErr(Failed, err, "check the permissions of the existing workspace", "cannot list output %s: %v", t.named(t.Path), err)
+		return stagingErr(ioFailed, err, "check the permissions of the existing workspace", "cannot list output %s: %v", t.named(t.Path), err)
 	}
 	if len(names) == 0 {
-		t.State = OutputEmpty
+		t.State = outputEmpty
 		return nil
 	}
 	if t.Reason = markerReason(out, t.Path); t.Reason == "" {
-		t.State = OutputWorkspace
+		t.State = outputWorkspace
 	} else {
 		t.State = OutputOther
 	}

@@ -181,8 +181,8 @@ func TestStagingRecognisesWorkspacesByTheirMarker(t *testing.T) {
 		reason string
 	}{
 		"absent":    {func(string) {}, outputAbsent, ""},
-		"empty":     {func(out string) { os.Mkdir(out, 0o755) }, OutputEmpty, ""},
-		"workspace": {func(out string) { write(filepath.Join(out, schema.ResourcesDefaultPath), string(markerJSON(out))) }, OutputWorkspace, ""},
+		"empty":     {func(out string) { os.Mkdir(out, 0o755) }, outputEmpty, ""},
+		"workspace": {func(out string) { write(filepath.Join(out, schema.ResourcesDefaultPath), string(markerJSON(out))) }, outputWorkspace, ""},
 		"thesis": {func(out string) { write(filepath.Join(out, "chapter1.tex"), "\\chapter{x}") },
 			OutputOther, "it holds no local/resources.json.default"},
 		"moved workspace": {func(out string) {
@@ -315,7 +315,7 @@ func TestInstallFallbackRestoresOnFailure(t *testing.T) {
 		return nil
 	}
 	_, err := stageOnce(t, out, tree(out, "two"), false, Options{rename: exchangeUnsupported(fail)})
-	wantKind(t, err, Failed)
+	wantKind(t, err, ioFailed)
 	if digest(t, out) != before {
 		t.Fatal("the old workspace was not put back")
 	}
@@ -338,7 +338,7 @@ func TestOldWorkspaceLeftByFailedUndoIsNeverDeleted(t *testing.T) {
 		return nil
 	}
 	_, err := stageOnce(t, out, tree(out, "two"), false, Options{rename: exchangeUnsupported(fail)})
-	se := wantKind(t, err, OldKept)
+	se := wantKind(t, err, oldKept)
 	s := stagings(t, out)
 	if len(s) != 1 {
 		t.Fatalf("staging directories %v, want the one holding the old workspace", s)
@@ -518,7 +518,7 @@ func TestStagingIsLockedWhileItRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := dirfd.Open(s.Path())
+	other, err := dirfd.Open(s.path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -530,13 +530,13 @@ func TestStagingIsLockedWhileItRuns(t *testing.T) {
 	if _, err := stageOnce(t, out, tree(out, "other"), false, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Lstat(s.Path()); err != nil {
+	if _, err := os.Lstat(s.path); err != nil {
 		t.Fatalf("a concurrent prepare removed a live staging directory: %v", err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Lstat(s.Path()); !os.IsNotExist(err) {
+	if _, err := os.Lstat(s.path); !os.IsNotExist(err) {
 		t.Error("Close left the staging directory")
 	}
 }

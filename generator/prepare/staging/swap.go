@@ -91,10 +91,10 @@ func (t *Target) Stage(opts Options) (_ *Staging, err error) {
 	for _, name := range t.missing {
 		d, err := parent.Mkdir(name, 0o755, true)
 		if errors.Is(err, unix.EEXIST) {
-			return nil, stagingErr(Failed, err, "re-run prepare", "cannot create the output's parent directory %s: it appeared while prepare ran", t.named(parent.Join(name)))
+			return nil, stagingErr(ioFailed, err, "re-run prepare", "cannot create the output's parent directory %s: it appeared while prepare ran", t.named(parent.Join(name)))
 		}
 		if err != nil {
-			return nil, stagingErr(Failed, err, "check the path and its permissions", "cannot create the output's parent directory %s: %v", t.named(parent.Join(name)), err)
+			return nil, stagingErr(ioFailed, err, "check the path and its permissions", "cannot create the output's parent directory %s: %v", t.named(parent.Join(name)), err)
 		}
 		s.created = append(s.created, createdDir{parent: parent, name: name, id: d.ID()})
 		parent, s.parent = d, d
@@ -104,38 +104,35 @@ func (t *Target) Stage(opts Options) (_ *Staging, err error) {
 
 	s.name, err = stagingName(t.Path)
 	if err != nil {
-		return nil, stagingErr(Failed, err, "", "cannot name a staging directory: %v", err)
+		return nil, stagingErr(ioFailed, err, "", "cannot name a staging directory: %v", err)
 	}
 	s.path = parent.Join(s.name)
 	dir, err := parent.Mkdir(s.name, 0o700, true)
 	if err != nil {
-		return nil, stagingErr(Failed, err, "the output's parent directory must be writable", "cannot create a staging directory beside %s: %v", t.named(t.Path), err)
+		return nil, stagingErr(ioFailed, err, "the output's parent directory must be writable", "cannot create a staging directory beside %s: %v", t.named(t.Path), err)
 	}
 	s.dir = dir
 	locked, err := opts.tryLock(dir)
 	if err != nil && !errors.Is(err, dirfd.ErrLockUnsupported) {
-		return nil, stagingErr(Failed, err, "check the filesystem", "cannot lock the staging directory %s: %v", t.named(s.path), err)
+		return nil, stagingErr(ioFailed, err, "check the filesystem", "cannot lock the staging directory %s: %v", t.named(s.path), err)
 	}
 	if err == nil && !locked {
-		return nil, stagingErr(Failed, dirfd.ErrChanged, "re-run prepare", "the staging directory %s is locked by another process", t.named(s.path))
+		return nil, stagingErr(ioFailed, dirfd.ErrChanged, "re-run prepare", "the staging directory %s is locked by another process", t.named(s.path))
 	}
 	root, err := dir.Mkdir(newName, 0o700, true)
 	if err != nil {
-		return nil, stagingErr(Failed, err, "check the filesystem", "cannot create the staging tree in %s: %v", t.named(s.path), err)
+		return nil, stagingErr(ioFailed, err, "check the filesystem", "cannot create the staging tree in %s: %v", t.named(s.path), err)
 	}
 	s.root = root
 	s.dirs["."] = root.ID()
 	return s, nil
 }
 
-// Path is the staging directory (for messages).
-func (s *Staging) Path() string { return s.path }
-
 // Sync makes the staged tree durable: one syncfs(2) of its filesystem
 // instead of one fsync per file (contract §13).
 func (s *Staging) Sync() error {
 	if err := s.dir.SyncFilesystem(); err != nil {
-		return stagingErr(Failed, err, "check the filesystem", "cannot flush the staged workspace to disk: %v", err)
+		return stagingErr(ioFailed, err, "check the filesystem", "cannot flush the staged workspace to disk: %v", err)
 	}
 	return nil
 }
@@ -155,12 +152,12 @@ func (s *Staging) Sync() error {
 // directory, then the new tree to the output. Between them the output is
 // briefly absent (never partial); if the second rename fails the first is
 // undone, and if that fails too the old workspace stays in the staging
-// directory, marked so that no prepare removes it (OldKept).
+// directory, marked so that no prepare removes it (oldKept).
 func (s *Staging) Install() error {
 	t := s.target
 	rename := s.opts.rename
 	if st, err := s.dir.Lstat(newName); err != nil || dirfd.IDOf(&st) != s.root.ID() {
-		return stagingErr(Failed, dirfd.ErrChanged, "re-run prepare", "the staged workspace in %s was replaced while prepare ran; nothing was replaced", s.target.named(s.path))
+		return stagingErr(ioFailed, dirfd.ErrChanged, "re-run prepare", "the staged workspace in %s was replaced while prepare ran; nothing was replaced", s.target.named(s.path))
 	}
 	if t.out == nil {
 		err := rename(s.dir, newName, s.parent, t.base, unix.RENAME_NOREPLACE)
@@ -168,7 +165,7 @@ func (s *Staging) Install() error {
 			err = rename(s.dir, newName, s.parent, t.base, 0)
 		}
 		if err != nil {
-			return stagingErr(Failed, err, "the output was not changed; check the output directory and re-run prepare",
+			return stagingErr(ioFailed, err, "the output was not changed; check the output directory and re-run prepare",
 				"cannot move the staged workspace into place at %s: %v", t.named(t.Path), err)
 		}
 		s.installed = true
@@ -176,7 +173,7 @@ func (s *Staging) Install() error {
 	}
 	st, err := s.parent.Lstat(t.base)
 	if err != nil || dirfd.IDOf(&st) != t.out.ID() {
-		return stagingErr(Failed, dirfd.ErrChanged, "check who else writes there and re-run prepare",
+		return stagingErr(ioFailed, dirfd.ErrChanged, "check who else writes there and re-run prepare",
 			"output %s was replaced by another directory while prepare ran; nothing was replaced", t.named(t.Path))
 	}
 	err = rename(s.dir, newName, s.parent, t.base, unix.RENAME_EXCHANGE)
@@ -185,11 +182,11 @@ func (s *Staging) Install() error {
 		return s.syncParent()
 	}
 	if !dirfd.Unsupported(err) {
-		return stagingErr(Failed, err, "the output was not changed; check the output directory and re-run prepare",
+		return stagingErr(ioFailed, err, "the output was not changed; check the output directory and re-run prepare",
 			"cannot move the staged workspace into place at %s: %v", t.named(t.Path), err)
 	}
 	if err := rename(s.parent, t.base, s.dir, asideName, 0); err != nil {
-		return stagingErr(Failed, err, "the output was not changed; check the output directory and re-run prepare",
+		return stagingErr(ioFailed, err, "the output was not changed; check the output directory and re-run prepare",
 			"cannot move the old workspace %s aside: %v", t.named(t.Path), err)
 	}
 	if err := rename(s.dir, newName, s.parent, t.base, 0); err != nil {
@@ -201,10 +198,10 @@ func (s *Staging) Install() error {
 			if merr := s.markKept(asideName); merr != nil {
 				msg += fmt.Sprintf(" (marking it failed: %v)", merr)
 			}
-			return &Error{Kind: OldKept, Err: err, Message: msg,
+			return &Error{Kind: oldKept, Err: err, Message: msg,
 				Hint: fmt.Sprintf("move it back with: mv %s %s (prepare never deletes it)", shell.Quote(t.named(old)), shell.Quote(t.named(t.Path)))}
 		}
-		return stagingErr(Failed, err, "the output was not changed; check the output directory and re-run prepare",
+		return stagingErr(ioFailed, err, "the output was not changed; check the output directory and re-run prepare",
 			"cannot move the staged workspace into place at %s: %v", t.named(t.Path), err)
 	}
 	s.installed, s.old = true, asideName
@@ -213,7 +210,7 @@ func (s *Staging) Install() error {
 
 func (s *Staging) syncParent() error {
 	if err := s.opts.syncDirs(s.parent); err != nil {
-		return stagingErr(NotDurable, err, "check the filesystem; re-run prepare to be sure the workspace is durable",
+		return stagingErr(notDurable, err, "check the filesystem; re-run prepare to be sure the workspace is durable",
 			"the new workspace is in place at %s, but flushing the directory failed: %v", s.target.named(s.target.Path), err)
 	}
 	return nil
