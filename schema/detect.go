@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/flare-slurm/flare-slurm/internal/fsx"
 	"github.com/flare-slurm/flare-slurm/internal/ojson"
 	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
@@ -27,7 +28,7 @@ import (
 func DetectKind(path string) (string, Problems) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return "", Problems{{Kind: problem.Read, File: path, Message: "cannot read file: " + errText(err)}}
+		return "", Problems{{Kind: problem.Read, File: path, Message: "cannot read file: " + fsx.Pathless(err).Error()}}
 	}
 	if st.IsDir() {
 		return KindKit, nil
@@ -246,7 +247,7 @@ func ReadingWarningsData(kind, name string, data []byte) Problems {
 func ReadStdin(name string, r io.Reader) ([]byte, Problems) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxInputBytes+1))
 	if err != nil {
-		return nil, Problems{{Kind: problem.Read, File: name, Message: "cannot read standard input: " + errText(err)}}
+		return nil, Problems{{Kind: problem.Read, File: name, Message: "cannot read standard input: " + fsx.Pathless(err).Error()}}
 	}
 	if len(data) > MaxInputBytes {
 		return nil, Problems{{Kind: problem.Layout, File: name, Message: fmt.Sprintf("input is too large (more than %d bytes)", MaxInputBytes),

@@ -18,6 +18,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/flare-slurm/flare-slurm/internal/fsx"
 	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
@@ -80,7 +81,7 @@ func loadKit(dir string, o kitOptions) (*Kit, Problems, Problems) {
 	}
 	st, err := os.Stat(abs)
 	if err != nil {
-		return nil, Problems{{Kind: problem.Read, File: dir, Message: "cannot read startup kit: " + errText(err)}}, nil
+		return nil, Problems{{Kind: problem.Read, File: dir, Message: "cannot read startup kit: " + fsx.Pathless(err).Error()}}, nil
 	}
 	if !st.IsDir() {
 		return nil, Problems{{Kind: problem.Layout, File: dir, Message: "is not a directory; a startup kit is a folder with startup/ and local/"}}, nil
@@ -160,7 +161,7 @@ func checkStartup(kit *Kit, startup string, keyOptional bool, bad func(k problem
 	var nameNode *yaml.Node
 	var namePath string
 	if data, err := readKitFile(roleFile); err != nil {
-		bad(problem.Read, roleFile, "", "cannot read file: "+errText(err), "")
+		bad(problem.Read, roleFile, "", "cannot read file: "+fsx.Pathless(err).Error(), "")
 	} else if err := json.Unmarshal(data, &roleDoc); err != nil || roleDoc == nil {
 		bad(problem.Structure, roleFile, "", "is not a JSON object", "")
 	} else if nameNode, namePath = siteNameNode(kit.Role, parseTree(roleFile, data).root); nameNode != nil {
@@ -221,11 +222,11 @@ func checkLocal(kit *Kit, local string, host hostChecks) (Problems, Problems) {
 	if !isKitFile(res) {
 		// Not read unless regular: opening a named pipe would block.
 		if _, err := os.Stat(res); err != nil {
-			probs = append(probs, Problem{Kind: problem.Read, File: res, Message: "cannot read file: " + errText(err),
+			probs = append(probs, Problem{Kind: problem.Read, File: res, Message: "cannot read file: " + fsx.Pathless(err).Error(),
 				Hint: "every provisioned kit has local/resources.json.default"})
 		} // a special file is reported by the walk of the kit
 	} else if data, err := readKitFile(res); err != nil {
-		probs = append(probs, Problem{Kind: problem.Read, File: res, Message: "cannot read file: " + errText(err),
+		probs = append(probs, Problem{Kind: problem.Read, File: res, Message: "cannot read file: " + fsx.Pathless(err).Error(),
 			Hint: "every provisioned kit has local/resources.json.default"})
 	} else {
 		var obj map[string]any
@@ -325,7 +326,7 @@ func walkKit(dir, abs string) Problems {
 			if p == root {
 				return err
 			}
-			bad(problem.Read, p, "cannot read this kit directory: "+errText(err), "check the permissions of the kit")
+			bad(problem.Read, p, "cannot read this kit directory: "+fsx.Pathless(err).Error(), "check the permissions of the kit")
 			return nil
 		}
 		if p == prepared {
@@ -392,7 +393,7 @@ func siteNameNode(role string, root *yaml.Node) (*yaml.Node, string) {
 func certOrganization(path string) (string, string) {
 	data, err := readKitFile(path)
 	if err != nil {
-		return "", "cannot read certificate: " + errText(err)
+		return "", "cannot read certificate: " + fsx.Pathless(err).Error()
 	}
 	for {
 		var block *pem.Block

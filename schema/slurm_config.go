@@ -15,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/flare-slurm/flare-slurm/internal/fsx"
 	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
@@ -92,13 +93,13 @@ func ReadInput(path string, noFollow bool) ([]byte, fs.FileInfo, Problems) {
 		return nil, nil, Problems{{Kind: problem.Layout, File: path, Message: "is a symlink, not a regular file", Hint: "give the file it points to"}}
 	}
 	if err != nil {
-		return nil, nil, Problems{{Kind: problem.Read, File: path, Message: "cannot read file: " + errText(err)}}
+		return nil, nil, Problems{{Kind: problem.Read, File: path, Message: "cannot read file: " + fsx.Pathless(err).Error()}}
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	switch {
 	case err != nil:
-		return nil, nil, Problems{{Kind: problem.Read, File: path, Message: "cannot read file: " + errText(err)}}
+		return nil, nil, Problems{{Kind: problem.Read, File: path, Message: "cannot read file: " + fsx.Pathless(err).Error()}}
 	case st.IsDir():
 		return nil, nil, Problems{{Kind: problem.Layout, File: path, Message: "is a directory, not a file"}}
 	case !st.Mode().IsRegular():
@@ -106,22 +107,13 @@ func ReadInput(path string, noFollow bool) ([]byte, fs.FileInfo, Problems) {
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxInputBytes+1))
 	if err != nil {
-		return nil, nil, Problems{{Kind: problem.Read, File: path, Message: "cannot read file: " + errText(err)}}
+		return nil, nil, Problems{{Kind: problem.Read, File: path, Message: "cannot read file: " + fsx.Pathless(err).Error()}}
 	}
 	if len(data) > MaxInputBytes {
 		return nil, nil, Problems{{Kind: problem.Layout, File: path, Message: fmt.Sprintf("file is too large (more than %d bytes)", MaxInputBytes),
 			Hint: "inputs are small hand-written files: is this the right path?"}}
 	}
 	return data, st, nil
-}
-
-// errText is an OS error without the path it repeats.
-func errText(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
 }
 
 // ParseSlurmConfig validates slurm.yaml content read from file and returns
@@ -282,7 +274,7 @@ func checkImageFile(path string) string {
 		return fmt.Sprintf("image %s does not exist on this host", path)
 	}
 	if err != nil {
-		return fmt.Sprintf("image %s cannot be read: %s", path, errText(err))
+		return fmt.Sprintf("image %s cannot be read: %s", path, fsx.Pathless(err).Error())
 	}
 	if !st.Mode().IsRegular() {
 		return fmt.Sprintf("image %s is not a regular file", path)
@@ -295,7 +287,7 @@ func checkImageFile(path string) string {
 func ImageRealPath(path string) (string, error) {
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return "", fmt.Errorf("image %s: %s", path, errText(err))
+		return "", fmt.Errorf("image %s: %s", path, fsx.Pathless(err).Error())
 	}
 	if msg := checkImageFile(real); msg != "" {
 		return "", fmt.Errorf("%s", msg)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flare-slurm/flare-slurm/internal/fsx"
 	"github.com/flare-slurm/flare-slurm/internal/ojson"
 	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
@@ -148,7 +149,7 @@ func LoadWorkspace(root string) (*Workspace, error) {
 	root = filepath.Clean(root)
 	info, err := os.Lstat(root)
 	if err != nil {
-		return nil, Problems{{Kind: problem.Read, File: dir, Message: "workspace is not readable: " + errText(err),
+		return nil, Problems{{Kind: problem.Read, File: dir, Message: "workspace is not readable: " + fsx.Pathless(err).Error(),
 			Hint: "pass the --output directory of 'flare-slurm prepare'"}}
 	}
 	if !info.IsDir() {
@@ -169,7 +170,7 @@ func LoadWorkspace(root string) (*Workspace, error) {
 		real, err := filepath.EvalSymlinks(root)
 		switch {
 		case err != nil:
-			ps = append(ps, Problem{Kind: problem.Read, File: dir, Message: "cannot resolve the workspace: " + errText(err)})
+			ps = append(ps, Problem{Kind: problem.Read, File: dir, Message: "cannot resolve the workspace: " + fsx.Pathless(err).Error()})
 		case real != root || ws.recordedRoot != root:
 			ps = append(ps, Problem{Kind: problem.Rule, File: ws.ResourcesFile, Path: LauncherComponentID + ".args." + WorkspacePathArg,
 				Message: fmt.Sprintf("records %s but the workspace is %s (real path %s)", ws.recordedRoot, root, real),
@@ -190,7 +191,7 @@ func (ws *Workspace) loadLauncher() Problems {
 	file := ws.ResourcesFile
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return Problems{{Kind: problem.Read, File: file, Message: "cannot read the site settings: " + errText(err),
+		return Problems{{Kind: problem.Read, File: file, Message: "cannot read the site settings: " + fsx.Pathless(err).Error(),
 			Hint: "is this a workspace written by 'flare-slurm prepare'?"}}
 	}
 	role, args, ps := readLauncherComponent(file, data)
@@ -211,7 +212,7 @@ func (ws *Workspace) loadLauncher() Problems {
 func jsonFile(file, what, hint string) (*ojson.Value, []byte, Problems) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, nil, Problems{{Kind: problem.Read, File: file, Message: "cannot read the " + what + ": " + errText(err), Hint: hint}}
+		return nil, nil, Problems{{Kind: problem.Read, File: file, Message: "cannot read the " + what + ": " + fsx.Pathless(err).Error(), Hint: hint}}
 	}
 	v, err := ojson.Parse(data)
 	if err != nil {

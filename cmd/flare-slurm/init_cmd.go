@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strings"
 
 	"github.com/google/renameio/v2"
 	"github.com/spf13/cobra"
@@ -78,21 +77,12 @@ func writeInitFile(path string, text []byte, force bool) error {
 		}
 		return nil
 	case !errors.Is(err, fs.ErrNotExist):
-		return failure(errcode.InvalidOutput, fmt.Sprintf("cannot use %s: %s", path, errText(err)), "", nil)
+		return failure(errcode.InvalidOutput, fmt.Sprintf("cannot use %s: %s", path, fsx.Pathless(err).Error()), "", nil)
 	}
 	// A new file appears whole or not at all, and never replaces what
 	// another account put there meanwhile: nothing is removed by path.
 	if err := fsx.WriteNoReplace(path, text, 0o644, false); err != nil {
-		return failure(errcode.WriteFailed, fmt.Sprintf("cannot create %s: %s", path, errText(err)), "give another --output", nil)
+		return failure(errcode.WriteFailed, fmt.Sprintf("cannot create %s: %s", path, fsx.Pathless(err).Error()), "give another --output", nil)
 	}
 	return nil
-}
-
-// errText is an OS error without the path it repeats.
-func errText(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return strings.TrimSpace(err.Error())
 }

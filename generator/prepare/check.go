@@ -23,6 +23,7 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
+	"github.com/flare-slurm/flare-slurm/internal/fsx"
 	"github.com/flare-slurm/flare-slurm/internal/visible"
 	"github.com/flare-slurm/flare-slurm/schema"
 
@@ -558,7 +559,7 @@ func (w *Workspace) readError(f *File, err error) error {
 		return &Error{Code: errcode.InvalidKit, Err: err, Message: "the kit changed while prepare ran: " + w.changedText(changed),
 			Hint: "re-run prepare once nothing changes the kit"}
 	}
-	return &Error{Code: errcode.InvalidKit, Message: fmt.Sprintf("cannot read %s: %v", w.name(f.Source), unwrapPathError(err)), Hint: "check the permissions of the kit", Err: err}
+	return &Error{Code: errcode.InvalidKit, Message: fmt.Sprintf("cannot read %s: %v", w.name(f.Source), fsx.Pathless(err)), Hint: "check the permissions of the kit", Err: err}
 }
 
 // content returns what f will hold, whole (for the small JSON files
@@ -683,7 +684,7 @@ func (t *diskTree) readError(rel string, err error) error {
 	if errors.As(err, &pe) {
 		return err
 	}
-	return &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot read %s: %v", t.names.name(t.root.Join(rel)), unwrapPathError(err)),
+	return &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot read %s: %v", t.names.name(t.root.Join(rel)), fsx.Pathless(err)),
 		Hint: "check its permissions; the workspace may be changing (is a parent running in it?)", Err: err}
 }
 

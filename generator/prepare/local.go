@@ -18,6 +18,7 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/bridge"
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
+	"github.com/flare-slurm/flare-slurm/internal/fsx"
 	"github.com/flare-slurm/flare-slurm/internal/problem"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
@@ -203,7 +204,7 @@ func (w *Workspace) carryLocal(root string) error {
 		record := w.name(filepath.Join(root, filepath.FromSlash(staging.LocalManifestPath)))
 		why := fmt.Sprintf("the workspace %s holds no record of what prepare wrote into its local/ (%s; it was prepared by an earlier flare-slurm)", w.name(root), record)
 		if manifestErr != nil {
-			why = fmt.Sprintf("the record of what prepare wrote into the local/ of %s (%s) cannot be used: %v", w.name(root), record, unwrapPathError(manifestErr))
+			why = fmt.Sprintf("the record of what prepare wrote into the local/ of %s (%s) cannot be used: %v", w.name(root), record, fsx.Pathless(manifestErr))
 		}
 		w.localNote = why + ", so every file there that differs from the new workspace's is kept as a person's, copies of an earlier kit's files too: " +
 			"delete from local/ what no person wrote to take the kit's (the next prepare records what it writes) [" + schema.WarnPrepareLocalKept + "]"
@@ -534,6 +535,6 @@ func readlinkAt(d *dirfd.Dir, name string) string {
 }
 
 func (s *localScan) readFailure(p string, err error) error {
-	return &Error{Code: errcode.PrepareFailed, Message: "cannot read " + s.w.name(p) + " of the existing workspace: " + unwrapPathError(err).Error(),
+	return &Error{Code: errcode.PrepareFailed, Message: "cannot read " + s.w.name(p) + " of the existing workspace: " + fsx.Pathless(err).Error(),
 		Hint: "check its permissions; prepare keeps the files a person wrote in local/", Err: err}
 }

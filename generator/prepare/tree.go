@@ -1,7 +1,6 @@
 package prepare
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
+	"github.com/flare-slurm/flare-slurm/internal/fsx"
 	"github.com/flare-slurm/flare-slurm/schema"
 
 	"github.com/flare-slurm/flare-slurm/generator/prepare/staging"
@@ -34,7 +34,7 @@ import (
 func (w *Workspace) scanKit() error {
 	root, err := dirfd.Open(w.Kit)
 	if err != nil {
-		return errorf(errcode.InvalidKit, "check the kit path", "cannot read the kit %s: %v", w.name(w.Kit), unwrapPathError(err))
+		return errorf(errcode.InvalidKit, "check the kit path", "cannot read the kit %s: %v", w.name(w.Kit), fsx.Pathless(err))
 	}
 	defer root.Close()
 	st := root.Stat()
@@ -75,7 +75,7 @@ func (w *Workspace) kitPathProblem(k problem.Kind, abs, message, hint string) sc
 func (w *Workspace) scanDir(d *dirfd.Dir, abs, rel string, excluded map[string]bool, problems *schema.Problems, total *int64) {
 	entries, err := d.Entries()
 	if err != nil {
-		*problems = append(*problems, w.kitPathProblem(problem.Read, abs, fmt.Sprintf("cannot read this kit directory: %v", unwrapPathError(err)),
+		*problems = append(*problems, w.kitPathProblem(problem.Read, abs, fmt.Sprintf("cannot read this kit directory: %v", fsx.Pathless(err)),
 			"check the permissions of the kit"))
 		// Entries returns the entries it could read before the error.
 	}
@@ -89,7 +89,7 @@ func (w *Workspace) scanDir(d *dirfd.Dir, abs, rel string, excluded map[string]b
 		childRel := path.Join(rel, e.Name())
 		st, err := d.Lstat(e.Name())
 		if err != nil {
-			*problems = append(*problems, w.kitPathProblem(problem.Read, childAbs, fmt.Sprintf("cannot inspect it: %v", unwrapPathError(err)), "check the kit"))
+			*problems = append(*problems, w.kitPathProblem(problem.Read, childAbs, fmt.Sprintf("cannot inspect it: %v", fsx.Pathless(err)), "check the kit"))
 			continue
 		}
 		mode := dirfd.ModeOf(st.Mode)
@@ -100,7 +100,7 @@ func (w *Workspace) scanDir(d *dirfd.Dir, abs, rel string, excluded map[string]b
 		if mode.IsDir() {
 			sub, err := d.OpenDir(e.Name())
 			if err != nil {
-				*problems = append(*problems, w.kitPathProblem(problem.Read, childAbs, fmt.Sprintf("cannot read this kit directory: %v", unwrapPathError(err)),
+				*problems = append(*problems, w.kitPathProblem(problem.Read, childAbs, fmt.Sprintf("cannot read this kit directory: %v", fsx.Pathless(err)),
 					"check the permissions of the kit"))
 				continue
 			}
@@ -119,16 +119,6 @@ func (w *Workspace) scanDir(d *dirfd.Dir, abs, rel string, excluded map[string]b
 		w.index[childRel] = f
 		w.Files = append(w.Files, f)
 	}
-}
-
-// unwrapPathError drops the path of a *fs.PathError: the problem names the
-// path already.
-func unwrapPathError(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // readKitFile returns the current content of a workspace file: rendered

@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/flare-slurm/flare-slurm/internal/fsx"
 	"github.com/flare-slurm/flare-slurm/internal/trust"
 )
 
@@ -145,7 +146,7 @@ func CheckBinary(path string) string {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Sprintf("the flare-slurm binary %s does not exist", path)
 	case err != nil:
-		return fmt.Sprintf("the flare-slurm binary %s cannot be inspected: %v", path, unwrap(err))
+		return fmt.Sprintf("the flare-slurm binary %s cannot be inspected: %v", path, fsx.Pathless(err))
 	case !st.Mode().IsRegular():
 		return fmt.Sprintf("the flare-slurm binary %s is not a regular file", path)
 	}
@@ -168,11 +169,3 @@ func CheckBinary(path string) string {
 
 // BinaryHint is what to do about a binary CheckBinary refused.
 const BinaryHint = "install flare-slurm at that path, owned by root or the runtime account and writable by no other account (nor any directory above it), or prepare the workspace again with --launcher flare-slurm using the binary the parent's account should run"
-
-func unwrap(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}

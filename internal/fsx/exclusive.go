@@ -1,6 +1,7 @@
 // Package fsx holds the file-creation primitives every writer in
 // flare-slurm uses: files are created exclusively and never through a
-// symlink, so a write can neither clobber nor be redirected.
+// symlink, so a write can neither clobber nor be redirected; and
+// Pathless, an OS error without the path its message names already.
 package fsx
 
 import (

@@ -8,7 +8,6 @@ package trust
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/flare-slurm/flare-slurm/internal/fsx"
 )
 
 // Find returns the first executable regular file named name in the
@@ -50,7 +51,7 @@ func Resolve(p string, euid int) (string, error) {
 	}
 	real, links, err := resolveLinks(p)
 	if err != nil {
-		return "", fmt.Errorf("%s cannot be resolved: %v", p, unwrap(err))
+		return "", fmt.Errorf("%s cannot be resolved: %v", p, fsx.Pathless(err))
 	}
 	for _, link := range links {
 		if err := checkLink(link, euid); err != nil {
@@ -120,7 +121,7 @@ func resolveLinks(p string) (string, []string, error) {
 func checkLink(link string, euid int) error {
 	st, err := os.Lstat(link)
 	if err != nil {
-		return fmt.Errorf("cannot check the symlink %s: %v", link, unwrap(err))
+		return fmt.Errorf("cannot check the symlink %s: %v", link, fsx.Pathless(err))
 	}
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 && int(sys.Uid) != euid {
 		return fmt.Errorf("the symlink %s is owned by uid %d, neither root nor this account (uid %d), so that account could point it elsewhere; fix: record the program's own path, or a link owned by root or this account", link, sys.Uid, euid)
@@ -128,7 +129,7 @@ func checkLink(link string, euid int) error {
 	for dir := filepath.Dir(link); ; dir = filepath.Dir(dir) {
 		dst, err := os.Stat(dir)
 		if err != nil {
-			return fmt.Errorf("cannot check %s, a directory above the symlink %s: %v", dir, link, unwrap(err))
+			return fmt.Errorf("cannot check %s, a directory above the symlink %s: %v", dir, link, fsx.Pathless(err))
 		}
 		if err := entry(link, dir, dst, euid, true); err != nil {
 			return err
@@ -149,7 +150,7 @@ func checkLink(link string, euid int) error {
 func check(real string, euid int) error {
 	st, err := os.Stat(real)
 	if err != nil {
-		return fmt.Errorf("cannot check %s: %v", real, unwrap(err))
+		return fmt.Errorf("cannot check %s: %v", real, fsx.Pathless(err))
 	}
 	if err := entry(real, real, st, euid, false); err != nil {
 		return err
@@ -157,7 +158,7 @@ func check(real string, euid int) error {
 	for dir := filepath.Dir(real); ; dir = filepath.Dir(dir) {
 		dst, err := os.Stat(dir)
 		if err != nil {
-			return fmt.Errorf("cannot check %s, a directory above %s: %v", dir, real, unwrap(err))
+			return fmt.Errorf("cannot check %s, a directory above %s: %v", dir, real, fsx.Pathless(err))
 		}
 		if err := entry(real, dir, dst, euid, true); err != nil {
 			return err
@@ -242,12 +243,4 @@ func aclWriter(path string, euid int) string {
 		}
 	}
 	return ""
-}
-
-func unwrap(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

@@ -6,15 +6,14 @@
 package yaml11
 
 import (
-	"errors"
 	"io"
 	"io/fs"
 	"os"
-	"strings"
 	"syscall"
 
 	"github.com/google/renameio/v2"
 
+	"github.com/flare-slurm/flare-slurm/internal/fsx"
 	"github.com/flare-slurm/flare-slurm/internal/problem"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
@@ -109,7 +108,7 @@ func Format(p string, opts Options) Outcome {
 	}
 	if len(done) > 0 {
 		if err := replaceKeepingOwner(p, fixed, st); err != nil {
-			return Outcome{Problems: schema.Problems{{Kind: problem.Read, File: p, Message: "cannot write file: " + errText(err)}}}
+			return Outcome{Problems: schema.Problems{{Kind: problem.Read, File: p, Message: "cannot write file: " + fsx.Pathless(err).Error()}}}
 		}
 		f.Written = true
 	}
@@ -139,13 +138,4 @@ func replaceKeepingOwner(p string, data []byte, st fs.FileInfo) error {
 		}
 	}
 	return t.CloseAtomicallyReplace()
-}
-
-// errText is an OS error without the path it repeats.
-func errText(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return strings.TrimSpace(err.Error())
 }
