@@ -17,7 +17,7 @@ func BenchmarkParseSlurmConfig(b *testing.B) {
 	compileAll(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, probs := ParseSlurmConfig("slurm.yaml", data); probs != nil {
+		if _, probs := parseSlurm("slurm.yaml", data); probs != nil {
 			b.Fatal(probs)
 		}
 	}
@@ -58,7 +58,7 @@ func BenchmarkInvalidSlurmConfig(b *testing.B) {
 	compileAll(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, probs := ParseSlurmConfig("slurm.yaml", data); len(probs) < 7 {
+		if _, probs := parseSlurm("slurm.yaml", data); len(probs) < 7 {
 			b.Fatal(probs)
 		}
 	}

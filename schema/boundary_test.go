@@ -19,7 +19,7 @@ func TestInternalPortOnPortRangeBoundaries(t *testing.T) {
 	} {
 		for _, form := range []string{`"29400-30399"`, `[29400, 30399]`} {
 			y := fmt.Sprintf("%s  internal_port: %d\n  multi_node_port_range: %s\n", head, tc.port, form)
-			_, probs := ParseSlurmConfig("f.yaml", []byte(y))
+			_, probs := parseSlurm("f.yaml", []byte(y))
 			want := fmt.Sprintf("f.yaml:6:26: job_launcher.multi_node_port_range: must not contain internal_port %d (got 29400-30399) (choose a range that leaves out internal_port)", tc.port)
 			switch {
 			case tc.refused && (len(probs) != 1 || probs[0].String() != want):
@@ -57,7 +57,7 @@ func TestDidYouMeanEditDistanceBoundary(t *testing.T) {
 		{"partitionXYZ", false}, // three insertions
 	} {
 		y := head + "  sbatch_directives:\n    " + tc.key + ": x\n"
-		_, probs := ParseSlurmConfig("f.yaml", []byte(y))
+		_, probs := parseSlurm("f.yaml", []byte(y))
 		if len(probs) != 1 {
 			t.Fatalf("%s: %v", tc.key, probs)
 		}
@@ -72,7 +72,7 @@ func TestDidYouMeanEditDistanceBoundary(t *testing.T) {
 		{"apptaXnYr", true},
 		{"apXtaXnYr", false},
 	} {
-		_, probs := ParseSlurmConfig("f.yaml", []byte(strings.Replace(head, "sandbox: none", "sandbox: "+tc.value, 1)))
+		_, probs := parseSlurm("f.yaml", []byte(strings.Replace(head, "sandbox: none", "sandbox: "+tc.value, 1)))
 		if len(probs) != 1 {
 			t.Fatalf("%s: %v", tc.value, probs)
 		}

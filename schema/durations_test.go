@@ -75,7 +75,7 @@ func TestDurationsBounded(t *testing.T) {
 			{"1e10", false},
 		} {
 			doc := fmt.Sprintf("runtime: slurm\njob_launcher:\n  sandbox: none\n  python_path: /usr/bin/python3\n  %s: %s\n", b.Key, c.value)
-			_, probs := ParseSlurmConfig("s.yaml", []byte(doc))
+			_, probs := parseSlurm("s.yaml", []byte(doc))
 			if c.ok != (probs == nil) {
 				t.Errorf("%s: %s: problems %v, want ok=%v", b.Key, c.value, probs, c.ok)
 				continue

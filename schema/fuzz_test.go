@@ -43,7 +43,7 @@ func FuzzParseSlurmConfig(f *testing.F) {
 	f.Add([]byte("runtime: slurm\njob_launcher: {sandbox: none, python_path: /p, multi_node_port_range: \"1024-2048\"}\n"))
 	f.Add([]byte("a: &a [*a]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, probs := ParseSlurmConfig("f.yaml", data)
+		cfg, probs := parseSlurm("f.yaml", data)
 		checkProblems(t, cfg != nil, probs)
 		if cfg != nil && (cfg.JobLauncher.InternalPort < 1 || cfg.JobLauncher.InternalPort > 65535 || cfg.JobLauncher.PythonPath == "") {
 			t.Fatalf("accepted an invalid config %+v", cfg.JobLauncher)

@@ -252,7 +252,7 @@ func checkLocal(kit *Kit, local string, host hostChecks) (Problems, Problems) {
 				Hint:    "move its studies into study_runtime.yaml (format_version: 2) and delete study_data.yaml"})
 		}
 	case kit.HasStudyRuntime:
-		// LoadStudyRuntime also reports a legacy file beside it.
+		// loadStudyRuntime also reports a legacy file beside it.
 		var sp Problems
 		sp, skipped = validateStudyRuntime(runtimePath, nil, host)
 		probs = append(probs, sp...)

@@ -363,7 +363,7 @@ func TestLoadKitFIFOStudyRuntime(t *testing.T) {
 		t.Errorf("\n got %q\nwant %q", got, want)
 	}
 	fifo := filepath.Join(dir, "local/study_runtime.yaml")
-	_, probs = LoadStudyRuntime(fifo)
+	_, probs = loadStudyRuntime(fifo, parseStudyRuntime)
 	if got := problemLines(probs); len(got) != 1 || got[0] != fifo+": is a named pipe (FIFO), not a regular file" {
 		t.Errorf("LoadStudyRuntime of a FIFO: %q", got)
 	}

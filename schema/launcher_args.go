@@ -56,7 +56,7 @@ func LauncherPath(server bool) string {
 // which lives in local/comm_config.json. Launcher.MultiNodePortRange is the
 // effective range: when MultiNodePortRangeSet is false the args carry no
 // range and it is DefaultMultiNodePortRange(InternalPort), as
-// ParseSlurmConfig sets it. Decode(Encode(a)) == a for every such
+// LoadSlurmConfig sets it. Decode(Encode(a)) == a for every such
 // value.
 type LauncherArgs struct {
 	Launcher      JobLauncher

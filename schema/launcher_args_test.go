@@ -78,7 +78,7 @@ func launcherArgsOf(t testing.TB, block string) LauncherArgs {
 			t.Fatal(err)
 		}
 	}
-	cfg, ps := ParseSlurmConfig("slurm.yaml", []byte("runtime: slurm\njob_launcher:\n"+strings.ReplaceAll(block, "/images/", images+"/")))
+	cfg, ps := parseSlurm("slurm.yaml", []byte("runtime: slurm\njob_launcher:\n"+strings.ReplaceAll(block, "/images/", images+"/")))
 	if ps != nil {
 		t.Fatalf("config: %v", ps)
 	}

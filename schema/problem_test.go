@@ -13,7 +13,7 @@ import (
 // failure, a syntax error, the YAML structure, a key or value of the
 // schema, a rule across keys, and a kit's layout.
 func TestProblemKinds(t *testing.T) {
-	_, probs := ParseSlurmConfig("c.yaml", []byte("runtime: slurm\njob_launcher: {sandbox: none, python_path: p, image: /x.sif}\nruntime: x\nbase: &a {}\nx: *a\n"))
+	_, probs := parseSlurm("c.yaml", []byte("runtime: slurm\njob_launcher: {sandbox: none, python_path: p, image: /x.sif}\nruntime: x\nbase: &a {}\nx: *a\n"))
 	got := map[string]problem.Kind{}
 	atKey := map[string]bool{}
 	for _, p := range probs {
@@ -48,10 +48,10 @@ func TestProblemKinds(t *testing.T) {
 	if _, ps := LoadSlurmConfig(dir); !reflect.DeepEqual(kinds(ps), []problem.Kind{problem.Layout}) {
 		t.Errorf("a directory as a file: %v %v", ps, kinds(ps))
 	}
-	if _, ps := ParseSlurmConfig("c.yaml", []byte("a: [\n")); !reflect.DeepEqual(kinds(ps), []problem.Kind{problem.Syntax}) {
+	if _, ps := parseSlurm("c.yaml", []byte("a: [\n")); !reflect.DeepEqual(kinds(ps), []problem.Kind{problem.Syntax}) {
 		t.Errorf("syntax: %v %v", ps, kinds(ps))
 	}
-	if _, ps := ParseSlurmConfig("c.yaml", []byte("- a\n")); !reflect.DeepEqual(kinds(ps), []problem.Kind{problem.Structure}) {
+	if _, ps := parseSlurm("c.yaml", []byte("- a\n")); !reflect.DeepEqual(kinds(ps), []problem.Kind{problem.Structure}) {
 		t.Errorf("top level: %v %v", ps, kinds(ps))
 	}
 	if _, ps := LoadKit(dir); len(ps) == 0 || slices.ContainsFunc(ps, func(p Problem) bool { return p.Kind != problem.Layout }) {

@@ -116,14 +116,10 @@ func ReadInput(path string, noFollow bool) ([]byte, fs.FileInfo, Problems) {
 	return data, st, nil
 }
 
-// ParseSlurmConfig validates slurm.yaml content read from file and returns
+// parseSlurmConfig validates slurm.yaml content read from file and returns
 // it with defaults applied. It checks that a container image is an existing
-// regular file on this host.
-func ParseSlurmConfig(file string, data []byte) (*SlurmConfig, Problems) {
-	cfg, probs, _ := parseSlurmConfig(file, data, false)
-	return cfg, probs
-}
-
+// regular file on this host unless offline, which returns each check it
+// skipped.
 func parseSlurmConfig(file string, data []byte, offline bool) (*SlurmConfig, Problems, Problems) {
 	t := parseTree(file, data)
 	t.offline = offline

@@ -10,6 +10,12 @@ import (
 )
 
 // writeImage creates an empty stand-in container image and returns its path.
+// parseSlurm is parseSlurmConfig with this host's checks.
+func parseSlurm(file string, data []byte) (*SlurmConfig, Problems) {
+	cfg, probs, _ := parseSlurmConfig(file, data, false)
+	return cfg, probs
+}
+
 func writeImage(t *testing.T) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "image.sif")
@@ -35,7 +41,7 @@ func TestParseSlurmConfigFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	data = []byte(strings.Replace(string(data), "IMAGE", img, 1))
-	cfg, probs := ParseSlurmConfig("slurm.yaml", data)
+	cfg, probs := parseSlurm("slurm.yaml", data)
 	if probs != nil {
 		t.Fatalf("unexpected problems:\n%v", probs)
 	}
@@ -119,7 +125,7 @@ func TestMultiNodePortRangeDefault(t *testing.T) {
 			t.Errorf("port %d: got %v, want %v", tc.port, got, tc.want)
 		}
 		yml := "runtime: slurm\njob_launcher:\n  sandbox: none\n  python_path: /p\n  internal_port: " + strconv.Itoa(tc.port) + "\n"
-		cfg, probs := ParseSlurmConfig("f.yaml", []byte(yml))
+		cfg, probs := parseSlurm("f.yaml", []byte(yml))
 		if probs != nil {
 			t.Fatal(probs)
 		}
@@ -153,7 +159,7 @@ func TestSlurmConfigValues(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			yml := "runtime: slurm\njob_launcher:\n  sandbox: none\n  python_path: /p\n" + tc.yaml
-			cfg, probs := ParseSlurmConfig("f.yaml", []byte(yml))
+			cfg, probs := parseSlurm("f.yaml", []byte(yml))
 			if probs != nil {
 				t.Fatal(probs)
 			}
@@ -290,7 +296,7 @@ func TestSlurmConfigProblems(t *testing.T) {
 			[]string{`f.yaml:5:3: job_launcher.sandbox: duplicate key (first defined at line 3) (remove one of them)`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, probs := ParseSlurmConfig("f.yaml", []byte(tc.yaml))
+			cfg, probs := parseSlurm("f.yaml", []byte(tc.yaml))
 			if cfg != nil {
 				t.Errorf("got a config despite problems")
 			}
@@ -317,7 +323,7 @@ job_launcher:
   poll_interval: -2
   extra: 1
 `
-	_, probs := ParseSlurmConfig("f.yaml", []byte(yml))
+	_, probs := parseSlurm("f.yaml", []byte(yml))
 	var paths []string
 	for _, p := range probs {
 		paths = append(paths, p.Path)
@@ -347,7 +353,7 @@ func TestLoadSlurmConfigUnreadable(t *testing.T) {
 
 func TestCheckConfigForKit(t *testing.T) {
 	yml := "runtime: slurm\njob_launcher: {sandbox: none, python_path: /p}\nparent:\n  environment_setup: x\n"
-	cfg, probs := ParseSlurmConfig("slurm.yaml", []byte(yml))
+	cfg, probs := parseSlurm("slurm.yaml", []byte(yml))
 	if probs != nil {
 		t.Fatal(probs)
 	}
@@ -359,7 +365,7 @@ func TestCheckConfigForKit(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("server kit:\n got %q\nwant %q", got, want)
 	}
-	noParent, _ := ParseSlurmConfig("slurm.yaml", []byte("runtime: slurm\njob_launcher: {sandbox: none, python_path: /p}\n"))
+	noParent, _ := parseSlurm("slurm.yaml", []byte("runtime: slurm\njob_launcher: {sandbox: none, python_path: /p}\n"))
 	if p := CheckConfigForKit(noParent, &Kit{Role: "server"}); p != nil {
 		t.Errorf("server kit without parent: %v", p)
 	}

@@ -22,12 +22,6 @@ const (
 	legacyStudyFile  = "study_data.yaml"
 )
 
-// LoadStudyRuntime reads and validates a local/study_runtime.yaml. A legacy
-// study_data.yaml beside it is a problem too: the two cannot be combined.
-func LoadStudyRuntime(path string) (*StudyRuntime, Problems) {
-	return loadStudyRuntime(path, parseStudyRuntime)
-}
-
 // hostChecks says whether a study runtime is checked against this host:
 // that each study's container image is an existing regular file, as render
 // and launch require. validate runs them (or lists them as skipped with
@@ -41,7 +35,7 @@ const (
 	hostChecksOffline                   // validate --offline: each one skipped
 )
 
-// validateStudyRuntime is LoadStudyRuntime (or, for data that is not nil,
+// validateStudyRuntime is loadStudyRuntime (or, for data that is not nil,
 // parseStudyRuntime) with validate's host checks; it returns the problems
 // and the checks it skipped.
 func validateStudyRuntime(path string, data []byte, host hostChecks) (Problems, Problems) {
@@ -59,7 +53,10 @@ func validateStudyRuntime(path string, data []byte, host hostChecks) (Problems, 
 	return probs, skipped
 }
 
-// loadStudyRuntime is LoadStudyRuntime with the parser as a parameter.
+// loadStudyRuntime reads and validates a local/study_runtime.yaml with
+// parse (parseStudyRuntime, or one that skips an unchanged file's parse).
+// A legacy study_data.yaml beside it is a problem too: the two cannot be
+// combined.
 func loadStudyRuntime(path string, parse func(string, []byte) (*StudyRuntime, Problems)) (*StudyRuntime, Problems) {
 	var legacy Problems
 	if filepath.Base(path) == StudyRuntimeFile {

@@ -5,7 +5,7 @@ import (
 	"sync"
 )
 
-// StudyRuntimeReader loads a study runtime file the way LoadStudyRuntime
+// StudyRuntimeReader loads a study runtime file the way
 // does, for callers that load the same file again and again (the compiler
 // re-reads local/study_runtime.yaml at every launch, contract §5).
 //
@@ -13,7 +13,7 @@ import (
 // check; only the parse and validation are skipped when the path and the
 // bytes just read are identical to those of the last successful load.
 // parseStudyRuntime is a pure function of (file name, bytes), so the result
-// is exactly what LoadStudyRuntime would return. Problems are never
+// is exactly what loadStudyRuntime with parseStudyRuntime would return. Problems are never
 // remembered. The zero value is ready to use and safe for concurrent use.
 type StudyRuntimeReader struct {
 	mu   sync.Mutex
@@ -22,7 +22,7 @@ type StudyRuntimeReader struct {
 	rt   *StudyRuntime
 }
 
-// Load is LoadStudyRuntime(path); the returned value is the caller's own
+// Load is loadStudyRuntime(path, parseStudyRuntime); the returned value is the caller's own
 // copy.
 func (r *StudyRuntimeReader) Load(path string) (*StudyRuntime, Problems) {
 	return loadStudyRuntime(path, func(file string, data []byte) (*StudyRuntime, Problems) {

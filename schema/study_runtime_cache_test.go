@@ -56,7 +56,7 @@ func TestStudyRuntimeReaderMatchesLoad(t *testing.T) {
 		} else {
 			os.Remove(legacy)
 		}
-		want, wantProbs := LoadStudyRuntime(path)
+		want, wantProbs := loadStudyRuntime(path, parseStudyRuntime)
 		got, gotProbs := r.Load(path)
 		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotProbs, wantProbs) {
 			t.Fatalf("%s: reader gave %+v %v, LoadStudyRuntime %+v %v", s.name, got, gotProbs, want, wantProbs)
@@ -82,7 +82,7 @@ func TestStudyRuntimeReaderMatchesLoad(t *testing.T) {
 }
 
 func TestStudyRuntimeCloneIsDeep(t *testing.T) {
-	sr, probs := LoadStudyRuntime("testdata/study_runtime.yaml")
+	sr, probs := loadStudyRuntime("testdata/study_runtime.yaml", parseStudyRuntime)
 	if probs != nil {
 		t.Fatal(probs)
 	}

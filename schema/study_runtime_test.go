@@ -8,7 +8,7 @@ import (
 )
 
 func TestParseStudyRuntimeValid(t *testing.T) {
-	sr, probs := LoadStudyRuntime("testdata/study_runtime.yaml")
+	sr, probs := loadStudyRuntime("testdata/study_runtime.yaml", parseStudyRuntime)
 	if probs != nil {
 		t.Fatal(probs)
 	}
@@ -152,14 +152,14 @@ func TestLoadStudyRuntimeLegacy(t *testing.T) {
 	if err := os.WriteFile(rt, []byte("format_version: 2\nstudies: {}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, probs := LoadStudyRuntime(rt); probs != nil {
+	if _, probs := loadStudyRuntime(rt, parseStudyRuntime); probs != nil {
 		t.Fatalf("valid file: %v", probs)
 	}
 	legacy := filepath.Join(dir, legacyStudyFile)
 	if err := os.WriteFile(legacy, []byte("{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sr, probs := LoadStudyRuntime(rt)
+	sr, probs := loadStudyRuntime(rt, parseStudyRuntime)
 	want := []string{legacy + ": legacy study_data.yaml cannot be combined with study_runtime.yaml (move its studies into study_runtime.yaml (format_version: 2) and delete study_data.yaml)"}
 	if sr != nil || !reflect.DeepEqual(problemLines(probs), want) {
 		t.Errorf("got %v %q, want %q", sr, problemLines(probs), want)

@@ -30,7 +30,7 @@ studies:
     secret_env:
       S3_KEY: {source: SITE_S3}
 `)
-	rt, probs := LoadStudyRuntime(valid)
+	rt, probs := loadStudyRuntime(valid, parseStudyRuntime)
 	if probs != nil {
 		t.Fatalf("fixture must be a valid study runtime: %v", probs)
 	}

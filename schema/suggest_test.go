@@ -58,7 +58,7 @@ func TestDidYouMeanCaseAndTransposition(t *testing.T) {
 }
 
 func TestSlurmConfigValueSuggestions(t *testing.T) {
-	_, probs := ParseSlurmConfig("c.yaml", []byte("runtime: slurm\njob_launcher:\n  sandbox: NONE\n  python_path: /p\n  internal_connection_security: mtsl\n"))
+	_, probs := parseSlurm("c.yaml", []byte("runtime: slurm\njob_launcher:\n  sandbox: NONE\n  python_path: /p\n  internal_connection_security: mtsl\n"))
 	want := []string{
 		`c.yaml:3:12: job_launcher.sandbox: must be one of apptainer, pyxis, none (got "NONE") (did you mean ` + "`none`" + `?)`,
 		`c.yaml:5:33: job_launcher.internal_connection_security: must be one of mtls, clear (got "mtsl") (did you mean ` + "`mtls`" + `?)`,

@@ -30,7 +30,7 @@ func TestTextRuleSlurmConfig(t *testing.T) {
 			[]string{`f.yaml:6:22: parent.environment_setup: must not contain NUL (byte 14 of the value)`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, probs := ParseSlurmConfig("f.yaml", []byte(tc.yaml))
+			cfg, probs := parseSlurm("f.yaml", []byte(tc.yaml))
 			if cfg != nil {
 				t.Errorf("got a config despite problems")
 			}
@@ -42,7 +42,7 @@ func TestTextRuleSlurmConfig(t *testing.T) {
 	// Multi-line text stays allowed where the schema says so.
 	ok := head + "  setup: |\n    module load a\n    module load b\n" +
 		"parent:\n  environment_setup: \"a\\r\\nb\"\n"
-	if _, probs := ParseSlurmConfig("f.yaml", []byte(ok)); probs != nil {
+	if _, probs := parseSlurm("f.yaml", []byte(ok)); probs != nil {
 		t.Errorf("multi-line setup refused: %v", probs)
 	}
 }
@@ -182,7 +182,7 @@ func TestYAMLTagsRefused(t *testing.T) {
 			`f.yaml:5:16: job_launcher.parent_host: YAML tag !!null does not fit the value "h" (remove the tag or fix the value)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, probs := ParseSlurmConfig("f.yaml", []byte(tc.yaml))
+			cfg, probs := parseSlurm("f.yaml", []byte(tc.yaml))
 			if cfg != nil {
 				t.Fatalf("got a config despite a tag")
 			}
@@ -199,7 +199,7 @@ func TestYAMLTagsRefused(t *testing.T) {
 	// The plain core tags are fine, and !!str makes a string of a number.
 	ok := head + "  sbatch_directives: !!map\n    partition: !!str 123\n  internal_port: !!int 9000\n" +
 		"  submit_timeout: !!float 5\n  parent_host: !!null\n  forward_env: !!seq [A]\n"
-	cfg, probs := ParseSlurmConfig("f.yaml", []byte(ok))
+	cfg, probs := parseSlurm("f.yaml", []byte(ok))
 	if probs != nil {
 		t.Fatalf("core tags refused: %v", probs)
 	}
@@ -230,7 +230,7 @@ func TestTextRuleInvisibleCharacters(t *testing.T) {
 			"f.yaml:6:22: parent.environment_setup: must not contain the invisible Unicode character U+200B (byte 2 of the value): a format character is not shown, so a reviewer would not read what runs"},
 	}
 	for _, c := range cfgCases {
-		_, probs := ParseSlurmConfig("f.yaml", []byte(c.yaml))
+		_, probs := parseSlurm("f.yaml", []byte(c.yaml))
 		if got := problemLines(probs); !reflect.DeepEqual(got, []string{c.want}) {
 			t.Errorf("slurm.yaml problems:\n got %q\nwant %q", got, c.want)
 		}

@@ -24,7 +24,7 @@ func TestInputShapes(t *testing.T) {
 		{"binary", "\x00\x01\x02", []string{"c.yaml: not valid YAML: control characters are not allowed"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, probs := ParseSlurmConfig("c.yaml", []byte(tc.data))
+			_, probs := parseSlurm("c.yaml", []byte(tc.data))
 			if got := problemLines(probs); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
@@ -37,7 +37,7 @@ func TestAliasesAndMergeKeysRefused(t *testing.T) {
 defaults: &d {sandbox: none, python_path: /p}
 job_launcher: *d
 `
-	_, probs := ParseSlurmConfig("c.yaml", []byte(yml))
+	_, probs := parseSlurm("c.yaml", []byte(yml))
 	want := []string{
 		"c.yaml:2:1: defaults: unknown key (allowed: job_launcher, parent, runtime)",
 		"c.yaml:3:15: job_launcher: YAML aliases are not supported (write the value out in full)",
@@ -46,7 +46,7 @@ job_launcher: *d
 		t.Errorf("aliases: got %q, want %q", got, want)
 	}
 	yml = "runtime: slurm\njob_launcher:\n  <<: {sandbox: none}\n  python_path: /p\n"
-	_, probs = ParseSlurmConfig("c.yaml", []byte(yml))
+	_, probs = parseSlurm("c.yaml", []byte(yml))
 	want = []string{
 		"c.yaml:2:1: job_launcher.sandbox: is required (Execution environment of the worker: `apptainer` (SIF image run with apptainer exec), `pyxis` (srun --container-image) or `none` (the worker runs directly on the compute node))",
 		"c.yaml:3:3: job_launcher: YAML merge keys (<<) are not supported (write the keys out in full)",
@@ -64,7 +64,7 @@ func TestBillionLaughs(t *testing.T) {
 		prev := "*a" + string(rune('0'+(i-1)%10)) // anchors are redefined; any alias will do
 		b.WriteString("a" + string(rune('0'+i%10)) + ": &a" + string(rune('0'+i%10)) + " [" + strings.Repeat(prev+", ", 9) + prev + "]\n")
 	}
-	_, probs := ParseSlurmConfig("c.yaml", []byte(b.String()))
+	_, probs := parseSlurm("c.yaml", []byte(b.String()))
 	if len(probs) == 0 {
 		t.Fatal("no problems")
 	}
@@ -78,7 +78,7 @@ func TestBillionLaughs(t *testing.T) {
 
 func TestLargeNumbers(t *testing.T) {
 	yml := "runtime: slurm\njob_launcher:\n  sandbox: none\n  python_path: /p\n  internal_port: 123456789012345678901234567890\n  sbatch_directives: {account: 99999999999999999999}\n"
-	_, probs := ParseSlurmConfig("c.yaml", []byte(yml))
+	_, probs := parseSlurm("c.yaml", []byte(yml))
 	want := []string{"c.yaml:5:18: job_launcher.internal_port: must be at most 65535 (got 123456789012345678901234567890)"}
 	if got := problemLines(probs); !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q, want %q", got, want)
@@ -87,7 +87,7 @@ func TestLargeNumbers(t *testing.T) {
 
 func TestInputTooLarge(t *testing.T) {
 	data := make([]byte, MaxInputBytes+1)
-	_, probs := ParseSlurmConfig("c.yaml", data)
+	_, probs := parseSlurm("c.yaml", data)
 	want := []string{"c.yaml: file is too large (4194305 bytes, at most 4194304) (inputs are small hand-written files: is this the right path?)"}
 	if got := problemLines(probs); !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q, want %q", got, want)

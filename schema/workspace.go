@@ -115,7 +115,7 @@ type SharedFileAttach struct {
 	ProblemPath string
 }
 
-// StudyRuntime loads a study runtime file as LoadStudyRuntime does,
+// StudyRuntime loads a study runtime file as StudyRuntimeReader.Load does,
 // skipping the parse when the file's bytes are those of this workspace's
 // last successful load (the compiler re-reads it at every launch).
 func (p *Workspace) StudyRuntime(path string) (*StudyRuntime, Problems) {

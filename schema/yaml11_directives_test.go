@@ -71,7 +71,7 @@ func TestDirectiveReadingsMatchNVFlare(t *testing.T) {
 			continue
 		}
 		doc := "runtime: slurm\njob_launcher:\n  sandbox: none\n  python_path: /usr/bin/python3\n  sbatch_directives:\n    qos: " + s + "\n"
-		cfg, probs := ParseSlurmConfig("s.yaml", []byte(doc))
+		cfg, probs := parseSlurm("s.yaml", []byte(doc))
 		if probs != nil {
 			continue // we refuse it: no job either way
 		}

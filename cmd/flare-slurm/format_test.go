@@ -33,7 +33,7 @@ func TestProblemRuleOfRealProblems(t *testing.T) {
 		return problem.Problem{}
 	}
 	slurm := func(text string) schema.Problems {
-		_, ps := schema.ParseSlurmConfig("c.yaml", []byte(text))
+		ps, _ := schema.ValidateData(schema.KindSlurmConfig, "c.yaml", []byte(text), schema.ValidateOptions{})
 		return ps
 	}
 	_, missing := schema.LoadSlurmConfig(filepath.Join(dir, "missing.yaml"))

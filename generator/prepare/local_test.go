@@ -461,7 +461,7 @@ func TestKeptFileChangedWhilePrepareRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := digest(t, out)
-	pe := wantCode(t, Write(context.Background(), ws), errcode.PrepareFailed)
+	pe := wantCode(t, write(context.Background(), ws), errcode.PrepareFailed)
 	if want := "the workspace changed while prepare ran: " + victim + ", kept from its local/, is now a named pipe (FIFO); prepare keeps regular files only"; pe.Message != want {
 		t.Errorf("message %q, want %q", pe.Message, want)
 	}

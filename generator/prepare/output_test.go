@@ -190,7 +190,7 @@ func TestKitFileSwappedAfterTheScan(t *testing.T) {
 				name string
 				run  func() error
 			}{
-				{"write", func() error { return Write(context.Background(), ws) }},
+				{"write", func() error { return write(context.Background(), ws) }},
 				{"check", func() error { _, err := Diff(ws); return err }},
 			} {
 				err := returnsWithin(t, step.run, step.name+" hangs on a "+name+" swapped into the kit")

@@ -4,7 +4,7 @@
 //
 // The work is split in two: Render validates every input and computes the
 // new workspace in memory (rendered files as bytes, kit files as references
-// to copy), writing nothing; Write stages that workspace beside the output
+// to copy), writing nothing; write stages that workspace beside the output
 // and swaps it into place atomically. Run does both; Diff compares a
 // rendered workspace with what is on disk (--check).
 package prepare
@@ -142,7 +142,7 @@ func errorf(code, hint, format string, args ...any) *Error {
 	return &Error{Code: code, Hint: hint, Message: fmt.Sprintf(format, args...)}
 }
 
-// Run prepares the workspace: Render, then Write (which refuses, without
+// Run prepares the workspace: Render, then write (which refuses, without
 // Force, to replace a directory that is not a workspace of this output or
 // that holds job artifacts). A cancelled ctx (SIGINT, SIGTERM, SIGHUP) stops
 // it before the swap and leaves the output as it was, with no staging
@@ -160,7 +160,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	ws.noteKept()
-	if err := Write(ctx, ws); err != nil {
+	if err := write(ctx, ws); err != nil {
 		return nil, err
 	}
 	euid := opts.euid

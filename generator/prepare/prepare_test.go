@@ -367,7 +367,7 @@ func TestWriteFailureLeavesOutputAsItWas(t *testing.T) {
 	if err := os.Remove(filepath.Join(f.kit, "startup", "rootCA.pem")); err != nil {
 		t.Fatal(err)
 	}
-	err := Write(context.Background(), ws)
+	err := write(context.Background(), ws)
 	wantCode(t, err, errcode.PrepareFailed)
 	assertUntouched(t, out, before)
 }

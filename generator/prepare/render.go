@@ -65,7 +65,7 @@ type File struct {
 // Rendered says whether the content is in Data (true) or is Source's.
 func (f *File) Rendered() bool { return f.rendered }
 
-// Workspace is a rendered workspace: everything Write needs, nothing
+// Workspace is a rendered workspace: everything write needs, nothing
 // written yet.
 type Workspace struct {
 	Output string // absolute, normalised, symlinks of existing parents resolved

@@ -17,7 +17,7 @@ import (
 // puts a server's job store and snapshots (contract §4.4).
 var serverStores = []string{"jobs-storage", "snapshot-storage"}
 
-// Write materialises w at w.Output through package staging (every step
+// write materialises w at w.Output through package staging (every step
 // relative to directory descriptors, nothing resolved twice):
 //
 //  1. The output is opened and checked: its parent must not be writable by
@@ -39,7 +39,7 @@ var serverStores = []string{"jobs-storage", "snapshot-storage"}
 // Any failure or a cancelled ctx before step 5 removes the staging
 // directory and the parents of OUT that it created, and leaves OUT as it
 // was.
-func Write(ctx context.Context, w *Workspace) (err error) {
+func write(ctx context.Context, w *Workspace) (err error) {
 	target, err := staging.Open(w.Output, w.name)
 	if err != nil {
 		return stagingFailure(err)

@@ -19,14 +19,14 @@ func TestFailedWriteRemovesTheParentsItCreated(t *testing.T) {
 	if err := os.Remove(filepath.Join(f.kit, "startup", "rootCA.pem")); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, Write(context.Background(), ws), errcode.PrepareFailed)
+	wantCode(t, write(context.Background(), ws), errcode.PrepareFailed)
 	if _, err := os.Lstat(filepath.Join(f.dir, "new")); !os.IsNotExist(err) {
 		t.Errorf("the failed prepare left the parent directories it created: %v", err)
 	}
 	// An interrupted one too.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	wantCode(t, Write(ctx, ws), errcode.Interrupted)
+	wantCode(t, write(ctx, ws), errcode.Interrupted)
 	if _, err := os.Lstat(filepath.Join(f.dir, "new")); !os.IsNotExist(err) {
 		t.Errorf("the interrupted prepare left the parent directories it created: %v", err)
 	}

@@ -32,15 +32,15 @@ import (
 var Source []byte
 
 const (
-	// Module is the Python module name of the bridge.
-	Module = "flare_slurm_bridge"
+	// module is the Python module name of the bridge.
+	module = "flare_slurm_bridge"
 	// File is where prepare writes it, relative to the workspace: the
 	// directory the parent adds to its import path (NVFlare's site custom dir).
-	File = "local/custom/" + Module + ".py"
+	File = "local/custom/" + module + ".py"
 	// ClientComponent and ServerComponent are the component paths of
 	// local/resources.json.default.
-	ClientComponent = Module + ".ClientFlareSlurmJobLauncher"
-	ServerComponent = Module + ".ServerFlareSlurmJobLauncher"
+	ClientComponent = module + ".ClientFlareSlurmJobLauncher"
+	ServerComponent = module + ".ServerFlareSlurmJobLauncher"
 	// BinaryArg is the component argument holding the absolute path of
 	// the flare-slurm binary that prepared the workspace, the one the
 	// bridge calls.

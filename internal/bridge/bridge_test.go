@@ -107,18 +107,21 @@ func interpreter(t *testing.T, src string) (string, string) {
 // script).
 func TestPythonNamesMatchGo(t *testing.T) {
 	src := string(bridge.Source)
+	module := strings.TrimSuffix(filepath.Base(bridge.File), ".py")
+	client, okClient := strings.CutPrefix(bridge.ClientComponent, module+".")
+	server, okServer := strings.CutPrefix(bridge.ServerComponent, module+".")
+	if !okClient || !okServer {
+		t.Errorf("components %s, %s are not in the module %s that File %s is", bridge.ClientComponent, bridge.ServerComponent, module, bridge.File)
+	}
 	for _, want := range []string{
-		"class " + strings.TrimPrefix(bridge.ClientComponent, bridge.Module+".") + "(",
-		"class " + strings.TrimPrefix(bridge.ServerComponent, bridge.Module+".") + "(",
+		"class " + client + "(",
+		"class " + server + "(",
 		"*, workspace_path: str, " + bridge.BinaryArg + ": str,",
 		`CHILD_PROCESS_ENV = "` + compile.ChildProcessEnv + `"`,
 	} {
 		if !strings.Contains(src, want) {
 			t.Errorf("flare_slurm_bridge.py lacks %q", want)
 		}
-	}
-	if filepath.Base(bridge.File) != bridge.Module+".py" {
-		t.Errorf("File %s is not the module %s", bridge.File, bridge.Module)
 	}
 }
 
