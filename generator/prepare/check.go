@@ -545,19 +545,11 @@ func (w *Workspace) readError(f *File, err error) error {
 	if errors.As(err, &pe) {
 		return err
 	}
-	var notRegular *dirfd.NotRegularError
-	var changed *dirfd.ChangedError
 	if w.keptSource(f.Source) {
 		return w.keptChanged(err, "")
 	}
-	switch {
-	case errors.As(err, &notRegular):
-		return &Error{Code: errcode.InvalidKit, Err: err,
-			Message: fmt.Sprintf("the kit changed while prepare ran: %s is now a %s; prepare copies regular files only", w.name(notRegular.Path), schema.FileKind(notRegular.Mode)),
-			Hint:    "remove it from the kit and re-run prepare"}
-	case errors.As(err, &changed):
-		return &Error{Code: errcode.InvalidKit, Err: err, Message: "the kit changed while prepare ran: " + w.changedText(changed),
-			Hint: "re-run prepare once nothing changes the kit"}
+	if e := w.kitChanged(err, ""); e != nil {
+		return e
 	}
 	return &Error{Code: errcode.InvalidKit, Message: fmt.Sprintf("cannot read %s: %v", w.name(f.Source), fsx.Pathless(err)), Hint: "check the permissions of the kit", Err: err}
 }
@@ -794,6 +786,24 @@ func (w *Workspace) keptChanged(err error, after string) error {
 	}
 	return &Error{Code: errcode.PrepareFailed, Err: err, Hint: "check its permissions" + after,
 		Message: fmt.Sprintf("cannot read a file kept from the workspace's local/: %v", err)}
+}
+
+// kitChanged is the error of a kit file that changed while prepare read it
+// (err a *dirfd.NotRegularError or *dirfd.ChangedError), after ending each
+// hint; nil for any other err.
+func (w *Workspace) kitChanged(err error, after string) *Error {
+	var notRegular *dirfd.NotRegularError
+	var changed *dirfd.ChangedError
+	switch {
+	case errors.As(err, &notRegular):
+		return &Error{Code: errcode.InvalidKit, Err: err,
+			Message: fmt.Sprintf("the kit changed while prepare ran: %s is now a %s; prepare copies regular files only", w.name(notRegular.Path), schema.FileKind(notRegular.Mode)),
+			Hint:    "remove it from the kit and re-run prepare" + after}
+	case errors.As(err, &changed):
+		return &Error{Code: errcode.InvalidKit, Err: err, Message: "the kit changed while prepare ran: " + w.changedText(changed),
+			Hint: "re-run prepare once nothing changes the kit" + after}
+	}
+	return nil
 }
 
 // changedText is the text of e naming its file as given.

@@ -152,13 +152,9 @@ func (w *Workspace) fillFailure(ctx context.Context, err error) error {
 			Hint: "re-run prepare", Err: err}
 	case errors.As(err, &notRegular) && w.keptSource(notRegular.Path), errors.As(err, &changed) && w.keptSource(changed.Path):
 		return w.keptChanged(err, "; the output was not changed")
-	case errors.As(err, &notRegular):
-		return &Error{Code: errcode.InvalidKit, Err: err,
-			Message: fmt.Sprintf("the kit changed while prepare ran: %s is now a %s; prepare copies regular files only", w.name(notRegular.Path), schema.FileKind(notRegular.Mode)),
-			Hint:    "remove it from the kit and re-run prepare; the output was not changed"}
-	case errors.As(err, &changed):
-		return &Error{Code: errcode.InvalidKit, Err: err, Message: "the kit changed while prepare ran: " + w.changedText(changed),
-			Hint: "re-run prepare once nothing changes the kit; the output was not changed"}
+	}
+	if e := w.kitChanged(err, "; the output was not changed"); e != nil {
+		return e
 	}
 	return &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot stage the workspace for %s: %v", w.name(w.Output), err),
 		Hint: "the output was not changed; fix the cause and re-run prepare", Err: err}
