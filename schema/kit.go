@@ -7,12 +7,10 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -670,21 +668,12 @@ func isKitFile(p string) bool {
 // readKitFile reads a regular file of the kit without following a symlink
 // or waiting on a named pipe, at most MaxInputBytes.
 func readKitFile(p string) ([]byte, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
+	data, st, err := readRegular(p, true)
+	switch err {
+	case errNotRegular:
 		return nil, fmt.Errorf("is a %s, not a regular file", FileKind(st.Mode()))
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxInputBytes+1))
-	if err == nil && len(data) > MaxInputBytes {
-		err = fmt.Errorf("is larger than %d bytes", MaxInputBytes)
+	case errTooLarge:
+		return data, fmt.Errorf("is larger than %d bytes", MaxInputBytes)
 	}
 	return data, err
 }

@@ -84,36 +84,58 @@ func readInput(path string) ([]byte, Problems) {
 // any earlier look is refused, never read. noFollow refuses a symlink
 // (for a command that writes the file back).
 func ReadInput(path string, noFollow bool) ([]byte, fs.FileInfo, Problems) {
+	data, st, err := readRegular(path, noFollow)
+	switch {
+	case errors.Is(err, syscall.ELOOP) && noFollow:
+		return nil, nil, Problems{{Kind: problem.Layout, File: path, Message: "is a symlink, not a regular file", Hint: "give the file it points to"}}
+	case err == errNotRegular && st.IsDir():
+		return nil, nil, Problems{{Kind: problem.Layout, File: path, Message: "is a directory, not a file"}}
+	case err == errNotRegular:
+		return nil, nil, Problems{{Kind: problem.Layout, File: path, Message: "is a " + FileKind(st.Mode()) + ", not a regular file"}}
+	case err == errTooLarge:
+		return nil, nil, Problems{{Kind: problem.Layout, File: path, Message: fmt.Sprintf("file is too large (more than %d bytes)", MaxInputBytes),
+			Hint: "inputs are small hand-written files: is this the right path?"}}
+	case err != nil:
+		return nil, nil, Problems{{Kind: problem.Read, File: path, Message: "cannot read file: " + fsx.Pathless(err).Error()}}
+	}
+	return data, st, nil
+}
+
+// errNotRegular and errTooLarge are readRegular's refusals of a file it
+// opened; the caller words them.
+var (
+	errNotRegular = errors.New("not a regular file")
+	errTooLarge   = errors.New("too large")
+)
+
+// readRegular is the one reader of an input or a kit file: it opens path
+// with O_NONBLOCK (a named pipe is not waited on), and with O_NOFOLLOW if
+// noFollow, then checks the open descriptor, so a file swapped for a pipe,
+// a device or a directory after any earlier look is refused, never read
+// (errNotRegular, with what fstat said); it reads at most MaxInputBytes
+// (errTooLarge beyond).
+func readRegular(path string, noFollow bool) ([]byte, fs.FileInfo, error) {
 	flags := os.O_RDONLY | syscall.O_NONBLOCK
 	if noFollow {
 		flags |= syscall.O_NOFOLLOW
 	}
 	f, err := os.OpenFile(path, flags, 0)
-	if errors.Is(err, syscall.ELOOP) && noFollow {
-		return nil, nil, Problems{{Kind: problem.Layout, File: path, Message: "is a symlink, not a regular file", Hint: "give the file it points to"}}
-	}
 	if err != nil {
-		return nil, nil, Problems{{Kind: problem.Read, File: path, Message: "cannot read file: " + fsx.Pathless(err).Error()}}
+		return nil, nil, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
-	switch {
-	case err != nil:
-		return nil, nil, Problems{{Kind: problem.Read, File: path, Message: "cannot read file: " + fsx.Pathless(err).Error()}}
-	case st.IsDir():
-		return nil, nil, Problems{{Kind: problem.Layout, File: path, Message: "is a directory, not a file"}}
-	case !st.Mode().IsRegular():
-		return nil, nil, Problems{{Kind: problem.Layout, File: path, Message: "is a " + FileKind(st.Mode()) + ", not a regular file"}}
+	if err != nil {
+		return nil, nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, st, errNotRegular
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxInputBytes+1))
-	if err != nil {
-		return nil, nil, Problems{{Kind: problem.Read, File: path, Message: "cannot read file: " + fsx.Pathless(err).Error()}}
+	if err == nil && len(data) > MaxInputBytes {
+		err = errTooLarge
 	}
-	if len(data) > MaxInputBytes {
-		return nil, nil, Problems{{Kind: problem.Layout, File: path, Message: fmt.Sprintf("file is too large (more than %d bytes)", MaxInputBytes),
-			Hint: "inputs are small hand-written files: is this the right path?"}}
-	}
-	return data, st, nil
+	return data, st, err
 }
 
 // parseSlurmConfig validates slurm.yaml content read from file and returns
