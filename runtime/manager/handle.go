@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 )
 
 // Status is what a handle knows about its job.
@@ -45,7 +47,7 @@ func (s Status) Pending(now time.Time) string {
 		return out + "; Slurm gives no reason"
 	}
 	out += "; Slurm's reason: " + s.Reason
-	if why := pendingReasonText(s.Reason); why != "" {
+	if why := pendingReasons[s.Reason]; why != "" {
 		out += " (" + why + ")"
 	}
 	return out
@@ -107,21 +109,21 @@ func (h *Handle) from(c *cache) Status {
 	if o, ok := c.Jobs[h.info.SlurmJobID]; ok {
 		st := h.unknown(o.State, o.Detail)
 		if IsPending(o.State) && !o.PendingSince.IsZero() {
-			st.Reason, st.PendingSince, st.PendingTimeout = o.Reason, o.PendingSince, h.pendingLimit().Seconds()
+			st.Reason, st.PendingSince, st.PendingTimeout = o.Reason, o.PendingSince, h.m.pendingLimit(scheduler.Seconds(h.info.PendingTimeout)).Seconds()
 		}
 		return st
 	}
 	return h.unknown(stateSubmitted, "")
 }
 
-// pendingLimit is the job's effective pending timeout: its own, which may
-// only lower the site's.
-func (h *Handle) pendingLimit() time.Duration {
-	limit := time.Duration(h.info.PendingTimeout * float64(time.Second))
-	if limit <= 0 || limit > h.m.cfg.PendingTimeout {
-		limit = h.m.cfg.PendingTimeout
+// pendingLimit is a job's effective pending timeout: its own, which may
+// only lower the site's (unset, or a damaged or foreign handle.json: the
+// site's).
+func (m *Manager) pendingLimit(job time.Duration) time.Duration {
+	if job <= 0 || job > m.cfg.PendingTimeout {
+		return m.cfg.PendingTimeout
 	}
-	return limit
+	return job
 }
 
 func (h *Handle) unknown(state, detail string) Status {
@@ -278,7 +280,7 @@ type LiveTermination struct {
 // verified with squeue, then scancel): an operator's cancel --all-live.
 func (m *Manager) TerminateLive(ctx context.Context) ([]LiveTermination, error) {
 	out := []LiveTermination{}
-	err := m.eachLive(ctx, func(h *Handle, st Status, openErr error) {
+	err := m.eachJob(ctx, true, func(h *Handle, st Status, openErr error) {
 		lt := LiveTermination{Status: st}
 		if openErr == nil {
 			var err error
@@ -293,10 +295,11 @@ func (m *Manager) TerminateLive(ctx context.Context) ([]LiveTermination, error) 
 	return out, err
 }
 
-// eachLive calls fn for every job of the workspace that has a handle and
-// has not ended (as a poll sees it), or whose handle cannot be opened
-// (openErr, with the ids the handle names).
-func (m *Manager) eachLive(ctx context.Context, fn func(h *Handle, st Status, openErr error)) error {
+// eachJob calls fn, in job id order, for every job of the workspace that
+// has a handle, with its status as a poll sees it (only those that have not
+// ended when live is true), or whose handle cannot be opened (openErr, with
+// the ids the handle names).
+func (m *Manager) eachJob(ctx context.Context, live bool, fn func(h *Handle, st Status, openErr error)) error {
 	infos, err := ListHandles(m.cfg.Workspace)
 	if err != nil {
 		return fmt.Errorf("list the jobs of workspace %s: %w", m.cfg.Workspace, err)
@@ -307,7 +310,7 @@ func (m *Manager) eachLive(ctx context.Context, fn func(h *Handle, st Status, op
 			fn(nil, Status{JobID: info.JobID, SlurmJobID: info.SlurmJobID, State: stateSubmitted, ReturnCode: rcUnknown, Detail: err.Error()}, err)
 			continue
 		}
-		if st, _ := h.Poll(ctx); !st.Terminal {
+		if st, _ := h.Poll(ctx); !live || !st.Terminal {
 			fn(h, st, nil)
 		}
 	}
@@ -326,7 +329,7 @@ func (h *Handle) Release() { h.m.forget(h) }
 // starts finds of its previous process. Nothing is changed.
 func (m *Manager) LiveStatuses(ctx context.Context) ([]Status, error) {
 	out := []Status{}
-	err := m.eachLive(ctx, func(_ *Handle, st Status, _ error) { out = append(out, st) })
+	err := m.eachJob(ctx, true, func(_ *Handle, st Status, _ error) { out = append(out, st) })
 	return out, err
 }
 
@@ -335,21 +338,13 @@ func (m *Manager) LiveStatuses(ctx context.Context) ([]Status, error) {
 // and each recorded result whose job dir is gone (results are kept for
 // seven days), sorted by job id. Nothing is changed.
 func (m *Manager) AllStatuses(ctx context.Context) ([]Status, error) {
-	infos, err := ListHandles(m.cfg.Workspace)
-	if err != nil {
-		return nil, fmt.Errorf("list the jobs of workspace %s: %w", m.cfg.Workspace, err)
-	}
 	out := []Status{}
 	seen := map[string]bool{}
-	for _, info := range infos {
-		seen[info.JobID] = true
-		h, err := m.Open(info.JobID)
-		if err != nil {
-			out = append(out, Status{JobID: info.JobID, SlurmJobID: info.SlurmJobID, State: stateSubmitted, ReturnCode: rcUnknown, Detail: err.Error()})
-			continue
-		}
-		st, _ := h.Poll(ctx)
+	if err := m.eachJob(ctx, false, func(_ *Handle, st Status, _ error) {
+		seen[st.JobID] = true
 		out = append(out, st)
+	}); err != nil {
+		return nil, err
 	}
 	c, err := m.obs.read()
 	if err != nil {
