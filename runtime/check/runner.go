@@ -299,7 +299,7 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 // RUNNING, the probe program has written observed.json), the job ends, or
 // ctx ends.
 func (r *runner) until(ctx context.Context, h *manager.Handle, jobID, state string) error {
-	tick := time.Duration(r.rt.Workspace.Launcher.PollInterval * float64(time.Second) / 2)
+	tick := scheduler.Seconds(r.rt.Workspace.Launcher.PollInterval / 2)
 	if tick <= 0 || tick > time.Second {
 		tick = time.Second
 	}
@@ -361,7 +361,7 @@ func (r *runner) stop(h *manager.Handle, row *Row) {
 		return
 	}
 	l := r.rt.Workspace.Launcher
-	budget := time.Duration((l.QueryTimeout+l.CancelTimeout)*float64(time.Second)) + 3*time.Duration(l.PollInterval*float64(time.Second))
+	budget := scheduler.Seconds(l.QueryTimeout+l.CancelTimeout) + 3*scheduler.Seconds(l.PollInterval)
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	if _, err := h.Terminate(ctx); err != nil && !errors.Is(err, manager.ErrCancelPending) {
