@@ -91,11 +91,11 @@ func (h *Handle) Workspace() string { return h.m.cfg.Workspace }
 // workspace has done so within the interval.
 func (h *Handle) Poll(ctx context.Context) (Status, error) {
 	if f := h.done.Load(); f != nil {
-		return h.finished(*f), nil
+		return h.info.finished(*f), nil
 	}
 	c, err := h.m.obs.view(ctx, h.m.extraHandles, false, nil, h.covered)
 	if err != nil {
-		return h.unknown(stateSubmitted, err.Error()), err
+		return h.info.unknown(stateSubmitted, err.Error()), err
 	}
 	return h.from(c), nil
 }
@@ -104,16 +104,16 @@ func (h *Handle) from(c *cache) Status {
 	if f, ok := c.Finished[h.info.JobID]; ok && f.SlurmJobID == h.info.SlurmJobID {
 		h.done.Store(&f)
 		h.m.forget(h)
-		return h.finished(f)
+		return h.info.finished(f)
 	}
 	if o, ok := c.Jobs[h.info.SlurmJobID]; ok {
-		st := h.unknown(o.State, o.Detail)
+		st := h.info.unknown(o.State, o.Detail)
 		if IsPending(o.State) && !o.PendingSince.IsZero() {
 			st.Reason, st.PendingSince, st.PendingTimeout = o.Reason, o.PendingSince, h.m.pendingLimit(scheduler.Seconds(h.info.PendingTimeout)).Seconds()
 		}
 		return st
 	}
-	return h.unknown(stateSubmitted, "")
+	return h.info.unknown(stateSubmitted, "")
 }
 
 // pendingLimit is a job's effective pending timeout: its own, which may
@@ -126,12 +126,14 @@ func (m *Manager) pendingLimit(job time.Duration) time.Duration {
 	return job
 }
 
-func (h *Handle) unknown(state, detail string) Status {
-	return Status{JobID: h.info.JobID, SlurmJobID: h.info.SlurmJobID, State: state, ReturnCode: rcUnknown, Detail: detail}
+// unknown is the status of the job of handle i while it has no result.
+func (i HandleInfo) unknown(state, detail string) Status {
+	return Status{JobID: i.JobID, SlurmJobID: i.SlurmJobID, State: state, ReturnCode: rcUnknown, Detail: detail}
 }
 
-func (h *Handle) finished(f Finished) Status {
-	return Status{JobID: h.info.JobID, SlurmJobID: f.SlurmJobID, State: f.State, Terminal: true, ReturnCode: f.ReturnCode, Detail: f.Detail}
+// finished is the status of job i.JobID that ended with result f.
+func (i HandleInfo) finished(f Finished) Status {
+	return Status{JobID: i.JobID, SlurmJobID: f.SlurmJobID, State: f.State, Terminal: true, ReturnCode: f.ReturnCode, Detail: f.Detail}
 }
 
 // Wait polls until the job is terminal or ctx ends, sleeping one poll
@@ -210,7 +212,7 @@ func (h *Handle) TerminateForCleanup(ctx context.Context) (Status, error) {
 
 func (h *Handle) terminate(ctx context.Context, user bool) (Status, error) {
 	if f := h.done.Load(); f != nil {
-		return h.finished(*f), nil
+		return h.info.finished(*f), nil
 	}
 	dir := h.m.JobDir(h.info.JobID)
 	var recorded bool
@@ -241,7 +243,7 @@ func (h *Handle) terminate(ctx context.Context, user bool) (Status, error) {
 		return nil
 	}, nil)
 	if err != nil {
-		return h.unknown(stateSubmitted, err.Error()), err
+		return h.info.unknown(stateSubmitted, err.Error()), err
 	}
 	st := h.from(c)
 	if st.Terminal {
@@ -307,7 +309,7 @@ func (m *Manager) eachJob(ctx context.Context, live bool, fn func(h *Handle, st 
 	for _, info := range infos {
 		h, err := m.Open(info.JobID)
 		if err != nil {
-			fn(nil, Status{JobID: info.JobID, SlurmJobID: info.SlurmJobID, State: stateSubmitted, ReturnCode: rcUnknown, Detail: err.Error()}, err)
+			fn(nil, info.unknown(stateSubmitted, err.Error()), err)
 			continue
 		}
 		if st, _ := h.Poll(ctx); !live || !st.Terminal {
@@ -352,7 +354,7 @@ func (m *Manager) AllStatuses(ctx context.Context) ([]Status, error) {
 	}
 	for id, f := range c.Finished {
 		if !seen[id] {
-			out = append(out, Status{JobID: id, SlurmJobID: f.SlurmJobID, State: f.State, Terminal: true, ReturnCode: f.ReturnCode, Detail: f.Detail})
+			out = append(out, HandleInfo{JobID: id}.finished(f))
 		}
 	}
 	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.JobID, b.JobID) })
