@@ -186,11 +186,7 @@ func Run(ctx context.Context, rt *site.Runtime, o Options) ([]Row, error) {
 	var wg sync.WaitGroup
 	for i, n := range names {
 		p := &probes[slices.IndexFunc(probes, func(p probe) bool { return p.name == n })]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rows[i] = r.run(ctx, p)
-		}()
+		wg.Go(func() { rows[i] = r.run(ctx, p) })
 	}
 	wg.Wait()
 	return rows, nil
