@@ -28,26 +28,26 @@ import (
 
 // Results of a probe row.
 const (
-	Pass = "pass"
-	Fail = "fail"
-	Warn = "warn"
-	Skip = "skip"
+	pass = "pass"
+	fail = "fail"
+	warn = "warn"
+	skip = "skip"
 )
 
-// JobPrefix starts the NVFlare job id (and so the run dir name) of every
+// jobPrefix starts the NVFlare job id (and so the run dir name) of every
 // probe job, so that operators recognise them: check-<probe>-<8 hex>.
-const JobPrefix = "check-"
+const jobPrefix = "check-"
 
-// SubmitSideEnv is set, to a random value, only in the environment check
+// submitSideEnv is set, to a random value, only in the environment check
 // submits from: the environment probe proves that --export=NIL keeps it
 // from the worker.
-const SubmitSideEnv = "FLARE_SLURM_CHECK_SUBMIT_SIDE"
+const submitSideEnv = "FLARE_SLURM_CHECK_SUBMIT_SIDE"
 
 // Files of a probe's run dir.
 const (
-	ProgramFile  = "flare_slurm_probe.py"
-	SpecFile     = "probe.json"
-	ObservedFile = "observed.json"
+	programFile  = "flare_slurm_probe.py"
+	specFile     = "probe.json"
+	observedFile = "observed.json"
 )
 
 //go:embed probe.py
@@ -121,10 +121,10 @@ func Select(only, skip []string) ([]string, error) {
 	return out, nil
 }
 
-// Environ is base with SubmitSideEnv set to a fresh random value: the
+// Environ is base with submitSideEnv set to a fresh random value: the
 // environment to open the workspace with (site.Options.Environ).
 func Environ(base []string) []string {
-	return append(slices.Clone(base), SubmitSideEnv+"=submit-side-"+randomHex(8))
+	return append(slices.Clone(base), submitSideEnv+"=submit-side-"+randomHex(8))
 }
 
 // Summary counts the rows by result.
@@ -140,13 +140,13 @@ func Summarize(rows []Row) Summary {
 	var s Summary
 	for _, r := range rows {
 		switch r.Result {
-		case Pass:
+		case pass:
 			s.Pass++
-		case Fail:
+		case fail:
 			s.Fail++
-		case Warn:
+		case warn:
 			s.Warn++
-		case Skip:
+		case skip:
 			s.Skip++
 		}
 	}
@@ -185,24 +185,11 @@ func Run(ctx context.Context, rt *site.Runtime, o Options) ([]Row, error) {
 	rows := make([]Row, len(names))
 	var wg sync.WaitGroup
 	for i, n := range names {
-		p := probeNamed(n)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rows[i] = r.run(ctx, p)
-		}()
+		p := &probes[slices.IndexFunc(probes, func(p probe) bool { return p.name == n })]
+		wg.Go(func() { rows[i] = r.run(ctx, p) })
 	}
 	wg.Wait()
 	return rows, nil
-}
-
-func probeNamed(name string) *probe {
-	for i := range probes {
-		if probes[i].name == name {
-			return &probes[i]
-		}
-	}
-	return nil
 }
 
 func randomHex(n int) string {
@@ -220,7 +207,7 @@ func studyKnown(rt *site.Runtime, study string) error {
 	if study == "" {
 		return nil
 	}
-	req, err := request(rt.Workspace, JobPrefix+"study-"+randomHex(8), study, nil, "review")
+	req, err := request(rt.Workspace, jobPrefix+"study-"+randomHex(8), study, nil, "review")
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ func TestSelect(t *testing.T) {
 		t.Error("--only X --skip X must leave nothing and say so")
 	}
 	for _, p := range probes {
-		if p.about == "" || !strings.HasPrefix(JobPrefix+p.name, "check-") {
+		if p.about == "" || !strings.HasPrefix(jobPrefix+p.name, "check-") {
 			t.Errorf("probe %s has no description", p.name)
 		}
 	}
@@ -71,15 +71,15 @@ func TestExpectEnd(t *testing.T) {
 		result string
 		want   string
 	}{
-		{"pass", judge, outcome{status: done("TIMEOUT", 104), seen: seenOn("42")}, Pass, "ended TIMEOUT with return code 104; worker ran on node1"},
-		{"wrong state", judge, outcome{status: done("COMPLETED", 0), seen: seenOn("42")}, Fail, "ended COMPLETED with return code 0; want TIMEOUT with return code 104"},
-		{"wrong code", judge, outcome{status: done("TIMEOUT", 1), seen: seenOn("42")}, Fail, "want TIMEOUT with return code 104"},
-		{"not ended", judge, outcome{status: manager.Status{State: "RUNNING"}, waitErr: errors.New("context deadline exceeded")}, Fail, "not ended: last state RUNNING (context deadline exceeded)"},
-		{"worker never ran", judge, outcome{status: done("TIMEOUT", 104), seenErr: errors.New("no observed.json")}, Fail, "no observed.json"},
-		{"another job's observation", judge, outcome{status: done("TIMEOUT", 104), seen: seenOn("41")}, Fail, `names Slurm job "41", not 42`},
-		{"cancel failed", pending, outcome{status: done("CANCELLED", 9), actErr: errors.New("cancel: boom")}, Fail, "cancel: boom"},
-		{"pending pass", pending, outcome{status: done("CANCELLED", 9), stateSeen: "PENDING"}, Pass, "seen PENDING, then ended CANCELLED with return code 9; the worker never started"},
-		{"pending but started", pending, outcome{status: done("CANCELLED", 9), seen: seenOn("42")}, Fail, "but the worker started on node1"},
+		{"pass", judge, outcome{status: done("TIMEOUT", 104), seen: seenOn("42")}, pass, "ended TIMEOUT with return code 104; worker ran on node1"},
+		{"wrong state", judge, outcome{status: done("COMPLETED", 0), seen: seenOn("42")}, fail, "ended COMPLETED with return code 0; want TIMEOUT with return code 104"},
+		{"wrong code", judge, outcome{status: done("TIMEOUT", 1), seen: seenOn("42")}, fail, "want TIMEOUT with return code 104"},
+		{"not ended", judge, outcome{status: manager.Status{State: "RUNNING"}, waitErr: errors.New("context deadline exceeded")}, fail, "not ended: last state RUNNING (context deadline exceeded)"},
+		{"worker never ran", judge, outcome{status: done("TIMEOUT", 104), seenErr: errors.New("no observed.json")}, fail, "no observed.json"},
+		{"another job's observation", judge, outcome{status: done("TIMEOUT", 104), seen: seenOn("41")}, fail, `names Slurm job "41", not 42`},
+		{"cancel failed", pending, outcome{status: done("CANCELLED", 9), actErr: errors.New("cancel: boom")}, fail, "cancel: boom"},
+		{"pending pass", pending, outcome{status: done("CANCELLED", 9), stateSeen: "PENDING"}, pass, "seen PENDING, then ended CANCELLED with return code 9; the worker never started"},
+		{"pending but started", pending, outcome{status: done("CANCELLED", 9), seen: seenOn("42")}, fail, "but the worker started on node1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, ev := c.judge(&c.o)
@@ -99,7 +99,7 @@ func TestJudgeSecrets(t *testing.T) {
 		return &outcome{status: done("COMPLETED", 0), seen: s, token: tok,
 			launched: &site.Probe{Artifacts: &compile.Artifacts{BatchScript: []byte("#!/bin/bash\nsource secret.env\n"), Argv: []string{"sbatch", "x"}}, SchedulerEnv: []string{"A=b"}}}
 	}
-	if r, ev := judgeSecrets(good()); r != Pass || !strings.Contains(ev, "NVFLARE_JOB_AUTH_TOKEN arrived") || !strings.Contains(ev, "secret.env was gone before the worker started") {
+	if r, ev := judgeSecrets(good()); r != pass || !strings.Contains(ev, "NVFLARE_JOB_AUTH_TOKEN arrived") || !strings.Contains(ev, "secret.env was gone before the worker started") {
 		t.Errorf("good: %s %s", r, ev)
 	}
 	// Inside a container the worker cannot see its job dir: the row does
@@ -107,7 +107,7 @@ func TestJudgeSecrets(t *testing.T) {
 	// that never exists there).
 	hidden, invisible := good(), false
 	hidden.seen.SecretDirVisible, hidden.seen.SecretFilePresent = &invisible, nil
-	if r, ev := judgeSecrets(hidden); r != Pass || strings.Contains(ev, "was gone") || !strings.Contains(ev, "not visible to the worker") {
+	if r, ev := judgeSecrets(hidden); r != pass || strings.Contains(ev, "was gone") || !strings.Contains(ev, "not visible to the worker") {
 		t.Errorf("container: %s %s", r, ev)
 	}
 	other := sha("other")
@@ -130,7 +130,7 @@ func TestJudgeSecrets(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			o := good()
 			c.mut(o)
-			if r, ev := judgeSecrets(o); r != Fail || !strings.Contains(ev, c.want) {
+			if r, ev := judgeSecrets(o); r != fail || !strings.Contains(ev, c.want) {
 				t.Errorf("got %s %q, want fail with %q", r, ev, c.want)
 			}
 		})
@@ -140,42 +140,42 @@ func TestJudgeSecrets(t *testing.T) {
 func TestJudgeEnvironment(t *testing.T) {
 	o := &outcome{status: done("COMPLETED", 0), seen: seenOn("42")}
 	o.seen.EnvNames = []string{"HOME", compile.ChildProcessEnv}
-	if r, ev := judgeEnvironment(o); r != Pass {
+	if r, ev := judgeEnvironment(o); r != pass {
 		t.Errorf("good: %s %s", r, ev)
 	}
 	o.view = &compile.PlanView{Env: []compile.EnvVar{{Name: "MODE", Value: "a b"}}, ForwardEnv: []string{"HTTP_PROXY", "FWD"}}
 	o.seen.EnvNames = append(o.seen.EnvNames, "FWD")
 	o.seen.Env["MODE"] = "a b"
-	if r, ev := judgeEnvironment(o); r != Pass || !strings.Contains(ev, "1 study env values exact; forward_env arrived: FWD; not set after setup: HTTP_PROXY") {
+	if r, ev := judgeEnvironment(o); r != pass || !strings.Contains(ev, "1 study env values exact; forward_env arrived: FWD; not set after setup: HTTP_PROXY") {
 		t.Errorf("study env and forward_env: %s %s", r, ev)
 	}
 	o.seen.Env["MODE"] = "a  b"
-	if r, ev := judgeEnvironment(o); r != Fail || !strings.Contains(ev, `study env MODE is "a  b" (set: true), want "a b"`) {
+	if r, ev := judgeEnvironment(o); r != fail || !strings.Contains(ev, `study env MODE is "a  b" (set: true), want "a b"`) {
 		t.Errorf("study env changed: %s %s", r, ev)
 	}
 	o.seen.Env["MODE"] = "a b"
-	o.seen.EnvNames = append(o.seen.EnvNames, SubmitSideEnv)
-	if r, ev := judgeEnvironment(o); r != Fail || !strings.Contains(ev, "--export=NIL does not hold") {
+	o.seen.EnvNames = append(o.seen.EnvNames, submitSideEnv)
+	if r, ev := judgeEnvironment(o); r != fail || !strings.Contains(ev, "--export=NIL does not hold") {
 		t.Errorf("submit-side variable: %s %s", r, ev)
 	}
 	o = &outcome{status: done("COMPLETED", 0), seen: seenOn("42")}
 	o.seen.Env = map[string]string{}
-	if r, ev := judgeEnvironment(o); r != Fail || !strings.Contains(ev, compile.ChildProcessEnv+` is ""`) {
+	if r, ev := judgeEnvironment(o); r != fail || !strings.Contains(ev, compile.ChildProcessEnv+` is ""`) {
 		t.Errorf("no child marker: %s %s", r, ev)
 	}
 }
 
 func TestJudgeConnectivity(t *testing.T) {
 	o := &outcome{status: done("COMPLETED", 0), seen: seenOn("42")}
-	if r, _ := judgeConnectivity(o); r != Fail {
+	if r, _ := judgeConnectivity(o); r != fail {
 		t.Error("no connect attempt must fail")
 	}
 	o.seen.Connect = &connectSeen{URL: "tcp://h:1", Host: "h", Port: 1, Error: "ConnectionRefusedError: refused"}
-	if r, ev := judgeConnectivity(o); r != Fail || !strings.Contains(ev, "could not reach the parent at h:1") || !strings.Contains(ev, "refused") {
+	if r, ev := judgeConnectivity(o); r != fail || !strings.Contains(ev, "could not reach the parent at h:1") || !strings.Contains(ev, "refused") {
 		t.Errorf("refused: %s %s", r, ev)
 	}
 	o.seen.Connect = &connectSeen{Host: "h", Port: 1, OK: true}
-	if r, ev := judgeConnectivity(o); r != Pass || !strings.Contains(ev, "held by another program") {
+	if r, ev := judgeConnectivity(o); r != pass || !strings.Contains(ev, "held by another program") {
 		t.Errorf("port held by the parent: %s %s", r, ev)
 	}
 	l, err := listen(0)
@@ -184,7 +184,7 @@ func TestJudgeConnectivity(t *testing.T) {
 	}
 	defer l.close()
 	o.listen = l
-	if r, ev := judgeConnectivity(o); r != Fail || !strings.Contains(ev, "did not answer") {
+	if r, ev := judgeConnectivity(o); r != fail || !strings.Contains(ev, "did not answer") {
 		t.Errorf("connected elsewhere: %s %s", r, ev)
 	}
 }
@@ -209,12 +209,12 @@ func TestProbeProgram(t *testing.T) {
 		Paths:      []string{dir, "/proc/self", "/nonexistent-check"},
 		SecretFile: filepath.Join(dir, "secret.env"), Connect: true, ConnectTimeout: 5, Nonce: l.nonce}
 	data, _ := json.Marshal(sp)
-	for name, b := range map[string][]byte{ProgramFile: program, SpecFile: data} {
+	for name, b := range map[string][]byte{programFile: program, specFile: data} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(py, "-u", filepath.Join(dir, ProgramFile), "-m", "/ws", "-p", "tcp://127.0.0.1:"+port, "-n", "job")
+	cmd := exec.Command(py, "-u", filepath.Join(dir, programFile), "-m", "/ws", "-p", "tcp://127.0.0.1:"+port, "-n", "job")
 	cmd.Dir = dir
 	cmd.Env = []string{"SHOWN=v1", "SECRET=s3cret", "SLURM_JOB_ID=7", "PATH=/usr/bin:/bin"}
 	var errb bytes.Buffer
@@ -224,7 +224,7 @@ func TestProbeProgram(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 103 {
 		t.Fatalf("exit %v, want 103; stderr %s", err, errb.String())
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, ObservedFile))
+	raw, err := os.ReadFile(filepath.Join(dir, observedFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestRunDir(t *testing.T) {
 	if _, err := makeRunDir(root, "check-a-1"); err == nil {
 		t.Error("an existing run dir must be refused")
 	}
-	for _, n := range []string{SpecFile, ObservedFile, "slurm-12.out"} {
+	for _, n := range []string{specFile, observedFile, "slurm-12.out"} {
 		os.WriteFile(filepath.Join(root, "check-a-1", n), nil, 0o600)
 	}
 	if err := removeRunDir(root, "check-a-1"); err != nil {
@@ -313,10 +313,10 @@ func TestRunDir(t *testing.T) {
 
 func TestReport(t *testing.T) {
 	rows := []Row{
-		{Name: "success", Result: Pass, Seconds: 1.25, SlurmJobID: "7", Evidence: "Slurm job 7: ok"},
-		{Name: "failure", Result: Fail, Seconds: 2, SlurmJobID: "8", Evidence: "Slurm job 8: ended COMPLETED"},
-		{Name: "connectivity", Result: Skip, Evidence: "shared-file"},
-		{Name: "resources", Result: Warn, Evidence: "memory not enforced"},
+		{Name: "success", Result: pass, Seconds: 1.25, SlurmJobID: "7", Evidence: "Slurm job 7: ok"},
+		{Name: "failure", Result: fail, Seconds: 2, SlurmJobID: "8", Evidence: "Slurm job 8: ended COMPLETED"},
+		{Name: "connectivity", Result: skip, Evidence: "shared-file"},
+		{Name: "resources", Result: warn, Evidence: "memory not enforced"},
 	}
 	var b bytes.Buffer
 	if err := WriteTable(&b, rows, 3.5); err != nil {
@@ -350,12 +350,12 @@ func TestJudgeResources(t *testing.T) {
 		result string
 		want   string
 	}{
-		{1, i64(256 << 20), Pass, "memory limit 256 MiB as asked"},
-		{2, i64(256 << 20), Warn, "CPUs not confined: 2 visible"},
-		{1, nil, Warn, "memory not enforced"},
-		{1, i64(512 << 20), Warn, "memory limit 512 MiB, more than"},
-		{0, i64(256 << 20), Fail, "fewer than the 1 asked for"},
-		{2, i64(128 << 20), Fail, "less than the 256 MiB"},
+		{1, i64(256 << 20), pass, "memory limit 256 MiB as asked"},
+		{2, i64(256 << 20), warn, "CPUs not confined: 2 visible"},
+		{1, nil, warn, "memory not enforced"},
+		{1, i64(512 << 20), warn, "memory limit 512 MiB, more than"},
+		{0, i64(256 << 20), fail, "fewer than the 1 asked for"},
+		{2, i64(128 << 20), fail, "less than the 256 MiB"},
 	} {
 		o := &outcome{status: done("COMPLETED", 0), seen: seenOn("42")}
 		o.seen.CPUs, o.seen.MemLimitBytes = c.cpus, c.lim
@@ -368,16 +368,16 @@ func TestJudgeResources(t *testing.T) {
 func TestJudgeGPUs(t *testing.T) {
 	o := &outcome{status: done("COMPLETED", 0), seen: seenOn("42"), opts: Options{GPUs: 2}}
 	o.seen.Env["CUDA_VISIBLE_DEVICES"] = "0,1"
-	if r, ev := judgeGPUs(o); r != Pass || !strings.Contains(ev, "nvidia-smi not on the worker's PATH") {
+	if r, ev := judgeGPUs(o); r != pass || !strings.Contains(ev, "nvidia-smi not on the worker's PATH") {
 		t.Errorf("2 of 2: %s %s", r, ev)
 	}
 	o.seen.NvidiaSMI = []string{"GPU 0: A100"}
-	if r, _ := judgeGPUs(o); r != Fail {
+	if r, _ := judgeGPUs(o); r != fail {
 		t.Error("nvidia-smi listing fewer GPUs must fail")
 	}
 	o.seen.NvidiaSMI = nil
 	o.seen.Env["CUDA_VISIBLE_DEVICES"] = "0"
-	if r, _ := judgeGPUs(o); r != Fail {
+	if r, _ := judgeGPUs(o); r != fail {
 		t.Error("1 of 2 must fail")
 	}
 	if why := skipNoGPUs(nil, Options{}); why == "" {
@@ -389,7 +389,7 @@ func TestJudgeRestart(t *testing.T) {
 	good := func() *outcome {
 		return &outcome{status: done("FAILED", 103), released: true, child: &childWait{Status: done("FAILED", 103), Exit: 103}}
 	}
-	if r, ev := judgeRestart(good()); r != Pass || !strings.Contains(ev, "re-attached through the persisted handle") || !strings.Contains(ev, "the launching process let go") {
+	if r, ev := judgeRestart(good()); r != pass || !strings.Contains(ev, "re-attached through the persisted handle") || !strings.Contains(ev, "the launching process let go") {
 		t.Errorf("good: %s %s", r, ev)
 	}
 	for name, mut := range map[string]func(o *outcome){
@@ -404,7 +404,7 @@ func TestJudgeRestart(t *testing.T) {
 	} {
 		o := good()
 		mut(o)
-		if r, ev := judgeRestart(o); r != Fail {
+		if r, ev := judgeRestart(o); r != fail {
 			t.Errorf("%s: %s %s", name, r, ev)
 		}
 	}
@@ -412,16 +412,16 @@ func TestJudgeRestart(t *testing.T) {
 
 func TestJudgeAccounting(t *testing.T) {
 	o := &outcome{status: done("COMPLETED", 0), placement: scheduler.Placement{Account: "flare", Partition: "debug", QOS: "normal", State: "COMPLETED", Nodes: "n1"}}
-	if r, ev := judgeAccounting(o); r != Pass || !strings.Contains(ev, "partition, account, qos not set by the site or study") {
+	if r, ev := judgeAccounting(o); r != pass || !strings.Contains(ev, "partition, account, qos not set by the site or study") {
 		t.Errorf("no directives: %s %s", r, ev)
 	}
 	o.placement.State = "FAILED"
-	if r, ev := judgeAccounting(o); r != Fail || !strings.Contains(ev, "state FAILED, but the runtime reported COMPLETED") {
+	if r, ev := judgeAccounting(o); r != fail || !strings.Contains(ev, "state FAILED, but the runtime reported COMPLETED") {
 		t.Errorf("state mismatch: %s %s", r, ev)
 	}
 	o.placement.State = "COMPLETED"
 	o.placementErr = errors.New("sacct has no record of Slurm job 42")
-	if r, ev := judgeAccounting(o); r != Fail || !strings.Contains(ev, "no record") {
+	if r, ev := judgeAccounting(o); r != fail || !strings.Contains(ev, "no record") {
 		t.Errorf("no record: %s %s", r, ev)
 	}
 }
@@ -442,12 +442,12 @@ func TestJudgeFilesystem(t *testing.T) {
 		}
 		return o
 	}
-	if r, ev := judgeFilesystem(good("apptainer")); r != Pass || !strings.Contains(ev, "2 mounts as configured") {
+	if r, ev := judgeFilesystem(good("apptainer")); r != pass || !strings.Contains(ev, "2 mounts as configured") {
 		t.Errorf("good: %s %s", r, ev)
 	}
 	o := good("none")
 	o.seen.Paths["/ws/startup"] = pathSeen{Exists: true, Dir: true, Writable: true}
-	if r, ev := judgeFilesystem(o); r != Pass || !strings.Contains(ev, "startup/ writable (sandbox none") {
+	if r, ev := judgeFilesystem(o); r != pass || !strings.Contains(ev, "startup/ writable (sandbox none") {
 		t.Errorf("none, writable startup: %s %s", r, ev)
 	}
 	for name, c := range map[string]struct {
@@ -464,7 +464,7 @@ func TestJudgeFilesystem(t *testing.T) {
 	} {
 		o := good("apptainer")
 		c.mut(o)
-		if r, ev := judgeFilesystem(o); r != Fail || !strings.Contains(ev, c.want) {
+		if r, ev := judgeFilesystem(o); r != fail || !strings.Contains(ev, c.want) {
 			t.Errorf("%s: %s %s, want fail with %q", name, r, ev, c.want)
 		}
 	}
@@ -472,14 +472,14 @@ func TestJudgeFilesystem(t *testing.T) {
 
 func TestJudgeBootstrap(t *testing.T) {
 	rt := &site.Runtime{Client: &scheduler.Client{Paths: scheduler.Paths{Sbatch: "/usr/bin/sbatch"}}}
-	if r, _ := judgeBootstrap(rt, nil); r != Fail {
+	if r, _ := judgeBootstrap(rt, nil); r != fail {
 		t.Error("a workspace opened without the bootstrap checks must not pass")
 	}
-	if r, ev := judgeBootstrap(rt, errors.New("slurm accounting (slurmdbd) is required")); r != Fail || !strings.Contains(ev, "slurmdbd") {
+	if r, ev := judgeBootstrap(rt, errors.New("slurm accounting (slurmdbd) is required")); r != fail || !strings.Contains(ev, "slurmdbd") {
 		t.Errorf("failed checks: %s %s", r, ev)
 	}
 	rt.Version = scheduler.Version{Major: 24, Minor: 11, Patch: 5}
-	if r, ev := judgeBootstrap(rt, nil); r != Pass || !strings.Contains(ev, "slurm 24.11.5; accounting answers; sbatch /usr/bin/sbatch") {
+	if r, ev := judgeBootstrap(rt, nil); r != pass || !strings.Contains(ev, "slurm 24.11.5; accounting answers; sbatch /usr/bin/sbatch") {
 		t.Errorf("%s %s", r, ev)
 	}
 }
@@ -502,12 +502,12 @@ func TestJudgeMultiNode(t *testing.T) {
 		result string
 		want   string
 	}{
-		{peers(&zero, "n2", "n1"), Pass, "2 of 2 nodes (n1, n2) reached the first node n1:5000; srun exit 0"},
-		{peers(&zero, "n1", "n1"), Fail, "1 of 2 nodes (n1)"},
-		{peers(&one, "n1", "n2"), Fail, "srun exit 1"},
-		{peers(nil, "n1"), Fail, "srun exit ?"},
-		{peers(&zero, "n1", ""), Fail, "sent no host name"},
-		{nil, Fail, "did not start the multi-node test"},
+		{peers(&zero, "n2", "n1"), pass, "2 of 2 nodes (n1, n2) reached the first node n1:5000; srun exit 0"},
+		{peers(&zero, "n1", "n1"), fail, "1 of 2 nodes (n1)"},
+		{peers(&one, "n1", "n2"), fail, "srun exit 1"},
+		{peers(nil, "n1"), fail, "srun exit ?"},
+		{peers(&zero, "n1", ""), fail, "sent no host name"},
+		{nil, fail, "did not start the multi-node test"},
 	} {
 		o := &outcome{status: done("COMPLETED", 0), seen: seenOn("42"), opts: Options{Nodes: 2}}
 		o.seen.Peers = c.p
@@ -567,7 +567,7 @@ fn = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "cgro
 ns = {}
 exec(compile(ast.Module(body=[fn], type_ignores=[]), "probe.py", "exec"), ns)
 print(json.dumps(ns["cgroup_memory_limit"](sys.argv[2], sys.argv[3])))`
-	prog := filepath.Join(root, ProgramFile)
+	prog := filepath.Join(root, programFile)
 	if err := os.WriteFile(prog, program, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -45,13 +45,6 @@ type probe struct {
 	judge  func(o *outcome) (result, evidence string)
 }
 
-func (p *probe) skip(rt *site.Runtime, o Options) string {
-	if p.skipIf == nil {
-		return ""
-	}
-	return p.skipIf(rt, o)
-}
-
 // longSleep is how long a probe program that must be stopped (timeout,
 // running-abort) sleeps; check's own timeout cancels it sooner.
 const longSleep = 900
@@ -156,7 +149,7 @@ func ran(o *outcome) (bool, string) {
 	// A container started with a clean environment (apptainer
 	// --containall) has no SLURM_JOB_ID; the run dir is the job's own.
 	if s.SlurmJobID != "" && s.SlurmJobID != o.status.SlurmJobID {
-		return false, fmt.Sprintf("%s names Slurm job %q, not %s", ObservedFile, s.SlurmJobID, o.status.SlurmJobID)
+		return false, fmt.Sprintf("%s names Slurm job %q, not %s", observedFile, s.SlurmJobID, o.status.SlurmJobID)
 	}
 	return true, fmt.Sprintf("worker ran on %s as uid %d (python %s)", s.Host, s.UID, s.Python)
 }
@@ -167,7 +160,7 @@ func expectEnd(state string, rc int, worker bool) func(o *outcome) (string, stri
 	return func(o *outcome) (string, string) {
 		ok, what := ended(o, state, rc)
 		if !ok {
-			return Fail, what
+			return fail, what
 		}
 		did, where := ran(o)
 		if o.stateSeen != "" {
@@ -175,13 +168,13 @@ func expectEnd(state string, rc int, worker bool) func(o *outcome) (string, stri
 		}
 		switch {
 		case worker && !did:
-			return Fail, what + "; " + where
+			return fail, what + "; " + where
 		case !worker && o.seen != nil:
-			return Fail, what + "; but the worker started on " + o.seen.Host
+			return fail, what + "; but the worker started on " + o.seen.Host
 		case worker:
-			return Pass, what + "; " + where
+			return pass, what + "; " + where
 		}
-		return Pass, what + "; the worker never started"
+		return pass, what + "; the worker never started"
 	}
 }
 
@@ -202,12 +195,12 @@ func worked(o *outcome) (bool, string) {
 func judgeEnvironment(o *outcome) (string, string) {
 	ok, what := worked(o)
 	if !ok {
-		return Fail, what
+		return fail, what
 	}
 	s := o.seen
 	var bad []string
-	if slices.Contains(s.EnvNames, SubmitSideEnv) {
-		bad = append(bad, SubmitSideEnv+" (set only on the submit side) reached the worker: --export=NIL does not hold")
+	if slices.Contains(s.EnvNames, submitSideEnv) {
+		bad = append(bad, submitSideEnv+" (set only on the submit side) reached the worker: --export=NIL does not hold")
 	}
 	if v := s.Env[compile.ChildProcessEnv]; v != "1" {
 		bad = append(bad, fmt.Sprintf("%s is %q, want \"1\"", compile.ChildProcessEnv, v))
@@ -223,9 +216,9 @@ func judgeEnvironment(o *outcome) (string, string) {
 		}
 	}
 	if len(bad) > 0 {
-		return Fail, strings.Join(bad, "; ")
+		return fail, strings.Join(bad, "; ")
 	}
-	ev := fmt.Sprintf("%s; %s absent, %s=1, PYTHONPATH as planned", what, SubmitSideEnv, compile.ChildProcessEnv)
+	ev := fmt.Sprintf("%s; %s absent, %s=1, PYTHONPATH as planned", what, submitSideEnv, compile.ChildProcessEnv)
 	if v := o.view; v != nil && len(v.Env) > 0 {
 		ev += fmt.Sprintf(", %d study env values exact", len(v.Env))
 	}
@@ -242,7 +235,7 @@ func judgeEnvironment(o *outcome) (string, string) {
 		}
 		ev += fmt.Sprintf("; forward_env arrived: %s; not set after setup: %s", listOrNone(set), listOrNone(unset))
 	}
-	return Pass, fmt.Sprintf("%s; %d variables in the worker's environment", ev, len(s.EnvNames))
+	return pass, fmt.Sprintf("%s; %d variables in the worker's environment", ev, len(s.EnvNames))
 }
 
 func sha(s string) string {
@@ -270,7 +263,7 @@ func secretValues(o *outcome) map[string]string {
 func judgeSecrets(o *outcome) (string, string) {
 	ok, what := worked(o)
 	if !ok {
-		return Fail, what
+		return fail, what
 	}
 	s := o.seen
 	var bad []string
@@ -316,78 +309,78 @@ func judgeSecrets(o *outcome) (string, string) {
 		bad = append(bad, "no artifacts to search")
 	}
 	if len(bad) > 0 {
-		return Fail, strings.Join(bad, "; ")
+		return fail, strings.Join(bad, "; ")
 	}
-	return Pass, fmt.Sprintf("%s; %s arrived (SHA-256 compared); %s; no value in batch.sh, sbatch argv, the scheduler's environment or the job's output",
+	return pass, fmt.Sprintf("%s; %s arrived (SHA-256 compared); %s; no value in batch.sh, sbatch argv, the scheduler's environment or the job's output",
 		what, strings.Join(names, ", "), gone)
 }
 
 func judgeConnectivity(o *outcome) (string, string) {
 	ok, what := worked(o)
 	if !ok {
-		return Fail, what
+		return fail, what
 	}
 	c := o.seen.Connect
 	if c == nil {
-		return Fail, "the probe program did not try to connect"
+		return fail, "the probe program did not try to connect"
 	}
 	target := fmt.Sprintf("%s:%d", c.Host, c.Port)
 	if !c.OK {
-		return Fail, fmt.Sprintf("%s could not reach the parent at %s (%s): %s", o.seen.Host, target, c.URL, c.Error)
+		return fail, fmt.Sprintf("%s could not reach the parent at %s (%s): %s", o.seen.Host, target, c.URL, c.Error)
 	}
 	if o.listen == nil {
-		return Pass, fmt.Sprintf("%s reached %s in %.3f s; the port is held by another program (the parent, presumably), so only the TCP connection was proven",
+		return pass, fmt.Sprintf("%s reached %s in %.3f s; the port is held by another program (the parent, presumably), so only the TCP connection was proven",
 			o.seen.Host, target, c.Seconds)
 	}
 	if c.Answer != "ok" || o.listen.reached() == "" {
-		return Fail, fmt.Sprintf("%s connected to %s but check's listener did not answer (answer %q): another program may hold the address", o.seen.Host, target, c.Answer)
+		return fail, fmt.Sprintf("%s connected to %s but check's listener did not answer (answer %q): another program may hold the address", o.seen.Host, target, c.Answer)
 	}
-	return Pass, fmt.Sprintf("%s reached check's listener at %s in %.3f s (connection from %s)", o.seen.Host, target, c.Seconds, o.listen.reached())
+	return pass, fmt.Sprintf("%s reached check's listener at %s in %.3f s (connection from %s)", o.seen.Host, target, c.Seconds, o.listen.reached())
 }
 
 // judgeBootstrap reports the parent's bootstrap checks, which Run ran as
 // bootstrap-check does (bootErr is their error).
 func judgeBootstrap(rt *site.Runtime, bootErr error) (string, string) {
 	if bootErr != nil {
-		return Fail, oneLine(bootErr.Error())
+		return fail, oneLine(bootErr.Error())
 	}
 	if rt.Version == (scheduler.Version{}) {
-		return Fail, "the bootstrap checks did not run"
+		return fail, "the bootstrap checks did not run"
 	}
 	p := rt.Client.Paths
-	return Pass, fmt.Sprintf("slurm %s; accounting answers; sbatch %s, squeue %s, sacct %s, scancel %s",
+	return pass, fmt.Sprintf("slurm %s; accounting answers; sbatch %s, squeue %s, sacct %s, scancel %s",
 		rt.Version, p.Sbatch, p.Squeue, p.Sacct, p.Scancel)
 }
 
 func judgeRestart(o *outcome) (string, string) {
 	ok, what := ended(o, "FAILED", 103)
 	if !ok {
-		return Fail, what
+		return fail, what
 	}
 	c := o.child
 	switch {
 	case !o.released:
-		return Fail, what + "; the launching process still watched the job"
+		return fail, what + "; the launching process still watched the job"
 	case c == nil:
-		return Fail, what + "; no new process waited for the job"
+		return fail, what + "; no new process waited for the job"
 	case c.Err != nil:
-		return Fail, fmt.Sprintf("%s; the new process's wait failed: %v %s", what, c.Err, c.Stderr)
+		return fail, fmt.Sprintf("%s; the new process's wait failed: %v %s", what, c.Err, c.Stderr)
 	case !c.Status.Terminal || c.Status.SlurmJobID != o.status.SlurmJobID || c.Status.ReturnCode != 103 || c.Exit != 103:
-		return Fail, fmt.Sprintf("%s; the new process's wait reported %+v and exited %d, want Slurm job %s ended with return code 103 (exit 103)",
+		return fail, fmt.Sprintf("%s; the new process's wait reported %+v and exited %d, want Slurm job %s ended with return code 103 (exit 103)",
 			what, c.Status, c.Exit, o.status.SlurmJobID)
 	}
-	return Pass, fmt.Sprintf("seen RUNNING; the launching process let go of the job; a new process (flare-slurm wait) re-attached through the persisted handle and reported %s with return code 103, exit 103; %s",
+	return pass, fmt.Sprintf("seen RUNNING; the launching process let go of the job; a new process (flare-slurm wait) re-attached through the persisted handle and reported %s with return code 103, exit 103; %s",
 		c.Status.State, what)
 }
 
 func judgeFilesystem(o *outcome) (string, string) {
 	ok, what := worked(o)
 	if !ok {
-		return Fail, what
+		return fail, what
 	}
 	v := o.view
 	if v == nil {
-		return Fail, "no plan to compare with"
+		return fail, "no plan to compare with"
 	}
 	s := o.seen
 	var bad, notes []string
@@ -425,7 +418,7 @@ func judgeFilesystem(o *outcome) (string, string) {
 		}
 	}
 	if len(bad) > 0 {
-		return Fail, strings.Join(bad, "; ")
+		return fail, strings.Join(bad, "; ")
 	}
 	ev := fmt.Sprintf("%s; workspace %s visible, working directory = run dir (writable)", what, v.Workspace)
 	if len(v.Mounts) > 0 {
@@ -434,16 +427,16 @@ func judgeFilesystem(o *outcome) (string, string) {
 	if len(notes) > 0 {
 		ev += "; " + strings.Join(notes, ", ")
 	}
-	return Pass, ev
+	return pass, ev
 }
 
 func judgeAccounting(o *outcome) (string, string) {
 	ok, what := ended(o, "COMPLETED", manager.RCSuccess)
 	if !ok {
-		return Fail, what
+		return fail, what
 	}
 	if o.placementErr != nil {
-		return Fail, "sacct: " + oneLine(o.placementErr.Error())
+		return fail, "sacct: " + oneLine(o.placementErr.Error())
 	}
 	pl := o.placement
 	got := fmt.Sprintf("sacct: account %s, partition %s, QOS %s, state %s, nodes %s", pl.Account, pl.Partition, pl.QOS, pl.State, pl.Nodes)
@@ -467,48 +460,48 @@ func judgeAccounting(o *outcome) (string, string) {
 		}
 	}
 	if len(bad) > 0 {
-		return Fail, got + "; " + strings.Join(bad, "; ")
+		return fail, got + "; " + strings.Join(bad, "; ")
 	}
 	if len(defaults) > 0 {
 		got += "; " + strings.Join(defaults, ", ") + " not set by the site or study: the cluster's defaults"
 	}
-	return Pass, got
+	return pass, got
 }
 
 func judgeResources(o *outcome) (string, string) {
 	ok, what := worked(o)
 	if !ok {
-		return Fail, what
+		return fail, what
 	}
 	s := o.seen
 	const cpus, mib = 1, 256
-	result := Pass
+	result := pass
 	var parts []string
 	switch {
 	case s.CPUs == cpus:
 		parts = append(parts, fmt.Sprintf("%d CPU visible (affinity), %d asked for", s.CPUs, cpus))
 	case s.CPUs > cpus:
-		result = Warn
+		result = warn
 		parts = append(parts, fmt.Sprintf("CPUs not confined: %d visible (affinity), %d asked for (no task/affinity or cgroup enforcement)", s.CPUs, cpus))
 	default:
-		result = Fail
+		result = fail
 		parts = append(parts, fmt.Sprintf("%d CPUs visible, fewer than the %d asked for", s.CPUs, cpus))
 	}
 	switch lim := s.MemLimitBytes; {
 	case lim == nil:
-		if result == Pass {
-			result = Warn
+		if result == pass {
+			result = warn
 		}
 		parts = append(parts, fmt.Sprintf("memory not enforced (%s), %d MiB asked for", s.MemLimitSource, mib))
 	case *lim == mib<<20:
 		parts = append(parts, fmt.Sprintf("memory limit %d MiB as asked (%s)", mib, s.MemLimitSource))
 	case *lim > mib<<20:
-		if result == Pass {
-			result = Warn
+		if result == pass {
+			result = warn
 		}
 		parts = append(parts, fmt.Sprintf("memory limit %d MiB, more than the %d MiB asked for (%s)", *lim>>20, mib, s.MemLimitSource))
 	default:
-		result = Fail
+		result = fail
 		parts = append(parts, fmt.Sprintf("memory limit %d MiB, less than the %d MiB asked for (%s)", *lim>>20, mib, s.MemLimitSource))
 	}
 	return result, what + "; " + strings.Join(parts, "; ")
@@ -517,7 +510,7 @@ func judgeResources(o *outcome) (string, string) {
 func judgeGPUs(o *outcome) (string, string) {
 	ok, what := worked(o)
 	if !ok {
-		return Fail, what
+		return fail, what
 	}
 	s := o.seen
 	want := o.opts.GPUs
@@ -532,22 +525,22 @@ func judgeGPUs(o *outcome) (string, string) {
 	}
 	got := fmt.Sprintf("%s; CUDA_VISIBLE_DEVICES=%q (%d GPUs), %d asked for; %s", what, devs, n, want, smi)
 	if n != want {
-		return Fail, got
+		return fail, got
 	}
 	if s.NvidiaSMI != nil && len(s.NvidiaSMI) != want {
-		return Fail, got
+		return fail, got
 	}
-	return Pass, got
+	return pass, got
 }
 
 func judgeMultiNode(o *outcome) (string, string) {
 	ok, what := worked(o)
 	if !ok {
-		return Fail, what
+		return fail, what
 	}
 	p := o.seen.Peers
 	if p == nil {
-		return Fail, "the probe program did not start the multi-node test"
+		return fail, "the probe program did not start the multi-node test"
 	}
 	want := o.opts.Nodes
 	hosts := map[string]bool{}
@@ -572,9 +565,9 @@ func judgeMultiNode(o *outcome) (string, string) {
 		if out := oneLine(p.SrunOutput); out != "" {
 			bad = append(bad, "srun said: "+out)
 		}
-		return Fail, strings.Join(append([]string{got}, bad...), "; ")
+		return fail, strings.Join(append([]string{got}, bad...), "; ")
 	}
-	return Pass, what + "; " + got
+	return pass, what + "; " + got
 }
 
 func listOrNone(names []string) string {

@@ -48,21 +48,15 @@ func JUnitCases(rows []Row) []cireport.Case {
 	for i, r := range rows {
 		c := cireport.Case{Name: r.Name, ClassName: "flare-slurm.check", Seconds: r.Seconds}
 		switch r.Result {
-		case Fail:
-			c.Failure, c.Detail = firstLine(r.Evidence), r.Evidence
-		case Skip:
+		case fail:
+			first, _, _ := strings.Cut(r.Evidence, "\n")
+			c.Failure, c.Detail = first, r.Evidence
+		case skip:
 			c.Skipped = r.Evidence
-		case Warn:
+		case warn:
 			c.ClassName = "flare-slurm.check.warn"
 		}
 		out[i] = c
 	}
 	return out
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }

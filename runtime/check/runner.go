@@ -156,30 +156,32 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 		row.Seconds = float64(time.Since(start).Milliseconds()) / 1000
 		r.logf("%-15s %s (%.1f s) %s", p.name, row.Result, row.Seconds, row.Evidence)
 	}()
-	if why := p.skip(r.rt, r.o); why != "" {
-		row.Result, row.Evidence = Skip, why
-		return row
+	if p.skipIf != nil {
+		if why := p.skipIf(r.rt, r.o); why != "" {
+			row.Result, row.Evidence = skip, why
+			return row
+		}
 	}
 	if p.local != nil {
 		row.Result, row.Evidence = p.local(r.rt, r.bootErr)
 		return row
 	}
 	if r.bootErr != nil {
-		row.Result, row.Evidence = Skip, "not run: the bootstrap checks failed"
+		row.Result, row.Evidence = skip, "not run: the bootstrap checks failed"
 		if p.placement {
-			row.Result, row.Evidence = Fail, "not run: the bootstrap checks failed: "+oneLine(r.bootErr.Error())
+			row.Result, row.Evidence = fail, "not run: the bootstrap checks failed: "+oneLine(r.bootErr.Error())
 		}
 		return row
 	}
 	r.logf("%-15s started", p.name)
 	ws := r.rt.Workspace
-	jobID := JobPrefix + p.name + "-" + randomHex(8)
+	jobID := jobPrefix + p.name + "-" + randomHex(8)
 	row.JobID = jobID
 	o := &outcome{jobID: jobID, token: "check-token-" + randomHex(32), environ: r.rt.Lookup, opts: r.o}
 
 	run, err := makeRunDir(ws.Root, jobID)
 	if err != nil {
-		row.Result, row.Evidence = Fail, err.Error()
+		row.Result, row.Evidence = fail, err.Error()
 		return row
 	}
 	defer func() {
@@ -200,7 +202,7 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 		sp.Connect, sp.ConnectTimeout = true, 10
 		l, err := listen(ws.Launcher.InternalPort)
 		if err != nil {
-			row.Result, row.Evidence = Fail, err.Error()
+			row.Result, row.Evidence = fail, err.Error()
 			run.Close()
 			return row
 		}
@@ -218,7 +220,7 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 	}
 	req, err := request(ws, jobID, r.o.Study, meta, o.token)
 	if err != nil {
-		row.Result, row.Evidence = Fail, err.Error()
+		row.Result, row.Evidence = fail, err.Error()
 		return row
 	}
 	var extra []compile.Directive
@@ -236,9 +238,9 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 	// after slurmctld took the job would leave a probe job queued with no
 	// handle. submit_timeout still bounds it, and once the handle exists
 	// r.stop cancels the job.
-	h, pr, err := r.rt.LaunchProbe(context.WithoutCancel(ctx), "check:"+p.name, req, filepath.Join(ws.Root, jobID, ProgramFile), ready, extra...)
+	h, pr, err := r.rt.LaunchProbe(context.WithoutCancel(ctx), "check:"+p.name, req, filepath.Join(ws.Root, jobID, programFile), ready, extra...)
 	if err != nil {
-		row.Result, row.Evidence = Fail, "launch: "+oneLine(err.Error())
+		row.Result, row.Evidence = fail, "launch: "+oneLine(err.Error())
 		return row
 	}
 	o.launched = pr
@@ -297,7 +299,7 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 // RUNNING, the probe program has written observed.json), the job ends, or
 // ctx ends.
 func (r *runner) until(ctx context.Context, h *manager.Handle, jobID, state string) error {
-	tick := time.Duration(r.rt.Workspace.Launcher.PollInterval * float64(time.Second) / 2)
+	tick := scheduler.Seconds(r.rt.Workspace.Launcher.PollInterval / 2)
 	if tick <= 0 || tick > time.Second {
 		tick = time.Second
 	}
@@ -312,7 +314,7 @@ func (r *runner) until(ctx context.Context, h *manager.Handle, jobID, state stri
 			if state != "RUNNING" {
 				return nil
 			}
-			if _, err := readRunFile(r.rt.Workspace.Root, jobID, ObservedFile, 1<<20); err == nil {
+			if _, err := readRunFile(r.rt.Workspace.Root, jobID, observedFile, 1<<20); err == nil {
 				return nil
 			}
 		}
@@ -359,7 +361,7 @@ func (r *runner) stop(h *manager.Handle, row *Row) {
 		return
 	}
 	l := r.rt.Workspace.Launcher
-	budget := time.Duration((l.QueryTimeout+l.CancelTimeout)*float64(time.Second)) + 3*time.Duration(l.PollInterval*float64(time.Second))
+	budget := scheduler.Seconds(l.QueryTimeout+l.CancelTimeout) + 3*scheduler.Seconds(l.PollInterval)
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	if _, err := h.Terminate(ctx); err != nil && !errors.Is(err, manager.ErrCancelPending) {
@@ -424,7 +426,7 @@ func makeRunDir(root, jobID string) (*dirfd.Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create the probe's run dir: %w", err)
 	}
-	if err := writeFile(run, ProgramFile, program); err != nil {
+	if err := writeFile(run, programFile, program); err != nil {
 		run.Close()
 		return nil, err
 	}
@@ -456,7 +458,7 @@ func writeSpec(root, jobID string, sp spec, plan *compile.Plan) error {
 	for _, m := range v.Mounts {
 		sp.Paths = append(sp.Paths, m.Destination)
 	}
-	sp.ReportEnv = append(sp.ReportEnv, compile.ChildProcessEnv, "PYTHONPATH", SubmitSideEnv)
+	sp.ReportEnv = append(sp.ReportEnv, compile.ChildProcessEnv, "PYTHONPATH", submitSideEnv)
 	for _, e := range v.Env {
 		sp.ReportEnv = append(sp.ReportEnv, e.Name)
 	}
@@ -481,7 +483,7 @@ func writeSpec(root, jobID string, sp spec, plan *compile.Plan) error {
 		return err
 	}
 	defer run.Close()
-	return writeFile(run, SpecFile, append(data, '\n'))
+	return writeFile(run, specFile, append(data, '\n'))
 }
 
 // secretGone removes the probe job's secret.env if it is still there (the
@@ -491,7 +493,7 @@ func secretGone(root, jobID string, row *Row) {
 	removed, err := removeSecretFile(root, jobID)
 	switch {
 	case err != nil:
-		row.Result = Fail
+		row.Result = fail
 		row.Evidence += fmt.Sprintf("; the probe job's %s, which holds its credentials and the study's secrets, could not be removed: %v: remove it by hand",
 			filepath.Join(schema.JobDir(root, jobID), schema.SecretEnvFile), err)
 	case removed:
@@ -527,7 +529,7 @@ func removeSecretFile(root, jobID string) (removed bool, err error) {
 // it wrote, what the probe program writes and the job's output file.
 func knownRunFile(name string) bool {
 	switch name {
-	case ProgramFile, SpecFile, ObservedFile, ObservedFile + ".tmp":
+	case programFile, specFile, observedFile, observedFile + ".tmp":
 		return true
 	}
 	return strings.HasPrefix(name, "slurm-") && strings.HasSuffix(name, ".out")
@@ -602,16 +604,16 @@ func readRunFile(root, jobID, name string, limit int64) ([]byte, error) {
 }
 
 func readObserved(root, jobID string) (*observed, error) {
-	data, err := readRunFile(root, jobID, ObservedFile, 4<<20)
+	data, err := readRunFile(root, jobID, observedFile, 4<<20)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
-			return nil, errors.New("the probe program left no " + ObservedFile + ": it did not start")
+			return nil, errors.New("the probe program left no " + observedFile + ": it did not start")
 		}
 		return nil, err
 	}
 	var o observed
 	if err := json.Unmarshal(data, &o); err != nil {
-		return nil, fmt.Errorf("%s: %v", ObservedFile, err)
+		return nil, fmt.Errorf("%s: %v", observedFile, err)
 	}
 	return &o, nil
 }

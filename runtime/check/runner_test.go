@@ -16,7 +16,7 @@ import (
 // removed fails the row, naming the file.
 func TestSecretGone(t *testing.T) {
 	root := t.TempDir()
-	jobID := JobPrefix + "pending-abort-0a1b2c3d"
+	jobID := jobPrefix + "pending-abort-0a1b2c3d"
 	dir := schema.JobDir(root, jobID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -25,22 +25,22 @@ func TestSecretGone(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("S1_KEY=s1-secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	row := Row{Result: Pass, Evidence: "Slurm job 7: seen PENDING"}
+	row := Row{Result: pass, Evidence: "Slurm job 7: seen PENDING"}
 	secretGone(root, jobID, &row)
 	if _, err := os.Lstat(secret); !os.IsNotExist(err) {
 		t.Errorf("secret.env left: %v", err)
 	}
-	if row.Result != Pass || !strings.Contains(row.Evidence, "removed the probe job's secret.env (the job never started)") {
+	if row.Result != pass || !strings.Contains(row.Evidence, "removed the probe job's secret.env (the job never started)") {
 		t.Errorf("row %+v", row)
 	}
 
 	// Gone already (the batch script removed it, or the runtime the job
 	// dir): nothing to say.
-	row = Row{Result: Pass, Evidence: "ok"}
+	row = Row{Result: pass, Evidence: "ok"}
 	secretGone(root, jobID, &row)
 	os.RemoveAll(dir)
 	secretGone(root, jobID, &row)
-	if row.Evidence != "ok" || row.Result != Pass {
+	if row.Evidence != "ok" || row.Result != pass {
 		t.Errorf("row %+v", row)
 	}
 
@@ -49,9 +49,9 @@ func TestSecretGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(secret, "x"), nil, 0o600)
-	row = Row{Result: Pass}
+	row = Row{Result: pass}
 	secretGone(root, jobID, &row)
-	if row.Result != Fail || !strings.Contains(row.Evidence, secret) || !strings.Contains(row.Evidence, "remove it by hand") {
+	if row.Result != fail || !strings.Contains(row.Evidence, secret) || !strings.Contains(row.Evidence, "remove it by hand") {
 		t.Errorf("row %+v", row)
 	}
 }

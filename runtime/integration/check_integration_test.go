@@ -144,7 +144,7 @@ func TestCheckAllProbes(t *testing.T) {
 	// The test cluster enforces no CPU or memory limit (task/none, no
 	// cgroups: runtime/slurmtest/README.md): resources must say so. The
 	// multi-node probe needs --nodes (TestCheckMultiNode).
-	results := map[string]string{"resources": check.Warn, "multi-node": check.Skip}
+	results := map[string]string{"resources": "warn", "multi-node": "skip"}
 	if len(doc.Data.Probes) != len(check.Names()) || len(want) != len(check.Names()) {
 		t.Fatalf("%d rows, want one per probe (%v)", len(doc.Data.Probes), check.Names())
 	}
@@ -152,7 +152,7 @@ func TestCheckAllProbes(t *testing.T) {
 		if r.Name != check.Names()[i] {
 			t.Errorf("row %d is %s, want %s (report order)", i, r.Name, check.Names()[i])
 		}
-		wantResult := check.Pass
+		wantResult := "pass"
 		if w, ok := results[r.Name]; ok {
 			wantResult = w
 		}
@@ -166,7 +166,7 @@ func TestCheckAllProbes(t *testing.T) {
 			}
 			continue
 		}
-		if r.SlurmJobID == "" || !strings.HasPrefix(r.Evidence, "Slurm job "+r.SlurmJobID+":") || !strings.HasPrefix(r.JobID, check.JobPrefix+r.Name+"-") {
+		if r.SlurmJobID == "" || !strings.HasPrefix(r.Evidence, "Slurm job "+r.SlurmJobID+":") || !strings.HasPrefix(r.JobID, "check-"+r.Name+"-") {
 			t.Errorf("%s: row %+v does not name its jobs", r.Name, r)
 			continue
 		}
@@ -214,7 +214,7 @@ func TestCheckAllProbes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), check.JobPrefix) {
+		if strings.HasPrefix(e.Name(), "check-") {
 			t.Errorf("run dir %s left in the workspace", e.Name())
 		}
 	}
@@ -259,7 +259,7 @@ func TestCheckTableAndFailure(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &kept); err != nil || code != 0 || len(kept.Data.Probes) != 1 {
 		t.Fatalf("--keep: exit %d %v\n%s\n%s", code, err, out, errs)
 	}
-	for _, f := range []string{check.ProgramFile, check.SpecFile, check.ObservedFile, "slurm-" + kept.Data.Probes[0].SlurmJobID + ".out"} {
+	for _, f := range []string{"flare_slurm_probe.py", "probe.json", "observed.json", "slurm-" + kept.Data.Probes[0].SlurmJobID + ".out"} {
 		if !s.exists(path.Join(ws, kept.Data.Probes[0].JobID, f)) {
 			t.Errorf("--keep: %s is not in the run dir", f)
 		}
@@ -267,15 +267,15 @@ func TestCheckTableAndFailure(t *testing.T) {
 
 	base2 := path.Join(base, "leaky")
 	c.Mkdir(t, base2, 0o700)
-	ws2 := preparedExample(t, c, bin, base2, freePort(t), "export "+check.SubmitSideEnv+"=from-setup", "")
+	ws2 := preparedExample(t, c, bin, base2, freePort(t), "export "+"FLARE_SLURM_CHECK_SUBMIT_SIDE"+"=from-setup", "")
 	s2 := &site{t: t, c: c, base: base2, ws: ws2, bin: bin}
 	out, errs, code = s2.run(ctx, "check", "--workspace", ws2, "--only", "environment", "--json", "--timeout", "90s")
 	var doc checkDoc
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("check --json: %v\n%s", err, out)
 	}
-	if code != 4 || len(doc.Data.Probes) != 1 || doc.Data.Probes[0].Result != check.Fail ||
-		!strings.Contains(doc.Data.Probes[0].Evidence, check.SubmitSideEnv+" (set only on the submit side) reached the worker") ||
+	if code != 4 || len(doc.Data.Probes) != 1 || doc.Data.Probes[0].Result != "fail" ||
+		!strings.Contains(doc.Data.Probes[0].Evidence, "FLARE_SLURM_CHECK_SUBMIT_SIDE"+" (set only on the submit side) reached the worker") ||
 		doc.Data.Summary.Fail != 1 || !strings.Contains(errs, "check FAILED: 0 pass, 1 fail") {
 		t.Errorf("exit %d (want 4), rows %+v\nstderr %s", code, doc.Data.Probes, errs)
 	}
@@ -292,7 +292,7 @@ func TestCheckTableAndFailure(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("check --json: %v\n%s", err, out)
 	}
-	if code != 4 || len(doc.Data.Probes) != 1 || doc.Data.Probes[0].Result != check.Fail ||
+	if code != 4 || len(doc.Data.Probes) != 1 || doc.Data.Probes[0].Result != "fail" ||
 		!strings.Contains(doc.Data.Probes[0].Evidence, "could not reach the parent at "+nodes.Names[0]+":") {
 		t.Errorf("closed port: exit %d (want 4), rows %+v\nstderr %s", code, doc.Data.Probes, errs)
 	}
@@ -304,7 +304,7 @@ func TestCheckTableAndFailure(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("check --json: %v\n%s", err, out)
 	}
-	if code != 4 || len(doc.Data.Probes) != 1 || doc.Data.Probes[0].Result != check.Fail || !strings.Contains(doc.Data.Probes[0].Evidence, "not ended") {
+	if code != 4 || len(doc.Data.Probes) != 1 || doc.Data.Probes[0].Result != "fail" || !strings.Contains(doc.Data.Probes[0].Evidence, "not ended") {
 		t.Fatalf("exit %d (want 4), rows %+v\nstderr %s", code, doc.Data.Probes, errs)
 	}
 	id := doc.Data.Probes[0].SlurmJobID
@@ -343,14 +343,14 @@ func TestCheckStudy(t *testing.T) {
 		t.Fatalf("exit %d, rows %+v\n%s", code, doc.Data.Probes, errs)
 	}
 	for _, r := range doc.Data.Probes {
-		var want, result = "", check.Pass
+		var want, result = "", "pass"
 		switch r.Name {
 		case "secrets":
 			want = "NVFLARE_JOB_AUTH_TOKEN, S1_KEY arrived"
 		case "accounting":
 			want = "partition " + c.Partition
 		case "gpus":
-			want, result = "no GPUs asked for", check.Skip
+			want, result = "no GPUs asked for", "skip"
 		}
 		if r.Result != result || !strings.Contains(r.Evidence, want) {
 			t.Errorf("%s: %s %s, want %s with %q", r.Name, r.Result, r.Evidence, result, want)
@@ -386,7 +386,7 @@ func TestCheckMultiNode(t *testing.T) {
 	}
 	r := doc.Data.Probes[0]
 	want := fmt.Sprintf("2 of 2 nodes (%s, %s) reached the first node %s:", nodes.Names[0], nodes.Names[1], nodes.Names[0])
-	if r.Result != check.Pass || !strings.Contains(r.Evidence, want) || !strings.Contains(r.Evidence, "srun exit 0") {
+	if r.Result != "pass" || !strings.Contains(r.Evidence, want) || !strings.Contains(r.Evidence, "srun exit 0") {
 		t.Errorf("%s: %s, want pass with %q", r.Result, r.Evidence, want)
 	}
 	acct := strings.TrimSpace(c.Run(t, "sacct", "-n", "-X", "-P", "--jobs="+r.SlurmJobID, "-o", "Partition,NNodes,State"))
@@ -418,9 +418,9 @@ func TestCheckAccountingStopped(t *testing.T) {
 		t.Fatalf("exit %d (want 4), rows %+v\n%s", code, doc.Data.Probes, errs)
 	}
 	for _, r := range doc.Data.Probes {
-		want := check.Skip
+		want := "skip"
 		if r.Name == "bootstrap" || r.Name == "accounting" {
-			want = check.Fail
+			want = "fail"
 			if !strings.Contains(r.Evidence, "slurm accounting (slurmdbd) is required and did not answer") {
 				t.Errorf("%s evidence: %s", r.Name, r.Evidence)
 			}
@@ -476,7 +476,7 @@ func TestCheckSecretFileKept(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("check --json: %v\n%s\n%s", err, out, errs)
 	}
-	if code != 4 || len(doc.Data.Probes) != 1 || doc.Data.Probes[0].Result != check.Fail ||
+	if code != 4 || len(doc.Data.Probes) != 1 || doc.Data.Probes[0].Result != "fail" ||
 		!strings.Contains(doc.Data.Probes[0].Evidence, "secret.env still existed when the worker started") {
 		t.Errorf("exit %d (want 4), rows %+v\n%s", code, doc.Data.Probes, errs)
 	}
@@ -530,7 +530,7 @@ func TestCheckInterrupted(t *testing.T) {
 		t.Fatalf("check after SIGINT: %v (want exit 4)\n%s\n%s", err, out.String(), progress.String())
 	}
 	var doc checkDoc
-	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || len(doc.Data.Probes) != 1 || doc.Data.Probes[0].Result != check.Fail {
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || len(doc.Data.Probes) != 1 || doc.Data.Probes[0].Result != "fail" {
 		t.Fatalf("rows after SIGINT: %v %s", err, out.String())
 	}
 	r := doc.Data.Probes[0]
@@ -580,11 +580,11 @@ func TestCheckContainers(t *testing.T) {
 			if code != 0 {
 				t.Errorf("exit %d, want 0\n%s", code, errs)
 			}
-			results := map[string]string{"resources": check.Warn, "multi-node": check.Skip}
+			results := map[string]string{"resources": "warn", "multi-node": "skip"}
 			seen := map[string]bool{}
 			for _, r := range doc.Data.Probes {
 				seen[r.Name] = true
-				want := check.Pass
+				want := "pass"
 				if w, ok := results[r.Name]; ok {
 					want = w
 				}

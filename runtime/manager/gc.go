@@ -113,11 +113,7 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 	}
 	cl := m.cfg.Client
 	if len(withHandle) > 0 {
-		ids := make([]string, len(withHandle))
-		for i, j := range withHandle {
-			ids[i] = j.info.SlurmJobID
-		}
-		q, qerr := cl.Queue(ctx, ids)
+		q, qerr := cl.Queue(ctx, slurmIDs(withHandle))
 		var left []*liveJob
 		for _, j := range withHandle {
 			ge := byDir[j.dir]
@@ -136,11 +132,7 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 			}
 		}
 		if len(left) > 0 {
-			ids = ids[:0]
-			for _, j := range left {
-				ids = append(ids, j.info.SlurmJobID)
-			}
-			a, aerr := cl.Accounting(ctx, ids)
+			a, aerr := cl.Accounting(ctx, slurmIDs(left))
 			for _, j := range left {
 				ge := byDir[j.dir]
 				if aerr != nil {

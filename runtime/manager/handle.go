@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 )
 
 // Status is what a handle knows about its job.
@@ -45,7 +47,7 @@ func (s Status) Pending(now time.Time) string {
 		return out + "; Slurm gives no reason"
 	}
 	out += "; Slurm's reason: " + s.Reason
-	if why := pendingReasonText(s.Reason); why != "" {
+	if why := pendingReasons[s.Reason]; why != "" {
 		out += " (" + why + ")"
 	}
 	return out
@@ -89,11 +91,11 @@ func (h *Handle) Workspace() string { return h.m.cfg.Workspace }
 // workspace has done so within the interval.
 func (h *Handle) Poll(ctx context.Context) (Status, error) {
 	if f := h.done.Load(); f != nil {
-		return h.finished(*f), nil
+		return h.info.finished(*f), nil
 	}
 	c, err := h.m.obs.view(ctx, h.m.extraHandles, false, nil, h.covered)
 	if err != nil {
-		return h.unknown(stateSubmitted, err.Error()), err
+		return h.info.unknown(stateSubmitted, err.Error()), err
 	}
 	return h.from(c), nil
 }
@@ -102,34 +104,36 @@ func (h *Handle) from(c *cache) Status {
 	if f, ok := c.Finished[h.info.JobID]; ok && f.SlurmJobID == h.info.SlurmJobID {
 		h.done.Store(&f)
 		h.m.forget(h)
-		return h.finished(f)
+		return h.info.finished(f)
 	}
 	if o, ok := c.Jobs[h.info.SlurmJobID]; ok {
-		st := h.unknown(o.State, o.Detail)
+		st := h.info.unknown(o.State, o.Detail)
 		if IsPending(o.State) && !o.PendingSince.IsZero() {
-			st.Reason, st.PendingSince, st.PendingTimeout = o.Reason, o.PendingSince, h.pendingLimit().Seconds()
+			st.Reason, st.PendingSince, st.PendingTimeout = o.Reason, o.PendingSince, h.m.pendingLimit(scheduler.Seconds(h.info.PendingTimeout)).Seconds()
 		}
 		return st
 	}
-	return h.unknown(stateSubmitted, "")
+	return h.info.unknown(stateSubmitted, "")
 }
 
-// pendingLimit is the job's effective pending timeout: its own, which may
-// only lower the site's.
-func (h *Handle) pendingLimit() time.Duration {
-	limit := time.Duration(h.info.PendingTimeout * float64(time.Second))
-	if limit <= 0 || limit > h.m.cfg.PendingTimeout {
-		limit = h.m.cfg.PendingTimeout
+// pendingLimit is a job's effective pending timeout: its own, which may
+// only lower the site's (unset, or a damaged or foreign handle.json: the
+// site's).
+func (m *Manager) pendingLimit(job time.Duration) time.Duration {
+	if job <= 0 || job > m.cfg.PendingTimeout {
+		return m.cfg.PendingTimeout
 	}
-	return limit
+	return job
 }
 
-func (h *Handle) unknown(state, detail string) Status {
-	return Status{JobID: h.info.JobID, SlurmJobID: h.info.SlurmJobID, State: state, ReturnCode: rcUnknown, Detail: detail}
+// unknown is the status of the job of handle i while it has no result.
+func (i HandleInfo) unknown(state, detail string) Status {
+	return Status{JobID: i.JobID, SlurmJobID: i.SlurmJobID, State: state, ReturnCode: rcUnknown, Detail: detail}
 }
 
-func (h *Handle) finished(f Finished) Status {
-	return Status{JobID: h.info.JobID, SlurmJobID: f.SlurmJobID, State: f.State, Terminal: true, ReturnCode: f.ReturnCode, Detail: f.Detail}
+// finished is the status of job i.JobID that ended with result f.
+func (i HandleInfo) finished(f Finished) Status {
+	return Status{JobID: i.JobID, SlurmJobID: f.SlurmJobID, State: f.State, Terminal: true, ReturnCode: f.ReturnCode, Detail: f.Detail}
 }
 
 // Wait polls until the job is terminal or ctx ends, sleeping one poll
@@ -208,7 +212,7 @@ func (h *Handle) TerminateForCleanup(ctx context.Context) (Status, error) {
 
 func (h *Handle) terminate(ctx context.Context, user bool) (Status, error) {
 	if f := h.done.Load(); f != nil {
-		return h.finished(*f), nil
+		return h.info.finished(*f), nil
 	}
 	dir := h.m.JobDir(h.info.JobID)
 	var recorded bool
@@ -239,7 +243,7 @@ func (h *Handle) terminate(ctx context.Context, user bool) (Status, error) {
 		return nil
 	}, nil)
 	if err != nil {
-		return h.unknown(stateSubmitted, err.Error()), err
+		return h.info.unknown(stateSubmitted, err.Error()), err
 	}
 	st := h.from(c)
 	if st.Terminal {
@@ -278,7 +282,7 @@ type LiveTermination struct {
 // verified with squeue, then scancel): an operator's cancel --all-live.
 func (m *Manager) TerminateLive(ctx context.Context) ([]LiveTermination, error) {
 	out := []LiveTermination{}
-	err := m.eachLive(ctx, func(h *Handle, st Status, openErr error) {
+	err := m.eachJob(ctx, true, func(h *Handle, st Status, openErr error) {
 		lt := LiveTermination{Status: st}
 		if openErr == nil {
 			var err error
@@ -293,10 +297,11 @@ func (m *Manager) TerminateLive(ctx context.Context) ([]LiveTermination, error) 
 	return out, err
 }
 
-// eachLive calls fn for every job of the workspace that has a handle and
-// has not ended (as a poll sees it), or whose handle cannot be opened
-// (openErr, with the ids the handle names).
-func (m *Manager) eachLive(ctx context.Context, fn func(h *Handle, st Status, openErr error)) error {
+// eachJob calls fn, in job id order, for every job of the workspace that
+// has a handle, with its status as a poll sees it (only those that have not
+// ended when live is true), or whose handle cannot be opened (openErr, with
+// the ids the handle names).
+func (m *Manager) eachJob(ctx context.Context, live bool, fn func(h *Handle, st Status, openErr error)) error {
 	infos, err := ListHandles(m.cfg.Workspace)
 	if err != nil {
 		return fmt.Errorf("list the jobs of workspace %s: %w", m.cfg.Workspace, err)
@@ -304,10 +309,10 @@ func (m *Manager) eachLive(ctx context.Context, fn func(h *Handle, st Status, op
 	for _, info := range infos {
 		h, err := m.Open(info.JobID)
 		if err != nil {
-			fn(nil, Status{JobID: info.JobID, SlurmJobID: info.SlurmJobID, State: stateSubmitted, ReturnCode: rcUnknown, Detail: err.Error()}, err)
+			fn(nil, info.unknown(stateSubmitted, err.Error()), err)
 			continue
 		}
-		if st, _ := h.Poll(ctx); !st.Terminal {
+		if st, _ := h.Poll(ctx); !live || !st.Terminal {
 			fn(h, st, nil)
 		}
 	}
@@ -326,7 +331,7 @@ func (h *Handle) Release() { h.m.forget(h) }
 // starts finds of its previous process. Nothing is changed.
 func (m *Manager) LiveStatuses(ctx context.Context) ([]Status, error) {
 	out := []Status{}
-	err := m.eachLive(ctx, func(_ *Handle, st Status, _ error) { out = append(out, st) })
+	err := m.eachJob(ctx, true, func(_ *Handle, st Status, _ error) { out = append(out, st) })
 	return out, err
 }
 
@@ -335,21 +340,13 @@ func (m *Manager) LiveStatuses(ctx context.Context) ([]Status, error) {
 // and each recorded result whose job dir is gone (results are kept for
 // seven days), sorted by job id. Nothing is changed.
 func (m *Manager) AllStatuses(ctx context.Context) ([]Status, error) {
-	infos, err := ListHandles(m.cfg.Workspace)
-	if err != nil {
-		return nil, fmt.Errorf("list the jobs of workspace %s: %w", m.cfg.Workspace, err)
-	}
 	out := []Status{}
 	seen := map[string]bool{}
-	for _, info := range infos {
-		seen[info.JobID] = true
-		h, err := m.Open(info.JobID)
-		if err != nil {
-			out = append(out, Status{JobID: info.JobID, SlurmJobID: info.SlurmJobID, State: stateSubmitted, ReturnCode: rcUnknown, Detail: err.Error()})
-			continue
-		}
-		st, _ := h.Poll(ctx)
+	if err := m.eachJob(ctx, false, func(_ *Handle, st Status, _ error) {
+		seen[st.JobID] = true
 		out = append(out, st)
+	}); err != nil {
+		return nil, err
 	}
 	c, err := m.obs.read()
 	if err != nil {
@@ -357,7 +354,7 @@ func (m *Manager) AllStatuses(ctx context.Context) ([]Status, error) {
 	}
 	for id, f := range c.Finished {
 		if !seen[id] {
-			out = append(out, Status{JobID: id, SlurmJobID: f.SlurmJobID, State: f.State, Terminal: true, ReturnCode: f.ReturnCode, Detail: f.Detail})
+			out = append(out, HandleInfo{JobID: id}.finished(f))
 		}
 	}
 	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.JobID, b.JobID) })

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -81,15 +82,7 @@ func writeHandle(dir string, h HandleInfo, sync bool, staged func(tmp string)) e
 // published (its launch crashed while recording the submission).
 func hasTempHandle(dir string) bool {
 	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return false
-	}
-	for _, e := range ents {
-		if fsx.IsTempOf(e.Name(), handleFile) {
-			return true
-		}
-	}
-	return false
+	return err == nil && slices.ContainsFunc(ents, func(e fs.DirEntry) bool { return fsx.IsTempOf(e.Name(), handleFile) })
 }
 
 // errNoHandle: the job dir exists without handle.json (a launch in
@@ -99,7 +92,7 @@ var errNoHandle = errors.New("no handle.json")
 
 func readHandle(dir string) (HandleInfo, error) {
 	var h HandleInfo
-	data, err := readSmallFile(filepath.Join(dir, handleFile))
+	data, err := readNoFollow(filepath.Join(dir, handleFile), maxControlFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return h, errNoHandle
 	}
@@ -134,7 +127,7 @@ type jobTimers struct {
 
 func readTimers(dir string) (jobTimers, error) {
 	var t jobTimers
-	data, err := readSmallFile(filepath.Join(dir, timersFile))
+	data, err := readNoFollow(filepath.Join(dir, timersFile), maxControlFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return t, nil
 	}
@@ -155,11 +148,8 @@ func writeTimers(dir string, t jobTimers) error {
 	return renameio.WriteFile(filepath.Join(dir, timersFile), append(data, '\n'), 0o600)
 }
 
-// readSmallFile reads a control file (handle, timers) without following a
-// symlink; it must be a regular file of at most 1 MiB.
-func readSmallFile(path string) ([]byte, error) {
-	return readNoFollow(path, 1<<20)
-}
+// maxControlFile is the most a handle or timers file may hold.
+const maxControlFile = 1 << 20
 
 // readNoFollow reads a regular file without following a symlink. A limit
 // above zero caps its size.

@@ -99,13 +99,5 @@ func readHandleBeneath(jobs *dirfd.Dir, key string) (HandleInfo, error) {
 // isJobKey says whether name has the form of JobKey's result (64 lowercase
 // hex digits), so that no other entry costs an open.
 func isJobKey(name string) bool {
-	if len(name) != 2*sha256.Size {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
+	return len(name) == 2*sha256.Size && strings.Trim(name, "0123456789abcdef") == ""
 }

@@ -202,13 +202,8 @@ func (m *Manager) launch(ctx context.Context, job Job) (*Handle, error) {
 		return nil, m.staleError(job)
 	}
 	if job.Attach {
-		var fin *Finished
-		if err := m.obs.withLock(ctx, func(c *cache) (bool, error) {
-			if f, ok := c.Finished[job.JobID]; ok {
-				fin = &f
-			}
-			return false, nil
-		}); err != nil {
+		fin, err := m.recorded(ctx, job.JobID)
+		if err != nil {
 			return nil, fmt.Errorf("job %s: read the recorded results: %w", job.JobID, err)
 		}
 		if fin != nil {
@@ -222,10 +217,7 @@ func (m *Manager) launch(ctx context.Context, job Job) (*Handle, error) {
 		m.cleanup(job.Dir)
 		return nil, fmt.Errorf("job %s: write artifacts: %w", job.JobID, err)
 	}
-	pending := job.PendingTimeout
-	if pending <= 0 || pending > m.cfg.PendingTimeout {
-		pending = m.cfg.PendingTimeout // a job may only lower the site value
-	}
+	pending := m.pendingLimit(job.PendingTimeout)
 	if err := ctx.Err(); err != nil {
 		m.cleanup(job.Dir)
 		return nil, fmt.Errorf("job %s: interrupted before it was submitted; nothing was launched: %w", job.JobID, err)
@@ -425,13 +417,7 @@ func (m *Manager) Open(jobID string) (*Handle, error) {
 		return nil, err
 	}
 	// The job dir is gone: the job may have finished.
-	var fin *Finished
-	err = m.obs.withLock(context.Background(), func(c *cache) (bool, error) {
-		if f, ok := c.Finished[jobID]; ok {
-			fin = &f
-		}
-		return false, nil
-	})
+	fin, err := m.recorded(context.Background(), jobID)
 	if err != nil {
 		return nil, err
 	}
@@ -441,6 +427,19 @@ func (m *Manager) Open(jobID string) (*Handle, error) {
 	h := &Handle{m: m, info: HandleInfo{JobID: jobID, SlurmJobID: fin.SlurmJobID}}
 	h.done.Store(fin)
 	return h, nil
+}
+
+// recorded is the result the observation cache records for jobID (nil:
+// none), read under the workspace lock.
+func (m *Manager) recorded(ctx context.Context, jobID string) (*Finished, error) {
+	var fin *Finished
+	err := m.obs.withLock(ctx, func(c *cache) (bool, error) {
+		if f, ok := c.Finished[jobID]; ok {
+			fin = &f
+		}
+		return false, nil
+	})
+	return fin, err
 }
 
 // extraHandles are this process's handles whose job dir is gone, so that

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -118,12 +119,6 @@ type observer struct {
 func (o *observer) lead() time.Duration {
 	p := o.m.cfg.PollInterval
 	return min(slices.Max(o.took[:])+p/25, p/4)
-}
-
-// writeCacheFileDefault replaces the observation cache atomically
-// (Manager.writeCache).
-func writeCacheFileDefault(path string, data []byte, perm os.FileMode) error {
-	return renameio.WriteFile(path, data, perm)
 }
 
 func (o *observer) fresh(c *cache, now time.Time) bool {
@@ -320,25 +315,20 @@ func (o *observer) write(c *cache) error {
 
 func (o *observer) pruneFinished(c *cache) {
 	now := o.m.now()
-	type kv struct {
-		k string
-		t time.Time
-	}
-	var all []kv
-	for k, f := range c.Finished {
-		if now.Sub(f.FinishedAt) > finishedKeep {
-			delete(c.Finished, k)
-			continue
-		}
-		all = append(all, kv{k, f.FinishedAt})
-	}
-	if len(all) <= finishedMax {
+	maps.DeleteFunc(c.Finished, func(_ string, f Finished) bool { return now.Sub(f.FinishedAt) > finishedKeep })
+	if len(c.Finished) <= finishedMax {
 		return
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].t.Before(all[j].t) })
-	for _, e := range all[:len(all)-finishedMax] {
-		delete(c.Finished, e.k)
+	oldest := slices.SortedFunc(maps.Keys(c.Finished), func(a, b string) int { return c.Finished[a].FinishedAt.Compare(c.Finished[b].FinishedAt) })
+	for _, k := range oldest[:len(oldest)-finishedMax] {
+		delete(c.Finished, k)
 	}
+}
+
+// writeCacheFileDefault replaces the observation cache atomically
+// (Manager.writeCache).
+func writeCacheFileDefault(path string, data []byte, perm os.FileMode) error {
+	return renameio.WriteFile(path, data, perm)
 }
 
 // liveJob is one job the refresh looks at.
@@ -353,6 +343,22 @@ type liveJob struct {
 	// h is this process's handle of the job, if any: it keeps a copy of
 	// the timers so that they survive the removal of the job dir by hand.
 	h *Handle
+}
+
+// resetMisses restarts the five-miss count: the scheduler has the job.
+func (j *liveJob) resetMisses() {
+	if j.timers.Misses != 0 {
+		j.timers.Misses, j.timers.LastMiss, j.dirty = 0, time.Time{}, true
+	}
+}
+
+// slurmIDs are the Slurm job ids of jobs, in order.
+func slurmIDs(jobs []*liveJob) []string {
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.info.SlurmJobID
+	}
+	return ids
 }
 
 // listJobs reads the handle of every job dir of the workspace. Dirs without
@@ -421,23 +427,13 @@ func (o *observer) refresh(ctx context.Context, c *cache, extra []*Handle) {
 		// about, with the clocks this process last saw.
 		jobs = append(jobs, &liveJob{info: h.info, dir: filepath.Join(o.dir, jobsDirName, schema.JobKey(h.info.JobID)), timers: h.timers, h: h})
 	}
-	live := map[string]bool{}
-	for _, j := range jobs {
-		live[j.info.SlurmJobID] = true
-	}
-	for id := range c.Jobs {
-		if !live[id] {
-			delete(c.Jobs, id)
-		}
-	}
+	// seen holds the id of every job: the views of any other are dropped.
+	maps.DeleteFunc(c.Jobs, func(id string, _ observation) bool { return !seen[id] })
 	if len(jobs) == 0 {
 		return
 	}
 	sort.Slice(jobs, func(i, k int) bool { return lessID(jobs[i].info.SlurmJobID, jobs[k].info.SlurmJobID) })
-	ids := make([]string, len(jobs))
-	for i, j := range jobs {
-		ids[i] = j.info.SlurmJobID
-	}
+	ids := slurmIDs(jobs)
 	cl := o.m.cfg.Client
 	q, qerr := cl.Queue(ctx, ids)
 	if qerr == nil {
@@ -477,11 +473,7 @@ func (o *observer) refresh(ctx context.Context, c *cache, extra []*Handle) {
 		o.queued(ctx, c, j, row.State, row.Reason, now)
 	}
 	if len(left) > 0 {
-		ids = ids[:0]
-		for _, j := range left {
-			ids = append(ids, j.info.SlurmJobID)
-		}
-		a, aerr := cl.Accounting(ctx, ids)
+		a, aerr := cl.Accounting(ctx, slurmIDs(left))
 		for _, j := range left {
 			if aerr != nil {
 				o.note(c, j, "", "no fresh answer: "+aerr.Error(), now)
@@ -520,18 +512,13 @@ func (o *observer) note(c *cache, j *liveJob, state, detail string, now time.Tim
 
 // queued handles a job squeue shows live: pending timer, cancellation.
 func (o *observer) queued(ctx context.Context, c *cache, j *liveJob, state, reason string, now time.Time) {
-	if j.timers.Misses != 0 {
-		j.timers.Misses, j.timers.LastMiss, j.dirty = 0, time.Time{}, true
-	}
+	j.resetMisses()
 	detail := ""
 	if IsPending(state) {
 		if j.timers.PendingSince.IsZero() {
 			j.timers.PendingSince, j.dirty = now, true
 		}
-		limit := time.Duration(j.info.PendingTimeout * float64(time.Second))
-		if limit <= 0 || limit > o.m.cfg.PendingTimeout {
-			limit = o.m.cfg.PendingTimeout // a damaged or foreign handle.json
-		}
+		limit := o.m.pendingLimit(scheduler.Seconds(j.info.PendingTimeout))
 		if !j.timers.CancelRequested && now.Sub(j.timers.PendingSince) >= limit {
 			o.m.log.Warn("job exceeded its pending timeout; cancelling it", "job_id", j.info.JobID, "slurm_job_id", j.info.SlurmJobID, "pending_timeout", limit, "reason", reason)
 			j.timers.CancelRequested, j.dirty = true, true
@@ -566,9 +553,7 @@ func (o *observer) accounted(c *cache, j *liveJob, a *scheduler.Accounting, now 
 		return
 	}
 	if !found && j.queueState != "" {
-		if j.timers.Misses != 0 {
-			j.timers.Misses, j.timers.LastMiss, j.dirty = 0, time.Time{}, true
-		}
+		j.resetMisses()
 		o.note(c, j, "", fmt.Sprintf("ended in the queue as %s; waiting for its accounting record", j.queueState), now)
 		o.gone(c, j)
 		return
@@ -588,9 +573,7 @@ func (o *observer) accounted(c *cache, j *liveJob, a *scheduler.Accounting, now 
 		o.gone(c, j)
 		return
 	}
-	if j.timers.Misses != 0 {
-		j.timers.Misses, j.timers.LastMiss, j.dirty = 0, time.Time{}, true
-	}
+	j.resetMisses()
 	if !isTerminal(rec.State) {
 		o.note(c, j, rec.State, "", now)
 		o.gone(c, j)

@@ -31,7 +31,3 @@ var pendingReasons = map[string]string{
 	"NodeDown":                    "a node it needs is down",
 	"BadConstraints":              "no node satisfies its constraints",
 }
-
-// pendingReasonText explains Slurm's pending reason, or "" for one it does
-// not know.
-func pendingReasonText(reason string) string { return pendingReasons[reason] }

@@ -109,11 +109,7 @@ func resolve(name, candidate, path string) (string, error) {
 			return "", errors.New("not found on the parent's PATH")
 		}
 	}
-	real, err := trust.Resolve(candidate, os.Geteuid())
-	if err != nil {
-		return "", err
-	}
-	return real, nil
+	return trust.Resolve(candidate, os.Geteuid())
 }
 
 // Timeouts are the per-call limits of job_launcher.

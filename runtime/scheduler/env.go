@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/flare-slurm/flare-slurm/internal/slurmenv"
@@ -9,12 +10,6 @@ import (
 // queryEnv is slurmenv.Scrub (contract §8) plus SLURM_TIME_FORMAT=standard, so that sacct's
 // Submit column is always ISO 8601 whatever the caller's environment says.
 func queryEnv(base []string) []string {
-	out := slurmenv.Scrub(base)
-	kept := out[:0]
-	for _, kv := range out {
-		if !strings.HasPrefix(kv, "SLURM_TIME_FORMAT=") {
-			kept = append(kept, kv)
-		}
-	}
+	kept := slices.DeleteFunc(slurmenv.Scrub(base), func(kv string) bool { return strings.HasPrefix(kv, "SLURM_TIME_FORMAT=") })
 	return append(kept, "SLURM_TIME_FORMAT=standard")
 }

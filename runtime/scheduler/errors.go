@@ -74,17 +74,22 @@ func diagnostic(r Result) string {
 	case r.StartErr != nil:
 		rc = "not started (" + r.StartErr.Error() + ")"
 	}
-	clean := strings.Map(func(c rune) rune {
-		if unicode.IsPrint(c) {
-			return c
-		}
-		return ' '
-	}, r.Stderr)
-	clean = strings.Join(strings.Fields(clean), " ")
+	clean := printable(r.Stderr)
 	if clean == "" {
 		clean = "<empty>"
 	}
 	return fmt.Sprintf("rc=%s stderr=%s", rc, truncate(clean, 2000))
+}
+
+// printable is s on one line: every unprintable character a space, runs of
+// spaces one, none at either end.
+func printable(s string) string {
+	return strings.Join(strings.Fields(strings.Map(func(c rune) rune {
+		if unicode.IsPrint(c) {
+			return c
+		}
+		return ' '
+	}, s)), " ")
 }
 
 // RejectedError is an sbatch that ran and answered with its own error
@@ -124,12 +129,7 @@ func rejection(r Result) *RejectedError {
 	}
 	var found []string
 	for _, line := range strings.Split(r.Stderr, "\n") {
-		line = strings.Join(strings.Fields(strings.Map(func(c rune) rune {
-			if unicode.IsPrint(c) {
-				return c
-			}
-			return ' '
-		}, line)), " ")
+		line = printable(line)
 		if !strings.HasPrefix(line, "sbatch: error:") {
 			continue
 		}

@@ -39,15 +39,7 @@ func normalizeState(s string) string {
 
 // validState says whether a normalised state is a Slurm state word.
 func validState(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if (c < 'A' || c > 'Z') && c != '_' {
-			return false
-		}
-	}
-	return true
+	return s != "" && strings.Trim(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == ""
 }
 
 // QueueRow is one squeue row of squeueFormat.
@@ -318,13 +310,5 @@ func lines(out []byte) []string {
 
 // IsJobID says whether s is a bare Slurm job id: one or more ASCII digits.
 func IsJobID(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }

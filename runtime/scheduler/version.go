@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -17,13 +18,7 @@ func (v Version) String() string { return fmt.Sprintf("%02d.%02d.%d", v.Major, v
 
 // less orders versions.
 func (v Version) less(w Version) bool {
-	if v.Major != w.Major {
-		return v.Major < w.Major
-	}
-	if v.Minor != w.Minor {
-		return v.Minor < w.Minor
-	}
-	return v.Patch < w.Patch
+	return cmp.Or(cmp.Compare(v.Major, w.Major), cmp.Compare(v.Minor, w.Minor), cmp.Compare(v.Patch, w.Patch)) < 0
 }
 
 // MinVersion is the oldest Slurm release flare-slurm runs jobs on.

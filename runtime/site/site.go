@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/flare-slurm/flare-slurm/generator/compile"
@@ -243,13 +244,10 @@ func secretNames(root string) map[string]bool {
 }
 
 func withoutNames(environ []string, drop map[string]bool) []string {
-	out := make([]string, 0, len(environ))
-	for _, kv := range environ {
-		if name, _, _ := strings.Cut(kv, "="); !drop[name] {
-			out = append(out, kv)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return drop[name]
+	})
 }
 
 func lookup(environ []string, name string) string {
