@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -259,14 +260,19 @@ func TestCheckBinaryTrust(t *testing.T) {
 }
 
 // TestPythonTrustRuleIsGos: the bridge checks the binary before every call
-// in Python (untrusted()); on every case it agrees with the Go rule.
+// in Python (untrusted()); on every case it agrees with the Go rule. The
+// cases are laid out first (each in its own directory) and one Python
+// process checks them all, one line each (a start of Python with NVFlare's
+// modules costs more than the checks).
 func TestPythonTrustRuleIsGos(t *testing.T) {
 	src := nvflaresrc.Dir()
 	py, why := interpreter(t, src)
 	if py == "" {
 		testenv.Unavailable(t, "the bridge's Python rule cannot be run: %s (set NVFLARE_PYTHON, NVFLARE_SRC)", why)
 	}
-	for _, c := range trustCases() {
+	cases := trustCases()
+	args := []string{"-c", nvflareProbe + "\nimport flare_slurm_bridge as B, json\nfor p in sys.argv[2:]:\n    print(json.dumps(B.untrusted(p) or 'TRUSTED'))", src}
+	for _, c := range cases {
 		dir := filepath.Join(t.TempDir(), "bin")
 		os.Mkdir(dir, 0o755)
 		exe := filepath.Join(dir, "flare-slurm")
@@ -274,18 +280,31 @@ func TestPythonTrustRuleIsGos(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.setup(t, dir, exe)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		cmd := exec.CommandContext(ctx, py, "-c", nvflareProbe+"\nimport flare_slurm_bridge as B\nprint(B.untrusted(sys.argv[2]) or 'TRUSTED')", src, c.checked(dir, exe))
-		cmd.Env = append(os.Environ(), "PYTHONPATH=.", "PYTHONDONTWRITEBYTECODE=1")
-		out, err := cmd.CombinedOutput()
-		cancel()
-		if err != nil {
-			t.Fatalf("%s: python: %v\n%s", c.name, err, out)
+		args = append(args, c.checked(dir, exe))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, args...)
+	cmd.Env = append(os.Environ(), "PYTHONPATH=.", "PYTHONDONTWRITEBYTECODE=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python: %v\n%s%s", err, out, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != len(cases) {
+		t.Fatalf("python printed %d lines for %d cases:\n%s", len(lines), len(cases), out)
+	}
+	for i, c := range cases {
+		var said string
+		if err := json.Unmarshal([]byte(lines[i]), &said); err != nil {
+			t.Fatalf("%s: python printed %q: %v", c.name, lines[i], err)
 		}
-		pyTrusted := strings.TrimSpace(string(out)) == "TRUSTED"
-		goTrusted := bridge.CheckBinary(c.checked(dir, exe)) == ""
+		pyTrusted := said == "TRUSTED"
+		goTrusted := bridge.CheckBinary(args[3+i]) == ""
 		if pyTrusted != goTrusted || pyTrusted != c.trusted {
-			t.Errorf("%s: Python says %q, Go trusted=%v, want trusted=%v", c.name, strings.TrimSpace(string(out)), goTrusted, c.trusted)
+			t.Errorf("%s: Python says %q, Go trusted=%v, want trusted=%v", c.name, said, goTrusted, c.trusted)
 		}
 	}
 }
