@@ -80,6 +80,7 @@ func crashKit(t testing.TB, n int) *fixture {
 // two complete trees. At the end, one more prepare must succeed and leave
 // no staging directory behind.
 func TestCrashLeavesOldOrNewWorkspace(t *testing.T) {
+	t.Parallel() // its own kit, output and processes: it overlaps the others
 	const trials = 120
 	bin := buildCLI(t)
 	f := crashKit(t, 100)
@@ -202,6 +203,7 @@ func TestCrashLeavesOldOrNewWorkspace(t *testing.T) {
 // prepare stops, the output is the old or the new tree, and no staging
 // directory is left even without another prepare.
 func TestSignalCleansUp(t *testing.T) {
+	t.Parallel() // its own kit, output and processes: it overlaps the others
 	bin := buildCLI(t)
 	f := crashKit(t, 100)
 	out := filepath.Join(f.dir, "ws")
