@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 // needs msgpack: Debian's python3-msgpack). Without one the test skips,
 // except under CI=true, where it fails.
 func TestBridgePython(t *testing.T) {
+	t.Parallel() // a Python process of its own
 	src := nvflaresrc.Dir()
 	py, why := interpreter(t, src)
 	if py == "" {
@@ -53,6 +55,7 @@ func TestBridgePython(t *testing.T) {
 // the test skips, except under CI=true, where it fails (.ci/run installs
 // Debian's mypy).
 func TestBridgeTyped(t *testing.T) {
+	t.Parallel() // a mypy process of its own
 	mypy, err := exec.LookPath("mypy")
 	if err != nil {
 		testenv.Unavailable(t, "mypy is not installed (Debian: apt-get install mypy)")
@@ -76,7 +79,21 @@ m = types.ModuleType("nvflare"); m.__path__ = [os.path.join(sys.argv[1], "nvflar
 import nvflare.apis.job_launcher_spec, nvflare.apis.event_type, nvflare.apis.fl_context
 `
 
+// found is interpreter's answer, probed once per test binary (a start of
+// Python with NVFlare's modules is most of a probe's cost).
+var found struct {
+	once    sync.Once
+	py, why string
+}
+
+// interpreter is the python3 that imports NVFlare's launcher interface
+// from src, or "" and why there is none.
 func interpreter(t *testing.T, src string) (string, string) {
+	found.once.Do(func() { found.py, found.why = probeInterpreter(src) })
+	return found.py, found.why
+}
+
+func probeInterpreter(src string) (string, string) {
 	if _, err := os.Stat(filepath.Join(src, "nvflare", "apis", "job_launcher_spec.py")); err != nil {
 		return "", "no NVFlare source at " + src
 	}
@@ -265,6 +282,7 @@ func TestCheckBinaryTrust(t *testing.T) {
 // process checks them all, one line each (a start of Python with NVFlare's
 // modules costs more than the checks).
 func TestPythonTrustRuleIsGos(t *testing.T) {
+	t.Parallel() // a Python process of its own
 	src := nvflaresrc.Dir()
 	py, why := interpreter(t, src)
 	if py == "" {
