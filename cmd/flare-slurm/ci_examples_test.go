@@ -152,7 +152,8 @@ func writeRendered(t *testing.T, w *prepare.Workspace, dir string) {
 
 // TestCIExamples parses examples/ci's GitHub Actions workflow and GitLab
 // CI file and runs every command of them that targets examples/ with the
-// flare-slurm built from this tree on PATH, in a directory holding the
+// flare-slurm `make build` makes from this tree (madeBinary) on PATH, in a
+// directory holding the
 // repository's examples and a copy of the deployed workspace (what the
 // files fetch from the site): each must succeed. Their install step (go
 // install …/cmd/flare-slurm@latest) needs a module proxy:
@@ -161,12 +162,7 @@ func writeRendered(t *testing.T, w *prepare.Workspace, dir string) {
 func TestCIExamples(t *testing.T) {
 	root := repoRoot()
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "bin")
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "flare-slurm"), "./cmd/flare-slurm")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := filepath.Dir(madeBinary(t))
 	var cmds []ciCommand
 	for _, f := range []string{"github-actions.yml", ".gitlab-ci.yml"} {
 		data, err := os.ReadFile(filepath.Join(root, "examples", "ci", f))

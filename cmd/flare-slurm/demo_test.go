@@ -10,7 +10,8 @@ import (
 )
 
 // TestMakeDemo runs make demo (no Slurm cluster: it only prepares the
-// example kit) with the binary built into the test's temp directory, and
+// example kit) with BIN the binary madeBinary made (make demo's own make
+// build finds it up to date), and
 // requires the workspace it prints to still exist afterwards: at DEMO_DIR
 // when given (twice: a second run re-prepares it), else in the temp
 // directory the last line names.
@@ -19,7 +20,7 @@ func TestMakeDemo(t *testing.T) {
 		t.Fatalf("make demo needs make: %v", err)
 	}
 	root := repoRoot()
-	bin := filepath.Join(t.TempDir(), "flare-slurm")
+	bin := madeBinary(t) // make demo runs make build: up to date, no new link
 	kept := regexp.MustCompile(`(?m)^--- make demo: the workspace is kept in (\S+) \(remove it with: rm -rf '([^']+)'\)$`)
 	check := func(out, wantDir string) {
 		t.Helper()

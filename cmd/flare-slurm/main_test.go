@@ -8,11 +8,24 @@ import (
 )
 
 // TestMain registers the flare-slurm binary for testscript: scripts in
-// testdata/*.txtar run it in-process as "exec flare-slurm …".
+// testdata/*.txtar run it in-process as "exec flare-slurm …". After the
+// tests it removes the binary madeBinary built.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(cleanupM{m}, map[string]func(){
 		"flare-slurm": func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 	})
+}
+
+// cleanupM runs the tests, then removes madeBinary's directory
+// (testscript.Main exits the process itself).
+type cleanupM struct{ m *testing.M }
+
+func (c cleanupM) Run() int {
+	code := c.m.Run()
+	if made.dir != "" {
+		os.RemoveAll(made.dir)
+	}
+	return code
 }
 
 // TestScripts runs every testdata/*.txtar. UPDATE_SCRIPTS=1 rewrites the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"debug/elf"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -282,18 +284,48 @@ func TestSlurmTierPackages(t *testing.T) {
 	}
 }
 
+// made is the binary `make build` made for madeBinary, once per test
+// binary, in a directory TestMain removes.
+var made struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+// madeBinary runs `make build` once per test binary and returns the path
+// of the binary it made (the one releases ship), which the tests only run:
+// make demo rebuilds it in place (go build finds it up to date, no new
+// link) and TestCIExamples puts it on PATH.
+func madeBinary(t *testing.T) string {
+	t.Helper()
+	made.once.Do(func() {
+		made.dir, made.err = os.MkdirTemp("", "flare-slurm-made-")
+		if made.err != nil {
+			return
+		}
+		bin := filepath.Join(made.dir, "flare-slurm")
+		cmd := exec.Command("make", "--no-print-directory", "build", "BIN="+bin)
+		cmd.Dir = repoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			made.err = fmt.Errorf("make build: %v\n%s", err, out)
+			return
+		}
+		made.bin = bin
+	})
+	if made.err != nil {
+		t.Fatal(made.err)
+	}
+	return made.bin
+}
+
 // TestMakeBuildIsStatic: make build makes the static binary releases ship
 // (issue 28 item 7): no program interpreter, no dynamic section.
 func TestMakeBuildIsStatic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary; -short leaves it out")
 	}
-	bin := filepath.Join(t.TempDir(), "flare-slurm")
-	cmd := exec.Command("make", "--no-print-directory", "build", "BIN="+bin)
-	cmd.Dir = repoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("make build: %v\n%s", err, out)
-	}
+	bin := madeBinary(t)
 	f, err := elf.Open(bin)
 	if err != nil {
 		t.Fatal(err)

@@ -91,6 +91,20 @@ func hostileName(rng *rand.Rand, exclude string) string {
 	return s
 }
 
+// A run carries safetyEnvVars hostile study env values and safetyWords
+// hostile option words beside its one-of-a-kind values (paths, secret,
+// credentials, job args): about 40 values a bash run, so that the 10,000
+// values take about 260 runs (each a bash, an rm and the stub: process
+// starts are most of the test's cost).
+const (
+	safetyEnvVars = 12
+	safetyWords   = 12
+)
+
+// studyVar is the name of the k-th hostile study env value (zero-padded:
+// the names sort as they are numbered).
+func studyVar(k int) string { return fmt.Sprintf("STUDY_VAR_%02d", k) }
+
 // safetyRun is one bash run checking many hostile values at once.
 type safetyRun struct {
 	sandbox   string
@@ -160,14 +174,14 @@ func newSafetyRun(t *testing.T, rng *rand.Rand, base, stub string, w, i int) *sa
 	r.tool = filepath.Join(base, "bin", fmt.Sprintf("tool-%d-", i)+hostileName(rng, "\n\r"))
 	r.image = filepath.Join(base, "images", fmt.Sprintf("img-%d-", i)+hostileName(rng, "\n\r"))
 	r.env = map[string]string{}
-	for k := 0; k < 4; k++ {
-		r.env[fmt.Sprintf("STUDY_VAR_%d", k)] = hostile(rng, "\r")
+	for k := 0; k < safetyEnvVars; k++ {
+		r.env[studyVar(k)] = hostile(rng, "\r")
 	}
 	r.secret = hostile(rng, "")
 	for k := range r.creds {
 		r.creds[k] = hostile(rng, "") + "c" // empty credentials are skipped by design
 	}
-	for k := 0; k < 3; k++ {
+	for k := 0; k < safetyWords; k++ {
 		r.words = append(r.words, hostile(rng, ""))
 	}
 	r.target, r.clientNm, r.schemeVal = hostile(rng, ""), hostile(rng, ""), hostile(rng, "")
@@ -305,7 +319,11 @@ func (r *safetyRun) compare(t *testing.T, p *Plan, rec stubRecord, secretPath st
 			errorf("inherited SINGULARITYENV_LEAK was not unset")
 		}
 	case "pyxis":
-		names := "NVFLARE_JOB_AUTH_TOKEN,NVFLARE_JOB_SSID,NVFLARE_JOB_TOKEN_SIGNATURE,NVFLARE_SLURM_CHILD_PROCESS,PYTHONPATH,STUDY_SECRET,STUDY_VAR_0,STUDY_VAR_1,STUDY_VAR_2,STUDY_VAR_3,FWD_VAR"
+		names := "NVFLARE_JOB_AUTH_TOKEN,NVFLARE_JOB_SSID,NVFLARE_JOB_TOKEN_SIGNATURE,NVFLARE_SLURM_CHILD_PROCESS,PYTHONPATH,STUDY_SECRET"
+		for k := 0; k < safetyEnvVars; k++ {
+			names += "," + studyVar(k)
+		}
+		names += ",FWD_VAR"
 		var mounts []string
 		for _, m := range v.Mounts {
 			s := m.Source + ":" + m.Destination

@@ -160,6 +160,7 @@ func sha256sum(b []byte) []byte {
 // than plain prepare (before: the whole file twice, 614 MiB). The peak RSS
 // of both runs is logged.
 func TestCheckMemoryStaysFlatOnLargeFiles(t *testing.T) {
+	t.Parallel() // its own kit, output and processes: it overlaps the others
 	bin := buildCLI(t)
 	f := newFixture(t, "site-1", bareConfig)
 	big := filepath.Join(f.kit, "transfer", "model.bin")

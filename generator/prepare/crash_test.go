@@ -9,21 +9,52 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// buildCLI builds flare-slurm once into a temp dir.
+// cli is the flare-slurm binary buildCLI builds, once per test binary,
+// into a temp dir that TestMain removes.
+var cli struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+// buildCLI builds flare-slurm once per test binary (a link costs more than
+// most tests here) and returns its path; callers only run it.
 func buildCLI(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "flare-slurm")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "./cmd/flare-slurm")
-	cmd.Dir = repoRoot(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	cli.once.Do(func() {
+		cli.dir, cli.err = os.MkdirTemp("", "flare-slurm-cli-")
+		if cli.err != nil {
+			return
+		}
+		bin := filepath.Join(cli.dir, "flare-slurm")
+		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "./cmd/flare-slurm")
+		cmd.Dir = repoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			cli.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		cli.bin = bin
+	})
+	if cli.err != nil {
+		t.Fatal(cli.err)
 	}
-	return bin
+	return cli.bin
+}
+
+// TestMain removes the binary buildCLI built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if cli.dir != "" {
+		os.RemoveAll(cli.dir)
+	}
+	os.Exit(code)
 }
 
 // crashKit is the example client kit plus n filler files, so that a
@@ -49,6 +80,7 @@ func crashKit(t testing.TB, n int) *fixture {
 // two complete trees. At the end, one more prepare must succeed and leave
 // no staging directory behind.
 func TestCrashLeavesOldOrNewWorkspace(t *testing.T) {
+	t.Parallel() // its own kit, output and processes: it overlaps the others
 	const trials = 120
 	bin := buildCLI(t)
 	f := crashKit(t, 100)
@@ -171,6 +203,7 @@ func TestCrashLeavesOldOrNewWorkspace(t *testing.T) {
 // prepare stops, the output is the old or the new tree, and no staging
 // directory is left even without another prepare.
 func TestSignalCleansUp(t *testing.T) {
+	t.Parallel() // its own kit, output and processes: it overlaps the others
 	bin := buildCLI(t)
 	f := crashKit(t, 100)
 	out := filepath.Join(f.dir, "ws")

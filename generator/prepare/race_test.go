@@ -22,6 +22,7 @@ func testSeed(t *testing.T) uint64 { return stagingtest.Seed(t) }
 // wrote into it. Now the victim never changes, and after every prepare
 // the output is the complete old or the complete new workspace.
 func TestPrepareSymlinkRace(t *testing.T) {
+	t.Parallel() // its own kit, output and processes: it overlaps the others
 	f := crashKit(t, 100)
 	parent := filepath.Join(f.dir, "shared")
 	if err := os.Mkdir(parent, 0o700); err != nil {

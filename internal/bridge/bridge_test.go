@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +30,7 @@ import (
 // needs msgpack: Debian's python3-msgpack). Without one the test skips,
 // except under CI=true, where it fails.
 func TestBridgePython(t *testing.T) {
+	t.Parallel() // a Python process of its own
 	src := nvflaresrc.Dir()
 	py, why := interpreter(t, src)
 	if py == "" {
@@ -52,6 +55,7 @@ func TestBridgePython(t *testing.T) {
 // the test skips, except under CI=true, where it fails (.ci/run installs
 // Debian's mypy).
 func TestBridgeTyped(t *testing.T) {
+	t.Parallel() // a mypy process of its own
 	mypy, err := exec.LookPath("mypy")
 	if err != nil {
 		testenv.Unavailable(t, "mypy is not installed (Debian: apt-get install mypy)")
@@ -75,7 +79,21 @@ m = types.ModuleType("nvflare"); m.__path__ = [os.path.join(sys.argv[1], "nvflar
 import nvflare.apis.job_launcher_spec, nvflare.apis.event_type, nvflare.apis.fl_context
 `
 
+// found is interpreter's answer, probed once per test binary (a start of
+// Python with NVFlare's modules is most of a probe's cost).
+var found struct {
+	once    sync.Once
+	py, why string
+}
+
+// interpreter is the python3 that imports NVFlare's launcher interface
+// from src, or "" and why there is none.
 func interpreter(t *testing.T, src string) (string, string) {
+	found.once.Do(func() { found.py, found.why = probeInterpreter(src) })
+	return found.py, found.why
+}
+
+func probeInterpreter(src string) (string, string) {
 	if _, err := os.Stat(filepath.Join(src, "nvflare", "apis", "job_launcher_spec.py")); err != nil {
 		return "", "no NVFlare source at " + src
 	}
@@ -262,14 +280,20 @@ func TestCheckBinaryTrust(t *testing.T) {
 }
 
 // TestPythonTrustRuleIsGos: the bridge checks the binary before every call
-// in Python (untrusted()); on every case it agrees with the Go rule.
+// in Python (untrusted()); on every case it agrees with the Go rule. The
+// cases are laid out first (each in its own directory) and one Python
+// process checks them all, one line each (a start of Python with NVFlare's
+// modules costs more than the checks).
 func TestPythonTrustRuleIsGos(t *testing.T) {
+	t.Parallel() // a Python process of its own
 	src := nvflaresrc.Dir()
 	py, why := interpreter(t, src)
 	if py == "" {
 		testenv.Unavailable(t, "the bridge's Python rule cannot be run: %s (set NVFLARE_PYTHON, NVFLARE_SRC)", why)
 	}
-	for _, c := range trustCases() {
+	cases := trustCases()
+	args := []string{"-c", nvflareProbe + "\nimport flare_slurm_bridge as B, json\nfor p in sys.argv[2:]:\n    print(json.dumps(B.untrusted(p) or 'TRUSTED'))", src}
+	for _, c := range cases {
 		dir := filepath.Join(t.TempDir(), "bin")
 		os.Mkdir(dir, 0o755)
 		exe := filepath.Join(dir, "flare-slurm")
@@ -277,18 +301,31 @@ func TestPythonTrustRuleIsGos(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.setup(t, dir, exe)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		cmd := exec.CommandContext(ctx, py, "-c", nvflareProbe+"\nimport flare_slurm_bridge as B\nprint(B.untrusted(sys.argv[2]) or 'TRUSTED')", src, c.checked(dir, exe))
-		cmd.Env = append(os.Environ(), "PYTHONPATH=.", "PYTHONDONTWRITEBYTECODE=1")
-		out, err := cmd.CombinedOutput()
-		cancel()
-		if err != nil {
-			t.Fatalf("%s: python: %v\n%s", c.name, err, out)
+		args = append(args, c.checked(dir, exe))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, args...)
+	cmd.Env = append(os.Environ(), "PYTHONPATH=.", "PYTHONDONTWRITEBYTECODE=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python: %v\n%s%s", err, out, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != len(cases) {
+		t.Fatalf("python printed %d lines for %d cases:\n%s", len(lines), len(cases), out)
+	}
+	for i, c := range cases {
+		var said string
+		if err := json.Unmarshal([]byte(lines[i]), &said); err != nil {
+			t.Fatalf("%s: python printed %q: %v", c.name, lines[i], err)
 		}
-		pyTrusted := strings.TrimSpace(string(out)) == "TRUSTED"
-		goTrusted := bridge.CheckBinary(c.checked(dir, exe)) == ""
+		pyTrusted := said == "TRUSTED"
+		goTrusted := bridge.CheckBinary(args[3+i]) == ""
 		if pyTrusted != goTrusted || pyTrusted != c.trusted {
-			t.Errorf("%s: Python says %q, Go trusted=%v, want trusted=%v", c.name, strings.TrimSpace(string(out)), goTrusted, c.trusted)
+			t.Errorf("%s: Python says %q, Go trusted=%v, want trusted=%v", c.name, said, goTrusted, c.trusted)
 		}
 	}
 }
