@@ -261,7 +261,9 @@ wait_for() {
 	done
 }
 
-canon_root() { readlink -f "$ROOT"; }
+# canon_root: the root with symlinks resolved; where it (or the cache above
+# it) does not exist yet, as it will be made (env runs before the first up).
+canon_root() { readlink -m "$ROOT"; }
 
 # pid_of NAME: the recorded PID of daemon NAME if that process is alive and is
 # still our daemon: it runs in the cluster's mount namespace, and its

@@ -140,3 +140,25 @@ func TestUnknownVersionRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvOnAMachineThatNeverBuiltTheCluster: `cluster.sh env` names the
+// root even where nothing of the cluster exists yet (not even the cache
+// directory above the root). The tests read it before they start the
+// cluster themselves, so on a new machine FLARE_SLURM_IT=1 go test (or make
+// bench-federation) once failed with "no ROOT" instead of building it.
+func TestEnvOnAMachineThatNeverBuiltTheCluster(t *testing.T) {
+	script, err := scriptPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(t.TempDir(), "cache", "never-made", "root")
+	c := exec.Command("bash", script, "env")
+	c.Env = append(c.Environ(), "FLARE_SLURM_STATE="+t.TempDir(), "FLARE_SLURM_ROOT="+root)
+	out, err := c.Output()
+	if err != nil {
+		t.Fatalf("cluster.sh env: %v", err)
+	}
+	if !slices.Contains(strings.Split(string(out), "\n"), "ROOT="+root) {
+		t.Errorf("cluster.sh env with FLARE_SLURM_ROOT=%s (nothing above it made) does not say ROOT=%s:\n%s", root, root, out)
+	}
+}
