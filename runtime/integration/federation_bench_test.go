@@ -124,6 +124,11 @@ func TestFederationBenchmark(t *testing.T) {
 
 	var runs []Run
 	launchers := [2]string{NVFlare, FlareSlurm}
+	var todo []int // the sizes of the runs still to come, one per run
+	for _, n := range cfg.sizes {
+		todo = append(todo, n, n)
+	}
+	took := runCosts{}
 	for i, n := range cfg.sizes {
 		order := launchers
 		if i%2 == 1 {
@@ -133,10 +138,13 @@ func TestFederationBenchmark(t *testing.T) {
 			// Parents started for each run: the same idle state for both
 			// launchers (Python keeps what an earlier run allocated).
 			f.stop()
-			b.settle()
+			b.settle(settleBudget(ctx, took, todo))
+			began := time.Now()
 			b.startParents(l)
 			r := b.run(l, n)
-			t.Logf("%s, %d jobs: %s", l, n, Summary(r))
+			took.add(n, time.Since(began))
+			todo = todo[1:]
+			t.Logf("%s, %d jobs: %s (%.0f s with its parents' start and readings)", l, n, Summary(r), time.Since(began).Seconds())
 			runs = append(runs, r)
 		}
 	}
@@ -192,14 +200,14 @@ func traceParents(t *testing.T, c *slurmtest.Cluster, f *federation) string {
 // settle waits, before each run, until the machine is quiet: at most as
 // many runnable threads as CPUs (/proc/loadavg's fourth field, this reader
 // included) in 5 samples running, a second apart, and the one-minute load
-// average at most settleLoad, for at most settleLimit. The run before
-// leaves its parents' exits, slurmdbd's writes and the page cache's
+// average at most settleLoad, for at most budget (settleBudget). The run
+// before leaves its parents' exits, slurmdbd's writes and the page cache's
 // writeback behind; without the wait the second launcher of a size started
 // into them (load 10.7 against 5.9 at 50 jobs), and with the first rule
 // alone still at load 3.6 against 1.1 (2026-12-05).
-func (b *bench) settle() {
+func (b *bench) settle(budget time.Duration) {
 	quiet, start := 0, time.Now()
-	for (quiet < 5 || loadOne() > settleLoad) && time.Since(start) < settleLimit && b.ctx.Err() == nil {
+	for (quiet < 5 || loadOne() > settleLoad) && time.Since(start) < budget && b.ctx.Err() == nil {
 		data, err := os.ReadFile("/proc/loadavg")
 		fields := strings.Fields(string(data))
 		if err != nil || len(fields) < 4 {
@@ -214,18 +222,56 @@ func (b *bench) settle() {
 		}
 		time.Sleep(time.Second)
 	}
-	b.t.Logf("settle: %.0f s until quiet (5 s with at most %d runnable threads, one-minute load at most %g, or %v; load %s)",
-		time.Since(start).Seconds(), runtime.NumCPU(), settleLoad, settleLimit, loadAvg())
+	b.t.Logf("settle: %.0f s until quiet (5 s with at most %d runnable threads, one-minute load at most %g, or %.0f s; load %s)",
+		time.Since(start).Seconds(), runtime.NumCPU(), settleLoad, budget.Seconds(), loadAvg())
 }
 
 // settle's bounds: the one-minute load average a run starts at, and the
-// longest wait for it. The six runs' waits fit the 15 minutes: at 1.5 the
-// wait before the second run of 50 jobs took 116 s (2026-12-05T19:00Z) and
-// left it too little of the benchmark's limit to finish.
+// longest wait for it. At 1.5 the wait before the second run of 50 jobs
+// took 116 s (2026-12-05T19:00Z).
 const (
 	settleLoad  = 2.0
 	settleLimit = 100 * time.Second
 )
+
+// settleBudget is how long the settle before the next run may wait: at
+// most settleLimit, and never into the time the runs still to come need
+// (todo, this one first: runCosts' estimates) and benchFinish. Without
+// it, six waits for a machine that other work kept busy took 268 s and
+// the benchmark's own limit cut off its last run (2026-12-06T01:08Z).
+func settleBudget(ctx context.Context, took runCosts, todo []int) time.Duration {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return settleLimit
+	}
+	spare := time.Until(d) - benchFinish
+	for _, n := range todo {
+		spare -= took.estimate(n)
+	}
+	return min(settleLimit, max(0, spare))
+}
+
+// benchFinish is what the benchmark needs after its last run: stopping the
+// parents and writing the result.
+const benchFinish = 30 * time.Second
+
+// runCosts are the measured times of the runs so far, from the parents'
+// start to the last reading, by size: the longest run of each size.
+type runCosts map[int]time.Duration
+
+func (c runCosts) add(n int, d time.Duration) { c[n] = max(c[n], d) }
+
+// estimate is how long a run of n jobs will take: a tenth more than the
+// longest run of that size so far, or before any (the first launcher of a
+// size) 60 s and 2 s a job, above every run measured at 63f6e02
+// (2026-12-06T03:04Z, one round of 30 s): 52, 71 and 123 s from the
+// parents' start to the last reading for 1, 10 and 50 jobs.
+func (c runCosts) estimate(n int) time.Duration {
+	if d, ok := c[n]; ok {
+		return d + d/10
+	}
+	return 60*time.Second + time.Duration(n)*2*time.Second
+}
 
 // loadOne is the one-minute load average (0 when unreadable).
 func loadOne() float64 {
@@ -569,4 +615,46 @@ func (b *bench) machine() Machine {
 		m.Commit += "+changes"
 	}
 	return m
+}
+
+// TestSettleBudget: the settle before a run never waits into the time the
+// runs still to come need (estimated before a size has run, measured
+// after) plus the finish, never longer than settleLimit, and not at all
+// once that time is gone.
+func TestSettleBudget(t *testing.T) {
+	in := func(d time.Duration) context.Context {
+		ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(d))
+		t.Cleanup(cancel)
+		return ctx
+	}
+	near := func(got, want time.Duration) bool { return got <= want && got > want-5*time.Second }
+
+	if got := settleBudget(context.Background(), runCosts{}, []int{50}); got != settleLimit {
+		t.Errorf("no deadline: %v, want settleLimit %v", got, settleLimit)
+	}
+	// 10 minutes left, two runs of 50 jobs to come, none measured.
+	want := 10*time.Minute - benchFinish - 2*runCosts{}.estimate(50)
+	if got := settleBudget(in(10*time.Minute), runCosts{}, []int{50, 50}); !near(got, min(settleLimit, want)) {
+		t.Errorf("10 min left, 50 and 50 to come: %v, want %v", got, min(settleLimit, want))
+	}
+	// The same with the first run of 50 measured at 4 minutes: the second
+	// needs a tenth more, and the budget is what is left.
+	took := runCosts{}
+	took.add(50, 3*time.Minute)
+	took.add(50, 4*time.Minute)
+	took.add(10, time.Minute)
+	if got := took.estimate(50); got != 4*time.Minute+24*time.Second {
+		t.Errorf("estimate(50) after runs of 3 and 4 min = %v, want 4m24s (the longest and a tenth)", got)
+	}
+	if got := settleBudget(in(5*time.Minute+40*time.Second), took, []int{50}); !near(got, 5*time.Minute+40*time.Second-benchFinish-took.estimate(50)) {
+		t.Errorf("5m40s left, one run of 50 measured at 4 min: %v, want %v", got, 5*time.Minute+40*time.Second-benchFinish-took.estimate(50))
+	}
+	if got := settleBudget(in(4*time.Minute), took, []int{50}); got != 0 {
+		t.Errorf("4 min left, a run of 50 needing 4m24s: %v, want 0 (no wait)", got)
+	}
+	prior := runCosts{}
+	if prior.estimate(1) < prior.estimate(0) || prior.estimate(50) <= prior.estimate(10) {
+		t.Errorf("the estimate before a size has run does not grow with the jobs: 1 → %v, 10 → %v, 50 → %v",
+			prior.estimate(1), prior.estimate(10), prior.estimate(50))
+	}
 }
