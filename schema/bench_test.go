@@ -72,8 +72,7 @@ func BenchmarkCompileSchemas(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				e := &embedded{name: name}
-				if _, err := e.compiled(); err != nil {
+				if _, err := newEmbedded(name).sch.Get(); err != nil {
 					b.Fatal(err)
 				}
 			}

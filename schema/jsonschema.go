@@ -10,12 +10,12 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/flare-slurm/flare-slurm/internal/third_party/jsonschema"
 	"github.com/flare-slurm/flare-slurm/internal/third_party/jsonschema/kind"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/flare-slurm/flare-slurm/internal/lazy"
 	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
@@ -60,62 +60,71 @@ func Title(name string) string {
 
 // embedded is one embedded schema, decoded and compiled on first use and
 // only then: a process that validates only a slurm.yaml (prepare) neither
-// decodes nor compiles the other schemas.
+// decodes nor compiles the other schemas. Forget drops them again.
 type embedded struct {
 	name string
+	doc  *lazy.Value[decodedSchema]
+	sch  *lazy.Value[*jsonschema.Schema]
+}
 
-	decodeOnce sync.Once
-	id         string         // $id
-	doc        map[string]any // the decoded document (for custom messages and properties)
-	decodeErr  error
+// decodedSchema is a schema document, decoded, and its $id.
+type decodedSchema struct {
+	id  string
+	doc map[string]any // for custom messages and properties
+}
 
-	compileOnce sync.Once
-	sch         *jsonschema.Schema
-	compileErr  error
+func newEmbedded(name string) *embedded {
+	e := &embedded{name: name}
+	e.doc = lazy.New(func() (decodedSchema, error) {
+		data, _ := Source(name)
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+		if err != nil {
+			return decodedSchema{}, fmt.Errorf("schema %s: %w", name, err)
+		}
+		doc, ok := v.(map[string]any)
+		if !ok {
+			return decodedSchema{}, fmt.Errorf("schema %s: not a JSON object", name)
+		}
+		id, _ := doc["$id"].(string)
+		return decodedSchema{id: id, doc: doc}, nil
+	})
+	// The embedded schemas are not validated against the JSON Schema
+	// metaschema here: they are part of the binary, and
+	// TestSchemasValidAgainstMetaschema validates them instead (so no
+	// process compiles the metaschema).
+	e.sch = lazy.New(func() (*jsonschema.Schema, error) {
+		d, err := e.doc.Get()
+		if err != nil {
+			return nil, err
+		}
+		return compileDocument(name, d.id, d.doc, false)
+	})
+	return e
 }
 
 // embeddedSchemas are the schemas of Names, by name.
 var embeddedSchemas = map[string]*embedded{
-	kindJobMeta:         {name: kindJobMeta},
-	schemaLaunchRequest: {name: schemaLaunchRequest},
-	KindSlurmConfig:     {name: KindSlurmConfig},
-	KindStudyRuntime:    {name: KindStudyRuntime},
+	kindJobMeta:         newEmbedded(kindJobMeta),
+	schemaLaunchRequest: newEmbedded(schemaLaunchRequest),
+	KindSlurmConfig:     newEmbedded(KindSlurmConfig),
+	KindStudyRuntime:    newEmbedded(KindStudyRuntime),
 }
 
-// load decodes the schema document once.
+// load returns the decoded schema document.
 func (e *embedded) load() (map[string]any, error) {
-	e.decodeOnce.Do(func() {
-		data, _ := Source(e.name)
-		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-		if err != nil {
-			e.decodeErr = fmt.Errorf("schema %s: %w", e.name, err)
-			return
-		}
-		doc, ok := v.(map[string]any)
-		if !ok {
-			e.decodeErr = fmt.Errorf("schema %s: not a JSON object", e.name)
-			return
-		}
-		e.doc = doc
-		e.id, _ = doc["$id"].(string)
-	})
-	return e.doc, e.decodeErr
+	d, err := e.doc.Get()
+	return d.doc, err
 }
 
-// compiled returns the compiled schema, compiling it on first use. The
-// embedded schemas are not validated against the JSON Schema metaschema
-// here: they are part of the binary, and TestSchemasValidAgainstMetaschema
-// validates them instead (so no process compiles the metaschema).
-func (e *embedded) compiled() (*jsonschema.Schema, error) {
-	e.compileOnce.Do(func() {
-		doc, err := e.load()
-		if err != nil {
-			e.compileErr = err
-			return
-		}
-		e.sch, e.compileErr = compileDocument(e.name, e.id, doc, false)
-	})
-	return e.sch, e.compileErr
+// Forget drops the decoded and compiled schemas (about 1.3 MiB once a
+// launch has compiled its three); the next use decodes and compiles them
+// again. The launcher bridge's follower launches in bursts and watches for
+// hours in between: it forgets them when idle (wait --follow).
+func Forget() {
+	for _, e := range embeddedSchemas {
+		e.sch.Forget()
+		e.doc.Forget()
+	}
 }
 
 // compileDocument compiles one schema document; checkMeta validates it
@@ -137,14 +146,18 @@ func compileDocument(name, id string, doc map[string]any, checkMeta bool) (*json
 	return sch, nil
 }
 
-// schemaByName returns the named embedded schema, compiled.
-func schemaByName(name string) (*embedded, *jsonschema.Schema, error) {
+// schemaByName returns the named embedded schema, decoded and compiled.
+func schemaByName(name string) (decodedSchema, *jsonschema.Schema, error) {
 	e, ok := embeddedSchemas[name]
 	if !ok {
-		return nil, nil, fmt.Errorf("no embedded schema named %q", name)
+		return decodedSchema{}, nil, fmt.Errorf("no embedded schema named %q", name)
 	}
-	sch, err := e.compiled()
-	return e, sch, err
+	d, err := e.doc.Get()
+	if err != nil {
+		return d, nil, err
+	}
+	sch, err := e.sch.Get()
+	return d, sch, err
 }
 
 // noLoader refuses every URL: schemas never come from the network or disk.
@@ -172,12 +185,12 @@ func (t *tree) validateSchema(name string, onKey keyHook, onValue valueHook) {
 	if t.root == nil {
 		return
 	}
-	e, sch, err := schemaByName(name)
+	d, sch, err := schemaByName(name)
 	if err != nil {
 		t.add(problem.Schema, nil, "", "internal error: "+err.Error(), "")
 		return
 	}
-	t.checkText(e.doc)
+	t.checkText(d.doc)
 	err = sch.Validate(t.value)
 	if err == nil {
 		return
@@ -187,13 +200,13 @@ func (t *tree) validateSchema(name string, onKey keyHook, onValue valueHook) {
 		t.add(problem.Schema, nil, "", err.Error(), "")
 		return
 	}
-	v := schemaReporter{t: t, e: e, onKey: onKey, onValue: onValue}
+	v := schemaReporter{t: t, d: d, onKey: onKey, onValue: onValue}
 	v.walk(verr)
 }
 
 type schemaReporter struct {
 	t       *tree
-	e       *embedded // the schema validated against
+	d       decodedSchema // the schema validated against
 	onKey   keyHook
 	onValue valueHook
 }
@@ -302,10 +315,10 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 // schemaNode returns the raw schema object at an absolute schema URL.
 func (r *schemaReporter) schemaNode(schemaURL string) map[string]any {
 	base, frag, _ := strings.Cut(schemaURL, "#")
-	if base != r.e.id {
+	if base != r.d.id {
 		return nil // the embedded schemas refer to no other document
 	}
-	var cur any = r.e.doc
+	var cur any = r.d.doc
 	if frag != "" {
 		if f, err := url.PathUnescape(frag); err == nil {
 			frag = f

@@ -49,17 +49,17 @@ func TestSchemasCompile(t *testing.T) {
 // a schema that breaks the metaschema.
 func TestSchemasValidAgainstMetaschema(t *testing.T) {
 	for _, name := range Names() {
-		e := &embedded{name: name}
-		doc, err := e.load()
+		d, err := newEmbedded(name).doc.Get()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := compileDocument(name, e.id, doc, true); err != nil {
+		doc := d.doc
+		if _, err := compileDocument(name, d.id, doc, true); err != nil {
 			t.Errorf("%s is not a valid JSON Schema 2020-12 document: %v", name, err)
 		}
 		broken := maps.Clone(doc)
 		broken["minProperties"] = "one"
-		_, err = compileDocument(name, e.id, broken, true)
+		_, err = compileDocument(name, d.id, broken, true)
 		var sve *jsonschema.SchemaValidationError
 		if !errors.As(err, &sve) {
 			t.Errorf("%s with minProperties \"one\": got %v, want a metaschema validation error", name, err)
@@ -187,5 +187,28 @@ func TestForwardEnvDescription(t *testing.T) {
 	desc, _ := jl["forward_env"].(map[string]any)["description"].(string)
 	if !strings.Contains(desc, "--export=NIL") || !strings.Contains(desc, "after setup") || strings.Contains(desc, "Names of parent environment variables") {
 		t.Errorf("forward_env's description does not say that values come from setup under --export=NIL: %q", desc)
+	}
+}
+
+// TestForgetStartsOver: Forget drops every decoded and compiled schema;
+// the next validation compiles again, into a new schema, and still works.
+func TestForgetStartsOver(t *testing.T) {
+	_, before, err := schemaByName(KindSlurmConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, again, _ := schemaByName(KindSlurmConfig); again != before {
+		t.Fatal("a second use compiled the schema again before any Forget")
+	}
+	Forget()
+	_, after, err := schemaByName(KindSlurmConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after == before {
+		t.Error("the schema compiled before Forget is still the one in use after it")
+	}
+	if err := after.Validate(map[string]any{}); err == nil {
+		t.Error("the schema compiled after Forget accepts an empty slurm.yaml")
 	}
 }

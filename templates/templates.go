@@ -22,6 +22,7 @@ import (
 	"sync"
 	"text/template"
 
+	"github.com/flare-slurm/flare-slurm/internal/lazy"
 	"github.com/flare-slurm/flare-slurm/internal/shell"
 )
 
@@ -62,8 +63,9 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // partials is the set of the partials ("_*.tmpl", in sorted order),
-// parsed once; each file's set is a clone of it with that file added.
-var partials = sync.OnceValues(func() (*template.Template, error) {
+// parsed on first use; each file's set is a clone of it with that file
+// added.
+var partials = lazy.New(func() (*template.Template, error) {
 	names, err := fs.Glob(files, "_*.tmpl")
 	if err != nil {
 		return nil, &Error{Template: "_*.tmpl", Err: err}
@@ -76,14 +78,18 @@ var partials = sync.OnceValues(func() (*template.Template, error) {
 // and that file, parsed on first use. prepare renders three small files
 // and the compiler three others; parsing all of them for either cost
 // prepare a sixth of its memory (issue 27 item 4).
-var sets sync.Map // file name -> func() (*template.Template, error)
+var (
+	setsMu sync.Mutex
+	sets   = map[string]*lazy.Value[*template.Template]{}
+)
 
 // load returns the template set file renders from.
 func load(file string) (*template.Template, error) {
-	once, ok := sets.Load(file)
-	if !ok {
-		once, _ = sets.LoadOrStore(file, sync.OnceValues(func() (*template.Template, error) {
-			base, err := partials()
+	setsMu.Lock()
+	set := sets[file]
+	if set == nil {
+		set = lazy.New(func() (*template.Template, error) {
+			base, err := partials.Get()
 			if err != nil || strings.HasPrefix(file, "_") {
 				return base, err
 			}
@@ -92,9 +98,21 @@ func load(file string) (*template.Template, error) {
 				return nil, &Error{Template: file, Err: err}
 			}
 			return parseSet(set, []string{file})
-		}))
+		})
+		sets[file] = set
 	}
-	return once.(func() (*template.Template, error))()
+	setsMu.Unlock()
+	return set.Get()
+}
+
+// Forget drops the parsed templates; the next render parses what it needs
+// again. The launcher bridge's follower launches in bursts and watches
+// for hours in between: it forgets them when idle (wait --follow).
+func Forget() {
+	setsMu.Lock()
+	clear(sets)
+	setsMu.Unlock()
+	partials.Forget()
 }
 
 // parseSet parses the named files, in order, into root's set.

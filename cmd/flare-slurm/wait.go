@@ -56,7 +56,7 @@ func newWaitCommand(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			procmem.ReleaseEvery(cmd.Context(), memoryReleaseInterval)
+			procmem.ReleaseEvery(cmd.Context(), memoryReleaseInterval, nil)
 			st, err := h.WaitReporting(cmd.Context(), a.pendingReporter())
 			if err != nil {
 				return runtimeFailure(errcode.WaitFailed, err, "the job was not changed; run wait again to keep watching it")

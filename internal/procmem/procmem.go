@@ -56,8 +56,10 @@ func SmallHeap() { debug.SetGCPercent(SmallHeapGOGC) }
 
 // ReleaseEvery collects the garbage and returns the freed pages to the
 // kernel now (the garbage of start-up), and then every interval until ctx
-// is done.
-func ReleaseEvery(ctx context.Context, interval time.Duration) {
+// is done; before each release after the first it calls forget, when not
+// nil, to drop what the process can make again (wait --follow: the
+// compiled schemas and parsed templates once no launch runs).
+func ReleaseEvery(ctx context.Context, interval time.Duration, forget func()) {
 	debug.FreeOSMemory()
 	if interval <= 0 {
 		return
@@ -70,6 +72,9 @@ func ReleaseEvery(ctx context.Context, interval time.Duration) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
+				if forget != nil {
+					forget()
+				}
 				debug.FreeOSMemory()
 			}
 		}

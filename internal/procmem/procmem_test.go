@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -33,27 +34,39 @@ func TestSmallHeap(t *testing.T) {
 	}
 }
 
-// ReleaseEvery collects at once and then once per interval, and stops
-// collecting when its context ends.
+// ReleaseEvery collects at once and then once per interval, calling
+// forget before each of the later collections (so that what it drops is
+// collected at once), and stops both when its context ends.
 func TestReleaseEveryCollectsEachIntervalUntilDone(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	before := forcedGCs()
-	ReleaseEvery(ctx, 20*time.Millisecond)
+	var forgets atomic.Int32
+	var gcsAtForget atomic.Uint64
+	ReleaseEvery(ctx, 20*time.Millisecond, func() {
+		forgets.Add(1)
+		gcsAtForget.Store(forcedGCs())
+	})
 	if forcedGCs() == before {
 		t.Fatal("no collection when the watcher started")
 	}
+	if forgets.Load() != 0 {
+		t.Fatal("forget was called at the start, before any interval")
+	}
 	deadline := time.Now().Add(10 * time.Second)
-	for forcedGCs() < before+4 {
+	for forcedGCs() < before+4 || forgets.Load() < 3 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d forced collections in 10 s at a 20 ms interval", forcedGCs()-before)
+			t.Fatalf("%d forced collections and %d forgets in 10 s at a 20 ms interval", forcedGCs()-before, forgets.Load())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	cancel()
 	time.Sleep(50 * time.Millisecond) // a tick already due may still run
-	stopped := forcedGCs()
+	stopped, forgotten := forcedGCs(), forgets.Load()
+	if stopped <= gcsAtForget.Load() {
+		t.Errorf("no collection after the last forget (%d forced collections at it, %d now)", gcsAtForget.Load(), stopped)
+	}
 	time.Sleep(200 * time.Millisecond)
-	if got := forcedGCs(); got != stopped {
-		t.Fatalf("%d collections after the context ended", got-stopped)
+	if got := forcedGCs(); got != stopped || forgets.Load() != forgotten {
+		t.Fatalf("%d collections and %d forgets after the context ended", got-stopped, forgets.Load()-forgotten)
 	}
 }

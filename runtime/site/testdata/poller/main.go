@@ -21,7 +21,7 @@ func main() {
 		os.Exit(2)
 	}
 	procmem.OneP()
-	procmem.ReleaseEvery(context.Background(), 5*time.Second)
+	procmem.ReleaseEvery(context.Background(), 5*time.Second, nil)
 	for {
 		_, _ = exec.Command(os.Args[2], os.Args[3:]...).Output()
 		time.Sleep(time.Duration(secs * float64(time.Second)))
