@@ -238,6 +238,18 @@ func TestLoadWorkspaceRejects(t *testing.T) {
 	}
 }
 
+// ParseRequest reads and checks a launch request without a workspace, as
+// the parse tests and benchmarks need it (ParseAndResolve is what runs):
+// field errors come back as schema.Problems, all of them at once, with the
+// line and column of the field in data.
+func ParseRequest(file string, data []byte) (*Request, error) {
+	req, ps := schema.ParseLaunchRequest(file, data, "")
+	if ps != nil {
+		return nil, req.Place(ps)
+	}
+	return req, nil
+}
+
 func TestParseRequestRejects(t *testing.T) {
 	cases := map[string][]string{
 		`[]`:                          {"not a valid launch request"},

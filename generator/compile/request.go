@@ -27,17 +27,6 @@ const (
 	serverModule = "nvflare.private.fed.app.server.runner_process"
 )
 
-// ParseRequest reads and checks a launch request. Field errors come back
-// as schema.Problems, all of them at once, with the line and column of
-// the field in data.
-func ParseRequest(file string, data []byte) (*Request, error) {
-	req, ps := schema.ParseLaunchRequest(file, data, "")
-	if ps != nil {
-		return nil, req.Place(ps)
-	}
-	return req, nil
-}
-
 // ParseAndResolve parses a launch request and resolves it against ws. It
 // reports every independent problem of one run: the request's structural
 // problems (syntax, unknown keys, types, job_args) and, whenever the

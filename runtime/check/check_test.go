@@ -257,9 +257,9 @@ func TestRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := compile.ParseRequest("check", data)
-	if err != nil {
-		t.Fatal(err)
+	req, ps := schema.ParseLaunchRequest("check", data, "")
+	if ps != nil {
+		t.Fatal(req.Place(ps))
 	}
 	if req.JobID != "check-x-1" || req.Role != "client" || req.JobArgs["parent_url"][1] != "stcp://localhost:8102" ||
 		req.JobArgs["auth_token"][1] != "tok" || req.JobArgs["client_name"][1] != "site-1" {
@@ -270,9 +270,9 @@ func TestRequest(t *testing.T) {
 	}
 	ws.Role, ws.ConnectionSecurity = "server", "clear"
 	data, _ = request(ws, "check-x-1", "pathology", nil, "tok")
-	req, err = compile.ParseRequest("check", data)
-	if err != nil || req.JobArgs["parent_url"][1] != "tcp://localhost:8102" || req.JobArgs["app_root"][1] != "/ws/check-x-1/app_server" || !strings.Contains(string(req.Meta), `"study":"pathology"`) {
-		t.Errorf("server request %+v %v", req, err)
+	req, ps = schema.ParseLaunchRequest("check", data, "")
+	if ps != nil || req.JobArgs["parent_url"][1] != "tcp://localhost:8102" || req.JobArgs["app_root"][1] != "/ws/check-x-1/app_server" || !strings.Contains(string(req.Meta), `"study":"pathology"`) {
+		t.Errorf("server request %+v %v", req, ps)
 	}
 }
 

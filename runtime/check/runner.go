@@ -575,7 +575,7 @@ func removeRunDir(root, jobID string) error {
 }
 
 // readRunFile reads a regular file of the probe's run dir without following
-// a symlink, at most limit bytes.
+// a symlink or blocking on a FIFO (dirfd.OpenRegular), at most limit bytes.
 func readRunFile(root, jobID, name string, limit int64) ([]byte, error) {
 	wsd, err := dirfd.Open(root)
 	if err != nil {
@@ -587,19 +587,11 @@ func readRunFile(root, jobID, name string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer run.Close()
-	fd, err := unix.Openat(run.Fd(), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: filepath.Join(root, jobID, name), Err: err}
-	}
-	f := os.NewFile(uintptr(fd), filepath.Join(root, jobID, name))
-	defer f.Close()
-	st, err := f.Stat()
+	f, err := run.OpenRegular(name, dirfd.Expect{})
 	if err != nil {
 		return nil, err
 	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", f.Name())
-	}
+	defer f.Close()
 	return io.ReadAll(io.LimitReader(f, limit))
 }
 

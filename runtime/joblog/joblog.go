@@ -53,24 +53,20 @@ func Open(root, jobID, slurmJobID string, uid int) (*os.File, error) {
 	}
 	defer run.Close()
 	path := filepath.Join(root, jobID, name)
-	fd, err := unix.Openat(run.Fd(), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	f, err := run.OpenRegular(name, dirfd.Expect{})
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		return nil, ErrNotYet
-	case errors.Is(err, unix.ELOOP):
+	case errors.Is(err, dirfd.ErrSymlink):
 		return nil, fmt.Errorf("%s is a symlink: the job's output is never read through one", path)
 	case err != nil:
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), path)
+	fd := int(f.Fd())
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		f.Close()
 		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		f.Close()
-		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
 	if int(st.Uid) != uid {
 		f.Close()

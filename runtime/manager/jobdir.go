@@ -16,6 +16,7 @@ import (
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 	"github.com/flare-slurm/flare-slurm/schema"
 
+	"github.com/flare-slurm/flare-slurm/internal/dirfd"
 	"github.com/flare-slurm/flare-slurm/internal/fsx"
 )
 
@@ -151,10 +152,11 @@ func writeTimers(dir string, t jobTimers) error {
 // maxControlFile is the most a handle or timers file may hold.
 const maxControlFile = 1 << 20
 
-// readNoFollow reads a regular file without following a symlink. A limit
-// above zero caps its size.
+// readNoFollow reads a regular file without following a symlink or
+// blocking on a FIFO put in its place (dirfd.OpenRegular). A limit above
+// zero caps its size.
 func readNoFollow(path string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|noFollow|syscall.O_NONBLOCK, 0) // a FIFO put in its place must not block the open
+	f, err := dirfd.OpenRegular(path, dirfd.Expect{})
 	if err != nil {
 		return nil, err
 	}
@@ -162,9 +164,6 @@ func readNoFollow(path string, limit int64) ([]byte, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
 	if limit > 0 && st.Size() > limit {
 		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/flare-slurm/flare-slurm/internal/dirfd"
 )
 
@@ -54,22 +52,11 @@ func readProcessRC(workspace, jobID string) (int, error) {
 		return 0, err
 	}
 	defer run.Close()
-	fd, err := unix.Openat(run.Fd(), processRCFile, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return 0, os.ErrNotExist
-		}
-		return 0, &os.PathError{Op: "open", Path: run.Join(processRCFile), Err: err}
-	}
-	f := os.NewFile(uintptr(fd), run.Join(processRCFile))
-	defer f.Close()
-	st, err := f.Stat()
+	f, err := run.OpenRegular(processRCFile, dirfd.Expect{})
 	if err != nil {
 		return 0, err
 	}
-	if !st.Mode().IsRegular() {
-		return 0, fmt.Errorf("%s is not a regular file", f.Name())
-	}
+	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxProcessRC+1))
 	if err != nil {
 		return 0, err
