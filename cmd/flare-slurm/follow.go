@@ -76,7 +76,7 @@ func (a *app) waitFollow(cmd *cobra.Command, t jobTarget) error {
 	if err != nil {
 		return err
 	}
-	f := &follower{a: a, ctx: ctx, workspace: t.workspace, stops: map[string]context.CancelFunc{}}
+	f := &follower{a: a, ctx: ctx, workspace: t.workspace, stops: map[string]context.CancelFunc{}, forget: forgetLaunchCaches}
 	procmem.ReleaseEvery(ctx, memoryReleaseInterval, f.forgetIfIdle)
 	if t.asJSON {
 		f.write(followHello)
@@ -172,6 +172,8 @@ type follower struct {
 	stops    map[string]context.CancelFunc
 	closed   bool
 	launches sync.WaitGroup
+
+	forget func() // forgetIfIdle's: forgetLaunchCaches
 }
 
 // forgetIfIdle drops what launches keep (the compiled schemas and the
@@ -184,12 +186,12 @@ func (f *follower) forgetIfIdle() {
 	idle := len(f.stops) == 0
 	f.launchMu.Unlock()
 	if idle {
-		forgetLaunchCaches()
+		f.forget()
 	}
 }
 
 // forgetLaunchCaches drops what a launch compiles and parses on first use.
-var forgetLaunchCaches = func() {
+func forgetLaunchCaches() {
 	schema.Forget()
 	templates.Forget()
 }

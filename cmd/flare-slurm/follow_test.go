@@ -11,10 +11,7 @@ import (
 // compile them again for every launch).
 func TestFollowerForgetsOnlyWhenNoLaunchRuns(t *testing.T) {
 	forgets := 0
-	defer func(f func()) { forgetLaunchCaches = f }(forgetLaunchCaches)
-	forgetLaunchCaches = func() { forgets++ }
-
-	f := &follower{stops: map[string]context.CancelFunc{"7": func() {}}}
+	f := &follower{stops: map[string]context.CancelFunc{"7": func() {}}, forget: func() { forgets++ }}
 	f.forgetIfIdle()
 	if forgets != 0 {
 		t.Fatalf("forgot the launch caches while launch 7 runs")
