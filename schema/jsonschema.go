@@ -116,9 +116,10 @@ func (e *embedded) load() (map[string]any, error) {
 	return d.doc, err
 }
 
-// Forget drops the decoded and compiled schemas (about 1.3 MiB once a
-// launch has compiled its three); the next use decodes and compiles them
-// again. The launcher bridge's follower launches in bursts and watches for
+// Forget drops the decoded and compiled schemas (about 190 KiB of live
+// heap once a launch has compiled its three; docs/runtime.md has what the
+// follower saves); the next use decodes and compiles them again (1.5-2.7
+// ms for all four). The launcher bridge's follower launches in bursts and watches for
 // hours in between: it forgets them when idle (wait --follow).
 func Forget() {
 	for _, e := range embeddedSchemas {

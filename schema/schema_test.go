@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -193,7 +194,7 @@ func TestForwardEnvDescription(t *testing.T) {
 // TestForgetStartsOver: Forget drops every decoded and compiled schema;
 // the next validation compiles again, into a new schema, and still works.
 func TestForgetStartsOver(t *testing.T) {
-	_, before, err := schemaByName(KindSlurmConfig)
+	docBefore, before, err := schemaByName(KindSlurmConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,12 +202,15 @@ func TestForgetStartsOver(t *testing.T) {
 		t.Fatal("a second use compiled the schema again before any Forget")
 	}
 	Forget()
-	_, after, err := schemaByName(KindSlurmConfig)
+	docAfter, after, err := schemaByName(KindSlurmConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if after == before {
 		t.Error("the schema compiled before Forget is still the one in use after it")
+	}
+	if reflect.ValueOf(docAfter.doc).Pointer() == reflect.ValueOf(docBefore.doc).Pointer() {
+		t.Error("the schema document decoded before Forget is still the one in use after it")
 	}
 	if err := after.Validate(map[string]any{}); err == nil {
 		t.Error("the schema compiled after Forget accepts an empty slurm.yaml")

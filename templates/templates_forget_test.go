@@ -14,6 +14,10 @@ func TestForgetParsesAgain(t *testing.T) {
 		t.Fatal("no template files")
 	}
 	file := names[0]
+	partialsBefore, err := partials.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
 	before, err := load(file)
 	if err != nil {
 		t.Fatal(err)
@@ -28,6 +32,9 @@ func TestForgetParsesAgain(t *testing.T) {
 	}
 	if after == before {
 		t.Errorf("%s: the set parsed before Forget is still the one in use after it", file)
+	}
+	if p, _ := partials.Get(); p == partialsBefore {
+		t.Error("the partials parsed before Forget are still the ones in use after it")
 	}
 	var partial string
 	for _, tm := range after.Templates() {

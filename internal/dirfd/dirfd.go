@@ -165,7 +165,7 @@ func (d *Dir) walk(rel string, sameDev bool) (*Dir, error) {
 		if i == len(comps)-1 {
 			flags = dirFlags
 		}
-		fd, err := unix.Openat(cur, c, flags, 0)
+		fd, err := openat(cur, c, flags, 0)
 		if err != nil {
 			sofar := d.Join(strings.Join(comps[:i+1], "/"))
 			if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
@@ -205,6 +205,19 @@ func openat2(dirfd int, path string, flags int, resolve uint64) (int, error) {
 	return -1, errUseWalk
 }
 
+// openat is openat(2), tried again when a signal interrupted it (EINTR),
+// as os.OpenFile does: on network and FUSE filesystems, which HPC
+// workspaces often sit on, an open can be interrupted by any signal the
+// process takes (Go's runtime preempts with signals).
+func openat(dirfd int, name string, flags int, mode uint32) (int, error) {
+	for {
+		fd, err := unix.Openat(dirfd, name, flags, mode)
+		if !errors.Is(err, unix.EINTR) {
+			return fd, err
+		}
+	}
+}
+
 // errUseWalk: openat2 kept asking for a retry; resolve with the walk.
 var errUseWalk = errors.New("openat2 asked for retries")
 
@@ -216,7 +229,7 @@ func walkSays(err error) bool {
 
 // reopen opens d again (a new file description, own offset).
 func (d *Dir) reopen() (*Dir, error) {
-	fd, err := unix.Openat(d.fd, ".", dirFlags, 0)
+	fd, err := openat(d.fd, ".", dirFlags, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: d.path, Err: err}
 	}
@@ -315,7 +328,7 @@ func (d *Dir) Names() ([]string, error) {
 
 // Entries lists the entries of d with their types, in directory order.
 func (d *Dir) Entries() ([]fs.DirEntry, error) {
-	fd, err := unix.Openat(d.fd, ".", dirFlags, 0)
+	fd, err := openat(d.fd, ".", dirFlags, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: d.path, Err: err}
 	}
@@ -331,7 +344,7 @@ func (d *Dir) Create(name string, perm, mask fs.FileMode) (*os.File, error) {
 	if err := checkName(name); err != nil {
 		return nil, &os.PathError{Op: "create", Path: d.Join(name), Err: err}
 	}
-	fd, err := unix.Openat(d.fd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
+	fd, err := openat(d.fd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
 	if err != nil {
 		return nil, &os.PathError{Op: "create", Path: d.Join(name), Err: err}
 	}

@@ -65,7 +65,7 @@ func (d *Dir) OpenRegular(name string, want Expect) (*os.File, error) {
 }
 
 func openRegularAt(dirfd int, name, display string, want Expect) (*os.File, error) {
-	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	fd, err := openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		var st unix.Stat_t
 		if serr := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); serr == nil {

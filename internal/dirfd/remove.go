@@ -184,7 +184,7 @@ func (d *Dir) openForRemoval(name string, st unix.Stat_t) (*Dir, error) {
 // chmodEntry sets the mode of the directory name of d, which must still be
 // the file st describes.
 func (d *Dir) chmodEntry(name string, st unix.Stat_t, mode uint32) error {
-	fd, err := unix.Openat(d.fd, name, pathFlags, 0)
+	fd, err := openat(d.fd, name, pathFlags, 0)
 	if err != nil {
 		return &os.PathError{Op: "open", Path: d.Join(name), Err: err}
 	}

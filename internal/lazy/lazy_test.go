@@ -5,22 +5,31 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestValueMakesOnceUntilForgotten: concurrent first Gets make the value
 // once and share it (and its error); after Forget the next Get makes it
 // again, and a caller's earlier value is untouched.
 func TestValueMakesOnceUntilForgotten(t *testing.T) {
-	var makes atomic.Int32
+	var makes, calling atomic.Int32
 	boom := errors.New("boom")
 	v := New(func() (*int, error) {
 		n := int(makes.Add(1))
+		// Stay in make until every goroutine is about to call Get (and a
+		// little longer), so that a Get that does not wait for a make in
+		// progress makes the value a second time.
+		for deadline := time.Now().Add(5 * time.Second); calling.Load() < 8 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond)
 		return &n, boom
 	})
 	var wg sync.WaitGroup
 	got := make([]*int, 8)
 	for i := range got {
 		wg.Go(func() {
+			calling.Add(1)
 			p, err := v.Get()
 			if !errors.Is(err, boom) {
 				t.Errorf("Get's error = %v, want make's", err)

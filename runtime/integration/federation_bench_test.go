@@ -137,12 +137,14 @@ func TestFederationBenchmark(t *testing.T) {
 		for _, l := range order {
 			// Parents started for each run: the same idle state for both
 			// launchers (Python keeps what an earlier run allocated).
+			stopping := time.Now()
 			f.stop()
+			stopped := time.Since(stopping) // the next run's stop is this run's cost
 			b.settle(settleBudget(ctx, took, todo))
 			began := time.Now()
 			b.startParents(l)
 			r := b.run(l, n)
-			took.add(n, time.Since(began))
+			took.add(n, time.Since(began)+stopped)
 			todo = todo[1:]
 			t.Logf("%s, %d jobs: %s (%.0f s with its parents' start and readings)", l, n, Summary(r), time.Since(began).Seconds())
 			runs = append(runs, r)
@@ -256,7 +258,9 @@ func settleBudget(ctx context.Context, took runCosts, todo []int) time.Duration 
 const benchFinish = 30 * time.Second
 
 // runCosts are the measured times of the runs so far, from the parents'
-// start to the last reading, by size: the longest run of each size.
+// start to the last reading, and a stop of parents (the one before the
+// run, standing for the one after it), by size: the longest run of each
+// size.
 type runCosts map[int]time.Duration
 
 func (c runCosts) add(n int, d time.Duration) { c[n] = max(c[n], d) }

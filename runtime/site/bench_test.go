@@ -321,10 +321,11 @@ func BenchmarkBridgeLaunch(b *testing.B) {
 		b.StopTimer()
 		cpu := procCPU(b, cmd.Process.Pid) - before
 		// The follower's private memory right after the launches, as a
-		// parent host sees it during a burst of starts, and after one
-		// memory release interval of the wait (5 s) without launches.
+		// parent host sees it during a burst of starts, and after two
+		// memory release intervals of the wait (5 s) without launches (it
+		// forgets its compiled schemas and templates after a whole one).
 		burst := readAll(b, []*exec.Cmd{cmd})[0]
-		time.Sleep(6 * time.Second)
+		time.Sleep(11 * time.Second)
 		settled := readAll(b, []*exec.Cmd{cmd})[0]
 		in.Close()
 		cmd.Wait()
