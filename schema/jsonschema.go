@@ -62,9 +62,8 @@ func Title(name string) string {
 // only then: a process that validates only a slurm.yaml (prepare) neither
 // decodes nor compiles the other schemas. Forget drops them again.
 type embedded struct {
-	name string
-	doc  *lazy.Value[decodedSchema]
-	sch  *lazy.Value[*jsonschema.Schema]
+	doc *lazy.Value[decodedSchema]
+	sch *lazy.Value[*jsonschema.Schema]
 }
 
 // decodedSchema is a schema document, decoded, and its $id.
@@ -74,7 +73,7 @@ type decodedSchema struct {
 }
 
 func newEmbedded(name string) *embedded {
-	e := &embedded{name: name}
+	e := &embedded{}
 	e.doc = lazy.New(func() (decodedSchema, error) {
 		data, _ := Source(name)
 		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
@@ -119,8 +118,8 @@ func (e *embedded) load() (map[string]any, error) {
 // Forget drops the decoded and compiled schemas (about 190 KiB of live
 // heap once a launch has compiled its three; docs/runtime.md has what the
 // follower saves); the next use decodes and compiles them again (1.5-2.7
-// ms for all four). The launcher bridge's follower launches in bursts and watches for
-// hours in between: it forgets them when idle (wait --follow).
+// ms for all four). The launcher bridge's follower launches in bursts and
+// watches for hours in between: it forgets them when idle (wait --follow).
 func Forget() {
 	for _, e := range embeddedSchemas {
 		e.sch.Forget()
