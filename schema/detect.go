@@ -83,61 +83,50 @@ func DetectKindData(name string, data []byte) (string, Problems) {
 
 // detectData decides the kind of data read from path by its top-level keys.
 func detectData(path, ext string, inputName bool, data []byte) (string, Problems) {
-	has, ok := jsonTopLevelKeys(data)
+	top, ok := jsonTopLevelKeys(data)
 	if !ok {
 		t := parseTree(path, data)
-		if t.root == nil {
-			if !inputName {
-				return "", nil
-			}
-			if ext == ".json" {
-				return kindJobMeta, nil
-			}
+		switch {
+		case t.root != nil:
+		case !inputName:
+			return "", nil
+		case ext == ".json":
+			return kindJobMeta, nil
+		default:
 			return "", t.result()
 		}
-		has = func(keys ...string) bool {
-			for _, k := range keys {
-				if get(t.root, k) != nil || getKey(t.root, k) != nil {
-					return true
-				}
-			}
-			return false
+		top = map[string]bool{}
+		for _, p := range pairs(t.root) {
+			top[p.name] = true
 		}
 	}
 	switch {
-	case has("runtime", "job_launcher"):
+	case top["runtime"] || top["job_launcher"]:
 		return KindSlurmConfig, nil
-	case has("format_version", "studies"):
+	case top["format_version"] || top["studies"]:
 		return KindStudyRuntime, nil
-	case has("resource_spec", "launcher_spec"), ext == ".json":
+	case top["resource_spec"] || top["launcher_spec"], ext == ".json":
 		return kindJobMeta, nil
 	}
 	return "", nil
 }
 
-// jsonTopLevelKeys reads the top-level keys of data when it is a valid JSON
-// object, without building a tree of it (a job meta of megabytes would
-// cost hundreds of megabytes as a YAML tree, only for its first keys): has
-// says whether any of keys is one. ok is false for anything else (YAML, a
-// byte order mark, invalid JSON), which the YAML reader decides as before.
-func jsonTopLevelKeys(data []byte) (has func(keys ...string) bool, ok bool) {
+// jsonTopLevelKeys is the set of top-level keys of data when it is a valid
+// JSON object, read without building a tree of it (a job meta of megabytes
+// would cost hundreds of megabytes as a YAML tree, only for its first
+// keys). ok is false for anything else (YAML, a byte order mark, invalid
+// JSON), which the YAML reader decides as before.
+func jsonTopLevelKeys(data []byte) (top map[string]bool, ok bool) {
 	start := ojson.SkipSpace(data, 0)
 	if start >= len(data) || data[start] != '{' || !json.Valid(data) {
 		return nil, false
 	}
-	top := map[string]bool{}
+	top = map[string]bool{}
 	ojson.Each(data, start, func(s ojson.Span) bool {
 		top[ojson.KeyText(data, s.KeyOffset)] = true
 		return true
 	})
-	return func(keys ...string) bool {
-		for _, k := range keys {
-			if top[k] {
-				return true
-			}
-		}
-		return false
-	}, true
+	return top, true
 }
 
 // Kinds lists what `validate --kind` accepts.
@@ -145,7 +134,7 @@ func Kinds() []string {
 	return []string{KindSlurmConfig, KindStudyRuntime, kindJobMeta, KindKit}
 }
 
-// ValidateOptions tune ValidateWith.
+// ValidateOptions tune ValidateData.
 type ValidateOptions struct {
 	// Site selects the site of a job meta ("" checks every site it names).
 	Site string
@@ -171,33 +160,40 @@ func (o ValidateOptions) hostChecks() hostChecks {
 	return hostChecksOn
 }
 
-// ValidateWith is Validate with options. It returns the problems (nil when
-// valid) and, offline, the host checks it skipped, each at the value it
-// would have checked.
-func ValidateWith(kind, path string, o ValidateOptions) (probs, skipped Problems) {
-	site := o.Site
+// ValidateData validates name as an input of kind: data, content read
+// from somewhere that is not a file (standard input) shown as name in
+// every problem, or the file at name when data is nil. It returns the
+// problems (nil when valid) and, offline, the host checks it skipped, each
+// at the value it would have checked. A kit is a directory, so it cannot
+// be given as data.
+func ValidateData(kind, name string, data []byte, o ValidateOptions) (probs, skipped Problems) {
 	switch kind {
 	case KindSlurmConfig:
-		_, probs, skipped = loadSlurmConfig(path, o.Offline)
+		_, probs, skipped = loadConfig(name, data, o.Offline)
 	case KindStudyRuntime:
-		probs, skipped = validateStudyRuntime(path, nil, o.hostChecks())
+		probs, skipped = validateStudyRuntime(name, data, o.hostChecks())
 	case kindJobMeta:
-		data, p := readInput(path)
-		if p != nil {
-			return p, nil
+		if data == nil {
+			if data, probs = readInput(name); probs != nil {
+				return probs, nil
+			}
 		}
-		_, probs = ParseJobMeta(path, data, site)
+		_, probs = ParseJobMeta(name, data, o.Site)
 	case KindKit:
-		kit, kp, sk := loadKit(path, o.kitOptions())
+		if data != nil {
+			return Problems{{Kind: problem.Layout, File: name, Message: "a startup kit is a directory: it cannot be read from standard input",
+				Hint: "give the kit's path"}}, nil
+		}
+		kit, kp, sk := loadKit(name, o.kitOptions())
 		probs, skipped = append(probs, kp...), sk
 		// A workspace prepared with --launcher flare-slurm names the binary its parent runs.
-		probs = append(probs, kitBridgeProblems(path)...)
+		probs = append(probs, kitBridgeProblems(name)...)
 		// KIT/config.yaml is prepare's default config: check it whatever
 		// the rest of the kit holds, and its fit with the kit when the
 		// kit's role is known.
 		// A slurm.yaml (or slurm.yml) beside it is a config too, one that
 		// a user meant for this kit: it is checked the same way.
-		for _, cfgPath := range KitConfigs(path) {
+		for _, cfgPath := range KitConfigs(name) {
 			if kit == nil {
 				break
 			}
@@ -209,34 +205,27 @@ func ValidateWith(kind, path string, o ValidateOptions) (probs, skipped Problems
 		}
 		probs.Sort()
 	default:
-		return Problems{{Kind: problem.Rule, File: path, Message: "unknown kind " + kind}}, nil
-	}
-	return probs, skipped
-}
-
-// ValidateData is ValidateWith for content read from somewhere that is not
-// a file (standard input), shown as name in every problem. A kit is a
-// directory, so it cannot be given as data.
-func ValidateData(kind, name string, data []byte, o ValidateOptions) (probs, skipped Problems) {
-	switch kind {
-	case KindSlurmConfig:
-		_, probs, skipped = parseSlurmConfig(name, data, o.Offline)
-	case KindStudyRuntime:
-		probs, skipped = validateStudyRuntime(name, data, o.hostChecks())
-	case kindJobMeta:
-		_, probs = ParseJobMeta(name, data, o.Site)
-	case KindKit:
-		return Problems{{Kind: problem.Layout, File: name, Message: "a startup kit is a directory: it cannot be read from standard input",
-			Hint: "give the kit's path"}}, nil
-	default:
 		return Problems{{Kind: problem.Rule, File: name, Message: "unknown kind " + kind}}, nil
 	}
 	return probs, skipped
 }
 
-// ReadingWarningsData is ReadingWarnings for content that is not a file.
+// loadConfig reads the Slurm config name from data, or from the file at
+// name when data is nil.
+func loadConfig(name string, data []byte, offline bool) (*SlurmConfig, Problems, Problems) {
+	if data == nil {
+		return loadSlurmConfig(name, offline)
+	}
+	return parseSlurmConfig(name, data, offline)
+}
+
+// ReadingWarningsData is ReadingWarnings for content data that is not a
+// file, shown as name; nil data is the file (or kit) at name.
 func ReadingWarningsData(kind, name string, data []byte) Problems {
-	if kind != KindSlurmConfig && kind != KindStudyRuntime {
+	switch {
+	case data == nil:
+		return ReadingWarnings(kind, name)
+	case kind != KindSlurmConfig && kind != KindStudyRuntime:
 		return nil
 	}
 	return ReadingDifferences(name, data, isStudyEnvValue)
@@ -263,15 +252,8 @@ func ReadStdin(name string, r io.Reader) ([]byte, Problems) {
 // config given replaces it, as prepare --config does. The kit's
 // local/study_runtime.yaml is validated with the kit.
 func ValidatePair(kitDir, cfgName string, data []byte, o ValidateOptions) (probs, skipped Problems) {
-	kit, kp, kitSkipped := loadKit(kitDir, o.kitOptions())
-	probs = append(probs, kp...)
-	var cfg *SlurmConfig
-	var p Problems
-	if data == nil {
-		cfg, p, skipped = loadSlurmConfig(cfgName, o.Offline)
-	} else {
-		cfg, p, skipped = parseSlurmConfig(cfgName, data, o.Offline)
-	}
+	kit, probs, kitSkipped := loadKit(kitDir, o.kitOptions())
+	cfg, p, skipped := loadConfig(cfgName, data, o.Offline)
 	probs, skipped = append(probs, p...), append(skipped, kitSkipped...)
 	if kit != nil && kit.Role != "" {
 		probs = append(probs, CheckConfigForKit(cfg, kit)...)
@@ -285,23 +267,17 @@ func ValidatePair(kitDir, cfgName string, data []byte, o ValidateOptions) (probs
 // cannot check (unreadable, of another kind), so that a bad config does not
 // hide the kit's own problems.
 func ValidatePairKit(kitDir string, o ValidateOptions) (probs, skipped Problems) {
-	_, probs, skipped = loadKit(kitDir, o.kitOptions())
-	probs.Sort()
+	_, probs, skipped = loadKit(kitDir, o.kitOptions()) // sorted
 	return probs, skipped
 }
 
 // ValidateConfigForKit checks a Slurm config (read from cfgName, or data
-// when it is not nil) as ValidateWith does, plus its fit with the kit at
+// when it is not nil) as ValidateData does, plus its fit with the kit at
 // kitDir as prepare checks it (a parent block on a server kit). The kit's
 // own problems are not returned: validate checks a kit given beside its
 // config as its own PATH, once.
 func ValidateConfigForKit(kitDir, cfgName string, data []byte, o ValidateOptions) (probs, skipped Problems) {
-	var cfg *SlurmConfig
-	if data == nil {
-		cfg, probs, skipped = loadSlurmConfig(cfgName, o.Offline)
-	} else {
-		cfg, probs, skipped = parseSlurmConfig(cfgName, data, o.Offline)
-	}
+	cfg, probs, skipped := loadConfig(cfgName, data, o.Offline)
 	if kit, _, _ := loadKit(kitDir, kitOptions{keyOptional: true}); kit != nil && kit.Role != "" {
 		probs = append(probs, CheckConfigForKit(cfg, kit)...)
 	}

@@ -267,7 +267,7 @@ func TestValidateKitChecksConfigDespiteKitProblems(t *testing.T) {
 		"config.yaml":              []byte("runtime: slurm\njob_launcher: {sandbox: nope, python_path: x}\n"),
 		"local/study_runtime.yaml": []byte("format_version: 2\nstudies:\n  s1:\n    env: {PYTHONPATH: /x}\n"),
 	})
-	probs, _ := ValidateWith(KindKit, dir, ValidateOptions{})
+	probs, _ := ValidateData(KindKit, dir, nil, ValidateOptions{})
 	var paths []string
 	for _, p := range probs {
 		paths = append(paths, strings.TrimPrefix(p.File, dir+"/")+" "+p.Path)
@@ -281,7 +281,7 @@ func TestValidateKitChecksConfigDespiteKitProblems(t *testing.T) {
 		"config.yaml":              []byte("runtime: slurm\njob_launcher: {sandbox: none, python_path: /p}\nparent: {}\n"),
 		"local/study_runtime.yaml": []byte("format_version: 3\n"),
 	})
-	probs, _ = ValidateWith(KindKit, dir, ValidateOptions{})
+	probs, _ = ValidateData(KindKit, dir, nil, ValidateOptions{})
 	if len(probs) != 2 || probs[0].Path != "parent" || probs[1].Path != "format_version" {
 		t.Errorf("server kit: %q", problemLines(probs))
 	}

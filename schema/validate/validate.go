@@ -91,82 +91,58 @@ func Run(paths []string, opts Options) *Result {
 	for _, p := range paths {
 		// A path of "-" is standard input, named <stdin>.
 		var data []byte
-		name := p
+		var probs, kitProbs schema.Problems
+		name, k := p, kind
 		if p == "-" {
 			name = StdinName
-			var probs schema.Problems
-			if data, probs = schema.ReadStdin(name, opts.Stdin); probs != nil {
-				all = append(all, probs...)
-				bad[name] = true
-				res.Paths = append(res.Paths, Path{Name: name, Problems: probs})
-				continue
-			}
+			data, probs = schema.ReadStdin(name, opts.Stdin)
 		}
-		k := kind
-		if k == "" {
-			var detected string
-			var probs schema.Problems
+		if probs == nil && k == "" {
 			if data != nil {
-				detected, probs = schema.DetectKindData(name, data)
+				k, probs = schema.DetectKindData(name, data)
 			} else {
-				detected, probs = schema.DetectKind(p)
+				k, probs = schema.DetectKind(p)
 			}
-			if probs == nil && detected == "" {
+			if probs == nil && k == "" {
 				probs = schema.Problems{{Kind: problem.Rule, File: name, Message: "cannot tell what kind of file this is",
 					Hint: "pass --kind: one of " + strings.Join(schema.Kinds(), ", ")}}
 			}
-			if probs == nil && kitDir != "" && detected != schema.KindSlurmConfig {
-				probs = schema.Problems{{Kind: problem.Rule, File: name, Message: "is a " + detected + ", not a Slurm config: --kit checks Slurm configs against the kit",
+			if probs == nil && kitDir != "" && k != schema.KindSlurmConfig {
+				probs = schema.Problems{{Kind: problem.Rule, File: name, Message: "is a " + k + ", not a Slurm config: --kit checks Slurm configs against the kit",
 					Hint: "validate it without --kit"}}
 			}
-			if probs != nil {
-				all = append(all, probs...)
-				bad[name] = true
-				res.Paths = append(res.Paths, Path{Name: name, Problems: probs})
-				if kitDir != "" {
-					// The config cannot be checked against the kit,
-					// but the kit's own problems are still shown.
-					kp, ksk := schema.ValidatePairKit(kitDir, vopts)
-					for _, pr := range kp {
-						bad[pr.File] = true
-					}
-					all, skipped = append(all, kp...), append(skipped, ksk...)
+			if probs != nil && kitDir != "" {
+				// The config cannot be checked against the kit,
+				// but the kit's own problems are still shown.
+				var ksk schema.Problems
+				kitProbs, ksk = schema.ValidatePairKit(kitDir, vopts)
+				for _, pr := range kitProbs {
+					bad[pr.File] = true
 				}
-				continue
+				skipped = append(skipped, ksk...)
 			}
-			k = detected
+		}
+		if probs != nil {
+			all = append(append(all, probs...), kitProbs...)
+			bad[name] = true
+			res.Paths = append(res.Paths, Path{Name: name, Problems: probs})
+			continue
 		}
 		start := time.Now()
-		var probs, sk, ws schema.Problems
+		var sk schema.Problems
+		ws := schema.ReadingWarningsData(k, name, data)
 		switch {
 		case kitDir != "":
 			probs, sk = schema.ValidatePair(kitDir, name, data, vopts)
-			if data != nil {
-				ws = schema.ReadingWarningsData(k, name, data)
-			} else {
-				ws = schema.ReadingWarnings(k, p)
-			}
 			ws = append(ws, schema.ReadingWarnings(schema.KindStudyRuntime, filepath.Join(kitDir, "local", schema.StudyRuntimeFile))...)
 		case k == schema.KindSlurmConfig && pairKit != "":
 			probs, sk = schema.ValidateConfigForKit(pairKit, name, data, vopts)
-			if data != nil {
-				ws = schema.ReadingWarningsData(k, name, data)
-			} else {
-				ws = schema.ReadingWarnings(k, p)
-			}
-		case data != nil:
-			if k == schema.KindSlurmConfig && len(kitPaths) > 1 {
-				unpaired = append(unpaired, name)
-			}
-			probs, sk = schema.ValidateData(k, name, data, vopts)
-			ws = schema.ReadingWarningsData(k, name, data)
 		default:
 			if k == schema.KindSlurmConfig && len(kitPaths) > 1 {
 				unpaired = append(unpaired, name)
 			}
-			probs, sk = schema.ValidateWith(k, p, vopts)
-			ws = schema.ReadingWarnings(k, p)
-			if k == schema.KindKit {
+			probs, sk = schema.ValidateData(k, name, data, vopts)
+			if k == schema.KindKit && data == nil {
 				warnings = append(warnings, schema.KitNotes(p)...)
 			}
 		}
