@@ -1,6 +1,9 @@
 package schema
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // The job credentials of contract §12: the parent passes them to a
 // launch, the worker gets them through secret.env, and nothing else
@@ -58,15 +61,7 @@ func IsValidEnvName(name string) bool {
 // neither a site (forward_env) nor a study (env, secret_env) may set it
 // (contract §6).
 func IsLauncherOwnedEnvName(name string) bool {
-	if launcherOwnedNames[name] {
-		return true
-	}
-	for _, p := range launcherOwnedPrefixes {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
+	return launcherOwnedNames[name] || slices.ContainsFunc(launcherOwnedPrefixes, func(p string) bool { return strings.HasPrefix(name, p) })
 }
 
 // launcherOwnedHint explains a launcher-owned name.

@@ -8,18 +8,7 @@ import (
 // didYouMean suggests the closest allowed key within edit distance 2, or "".
 // Case is ignored and swapping two adjacent letters counts as one edit, so
 // `Partition` and `partiiton` both suggest `partition`.
-func didYouMean(key string, allowed []string) string {
-	best, bestDist := "", 3
-	for _, a := range allowed {
-		if d := editDistance(key, a, bestDist); d < bestDist {
-			best, bestDist = a, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf("did you mean `%s`?", best)
-}
+func didYouMean(key string, allowed []string) string { return closest(key, allowed, false) }
 
 // jobKeyAliases maps the names Slurm users give a job's size (sbatch's
 // --mem, --gpus, --cpus-per-task, and the job-owned keys themselves) to
@@ -53,10 +42,14 @@ func jobOwnedHint(key string) string {
 // `kit`?", or "". Unlike keys, short values must be mostly right ("rw" is
 // not a typo of "ro"). Case is ignored (`NONE` suggests `none`) and an
 // adjacent transposition is one edit (`mtsl` suggests `mtls`).
-func SuggestValue(got string, allowed []string) string {
+func SuggestValue(got string, allowed []string) string { return closest(got, allowed, true) }
+
+// closest is the did-you-mean of got: the closest of allowed within edit
+// distance 2, closer than half of got's length when value, or "".
+func closest(got string, allowed []string, value bool) string {
 	best, bestDist := "", 3
 	for _, a := range allowed {
-		if d := editDistance(got, a, bestDist); d < bestDist && 2*d < len(got) {
+		if d := editDistance(got, a, bestDist); d < bestDist && (!value || 2*d < len(got)) {
 			best, bestDist = a, d
 		}
 	}

@@ -244,14 +244,19 @@ func decodeOne(data []byte) (*yaml.Node, error) {
 	return &doc, nil
 }
 
-// add records a problem of kind k at node n (nil: no position), or only
-// counts it once the tree is full.
+// add records a problem of kind k at node n (nil: the document's start
+// when it is embedded, else no position), or only counts it once the tree
+// is full.
 func (t *tree) add(k problem.Kind, n *yaml.Node, path, message, hint string) {
 	if t.full() {
 		t.omit(k)
 		return
 	}
-	t.probs = append(t.probs, t.at(Problem{Kind: k, File: t.file, Path: path, Message: message, Hint: hint}, n))
+	p := Problem{Kind: k, File: t.file, Path: path, Message: message, Hint: hint}
+	if n != nil {
+		p.Line, p.Column = n.Line, n.Column
+	}
+	t.probs = append(t.probs, t.final(p))
 }
 
 // addHere is add at the node convert is at, whose path is built only
@@ -262,15 +267,6 @@ func (t *tree) addHere(k problem.Kind, n *yaml.Node, message, hint string) {
 		return
 	}
 	t.add(k, n, pathOf(t.steps), message, hint)
-}
-
-// at places p at node n (nil: the document's start when it is embedded,
-// else no position) and names its path as the enclosing file does.
-func (t *tree) at(p Problem, n *yaml.Node) Problem {
-	if n != nil {
-		p.Line, p.Column = n.Line, n.Column
-	}
-	return t.final(p)
 }
 
 // final makes p as the enclosing file names it (Embedding): its path under
@@ -359,27 +355,32 @@ func (t *tree) convert(n *yaml.Node) any {
 func (t *tree) locate(tokens []string) loc {
 	l := loc{val: t.root}
 	var steps []step
-	for i, tok := range tokens {
-		var key, val *yaml.Node
-		switch l.val.Kind {
-		case yaml.MappingNode:
-			if j := t.keyIndex(l.val, tok); j >= 0 {
-				key, val = l.val.Content[j], l.val.Content[j+1]
-				steps = append(steps, step{key: tok})
-			}
-		case yaml.SequenceNode:
-			if n, err := strconv.Atoi(tok); err == nil && n >= 0 && n < len(l.val.Content) {
-				val = l.val.Content[n]
-				steps = append(steps, step{index: n, list: true})
-			}
-		}
+	for _, tok := range tokens {
+		key, val, s := t.child(l.val, tok)
 		if val == nil {
-			return loc{val: l.val, path: pathOf(steps[:i])}
+			return loc{val: l.val, path: pathOf(steps)}
 		}
-		l.key, l.val = key, val
+		l.key, l.val, steps = key, val, append(steps, s)
 	}
 	l.path = pathOf(steps)
 	return l
+}
+
+// child is the key node (nil for a list item) and the value node of the
+// JSON pointer token tok below n, and the step to it; val is nil when n
+// has no such child.
+func (t *tree) child(n *yaml.Node, tok string) (key, val *yaml.Node, s step) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		if j := t.keyIndex(n, tok); j >= 0 {
+			return n.Content[j], n.Content[j+1], step{key: tok}
+		}
+	case yaml.SequenceNode:
+		if i, err := strconv.Atoi(tok); err == nil && i >= 0 && i < len(n.Content) {
+			return nil, n.Content[i], step{index: i, list: true}
+		}
+	}
+	return nil, nil, step{}
 }
 
 // suppressedAt says whether the value at tokens, or one above it, was
@@ -390,20 +391,7 @@ func (t *tree) suppressedAt(tokens []string) bool {
 		if t.suppressed[n] {
 			return true
 		}
-		switch n.Kind {
-		case yaml.MappingNode:
-			j := t.keyIndex(n, tok)
-			if j < 0 {
-				return false
-			}
-			n = n.Content[j+1]
-		case yaml.SequenceNode:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(n.Content) {
-				return false
-			}
-			n = n.Content[i]
-		default:
+		if _, n, _ = t.child(n, tok); n == nil {
 			return false
 		}
 	}
@@ -622,41 +610,30 @@ func isString(n *yaml.Node) bool {
 	return true
 }
 
-// numberValue is the number a scalar holds, if it holds a finite one.
-func numberValue(n *yaml.Node) (json.Number, bool) {
+// numberValue is the number a scalar holds, if it holds a finite one,
+// else "".
+func numberValue(n *yaml.Node) json.Number {
 	if n == nil || n.Kind != yaml.ScalarNode {
-		return "", false
+		return ""
 	}
-	v, ok := scalarValue(n)
-	num, isNum := v.(json.Number)
-	return num, ok && isNum
+	v, _ := scalarValue(n)
+	num, _ := v.(json.Number)
+	return num
 }
 
 // intValue reads an integer scalar (an integral float such as 2.0 too);
 // ok is false for anything else or a value outside int.
 func intValue(n *yaml.Node) (int, bool) {
-	num, ok := numberValue(n)
-	if !ok {
+	r, ok := new(big.Rat).SetString(string(numberValue(n)))
+	if !ok || !r.IsInt() || !r.Num().IsInt64() || int64(int(r.Num().Int64())) != r.Num().Int64() {
 		return 0, false
 	}
-	r, ok := new(big.Rat).SetString(string(num))
-	if !ok || !r.IsInt() || !r.Num().IsInt64() {
-		return 0, false
-	}
-	i := r.Num().Int64()
-	if int64(int(i)) != i {
-		return 0, false
-	}
-	return int(i), true
+	return int(r.Num().Int64()), true
 }
 
 // floatValue reads a finite number scalar.
 func floatValue(n *yaml.Node) (float64, bool) {
-	num, ok := numberValue(n)
-	if !ok {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(string(num), 64)
+	f, err := strconv.ParseFloat(string(numberValue(n)), 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 		return 0, false
 	}
