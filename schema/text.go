@@ -102,86 +102,74 @@ func invisibleWhy(r rune) string {
 // suppressed (they would only repeat it). Keys the schema leaves open
 // (job meta's NVFlare keys) are not walked.
 func (t *tree) checkText(doc map[string]any) {
-	w := textWalker{t: t, doc: doc}
-	w.walk(t.value, nil, doc)
-}
-
-type textWalker struct {
-	t   *tree
-	doc map[string]any
-}
-
-// deref follows local $refs ("#/$defs/name") of a schema node.
-func (w textWalker) deref(s map[string]any) map[string]any {
-	for i := 0; s != nil && i < 8; i++ {
-		ref, ok := s["$ref"].(string)
-		if !ok {
-			return s
+	defs, _ := doc["$defs"].(map[string]any)
+	// report records msg at the value (or key) at tokens and suppresses
+	// the schema errors of that value.
+	report := func(tokens []string, key bool, msg string) {
+		l := t.locate(tokens)
+		n := l.val
+		if key && l.key != nil {
+			n = l.key
 		}
-		name, ok := strings.CutPrefix(ref, "#/$defs/")
-		if !ok {
-			return nil
-		}
-		defs, _ := w.doc["$defs"].(map[string]any)
-		s, _ = defs[name].(map[string]any)
+		t.add(problem.Schema, n, l.path, msg, "")
+		t.suppressed[l.val] = true
 	}
-	return s
-}
-
-// walk checks value v at the JSON pointer tokens against schema node s.
-func (w textWalker) walk(v any, tokens []string, s map[string]any) {
-	s = w.deref(s)
-	if s == nil {
-		return
-	}
-	switch v := v.(type) {
-	case string:
-		multi, _ := s[multiLineKeyword].(bool)
-		if msg := CheckText(v, multi); msg != "" {
-			w.report(tokens, false, msg)
+	// walk checks value v at the JSON pointer tokens against schema node s.
+	var walk func(v any, tokens []string, s map[string]any)
+	walk = func(v any, tokens []string, s map[string]any) {
+		// Follow local $refs ("#/$defs/name").
+		for i := 0; s != nil && i < 8; i++ {
+			ref, ok := s["$ref"].(string)
+			if !ok {
+				break
+			}
+			name, ok := strings.CutPrefix(ref, "#/$defs/")
+			if !ok {
+				return
+			}
+			s, _ = defs[name].(map[string]any)
 		}
-	case map[string]any:
-		props, _ := s["properties"].(map[string]any)
-		extra, _ := s["additionalProperties"].(map[string]any)
-		for _, k := range slices.Sorted(maps.Keys(v)) {
-			child := append(tokens, k)
-			cs, _ := props[k].(map[string]any)
-			if cs == nil && extra != nil {
-				// A name the schema describes (an environment, study or
-				// site name): one line, like every name.
-				if msg := CheckText(k, false); msg != "" {
-					w.report(child, true, "name "+msg)
-					continue
+		if s == nil {
+			return
+		}
+		switch v := v.(type) {
+		case string:
+			multi, _ := s[multiLineKeyword].(bool)
+			if msg := CheckText(v, multi); msg != "" {
+				report(tokens, false, msg)
+			}
+		case map[string]any:
+			props, _ := s["properties"].(map[string]any)
+			extra, _ := s["additionalProperties"].(map[string]any)
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				child := append(tokens, k)
+				cs, _ := props[k].(map[string]any)
+				if cs == nil && extra != nil {
+					// A name the schema describes (an environment, study or
+					// site name): one line, like every name.
+					if msg := CheckText(k, false); msg != "" {
+						report(child, true, "name "+msg)
+						continue
+					}
+					cs = extra
 				}
-				cs = extra
+				if cs != nil {
+					walk(v[k], child, cs)
+				}
 			}
-			if cs != nil {
-				w.walk(v[k], child, cs)
+		case []any:
+			items, _ := s["items"].(map[string]any)
+			prefix, _ := s["prefixItems"].([]any)
+			for i, item := range v {
+				is := items
+				if i < len(prefix) {
+					is, _ = prefix[i].(map[string]any)
+				}
+				walk(item, append(tokens, strconv.Itoa(i)), is)
 			}
 		}
-	case []any:
-		items, _ := s["items"].(map[string]any)
-		prefix, _ := s["prefixItems"].([]any)
-		for i, item := range v {
-			is := items
-			if i < len(prefix) {
-				is, _ = prefix[i].(map[string]any)
-			}
-			w.walk(item, append(tokens, strconv.Itoa(i)), is)
-		}
 	}
-}
-
-// report records msg at the value (or key) at tokens and suppresses the
-// schema errors of that value.
-func (w textWalker) report(tokens []string, key bool, msg string) {
-	l := w.t.locate(tokens)
-	n := l.val
-	if key && l.key != nil {
-		n = l.key
-	}
-	w.t.add(problem.Schema, n, l.path, msg, "")
-	w.t.suppressed[l.val] = true
+	walk(t.value, nil, doc)
 }
 
 // Explicit YAML tags a file may carry: the plain core-schema tag of each

@@ -51,20 +51,6 @@ var WarningCodes = []string{
 // IsWarningCode says whether code is one of WarningCodes.
 func IsWarningCode(code string) bool { return slices.Contains(WarningCodes, code) }
 
-// WithoutCodes drops the warnings whose code is in ignore.
-func WithoutCodes(ws Problems, ignore []string) Problems {
-	if len(ignore) == 0 {
-		return ws
-	}
-	var out Problems
-	for _, w := range ws {
-		if !slices.Contains(ignore, w.Code) {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
 // WarningText is a warning as one line: its problem line, then " [code]".
 func WarningText(w Problem) string {
 	if w.Code == "" {

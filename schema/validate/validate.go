@@ -166,7 +166,10 @@ func Run(paths []string, opts Options) *Result {
 			Message: fmt.Sprintf("is checked alone: %d kits were given, so it is not checked against one", len(kitPaths)),
 			Hint:    "run 'flare-slurm validate --kit KIT " + u + "' to check it as 'prepare KIT --config " + u + "' reads it"})
 	}
-	warnings = schema.WithoutCodes(warnings, opts.IgnoreWarnings)
+	warnings = slices.DeleteFunc(warnings, func(w schema.Problem) bool { return slices.Contains(opts.IgnoreWarnings, w.Code) })
+	if len(warnings) == 0 {
+		warnings = nil // none left: as none found
+	}
 	warnings.Sort()
 	skipped.Sort()
 	res.Warnings, res.Skipped = problem.Cap(warnings), problem.Cap(skipped)

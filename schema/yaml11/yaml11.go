@@ -52,8 +52,7 @@ type Outcome struct {
 
 // Format formats one PATH ("-": standard input).
 func Format(p string, opts Options) Outcome {
-	kind, fix := opts.Kind, opts.Fix
-	name := p
+	k, fix, name := opts.Kind, opts.Fix, p
 	var data []byte
 	var probs schema.Problems
 	var st fs.FileInfo
@@ -73,7 +72,6 @@ func Format(p string, opts Options) Outcome {
 			return Outcome{Problems: probs}
 		}
 	}
-	k := kind
 	if k == "" {
 		var ps schema.Problems
 		if p == "-" {
@@ -93,13 +91,8 @@ func Format(p string, opts Options) Outcome {
 		return Outcome{Problems: schema.Problems{{Kind: problem.Rule, File: name, Message: "is a " + k + ": fmt formats slurm-config and study-runtime files"}}}
 	}
 	fixed, done, left := schema.QuoteReadings(k, data)
-	f := File{Path: name, Kind: k, Quoted: done, Left: left}
-	if f.Quoted == nil {
-		f.Quoted = []schema.Quoting{}
-	}
-	if f.Left == nil {
-		f.Left = []schema.Quoting{}
-	}
+	// Never nil: --json shows none as [].
+	f := File{Path: name, Kind: k, Quoted: append([]schema.Quoting{}, done...), Left: append([]schema.Quoting{}, left...)}
 	if !fix {
 		return Outcome{File: f}
 	}
