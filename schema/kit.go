@@ -603,35 +603,22 @@ func derOIDValue(b []byte) (asn1.ObjectIdentifier, error) {
 // (PrintableString, UTF8String, IA5String, T61String, BMPString,
 // NumericString); other types are refused, as x509 refuses them.
 func derString(tag byte, b []byte) (string, error) {
+	var name string // of an ASCII string type, whose bytes valid checks
+	var valid func(c byte) bool
 	switch tag {
-	case 0x13: // PrintableString
-		for _, c := range b {
-			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte(" '()+,-./:=?*&", c) >= 0) {
-				return "", fmt.Errorf("invalid PrintableString")
-			}
+	case 0x13:
+		name, valid = "PrintableString", func(c byte) bool {
+			return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte(" '()+,-./:=?*&", c) >= 0
 		}
-		return string(b), nil
+	case 0x16:
+		name, valid = "IA5String", func(c byte) bool { return c < utf8.RuneSelf }
+	case 0x12:
+		name, valid = "NumericString", func(c byte) bool { return '0' <= c && c <= '9' || c == ' ' }
 	case 0x0c: // UTF8String
 		if !utf8.Valid(b) {
 			return "", fmt.Errorf("invalid UTF-8 string")
 		}
-		return string(b), nil
-	case 0x16: // IA5String
-		for _, c := range b {
-			if c >= utf8.RuneSelf {
-				return "", fmt.Errorf("invalid IA5String")
-			}
-		}
-		return string(b), nil
 	case 0x14: // T61String
-		return string(b), nil
-	case 0x12: // NumericString
-		for _, c := range b {
-			if !('0' <= c && c <= '9' || c == ' ') {
-				return "", fmt.Errorf("invalid NumericString")
-			}
-		}
-		return string(b), nil
 	case 0x1e: // BMPString: UTF-16, big-endian
 		if len(b)%2 != 0 {
 			return "", fmt.Errorf("invalid BMPString")
@@ -648,8 +635,15 @@ func derString(tag byte, b []byte) (string, error) {
 			}
 		}
 		return string(utf16.Decode(u)), nil
+	default:
+		return "", fmt.Errorf("unsupported string type 0x%02x", tag)
 	}
-	return "", fmt.Errorf("unsupported string type 0x%02x", tag)
+	for _, c := range b {
+		if valid != nil && !valid(c) {
+			return "", fmt.Errorf("invalid %s", name)
+		}
+	}
+	return string(b), nil
 }
 
 func isFile(p string) bool {

@@ -236,8 +236,7 @@ func decodeOne(data []byte) (*yaml.Node, error) {
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
-		line := extra.Line
-		return nil, fmt.Errorf("yaml: line %d: the file holds more than one YAML document", max(line, 1))
+		return nil, fmt.Errorf("yaml: line %d: the file holds more than one YAML document", max(extra.Line, 1))
 	} else if !errors.Is(err, io.EOF) {
 		return nil, err
 	}
@@ -516,18 +515,14 @@ func nodeKindName(n *yaml.Node) string {
 	case yaml.AliasNode:
 		return "alias"
 	}
-	switch n.ShortTag() {
-	case "!!null":
-		return "null"
-	case "!!bool":
-		return "boolean"
-	case "!!int":
-		return "integer"
-	case "!!float":
-		return "number"
+	if name, ok := scalarKindNames[n.ShortTag()]; ok {
+		return name
 	}
 	return "string"
 }
+
+// scalarKindNames name the scalars that are not strings, for messages.
+var scalarKindNames = map[string]string{"!!null": "null", "!!bool": "boolean", "!!int": "integer", "!!float": "number"}
 
 func joinPath(parent, key string) string {
 	if parent == "" {
@@ -603,11 +598,8 @@ func isString(n *yaml.Node) bool {
 	if n == nil || n.Kind != yaml.ScalarNode {
 		return false
 	}
-	switch n.ShortTag() {
-	case "!!null", "!!bool", "!!int", "!!float", "!!merge":
-		return false
-	}
-	return true
+	_, other := scalarKindNames[n.ShortTag()]
+	return !other && n.ShortTag() != "!!merge"
 }
 
 // numberValue is the number a scalar holds, if it holds a finite one,

@@ -209,15 +209,11 @@ func isKind(k problem.Kind) func(problem.Problem) bool {
 // problems (each problem line carries its own hint too), or none.
 func hint(all schema.Problems, schemas map[string]bool) string {
 	if len(schemas) > 0 {
-		names := slices.Sorted(maps.Keys(schemas))
-		cmds := make([]string, len(names))
-		for i, n := range names {
-			cmds[i] = "'flare-slurm schema " + n + "'"
+		what := "such a file"
+		if len(schemas) > 1 {
+			what = "these files"
 		}
-		if len(cmds) == 1 {
-			return "run " + cmds[0] + " to see every key such a file may hold"
-		}
-		return "run " + strings.Join(cmds, " or ") + " to see every key these files may hold"
+		return "run 'flare-slurm schema " + strings.Join(slices.Sorted(maps.Keys(schemas)), "' or 'flare-slurm schema ") + "' to see every key " + what + " may hold"
 	}
 	switch {
 	case slices.ContainsFunc(all, isKind(problem.Read)):
