@@ -246,15 +246,22 @@ func ReadStdin(name string, r io.Reader) ([]byte, Problems) {
 }
 
 // ValidatePair checks a Slurm config (read from cfgName, or data when it
-// is not nil) together with a startup kit as prepare does: every problem
-// of the kit and of the config, and the config's fit with the kit's role
-// (a parent block on a server kit). KIT/config.yaml is not read: the
-// config given replaces it, as prepare --config does. The kit's
-// local/study_runtime.yaml is validated with the kit.
-func ValidatePair(kitDir, cfgName string, data []byte, o ValidateOptions) (probs, skipped Problems) {
-	kit, probs, kitSkipped := loadKit(kitDir, o.kitOptions())
-	cfg, p, skipped := loadConfig(cfgName, data, o.Offline)
-	probs, skipped = append(probs, p...), append(skipped, kitSkipped...)
+// is not nil) as ValidateData does, plus its fit with the startup kit at
+// kitDir as prepare checks it (a parent block on a server kit).
+// KIT/config.yaml is not read: the config given replaces it, as prepare
+// --config does. With ownKit, every problem of the kit is returned too,
+// its local/study_runtime.yaml validated with it (validate --kit); else
+// validate checks a kit given beside its config as its own PATH, once.
+func ValidatePair(kitDir, cfgName string, data []byte, o ValidateOptions, ownKit bool) (probs, skipped Problems) {
+	ko := kitOptions{keyOptional: true}
+	if ownKit {
+		ko = o.kitOptions()
+	}
+	kit, kp, kitSkipped := loadKit(kitDir, ko)
+	cfg, probs, skipped := loadConfig(cfgName, data, o.Offline)
+	if ownKit {
+		probs, skipped = append(kp, probs...), append(skipped, kitSkipped...)
+	}
 	if kit != nil && kit.Role != "" {
 		probs = append(probs, CheckConfigForKit(cfg, kit)...)
 	}
@@ -262,26 +269,12 @@ func ValidatePair(kitDir, cfgName string, data []byte, o ValidateOptions) (probs
 	return probs, skipped
 }
 
-// ValidatePairKit is the kit half of ValidatePair: the kit at kitDir
-// checked as prepare reads it. validate --kit reports it for a config it
-// cannot check (unreadable, of another kind), so that a bad config does not
-// hide the kit's own problems.
+// ValidatePairKit is the kit half of ValidatePair with ownKit: the kit at
+// kitDir checked as prepare reads it. validate --kit reports it for a
+// config it cannot check (unreadable, of another kind), so that a bad
+// config does not hide the kit's own problems.
 func ValidatePairKit(kitDir string, o ValidateOptions) (probs, skipped Problems) {
 	_, probs, skipped = loadKit(kitDir, o.kitOptions()) // sorted
-	return probs, skipped
-}
-
-// ValidateConfigForKit checks a Slurm config (read from cfgName, or data
-// when it is not nil) as ValidateData does, plus its fit with the kit at
-// kitDir as prepare checks it (a parent block on a server kit). The kit's
-// own problems are not returned: validate checks a kit given beside its
-// config as its own PATH, once.
-func ValidateConfigForKit(kitDir, cfgName string, data []byte, o ValidateOptions) (probs, skipped Problems) {
-	cfg, probs, skipped := loadConfig(cfgName, data, o.Offline)
-	if kit, _, _ := loadKit(kitDir, kitOptions{keyOptional: true}); kit != nil && kit.Role != "" {
-		probs = append(probs, CheckConfigForKit(cfg, kit)...)
-	}
-	probs.Sort()
 	return probs, skipped
 }
 

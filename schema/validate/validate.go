@@ -133,10 +133,10 @@ func Run(paths []string, opts Options) *Result {
 		ws := schema.ReadingWarningsData(k, name, data)
 		switch {
 		case kitDir != "":
-			probs, sk = schema.ValidatePair(kitDir, name, data, vopts)
+			probs, sk = schema.ValidatePair(kitDir, name, data, vopts, true)
 			ws = append(ws, schema.ReadingWarnings(schema.KindStudyRuntime, filepath.Join(kitDir, "local", schema.StudyRuntimeFile))...)
 		case k == schema.KindSlurmConfig && pairKit != "":
-			probs, sk = schema.ValidateConfigForKit(pairKit, name, data, vopts)
+			probs, sk = schema.ValidatePair(pairKit, name, data, vopts, false)
 		default:
 			if k == schema.KindSlurmConfig && len(kitPaths) > 1 {
 				unpaired = append(unpaired, name)
