@@ -134,12 +134,9 @@ func explainIn(name string, root *ojson.Value, path string) (*Explanation, *ErrN
 // child is the schema of key seg below node, whether node requires it,
 // and whether seg is a name of a mapping of names (a study, a variable).
 func child(root, node *ojson.Value, seg string) (*ojson.Value, bool, bool) {
-	if seg == "[]" || isIndex(seg) {
-		if it := node.Get("items"); it != nil {
-			return resolveRef(root, it), false, false
-		}
-		for _, alt := range alternatives(node) {
-			if it := alt.Get("items"); it != nil {
+	if seg == "[]" || strings.Trim(seg, "0123456789") == "" { // seg is not ""
+		for _, n := range append([]*ojson.Value{node}, alternatives(node)...) {
+			if it := n.Get("items"); it != nil {
 				return resolveRef(root, it), false, false
 			}
 		}
@@ -259,10 +256,6 @@ func str(v *ojson.Value) string {
 		return ""
 	}
 	return v.Str
-}
-
-func isIndex(s string) bool {
-	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 // plainJSON is a JSON value as a person writes it in YAML: strings bare.

@@ -72,7 +72,6 @@ func loadKit(dir string, o kitOptions) (*Kit, Problems, Problems) {
 	if err != nil {
 		return nil, Problems{{Kind: problem.Read, File: dir, Message: "cannot resolve path: " + err.Error()}}, nil
 	}
-	abs = filepath.Clean(abs)
 	var probs Problems
 	bad := func(k problem.Kind, file, path, msg, hint string) {
 		probs = append(probs, Problem{Kind: k, File: file, Path: path, Message: msg, Hint: hint})

@@ -73,18 +73,17 @@ func Format(p string, opts Options) Outcome {
 		}
 	}
 	if k == "" {
-		var ps schema.Problems
 		if p == "-" {
-			k, ps = schema.DetectKindData(name, data)
+			k, probs = schema.DetectKindData(name, data)
 		} else {
-			k, ps = schema.DetectKindFile(p, data)
+			k, probs = schema.DetectKindFile(p, data)
 		}
-		if ps != nil {
-			return Outcome{Problems: ps}
+		if probs == nil && k == "" {
+			probs = schema.Problems{{Kind: problem.Rule, File: name, Message: "cannot tell what kind of file this is",
+				Hint: "pass --kind slurm-config or --kind study-runtime"}}
 		}
-		if k == "" {
-			return Outcome{Problems: schema.Problems{{Kind: problem.Rule, File: name, Message: "cannot tell what kind of file this is",
-				Hint: "pass --kind slurm-config or --kind study-runtime"}}}
+		if probs != nil {
+			return Outcome{Problems: probs}
 		}
 	}
 	if k != schema.KindSlurmConfig && k != schema.KindStudyRuntime {
