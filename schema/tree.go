@@ -161,7 +161,6 @@ func parseTree(file string, data []byte) *tree {
 // parseTreeWith parses data into t, a tree with its file, embedding and
 // options set.
 func parseTreeWith(t *tree, data []byte) *tree {
-	file := t.file
 	if len(data) > MaxInputBytes {
 		t.add(problem.Layout, nil, "", fmt.Sprintf("file is too large (%d bytes, at most %d)", len(data), MaxInputBytes),
 			"inputs are small hand-written files: is this the right path?")
@@ -175,7 +174,7 @@ func parseTreeWith(t *tree, data []byte) *tree {
 		doc, err = decodeOne(bytes.ReplaceAll(data, []byte("\t"), []byte(" ")))
 	}
 	if err != nil {
-		p := Problem{Kind: problem.Syntax, File: file, Message: msgNotYAML + strings.TrimPrefix(err.Error(), "yaml: ")}
+		p := Problem{Kind: problem.Syntax, File: t.file, Message: msgNotYAML + strings.TrimPrefix(err.Error(), "yaml: ")}
 		if m := yamlLineRE().FindStringSubmatch(err.Error()); m != nil {
 			p.Line, _ = strconv.Atoi(m[1])
 			p.Column = 1
