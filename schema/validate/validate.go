@@ -78,7 +78,11 @@ func Run(paths []string, opts Options) *Result {
 	kitDir, kind := opts.Kit, opts.Kind
 	// One kit among the PATHs pairs with the Slurm configs beside it:
 	// each is checked as 'prepare KIT --config PATH' reads it.
-	pairKit, kitPaths := kitDir, givenKits(paths, kind)
+	var kitPaths []string // the PATHs that are startup kits (directories), unless kind names another kind
+	if kind == "" || kind == schema.KindKit {
+		kitPaths = slices.DeleteFunc(slices.Clone(paths), func(p string) bool { return p == "-" || !schema.IsKitPath(p) })
+	}
+	pairKit := kitDir
 	if pairKit == "" && len(kitPaths) == 1 {
 		pairKit = kitPaths[0]
 	}
@@ -184,26 +188,6 @@ func Run(paths []string, opts Options) *Result {
 	return &res
 }
 
-// givenKits are the PATHs that are startup kits (directories), unless
-// kind names another kind.
-func givenKits(paths []string, kind string) []string {
-	if kind != "" && kind != schema.KindKit {
-		return nil
-	}
-	var kits []string
-	for _, p := range paths {
-		if p != "-" && schema.IsKitPath(p) {
-			kits = append(kits, p)
-		}
-	}
-	return kits
-}
-
-// isKind says whether a problem is of kind k.
-func isKind(k problem.Kind) func(problem.Problem) bool {
-	return func(p problem.Problem) bool { return p.Kind == k }
-}
-
 // hint is the hint of a failed validate: the schema command when a problem
 // is about a key or value a schema describes, else a hint that fits the
 // problems (each problem line carries its own hint too), or none.
@@ -215,10 +199,14 @@ func hint(all schema.Problems, schemas map[string]bool) string {
 		}
 		return "run 'flare-slurm schema " + strings.Join(slices.Sorted(maps.Keys(schemas)), "' or 'flare-slurm schema ") + "' to see every key " + what + " may hold"
 	}
+	kinds := map[problem.Kind]bool{}
+	for _, p := range all {
+		kinds[p.Kind] = true
+	}
 	switch {
-	case slices.ContainsFunc(all, isKind(problem.Read)):
+	case kinds[problem.Read]:
 		return "check that the path exists and is readable"
-	case slices.ContainsFunc(all, isKind(problem.Syntax)):
+	case kinds[problem.Syntax]:
 		return "fix the syntax at the position shown"
 	}
 	return ""
