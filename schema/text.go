@@ -54,45 +54,36 @@ func CheckText(s string, multiLine bool) string {
 			return fmt.Sprintf("must not contain the control character %q (byte %d of the value)", r, i+1)
 		case r >= 0x80 && r <= 0x9f:
 			return fmt.Sprintf("must not contain the C1 control character U+%04X (byte %d of the value)", r, i+1)
-		case r == 0x2028 || r == 0x2029 || invisible(r):
+		case invisibleWhy(r) != "":
 			return fmt.Sprintf("must not contain the invisible Unicode character U+%04X (byte %d of the value): %s", r, i+1, invisibleWhy(r))
-		case blank(r):
+		case r != ' ' && unicode.Is(unicode.Zs, r) || r == 0x2800:
+			// It shows as a blank without being the ASCII space the shell
+			// splits words on: the other space separators (no-break, en,
+			// em, ideographic, ... spaces) and the Braille blank U+2800.
 			return fmt.Sprintf("must not contain U+%04X (byte %d of the value): it shows as a blank but is not a space to the shell or to Slurm; type a plain space (U+0020)", r, i+1)
 		}
 	}
 	return ""
 }
 
-// invisible says whether r is a default-ignorable code point, one a
-// terminal or an editor does not show: a format character (Cf: bidi
-// controls, zero-width characters, U+FEFF, tag characters), one of
-// Unicode's other default-ignorables (the Hangul fillers U+115F, U+1160,
-// U+3164, U+FFA0, the combining grapheme joiner U+034F, ...) or a
-// variation selector.
-func invisible(r rune) bool {
-	return unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) ||
-		unicode.Is(unicode.Variation_Selector, r)
-}
-
-// blank says whether r shows as a blank without being the ASCII space the
-// shell splits words on: the other space separators (no-break, en, em,
-// ideographic, ... spaces) and the Braille blank U+2800.
-func blank(r rune) bool {
-	return r != ' ' && unicode.Is(unicode.Zs, r) || r == 0x2800
-}
-
-// invisibleWhy says what an invisible character CheckText refuses would do.
+// invisibleWhy says what r would do if it is a character a terminal or an
+// editor does not show, else "": a line or paragraph separator, or a
+// default-ignorable code point: a format character (Cf: bidi controls,
+// zero-width characters, U+FEFF, tag characters), one of Unicode's other
+// default-ignorables (the Hangul fillers U+115F, U+1160, U+3164, U+FFA0,
+// the combining grapheme joiner U+034F, ...) or a variation selector.
 func invisibleWhy(r rune) string {
 	switch {
 	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
 		return "a bidi control reorders how the text is shown, so a reviewer would not read what runs"
 	case r == 0x2028 || r == 0x2029:
 		return "a line separator an editor shows as a line break that the shell does not see"
-	}
-	if !unicode.Is(unicode.Cf, r) {
+	case unicode.Is(unicode.Cf, r):
+		return "a format character is not shown, so a reviewer would not read what runs"
+	case unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) || unicode.Is(unicode.Variation_Selector, r):
 		return "a default-ignorable character is not shown, so a reviewer would not read what runs"
 	}
-	return "a format character is not shown, so a reviewer would not read what runs"
+	return ""
 }
 
 // checkText applies CheckText to every string value (and every name used
