@@ -84,12 +84,7 @@ type Embedding struct {
 }
 
 // lineText is document line l as the enclosing file numbers it.
-func (t *tree) lineText(l int) int {
-	if t.embed.Line > 0 {
-		return l + t.embed.Line - 1
-	}
-	return l
-}
+func (t *tree) lineText(l int) int { return l + max(t.embed.Line-1, 0) }
 
 // pathText is the path p of the document as problems name it.
 func (t *tree) pathText(p string) string {
@@ -428,40 +423,37 @@ func (t *tree) keyIndex(m *yaml.Node, key string) int {
 // path are tried in turn, within a budget.
 func nodeAt(root *yaml.Node, path string) *yaml.Node {
 	budget := 256
-	return nodeAtPath(root, path, &budget)
-}
-
-func nodeAtPath(n *yaml.Node, rest string, budget *int) *yaml.Node {
-	if rest == "" {
-		return n
-	}
-	if *budget <= 0 || n == nil {
-		return nil
-	}
-	*budget--
-	if rest[0] == '[' {
-		end := strings.IndexByte(rest, ']')
-		if end < 0 || n.Kind != yaml.SequenceNode {
+	var at func(n *yaml.Node, rest string) *yaml.Node
+	at = func(n *yaml.Node, rest string) *yaml.Node {
+		if rest == "" {
+			return n
+		}
+		if budget <= 0 || n == nil {
 			return nil
 		}
-		i, err := strconv.Atoi(rest[1:end])
-		if err != nil || i < 0 || i >= len(n.Content) {
-			return nil
+		budget--
+		if rest[0] == '[' {
+			end := strings.IndexByte(rest, ']')
+			if end < 0 || n.Kind != yaml.SequenceNode {
+				return nil
+			}
+			i, err := strconv.Atoi(rest[1:end])
+			if err != nil || i < 0 || i >= len(n.Content) {
+				return nil
+			}
+			return at(n.Content[i], strings.TrimPrefix(rest[end+1:], "."))
 		}
-		return nodeAtPath(n.Content[i], strings.TrimPrefix(rest[end+1:], "."), budget)
-	}
-	if n.Kind != yaml.MappingNode {
+		for _, p := range pairs(n) { // none unless n is a mapping
+			if !strings.HasPrefix(rest, p.name) || len(rest) > len(p.name) && rest[len(p.name)] != '.' && rest[len(p.name)] != '[' {
+				continue
+			}
+			if found := at(p.val, strings.TrimPrefix(rest[len(p.name):], ".")); found != nil {
+				return found
+			}
+		}
 		return nil
 	}
-	for _, p := range pairs(n) {
-		if !strings.HasPrefix(rest, p.name) || len(rest) > len(p.name) && rest[len(p.name)] != '.' && rest[len(p.name)] != '[' {
-			continue
-		}
-		if found := nodeAtPath(p.val, strings.TrimPrefix(rest[len(p.name):], "."), budget); found != nil {
-			return found
-		}
-	}
-	return nil
+	return at(root, path)
 }
 
 // scalarValue is the plain value of a scalar node: nil, bool, json.Number
