@@ -283,7 +283,8 @@ func ValidatePairKit(kitDir string, o ValidateOptions) (probs, skipped Problems)
 func KitConfigs(kitDir string) []string {
 	var out []string
 	for _, name := range []string{"config.yaml", "slurm.yaml", "slurm.yml"} {
-		if p := filepath.Join(kitDir, name); isFile(p) {
+		p := filepath.Join(kitDir, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
 			out = append(out, p)
 		}
 	}

@@ -645,11 +645,6 @@ func derString(tag byte, b []byte) (string, error) {
 	return string(b), nil
 }
 
-func isFile(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular()
-}
-
 // isKitFile says whether p is a regular file itself, not a symlink to one:
 // the kit files LoadKit reads (a symlink is reported by walkKit, and its
 // target is never read).

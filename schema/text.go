@@ -200,10 +200,7 @@ func (t *tree) checkTagHere(n *yaml.Node) bool {
 	case "!!bool":
 		_, fit = v.(bool)
 	case "!!null":
-		switch n.Value {
-		case "", "~", "null", "Null", "NULL":
-			fit = true
-		}
+		fit = slices.Contains([]string{"", "~", "null", "Null", "NULL"}, n.Value)
 	}
 	if !fit {
 		t.addHere(problem.Structure, n, fmt.Sprintf(msgTag+"%s does not fit the value %q", tag, n.Value), "remove the tag or fix the value")
@@ -215,10 +212,8 @@ func (t *tree) checkTagHere(n *yaml.Node) bool {
 // quoteTag shows a tag as written, quoted when it holds anything but
 // printable ASCII.
 func quoteTag(tag string) string {
-	for _, r := range tag {
-		if r <= ' ' || r > '~' {
-			return fmt.Sprintf("%q", tag)
-		}
+	if strings.ContainsFunc(tag, func(r rune) bool { return r <= ' ' || r > '~' }) {
+		return fmt.Sprintf("%q", tag)
 	}
 	return tag
 }
