@@ -86,7 +86,6 @@ func Run(paths []string, opts Options) *Result {
 	if pairKit == "" && len(kitPaths) == 1 {
 		pairKit = kitPaths[0]
 	}
-	var unpaired []string // configs checked alone: several kits given
 	var res Result
 	var all, warnings, skipped schema.Problems
 	bad := map[string]bool{}
@@ -142,8 +141,10 @@ func Run(paths []string, opts Options) *Result {
 		case k == schema.KindSlurmConfig && pairKit != "":
 			probs, sk = schema.ValidatePair(pairKit, name, data, vopts, false)
 		default:
-			if k == schema.KindSlurmConfig && len(kitPaths) > 1 {
-				unpaired = append(unpaired, name)
+			if k == schema.KindSlurmConfig && len(kitPaths) > 1 { // checked alone: several kits given
+				warnings = append(warnings, schema.Problem{Kind: problem.Rule, File: name, Code: schema.WarnUnpairedConfig,
+					Message: fmt.Sprintf("is checked alone: %d kits were given, so it is not checked against one", len(kitPaths)),
+					Hint:    "run 'flare-slurm validate --kit KIT " + name + "' to check it as 'prepare KIT --config " + name + "' reads it"})
 			}
 			probs, sk = schema.ValidateData(k, name, data, vopts)
 			if k == schema.KindKit && data == nil {
@@ -164,11 +165,6 @@ func Run(paths []string, opts Options) *Result {
 		}
 		all = append(all, probs...)
 		res.Paths = append(res.Paths, Path{Name: name, Kind: k, Problems: probs, Seconds: time.Since(start).Seconds()})
-	}
-	for _, u := range unpaired {
-		warnings = append(warnings, schema.Problem{Kind: problem.Rule, File: u, Code: schema.WarnUnpairedConfig,
-			Message: fmt.Sprintf("is checked alone: %d kits were given, so it is not checked against one", len(kitPaths)),
-			Hint:    "run 'flare-slurm validate --kit KIT " + u + "' to check it as 'prepare KIT --config " + u + "' reads it"})
 	}
 	warnings = slices.DeleteFunc(warnings, func(w schema.Problem) bool { return slices.Contains(opts.IgnoreWarnings, w.Code) })
 	if len(warnings) == 0 {
