@@ -90,12 +90,8 @@ var explainOrder = []string{KindSlurmConfig, KindStudyRuntime, kindJobMeta, sche
 func explainIn(name string, root *ojson.Value, path string) (*Explanation, *ErrNoKey) {
 	node := resolveRef(root, root)
 	required := false
-	var segs []string
-	if path != "" {
-		segs = strings.Split(strings.ReplaceAll(path, "[]", ".[]"), ".")
-	}
 	walked, desc := "", str(node.Get("description"))
-	for _, seg := range segs {
+	for _, seg := range strings.Split(strings.ReplaceAll(path, "[]", ".[]"), ".") {
 		if seg == "" {
 			continue
 		}
@@ -122,10 +118,9 @@ func explainIn(name string, root *ojson.Value, path string) (*Explanation, *ErrN
 	if d := node.Get("default"); d != nil {
 		x.Default = strings.TrimSpace(string(ojson.Marshal(d)))
 	}
-	req := requiredOf(node)
 	for _, m := range members(node.Get("properties")) {
 		f := resolveRef(root, m.Value)
-		x.Fields = append(x.Fields, Field{Name: m.Key, Type: typeText(root, f), Required: slices.Contains(req, m.Key),
+		x.Fields = append(x.Fields, Field{Name: m.Key, Type: typeText(root, f), Required: isRequired(node, m.Key),
 			Summary: firstSentence(str(f.Get("description")))})
 	}
 	return x, nil
@@ -143,7 +138,7 @@ func child(root, node *ojson.Value, seg string) (*ojson.Value, bool, bool) {
 		return nil, false, false
 	}
 	if p := node.Get("properties").Get(seg); p != nil {
-		return resolveRef(root, p), slices.Contains(requiredOf(node), seg), false
+		return resolveRef(root, p), isRequired(node, seg), false
 	}
 	for _, m := range members(node.Get("patternProperties")) {
 		if re, err := regexp.Compile(m.Key); err == nil && (re.MatchString(seg) || seg == "*" || strings.HasPrefix(seg, "<")) {
@@ -218,12 +213,9 @@ func alternatives(n *ojson.Value) []*ojson.Value {
 	return append(items(n.Get("oneOf")), items(n.Get("anyOf"))...)
 }
 
-func requiredOf(n *ojson.Value) []string {
-	var out []string
-	for _, it := range items(n.Get("required")) {
-		out = append(out, it.Str)
-	}
-	return out
+// isRequired says whether node n lists key as required.
+func isRequired(n *ojson.Value, key string) bool {
+	return slices.ContainsFunc(items(n.Get("required")), func(it *ojson.Value) bool { return it.Str == key })
 }
 
 func fieldNames(root, n *ojson.Value) []string {
