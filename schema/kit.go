@@ -235,10 +235,7 @@ func checkLocal(kit *Kit, local string, host hostChecks) (Problems, Problems) {
 
 	runtimePath := filepath.Join(local, StudyRuntimeFile)
 	legacyPath := filepath.Join(local, legacyStudyFile)
-	_, err := os.Lstat(runtimePath)
-	kit.HasStudyRuntime = err == nil
-	_, err = os.Lstat(legacyPath)
-	kit.HasLegacyStudyData = err == nil
+	kit.HasStudyRuntime, kit.HasLegacyStudyData = exists(runtimePath), exists(legacyPath)
 	switch {
 	case kit.HasStudyRuntime && !isKitFile(runtimePath):
 		// A special file or a bad symlink: the walk of the kit reports it,
