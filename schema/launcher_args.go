@@ -66,7 +66,7 @@ type LauncherArgs struct {
 	// NVFlare's own launcher.
 	Binary string
 	// Adjusted says, a line each, which durations were outside their
-	// bounds (durationBounds) and were moved into them: a workspace
+	// bounds (timeouts) and were moved into them: a workspace
 	// prepared before the bounds existed stays usable.
 	Adjusted []string
 }
@@ -94,21 +94,23 @@ func (a LauncherArgs) Encode() *ojson.Value {
 
 const multiNodePortRangeKey = "multi_node_port_range"
 
-// timeout is one of the seconds settings, its key and its default.
+// timeout is one of the seconds settings, its key, its default and its
+// bound.
 type timeout struct {
 	key   string
 	field *float64
 	def   float64
+	bound durationBound
 }
 
 // timeouts lists the seconds settings of jl in the order Encode writes them.
 func timeouts(jl *JobLauncher) []timeout {
 	return []timeout{
-		{"submit_timeout", &jl.SubmitTimeout, defaultSubmitTimeout},
-		{"query_timeout", &jl.QueryTimeout, defaultQueryTimeout},
-		{"cancel_timeout", &jl.CancelTimeout, defaultCancelTimeout},
-		{"poll_interval", &jl.PollInterval, defaultPollInterval},
-		{"pending_timeout", &jl.PendingTimeout, defaultPendingTimeout},
+		{"submit_timeout", &jl.SubmitTimeout, defaultSubmitTimeout, callBound},
+		{"query_timeout", &jl.QueryTimeout, defaultQueryTimeout, callBound},
+		{"cancel_timeout", &jl.CancelTimeout, defaultCancelTimeout, callBound},
+		{"poll_interval", &jl.PollInterval, defaultPollInterval, callBound},
+		{"pending_timeout", &jl.PendingTimeout, defaultPendingTimeout, pendingBound},
 	}
 }
 
@@ -208,9 +210,8 @@ func decodeLauncherArgs(file string, n *yaml.Node, v map[string]any) (LauncherAr
 	}
 	clamped := map[string]float64{}
 	for _, d := range timeouts(&JobLauncher{}) {
-		key := d.key
+		key, bound := d.key, d.bound
 		f, ok := floatValue(get(n, key))
-		bound, _ := durationBoundOf(key)
 		if !ok || f <= 0 || bound.Check(f) == "" {
 			continue // in bounds, or the schema refuses it
 		}
