@@ -174,12 +174,9 @@ func (t *tree) checkStudy(name string, s *yaml.Node) {
 			t.checkName(p.key, base+"."+key+"."+p.name, p.name)
 		}
 	}
-	env := get(s, "env")
-	for _, p := range pairs(env) {
-		t.checkEnvName(p.key, joinPath(base+".env", p.name), p.name)
-	}
 	envNames := map[string]bool{}
-	for _, p := range pairs(env) {
+	for _, p := range pairs(get(s, "env")) {
+		t.checkEnvName(p.key, joinPath(base+".env", p.name), p.name)
 		envNames[p.name] = true
 	}
 	for _, p := range pairs(get(s, "secret_env")) {
@@ -307,32 +304,12 @@ func decodeStudy(name string, s *yaml.Node) Study {
 	if c := get(s, "container"); c != nil {
 		st.Image = optString(get(c, "image"))
 	}
-	for _, p := range pairs(get(s, "datasets")) {
-		st.Datasets = append(st.Datasets, Dataset{
-			Name:   p.name,
-			Type:   "mount",
-			Source: get(p.val, "source").Value,
-			Mode:   get(p.val, "mode").Value,
-		})
-	}
+	st.Datasets = decodeEntries(get(s, "datasets"), func(name string) Dataset { return Dataset{Name: name, Type: "mount"} })
 	for _, p := range pairs(get(s, "env")) {
 		st.Env = append(st.Env, EnvVar{Name: p.name, Value: scalarText(p.val)})
 	}
-	for _, p := range pairs(get(s, "secret_env")) {
-		st.SecretEnv = append(st.SecretEnv, SecretEnv{
-			Name:   p.name,
-			Source: get(p.val, "source").Value,
-			Key:    optString(get(p.val, "key")),
-		})
-	}
-	for _, p := range pairs(get(s, "secret_mounts")) {
-		st.SecretMounts = append(st.SecretMounts, SecretMount{
-			Name:      p.name,
-			Source:    get(p.val, "source").Value,
-			MountPath: get(p.val, "mount_path").Value,
-			Mode:      "ro",
-		})
-	}
+	st.SecretEnv = decodeEntries(get(s, "secret_env"), func(name string) SecretEnv { return SecretEnv{Name: name} })
+	st.SecretMounts = decodeEntries(get(s, "secret_mounts"), func(name string) SecretMount { return SecretMount{Name: name, Mode: "ro"} })
 	if sl := get(s, "slurm"); sl != nil {
 		st.Slurm = &StudySlurm{
 			Sandbox:    optString(get(sl, "sandbox")),
@@ -347,6 +324,18 @@ func decodeStudy(name string, s *yaml.Node) Study {
 		}
 	}
 	return st
+}
+
+// decodeEntries decodes the entries of a validated mapping, in file order,
+// each into the value entry makes for its name.
+func decodeEntries[T any](m *yaml.Node, entry func(name string) T) []T {
+	var out []T
+	for _, p := range pairs(m) {
+		v := entry(p.name)
+		_ = p.val.Decode(&v) // validated: the schema settled every value's type
+		out = append(out, v)
+	}
+	return out
 }
 
 // SecretEnvNames lists every environment name that holds a secret in this

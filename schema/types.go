@@ -34,24 +34,9 @@ type Executables struct {
 // the JSON Schema and a prepared workspace list them.
 var executableKeys = []string{"sbatch", "squeue", "sacct", "scancel", "apptainer", "srun"}
 
-// field is the field of e that holds the executable named by one of
-// executableKeys, or nil for another name.
-func (e *Executables) field(name string) *string {
-	switch name {
-	case "sbatch":
-		return &e.Sbatch
-	case "squeue":
-		return &e.Squeue
-	case "sacct":
-		return &e.Sacct
-	case "scancel":
-		return &e.Scancel
-	case "apptainer":
-		return &e.Apptainer
-	case "srun":
-		return &e.Srun
-	}
-	return nil
+// fields are the fields of e, in the order of executableKeys.
+func (e *Executables) fields() []*string {
+	return []*string{&e.Sbatch, &e.Squeue, &e.Sacct, &e.Scancel, &e.Apptainer, &e.Srun}
 }
 
 // PortRange is an inclusive TCP port range.
@@ -116,13 +101,13 @@ func launcherKeys(jl *JobLauncher) []launcherKey {
 		textKey("sandbox", &jl.Sandbox, false),
 		textKey("python_path", &jl.PythonPath, false),
 		{"executables", func(n *yaml.Node) {
-			for _, name := range executableKeys {
-				*jl.Executables.field(name) = optString(get(n, name))
+			for i, field := range jl.Executables.fields() {
+				*field = optString(get(n, executableKeys[i]))
 			}
 		}, func() *ojson.Value {
 			exe := ojson.NewObject()
-			for _, name := range executableKeys {
-				exe.Set(name, ojson.StringOrNull(*jl.Executables.field(name)))
+			for i, field := range jl.Executables.fields() {
+				exe.Set(executableKeys[i], ojson.StringOrNull(*field))
 			}
 			return exe
 		}},
@@ -275,10 +260,10 @@ type Study struct {
 
 // Dataset is one datasets.<name> entry; it mounts at /data/<study>/<name>.
 type Dataset struct {
-	Name   string
-	Type   string // always "mount" once validated
-	Source string
-	Mode   string // "ro" or "rw"
+	Name   string `yaml:"-"`
+	Type   string `yaml:"-"` // always "mount" once validated
+	Source string `yaml:"source"`
+	Mode   string `yaml:"mode"` // "ro" or "rw"
 }
 
 // EnvVar is one study env entry.
@@ -290,17 +275,17 @@ type EnvVar struct {
 // SecretEnv is one secret_env entry: the worker's Name gets the value of the
 // parent's environment variable Source.
 type SecretEnv struct {
-	Name   string
-	Source string
-	Key    string // optional; "" when unset
+	Name   string `yaml:"-"`
+	Source string `yaml:"source"`
+	Key    string `yaml:"key"` // optional; "" when unset
 }
 
 // SecretMount is one secret_mounts entry (always read-only under Slurm).
 type SecretMount struct {
-	Name      string
-	Source    string
-	MountPath string
-	Mode      string // "ro"
+	Name      string `yaml:"-"`
+	Source    string `yaml:"source"`
+	MountPath string `yaml:"mount_path"`
+	Mode      string `yaml:"-"` // "ro"
 }
 
 // StudySlurm is a study's slurm block. Empty strings mean "not overridden",
