@@ -134,26 +134,20 @@ func siteView(v any, site string) any {
 	if !ok {
 		return v
 	}
-	keep := func(key string, names ...string) {
+	root = maps.Clone(root)
+	for key, def := range map[string]string{"launcher_spec": "default", "resource_spec": portableDefaultKey} {
 		m, ok := root[key].(map[string]any)
 		if !ok {
-			return // absent, null or the wrong type: the schema says so
+			continue // absent, null or the wrong type: the schema says so
 		}
 		out := map[string]any{}
-		for _, n := range names {
+		for _, n := range []string{def, site} {
 			if val, ok := m[n]; ok {
 				out[n] = val
 			}
 		}
 		root[key] = out
 	}
-	view := make(map[string]any, len(root))
-	for k, val := range root {
-		view[k] = val
-	}
-	root = view
-	keep("launcher_spec", "default", site)
-	keep("resource_spec", portableDefaultKey, site)
 	return root
 }
 
@@ -380,8 +374,6 @@ func (t *tree) checkJobSite(site string) {
 					"keep one of the two")
 			}
 		}
-	}
-	if site == "default" || site == "" {
 		return
 	}
 	t.checkLegacyProcessGPUs(site, merged)

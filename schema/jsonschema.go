@@ -41,10 +41,7 @@ func Names() []string {
 // Source returns the JSON Schema (2020-12) text of the named schema.
 func Source(name string) ([]byte, bool) {
 	data, err := schemaFiles.ReadFile(name + ".schema.json")
-	if err != nil {
-		return nil, false
-	}
-	return data, true
+	return data, err == nil
 }
 
 // Title returns the one-line title of the named schema ("" when unknown).
@@ -53,8 +50,8 @@ func Title(name string) string {
 	if !ok {
 		return ""
 	}
-	doc, _ := e.load()
-	title, _ := doc["title"].(string)
+	d, _ := e.doc.Get()
+	title, _ := d.doc["title"].(string)
 	return title
 }
 
@@ -107,12 +104,6 @@ var embeddedSchemas = map[string]*embedded{
 	schemaLaunchRequest: newEmbedded(schemaLaunchRequest),
 	KindSlurmConfig:     newEmbedded(KindSlurmConfig),
 	KindStudyRuntime:    newEmbedded(KindStudyRuntime),
-}
-
-// load returns the decoded schema document.
-func (e *embedded) load() (map[string]any, error) {
-	d, err := e.doc.Get()
-	return d.doc, err
 }
 
 // Forget drops the decoded and compiled schemas (about 190 KiB of live
