@@ -485,12 +485,12 @@ func (t *tree) checkNodeCommand(site string, merged map[string]slot) {
 	words, err := shell.Split(s.val.Value)
 	switch {
 	case err != nil:
-		t.addOnce(nodeSplit, problem.Schema, s.val, s.path, "cannot be split into words: "+err.Error(), "quote it like a POSIX shell command line; it is split once and run without a shell")
+		t.addOnce("split", problem.Schema, s.val, s.path, "cannot be split into words: "+err.Error(), "quote it like a POSIX shell command line; it is split once and run without a shell")
 	case len(words) == 0:
-		t.addOnce(nodeEmpty, problem.Schema, s.val, s.path, "must contain at least one word", "name the command the other nodes run, or remove the key")
+		t.addOnce("empty", problem.Schema, s.val, s.path, "must contain at least one word", "name the command the other nodes run, or remove the key")
 	}
 	if secretRef.MatchString(s.val.Value) {
-		t.addOnce(nodeSecret, problem.Schema, s.val, s.path, "must not reference a secret (${secret:…})", "the other nodes of a node group run without secrets; only the worker on the first node gets them")
+		t.addOnce("secret", problem.Schema, s.val, s.path, "must not reference a secret (${secret:…})", "the other nodes of a node group run without secrets; only the worker on the first node gets them")
 	}
 	nodes, ok := intValue(merged["nodes"].val)
 	if merged["nodes"].val == nil {
@@ -501,7 +501,7 @@ func (t *tree) checkNodeCommand(site string, merged map[string]slot) {
 		if site == "default" || site == "" {
 			reading = "the default reading (sites without a launcher_spec section of their own)"
 		}
-		t.addOnce(nodeNodes, problem.Rule, s.val, s.path, fmt.Sprintf("needs nodes > 1, but %s has nodes %d", reading, nodes),
+		t.addOnce("nodes", problem.Rule, s.val, s.path, fmt.Sprintf("needs nodes > 1, but %s has nodes %d", reading, nodes),
 			"set nodes to the size of the group, or remove the command: a one-node job runs the worker only")
 	}
 }
@@ -560,27 +560,17 @@ func (m *JobMeta) EffectiveMemMiB() *int {
 	return m.Slurm.MemPerNodeMiB
 }
 
-// nodeRule names one rule of checkNodeCommand, so that addOnce tells one
-// rule's problem from another's without reading its message.
-type nodeRule int
-
-const (
-	nodeSplit nodeRule = iota
-	nodeEmpty
-	nodeSecret
-	nodeNodes
-)
-
-// onceKey is one rule's problem at one position.
+// onceKey is one rule's problem at one position: rule names a rule of
+// checkNodeCommand, so that addOnce tells one rule's problem from
+// another's without reading its message.
 type onceKey struct {
-	rule         nodeRule
-	path         string
+	rule, path   string
 	line, column int
 }
 
 // addOnce is add unless rule already reported a problem at n's position
 // (several sites' readings can share one value).
-func (t *tree) addOnce(rule nodeRule, k problem.Kind, n *yaml.Node, path, message, hint string) {
+func (t *tree) addOnce(rule string, k problem.Kind, n *yaml.Node, path, message, hint string) {
 	key := onceKey{rule, path, n.Line, n.Column}
 	if t.once[key] {
 		return
