@@ -92,7 +92,7 @@ func parseJobMeta(t *tree, site string) (*JobMeta, Problems) {
 	if probs := t.result(); probs != nil {
 		return nil, probs
 	}
-	m := &JobMeta{Study: optString(get(t.root, "study")), SlurmPaths: map[string]string{}, ResourcePaths: map[string]string{}}
+	m := &JobMeta{Study: optString(get(t.root, "study")), SlurmPaths: map[string]string{}}
 	merged := mergedJobSlurm(t.root, site)
 	for k, sl := range merged {
 		m.SlurmPaths[k] = sl.path
@@ -111,9 +111,6 @@ func parseJobMeta(t *tree, site string) (*JobMeta, Problems) {
 	}
 	if site != "" {
 		rs := portableResources(t.root, site)
-		for k, sl := range rs {
-			m.ResourcePaths[k] = sl.path
-		}
 		m.Resources = ResourceSpec{
 			NumOfGPUs: ptr(intValue(rs["num_of_gpus"].val)),
 			NumOfCPUs: ptr(intValue(rs["num_of_cpus"].val)),

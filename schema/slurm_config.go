@@ -441,13 +441,12 @@ func CheckConfigForKit(cfg *SlurmConfig, kit *Kit) Problems {
 	if cfg == nil || kit == nil {
 		return nil
 	}
-	var probs Problems
-	if kit.Role == "server" && cfg.Parent != nil {
-		probs = append(probs, Problem{Kind: problem.Rule,
-			File: cfg.File, Line: cfg.parentLine, Column: cfg.parentColumn, Path: "parent",
-			Message: fmt.Sprintf("is not allowed for server kit %s: the parent block is for client kits only", kit.Name),
-			Hint:    "remove the parent block, or use a client kit",
-		})
+	if kit.Role != "server" || cfg.Parent == nil {
+		return nil
 	}
-	return probs
+	return Problems{{Kind: problem.Rule,
+		File: cfg.File, Line: cfg.parentLine, Column: cfg.parentColumn, Path: "parent",
+		Message: fmt.Sprintf("is not allowed for server kit %s: the parent block is for client kits only", kit.Name),
+		Hint:    "remove the parent block, or use a client kit",
+	}}
 }

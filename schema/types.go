@@ -304,10 +304,9 @@ type JobMeta struct {
 	Study     string // "" when the job names none
 	Slurm     JobSlurm
 	Resources ResourceSpec
-	// SlurmPaths and ResourcePaths name, for each key set in Slurm and
-	// Resources, the dotted path of the value used (e.g.
-	// "launcher_spec.default.slurm.time", "resource_spec.@default.memory").
-	SlurmPaths, ResourcePaths map[string]string
+	// SlurmPaths names, for each key set in Slurm, the dotted path of the
+	// value used (e.g. "launcher_spec.default.slurm.time").
+	SlurmPaths map[string]string
 }
 
 // JobSlurm is the job-owned Slurm spec of a site (contract §7):

@@ -139,14 +139,11 @@ func resourcesFile(root string) string {
 // problem found is returned at once as Problems.
 func LoadWorkspace(root string) (*Workspace, error) {
 	dir := filepath.Clean(root)
-	if !filepath.IsAbs(root) {
-		abs, err := filepath.Abs(root)
-		if err != nil {
-			return nil, fmt.Errorf("workspace %s: %w", root, err)
-		}
-		root = abs
+	abs, err := filepath.Abs(root) // cleaned
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", root, err)
 	}
-	root = filepath.Clean(root)
+	root = abs
 	info, err := os.Lstat(root)
 	if err != nil {
 		return nil, Problems{{Kind: problem.Read, File: dir, Message: "workspace is not readable: " + fsx.Pathless(err).Error(),
