@@ -3,6 +3,7 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -328,20 +329,12 @@ func (t *tree) checkLaunchRequest(role string) {
 // decode fills r from the request's value: the fields and job arguments
 // without a problem.
 func (r *LaunchRequest) decode(v map[string]any) {
-	clean := map[string]any{}
-	for k, val := range v {
-		if !r.refused[k] && k != "meta" {
-			clean[k] = val
-		}
-	}
+	clean := maps.Clone(v)
+	maps.DeleteFunc(clean, func(k string, _ any) bool { return r.refused[k] || k == "meta" })
 	if args, ok := clean["job_args"].(map[string]any); ok {
-		kept := map[string]any{}
-		for name, pair := range args {
-			if !r.refused["job_args."+name] {
-				kept[name] = pair
-			}
-		}
-		clean["job_args"] = kept
+		args = maps.Clone(args)
+		maps.DeleteFunc(args, func(name string, _ any) bool { return r.refused["job_args."+name] })
+		clean["job_args"] = args
 	}
 	text, err := json.Marshal(clean)
 	if err == nil {

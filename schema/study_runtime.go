@@ -301,9 +301,7 @@ func pathsOverlap(a, b string) bool {
 // decodeStudy reads one validated study.
 func decodeStudy(name string, s *yaml.Node) Study {
 	st := Study{Name: name}
-	if c := get(s, "container"); c != nil {
-		st.Image = optString(get(c, "image"))
-	}
+	st.Image = optString(get(get(s, "container"), "image"))
 	st.Datasets = decodeEntries(get(s, "datasets"), func(name string) Dataset { return Dataset{Name: name, Type: "mount"} })
 	for _, p := range pairs(get(s, "env")) {
 		st.Env = append(st.Env, EnvVar{Name: p.name, Value: scalarText(p.val)})
@@ -311,17 +309,8 @@ func decodeStudy(name string, s *yaml.Node) Study {
 	st.SecretEnv = decodeEntries(get(s, "secret_env"), func(name string) SecretEnv { return SecretEnv{Name: name} })
 	st.SecretMounts = decodeEntries(get(s, "secret_mounts"), func(name string) SecretMount { return SecretMount{Name: name, Mode: "ro"} })
 	if sl := get(s, "slurm"); sl != nil {
-		st.Slurm = &StudySlurm{
-			Sandbox:    optString(get(sl, "sandbox")),
-			PythonPath: optString(get(sl, "python_path")),
-			Partition:  scalarText(get(sl, "partition")),
-			Account:    scalarText(get(sl, "account")),
-			QOS:        scalarText(get(sl, "qos")),
-		}
-		if setup := get(sl, "setup"); setup != nil {
-			v := setup.Value // a copy: the tree is kept (At)
-			st.Slurm.Setup = &v
-		}
+		st.Slurm = &StudySlurm{Partition: scalarText(get(sl, "partition")), Account: scalarText(get(sl, "account")), QOS: scalarText(get(sl, "qos"))}
+		_ = sl.Decode(st.Slurm) // validated
 	}
 	return st
 }

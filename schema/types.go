@@ -291,12 +291,13 @@ type SecretMount struct {
 // StudySlurm is a study's slurm block. Empty strings mean "not overridden",
 // except Setup, where nil means not overridden and "" clears the site setup.
 type StudySlurm struct {
-	Sandbox    string
-	PythonPath string
-	Setup      *string
-	Partition  string
-	Account    string
-	QOS        string
+	Sandbox    string  `yaml:"sandbox"`
+	PythonPath string  `yaml:"python_path"`
+	Setup      *string `yaml:"setup"`
+	// The directives are integers or strings: scalarText, not a decode.
+	Partition string `yaml:"-"`
+	Account   string `yaml:"-"`
+	QOS       string `yaml:"-"`
 }
 
 // JobMeta is the Slurm reading of a job's meta.json for one site.

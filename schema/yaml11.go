@@ -265,13 +265,9 @@ func sameReading(r reading11, n *yaml.Node, asText bool) bool {
 // into text (compared as text). A file that does not parse has none: its
 // syntax problem is reported by the loader.
 func ReadingDifferences(file string, data []byte, textPaths func(path string) bool) Problems {
-	diffs := readingDifferences(file, data, textPaths)
-	if diffs == nil {
-		return nil
-	}
-	out := make(Problems, len(diffs))
-	for i, d := range diffs {
-		out[i] = d.problem
+	var out Problems
+	for _, d := range readingDifferences(file, data, textPaths) {
+		out = append(out, d.problem)
 	}
 	return out
 }
