@@ -76,9 +76,9 @@ func parseJobMeta(t *tree, site string) (*JobMeta, Problems) {
 		// Each site is checked on a view of the file that holds only its
 		// own and the default entries: looking a site up in the whole
 		// resource_spec for each site was quadratic (20,000 sites: 8 s).
-		root, views := t.root, newSiteViews(t)
+		root, view := t.root, t.siteViews()
 		for _, s := range sites {
-			t.root = views.of(s)
+			t.root = view(s)
 			t.checkJobSite(s)
 		}
 		t.root = root
@@ -184,41 +184,33 @@ func (t *tree) checkSiteNames() {
 // in which launcher_spec and resource_spec hold only that site's entry and
 // the default ones (the nodes themselves, so every position stays), found
 // through the tree's index of wide mappings (keyIndex), built once.
-type siteViews struct {
-	t        *tree
-	root     *yaml.Node
-	sections []*yaml.Node // launcher_spec and resource_spec
-}
-
-func newSiteViews(t *tree) siteViews {
-	return siteViews{t: t, root: t.root, sections: []*yaml.Node{get(t.root, "launcher_spec"), get(t.root, "resource_spec")}}
-}
-
-// of is the root as site's checks see it.
-func (v siteViews) of(site string) *yaml.Node {
-	root := *v.root
-	root.Content = make([]*yaml.Node, len(v.root.Content))
-	copy(root.Content, v.root.Content)
-	for i := 1; i < len(root.Content); i += 2 {
-		sec := root.Content[i]
-		if sec.Kind != yaml.MappingNode || !slices.Contains(v.sections, sec) {
-			continue
-		}
-		var at []int
-		for _, name := range []string{"default", portableDefaultKey, site} {
-			if j := v.t.keyIndex(sec, name); j >= 0 && !slices.Contains(at, j) {
-				at = append(at, j)
+func (t *tree) siteViews() func(site string) *yaml.Node {
+	orig := t.root
+	sections := []*yaml.Node{get(orig, "launcher_spec"), get(orig, "resource_spec")}
+	return func(site string) *yaml.Node {
+		root := *orig
+		root.Content = slices.Clone(orig.Content)
+		for i := 1; i < len(root.Content); i += 2 {
+			sec := root.Content[i]
+			if sec.Kind != yaml.MappingNode || !slices.Contains(sections, sec) {
+				continue
 			}
+			var at []int
+			for _, name := range []string{"default", portableDefaultKey, site} {
+				if j := t.keyIndex(sec, name); j >= 0 && !slices.Contains(at, j) {
+					at = append(at, j)
+				}
+			}
+			slices.Sort(at)
+			view := *sec
+			view.Content = make([]*yaml.Node, 0, 2*len(at))
+			for _, j := range at {
+				view.Content = append(view.Content, sec.Content[j], sec.Content[j+1])
+			}
+			root.Content[i] = &view
 		}
-		slices.Sort(at)
-		view := *sec
-		view.Content = make([]*yaml.Node, 0, 2*len(at))
-		for _, j := range at {
-			view.Content = append(view.Content, sec.Content[j], sec.Content[j+1])
-		}
-		root.Content[i] = &view
+		return &root
 	}
-	return &root
 }
 
 // metaSites lists the sites whose reading is checked: site itself, or
