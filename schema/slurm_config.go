@@ -392,14 +392,27 @@ func portRangeOf(n *yaml.Node) (PortRange, bool) {
 	return PortRange{}, false
 }
 
-// decodeJobLauncher reads a validated job_launcher mapping.
+// decodeJobLauncher reads a validated job_launcher mapping (or a
+// workspace's launcher args) through the yaml tags of JobLauncher, over
+// its defaults (a null keeps the default, as an absent key does); the
+// directives keep their file order and the port range is read in either
+// form.
 func decodeJobLauncher(jl *yaml.Node) JobLauncher {
-	j := JobLauncher{InternalConnectionSecurity: defaultConnSecurity}
-	if cs := get(jl, "internal_connection_security"); !isNull(cs) {
-		j.InternalConnectionSecurity = cs.Value
+	j := JobLauncher{InternalConnectionSecurity: defaultConnSecurity, InternalPort: defaultInternalPort}
+	for _, t := range timeouts(&j) {
+		*t.field = t.def
 	}
-	for _, k := range launcherKeys(&j) {
-		k.decode(get(jl, k.key))
+	if jl != nil {
+		_ = jl.Decode(&j) // validated: the schema settled every value's type
+	}
+	if len(j.ForwardEnv) == 0 {
+		j.ForwardEnv = nil // [] reads as absent
+	}
+	j.Directives = decodeDirectives(get(jl, "sbatch_directives"))
+	r := get(jl, multiNodePortRangeKey)
+	j.MultiNodePortRange, j.MultiNodePortRangeSet = DefaultMultiNodePortRange(j.InternalPort), r != nil
+	if r != nil {
+		j.MultiNodePortRange, _ = portRangeOf(r)
 	}
 	return j
 }
@@ -423,13 +436,6 @@ func optString(n *yaml.Node) string {
 
 func optInt(n *yaml.Node, def int) int {
 	if v, ok := intValue(n); ok {
-		return v
-	}
-	return def
-}
-
-func optFloat(n *yaml.Node, def float64) float64 {
-	if v, ok := floatValue(n); ok {
 		return v
 	}
 	return def

@@ -22,12 +22,12 @@ type Directive struct {
 // Executables are the explicit command paths of job_launcher.executables.
 // An empty string means unset (resolved from PATH at run time).
 type Executables struct {
-	Sbatch    string
-	Squeue    string
-	Sacct     string
-	Scancel   string
-	Apptainer string
-	Srun      string
+	Sbatch    string `yaml:"sbatch"`
+	Squeue    string `yaml:"squeue"`
+	Sacct     string `yaml:"sacct"`
+	Scancel   string `yaml:"scancel"`
+	Apptainer string `yaml:"apptainer"`
+	Srun      string `yaml:"srun"`
 }
 
 // executableKeys are the keys of job_launcher.executables, in the order
@@ -59,52 +59,46 @@ var Sandboxes = []string{SandboxApptainer, SandboxPyxis, SandboxNone}
 // (contract §3). It is also what the slurm_launcher args of a prepared
 // workspace's resources.json.default decode to.
 type JobLauncher struct {
-	Sandbox                    string // "apptainer", "pyxis" or "none"
-	Image                      string // absolute; "" in bare mode. After prepare: the image's real path
-	PythonPath                 string
-	ParentHost                 string // "" when unset
-	Directives                 []Directive
-	Setup                      string
-	ForwardEnv                 []string
-	Executables                Executables
-	InternalPort               int    // default 8102
-	InternalConnectionSecurity string // "mtls" (default) or "clear"
-	SubmitTimeout              float64
-	QueryTimeout               float64
-	CancelTimeout              float64
-	PollInterval               float64
-	PendingTimeout             float64
+	Sandbox                    string      `yaml:"sandbox"` // "apptainer", "pyxis" or "none"
+	Image                      string      `yaml:"image"`   // absolute; "" in bare mode. After prepare: the image's real path
+	PythonPath                 string      `yaml:"python_path"`
+	ParentHost                 string      `yaml:"parent_host"` // "" when unset
+	Directives                 []Directive `yaml:"-"`           // in file order: decodeDirectives
+	Setup                      string      `yaml:"setup"`
+	ForwardEnv                 []string    `yaml:"forward_env"`
+	Executables                Executables `yaml:"executables"`
+	InternalPort               int         `yaml:"internal_port"`                // default 8102
+	InternalConnectionSecurity string      `yaml:"internal_connection_security"` // "mtls" (default) or "clear"
+	SubmitTimeout              float64     `yaml:"submit_timeout"`
+	QueryTimeout               float64     `yaml:"query_timeout"`
+	CancelTimeout              float64     `yaml:"cancel_timeout"`
+	PollInterval               float64     `yaml:"poll_interval"`
+	PendingTimeout             float64     `yaml:"pending_timeout"`
 	// MultiNodePortRange is the effective range; MultiNodePortRangeSet says
 	// whether the config set it (only then does prepare write it).
-	MultiNodePortRange    PortRange
-	MultiNodePortRangeSet bool
+	MultiNodePortRange    PortRange `yaml:"-"`
+	MultiNodePortRangeSet bool      `yaml:"-"`
 	// TimeLimitSignal is the opt-in warning before the time limit (nil
 	// when unset): flare-slurm's runtime only.
-	TimeLimitSignal *TimeLimitSignal
+	TimeLimitSignal *TimeLimitSignal `yaml:"time_limit_signal"`
 }
 
-// launcherKey is one job_launcher key of jl: how it is read from a
-// validated mapping (n is nil when the key is absent) and how a prepared
+// launcherKey is one job_launcher key of jl and how a prepared
 // workspace's launcher args write it (nil: not written).
 type launcherKey struct {
 	key    string
-	decode func(n *yaml.Node)
 	encode func() *ojson.Value
 }
 
 // launcherKeys are the job_launcher keys of jl, in the order
-// LauncherArgs.Encode writes them: decodeJobLauncher reads a slurm.yaml's
-// (and a workspace's launcher args) through them, Encode writes them. A
-// new key is a field of JobLauncher and a row here (and its schema).
+// LauncherArgs.Encode writes them. A new key is a field of JobLauncher
+// with its yaml tag (decodeJobLauncher reads it), a row here and its
+// schema.
 func launcherKeys(jl *JobLauncher) []launcherKey {
 	keys := []launcherKey{
 		textKey("sandbox", &jl.Sandbox, false),
 		textKey("python_path", &jl.PythonPath, false),
-		{"executables", func(n *yaml.Node) {
-			for i, field := range jl.Executables.fields() {
-				*field = optString(get(n, executableKeys[i]))
-			}
-		}, func() *ojson.Value {
+		{"executables", func() *ojson.Value {
 			exe := ojson.NewObject()
 			for i, field := range jl.Executables.fields() {
 				exe.Set(executableKeys[i], ojson.StringOrNull(*field))
@@ -112,9 +106,8 @@ func launcherKeys(jl *JobLauncher) []launcherKey {
 			return exe
 		}},
 		textKey("image", &jl.Image, true),
-		{"internal_port", func(n *yaml.Node) { jl.InternalPort = optInt(n, defaultInternalPort) },
-			func() *ojson.Value { return ojson.IntValue(int64(jl.InternalPort)) }},
-		{"sbatch_directives", func(n *yaml.Node) { jl.Directives = decodeDirectives(n) }, func() *ojson.Value {
+		{"internal_port", func() *ojson.Value { return ojson.IntValue(int64(jl.InternalPort)) }},
+		{"sbatch_directives", func() *ojson.Value {
 			directives := ojson.NewObject()
 			for _, d := range jl.Directives {
 				directives.Set(d.Key, ojson.StringValue(d.Value))
@@ -122,36 +115,20 @@ func launcherKeys(jl *JobLauncher) []launcherKey {
 			return directives
 		}},
 		textKey("setup", &jl.Setup, false),
-		{"forward_env", func(n *yaml.Node) {
-			if n != nil && n.Kind == yaml.SequenceNode {
-				for _, item := range n.Content {
-					jl.ForwardEnv = append(jl.ForwardEnv, item.Value)
-				}
-			}
-		}, func() *ojson.Value { return ojson.StringArray(jl.ForwardEnv) }},
+		{"forward_env", func() *ojson.Value { return ojson.StringArray(jl.ForwardEnv) }},
 		textKey("parent_host", &jl.ParentHost, true),
 	}
 	for _, t := range timeouts(jl) {
-		keys = append(keys, launcherKey{t.key, func(n *yaml.Node) { *t.field = optFloat(n, t.def) },
-			func() *ojson.Value { return ojson.FloatValue(*t.field) }})
+		keys = append(keys, launcherKey{t.key, func() *ojson.Value { return ojson.FloatValue(*t.field) }})
 	}
-	return append(keys, launcherKey{multiNodePortRangeKey, func(n *yaml.Node) {
-		jl.MultiNodePortRange, jl.MultiNodePortRangeSet = DefaultMultiNodePortRange(jl.InternalPort), n != nil
-		if n != nil {
-			jl.MultiNodePortRange, _ = portRangeOf(n)
-		}
-	}, func() *ojson.Value {
+	return append(keys, launcherKey{multiNodePortRangeKey, func() *ojson.Value {
 		if !jl.MultiNodePortRangeSet {
 			return nil
 		}
 		r := ojson.NewArray()
 		r.Items = append(r.Items, ojson.IntValue(int64(jl.MultiNodePortRange.Start)), ojson.IntValue(int64(jl.MultiNodePortRange.End)))
 		return r
-	}}, launcherKey{TimeLimitSignalKey, func(n *yaml.Node) {
-		if n != nil && n.Kind == yaml.MappingNode {
-			jl.TimeLimitSignal = &TimeLimitSignal{Signal: get(n, "signal").Value, SecondsBefore: optInt(get(n, "seconds_before"), 0)}
-		}
-	}, func() *ojson.Value {
+	}}, launcherKey{TimeLimitSignalKey, func() *ojson.Value {
 		if t := jl.TimeLimitSignal; t != nil {
 			return ojson.NewObject().Set("signal", ojson.StringValue(t.Signal)).Set("seconds_before", ojson.IntValue(int64(t.SecondsBefore)))
 		}
@@ -162,7 +139,7 @@ func launcherKeys(jl *JobLauncher) []launcherKey {
 // textKey is a string key; null says an unset value is written as null
 // (else as "").
 func textKey(key string, field *string, null bool) launcherKey {
-	return launcherKey{key, func(n *yaml.Node) { *field = optString(n) }, func() *ojson.Value {
+	return launcherKey{key, func() *ojson.Value {
 		if null {
 			return ojson.StringOrNull(*field)
 		}
@@ -173,8 +150,8 @@ func textKey(key string, field *string, null bool) launcherKey {
 // TimeLimitSignal asks Slurm to send Signal to the worker SecondsBefore
 // seconds before the job's time limit (sbatch --signal=B:SIG@SECONDS).
 type TimeLimitSignal struct {
-	Signal        string // USR1, USR2, TERM, INT, HUP or QUIT
-	SecondsBefore int    // 1..65535
+	Signal        string `yaml:"signal"`         // USR1, USR2, TERM, INT, HUP or QUIT
+	SecondsBefore int    `yaml:"seconds_before"` // 1..65535
 }
 
 // timeLimitSignals are the signals time_limit_signal may name: those the
