@@ -44,27 +44,23 @@ type reading11 struct {
 }
 
 // read11 resolves a plain scalar as PyYAML's SafeLoader does. PyYAML picks
-// the candidate resolvers by the first character, then tries them in the
+// the candidate resolvers by the first character (each resolver's own
+// first characters, which the scanners check), then tries them in the
 // order they were added (bool, float, int, merge, null, timestamp); every
 // resolver matches the whole text, so the order only matters where two
 // could match, which none of these do.
 func read11(text string) reading11 {
-	first := byte(0)
-	if text != "" {
-		first = text[0]
-	}
-	in := func(set string) bool { return strings.IndexByte(set, first) >= 0 }
 	switch {
-	case in("yYnNtTfFoO") && is11Bool(text):
+	case is11Bool(text):
 		v := strings.ToLower(text)
 		return reading11{"bool", v == "yes" || v == "true" || v == "on"}
-	case in("-+0123456789.") && is11Float(text):
+	case is11Float(text):
 		return reading11{"float", float11(text)}
-	case in("-+0123456789") && is11Int(text):
+	case is11Int(text):
 		return reading11{"int", int11(text)}
-	case (text == "" || in("~nN")) && is11Null(text):
+	case is11Null(text):
 		return reading11{"null", nil}
-	case in("0123456789") && is11Timestamp(text):
+	case is11Timestamp(text):
 		return reading11{"timestamp", text}
 	}
 	return reading11{"str", text}
