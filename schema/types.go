@@ -197,16 +197,11 @@ func (s *StudyRuntime) At(p Problem) Problem {
 	if s == nil || p.Line > 0 {
 		return p
 	}
-	for path := p.Path; path != ""; {
+	for path := p.Path; path != ""; path = path[:max(strings.LastIndexByte(path, '.'), 0)] {
 		if n := nodeAt(s.root, path); n != nil {
 			p.Line, p.Column = n.Line, n.Column
 			return p
 		}
-		i := strings.LastIndexByte(path, '.')
-		if i < 0 {
-			break
-		}
-		path = path[:i]
 	}
 	return p
 }

@@ -322,14 +322,11 @@ func (ws *Workspace) loadSite() Problems {
 		name = serverRoleFile
 	}
 	file := filepath.Join(ws.Root, StartupDir, name)
-	if _, err := os.Stat(file); err != nil && ws.Role == "" {
-		return nil
-	}
 	_, data, ps := jsonFile(file, ws.Role+" role file", "the launcher component says this is a "+ws.Role+" workspace")
+	if ps != nil && ws.Role == "" {
+		return nil // the launcher component's problem says what is wrong
+	}
 	if ps != nil {
-		if ws.Role == "" {
-			return nil
-		}
 		return ps
 	}
 	if n, _ := siteNameNode(ws.Role, parseTree(file, data).root); n != nil {
