@@ -92,21 +92,16 @@ func parseJobMeta(t *tree, site string) (*JobMeta, Problems) {
 	if probs := t.result(); probs != nil {
 		return nil, probs
 	}
-	m := &JobMeta{Study: optString(get(t.root, "study")), SlurmPaths: map[string]string{}}
-	merged := mergedJobSlurm(t.root, site)
-	for k, sl := range merged {
+	// The merged keys, as one mapping, decode through the yaml tags of
+	// JobSlurm (a null keeps the default, as an absent key does).
+	m := &JobMeta{Study: optString(get(t.root, "study")), Slurm: JobSlurm{Nodes: 1}, SlurmPaths: map[string]string{}}
+	merged := &yaml.Node{Kind: yaml.MappingNode}
+	for k, sl := range mergedJobSlurm(t.root, site) {
 		m.SlurmPaths[k] = sl.path
+		merged.Content = append(merged.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, sl.val)
 	}
-	m.Slurm = JobSlurm{
-		Image:          optString(merged["image"].val),
-		Nodes:          optInt(merged["nodes"].val, 1),
-		GPUsPerNode:    ptr(intValue(merged["gpus_per_node"].val)),
-		CPUsPerNode:    ptr(intValue(merged["cpus_per_node"].val)),
-		MemPerNodeMiB:  ptr(intValue(merged["mem_per_node"].val)),
-		Time:           optString(merged["time"].val),
-		PendingTimeout: ptr(floatValue(merged["pending_timeout"].val)),
-	}
-	if n := merged[AdditionalNodeCommandKey].val; isString(n) {
+	_ = merged.Decode(&m.Slurm) // validated
+	if n := get(merged, AdditionalNodeCommandKey); isString(n) {
 		m.Slurm.AdditionalNodeCommand, _ = shell.Split(n.Value) // checked above
 	}
 	if site != "" {

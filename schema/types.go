@@ -287,16 +287,16 @@ type JobMeta struct {
 // launcher_spec.<site>.slurm (site wins), else the legacy nested
 // resource_spec.<site>.slurm. Nil pointers and "" mean unset.
 type JobSlurm struct {
-	Image          string
-	Nodes          int // 1 when unset
-	GPUsPerNode    *int
-	CPUsPerNode    *int
-	MemPerNodeMiB  *int
-	Time           string
-	PendingTimeout *float64
+	Image          string   `yaml:"image"`
+	Nodes          int      `yaml:"nodes"` // 1 when unset
+	GPUsPerNode    *int     `yaml:"gpus_per_node"`
+	CPUsPerNode    *int     `yaml:"cpus_per_node"`
+	MemPerNodeMiB  *int     `yaml:"mem_per_node"`
+	Time           string   `yaml:"time"`
+	PendingTimeout *float64 `yaml:"pending_timeout"`
 	// AdditionalNodeCommand is additional_node_command split into words;
 	// nil when absent or null (contract §11).
-	AdditionalNodeCommand []string
+	AdditionalNodeCommand []string `yaml:"-"`
 }
 
 // ResourceSpec is the portable resources of a site: resource_spec.<site>
