@@ -163,10 +163,8 @@ func parseSlurmConfig(file string, data []byte, offline bool) (*SlurmConfig, Pro
 	if pk := getKey(t.root, "parent"); pk != nil {
 		cfg.parentLine, cfg.parentColumn = pk.Line, pk.Column
 		if p := get(t.root, "parent"); !isNull(p) {
-			cfg.Parent = &Parent{
-				Directives:       decodeDirectives(get(p, "sbatch_directives")),
-				EnvironmentSetup: optString(get(p, "environment_setup")),
-			}
+			cfg.Parent = &Parent{Directives: decodeDirectives(get(p, "sbatch_directives"))}
+			_ = p.Decode(cfg.Parent) // validated
 		}
 	}
 	return cfg, nil, t.skipped

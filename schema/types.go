@@ -165,8 +165,8 @@ const TimeLimitSignalKey = "time_limit_signal"
 
 // Parent is slurm.yaml's optional client-only parent block.
 type Parent struct {
-	Directives       []Directive
-	EnvironmentSetup string
+	Directives       []Directive `yaml:"-"` // in file order: decodeDirectives
+	EnvironmentSetup string      `yaml:"environment_setup"`
 }
 
 // SlurmConfig is a validated slurm.yaml.
