@@ -30,15 +30,6 @@ type Executables struct {
 	Srun      string `yaml:"srun"`
 }
 
-// executableKeys are the keys of job_launcher.executables, in the order
-// the JSON Schema and a prepared workspace list them.
-var executableKeys = []string{"sbatch", "squeue", "sacct", "scancel", "apptainer", "srun"}
-
-// fields are the fields of e, in the order of executableKeys.
-func (e *Executables) fields() []*string {
-	return []*string{&e.Sbatch, &e.Squeue, &e.Sacct, &e.Scancel, &e.Apptainer, &e.Srun}
-}
-
 // PortRange is an inclusive TCP port range.
 type PortRange struct {
 	Start int
@@ -51,9 +42,6 @@ const (
 	SandboxPyxis     = "pyxis"     // srun --container-image
 	SandboxNone      = "none"      // directly on the compute node
 )
-
-// Sandboxes lists them in the order the JSON Schema's enum does.
-var Sandboxes = []string{SandboxApptainer, SandboxPyxis, SandboxNone}
 
 // JobLauncher is slurm.yaml's job_launcher block with defaults applied
 // (contract §3). It is also what the slurm_launcher args of a prepared
@@ -98,12 +86,11 @@ func launcherKeys(jl *JobLauncher) []launcherKey {
 	keys := []launcherKey{
 		textKey("sandbox", &jl.Sandbox, false),
 		textKey("python_path", &jl.PythonPath, false),
-		{"executables", func() *ojson.Value {
-			exe := ojson.NewObject()
-			for i, field := range jl.Executables.fields() {
-				exe.Set(executableKeys[i], ojson.StringOrNull(*field))
-			}
-			return exe
+		{"executables", func() *ojson.Value { // in the schema's order
+			e := &jl.Executables
+			return ojson.NewObject().Set("sbatch", ojson.StringOrNull(e.Sbatch)).Set("squeue", ojson.StringOrNull(e.Squeue)).
+				Set("sacct", ojson.StringOrNull(e.Sacct)).Set("scancel", ojson.StringOrNull(e.Scancel)).
+				Set("apptainer", ojson.StringOrNull(e.Apptainer)).Set("srun", ojson.StringOrNull(e.Srun))
 		}},
 		textKey("image", &jl.Image, true),
 		{"internal_port", func() *ojson.Value { return ojson.IntValue(int64(jl.InternalPort)) }},
@@ -149,15 +136,13 @@ func textKey(key string, field *string, null bool) launcherKey {
 
 // TimeLimitSignal asks Slurm to send Signal to the worker SecondsBefore
 // seconds before the job's time limit (sbatch --signal=B:SIG@SECONDS).
+// The schema's enum allows the signals that the batch shell (the worker,
+// by exec), Apptainer and srun (pyxis, node groups) all pass on to the
+// worker.
 type TimeLimitSignal struct {
 	Signal        string `yaml:"signal"`         // USR1, USR2, TERM, INT, HUP or QUIT
 	SecondsBefore int    `yaml:"seconds_before"` // 1..65535
 }
-
-// timeLimitSignals are the signals time_limit_signal may name: those the
-// batch shell (the worker, by exec), Apptainer and srun (pyxis, node
-// groups) all pass on to the worker (the schema's enum).
-var timeLimitSignals = []string{"USR1", "USR2", "TERM", "INT", "HUP", "QUIT"}
 
 // TimeLimitSignalKey is the job_launcher key (and launcher argument) of
 // the time-limit warning.
