@@ -201,13 +201,7 @@ func (t *tree) result() Problems {
 		return nil
 	}
 	t.probs.Sort()
-	out := t.probs[:0]
-	for i, p := range t.probs {
-		if i > 0 && p == t.probs[i-1] {
-			continue
-		}
-		out = append(out, p)
-	}
+	out := slices.Compact(t.probs)
 	if t.omitted > 0 {
 		out = append(out, problem.OmittedNote(t.file, t.kindOmitted, t.omitted))
 		t.omitted = 0
