@@ -251,12 +251,7 @@ var launcherModes = []string{"process", "docker", "k8s", "slurm"}
 // isNested says whether a resource_spec.<site> entry is the legacy nested
 // form: a mapping with a launcher name among its keys.
 func isNested(entry *yaml.Node) bool {
-	for _, m := range launcherModes {
-		if keyIndex(entry, m) >= 0 {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(launcherModes, func(m string) bool { return keyIndex(entry, m) >= 0 })
 }
 
 // slotsOf lists the entries of mapping n as slots under path prefix.

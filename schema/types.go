@@ -5,6 +5,7 @@ package schema
 // the generator and the runtime never re-check what is settled here.
 
 import (
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -196,10 +197,8 @@ func (s *StudyRuntime) Study(name string) *Study {
 	if s == nil {
 		return nil
 	}
-	for i := range s.Studies {
-		if s.Studies[i].Name == name {
-			return &s.Studies[i]
-		}
+	if i := slices.IndexFunc(s.Studies, func(st Study) bool { return st.Name == name }); i >= 0 {
+		return &s.Studies[i]
 	}
 	return nil
 }
