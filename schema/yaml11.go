@@ -17,12 +17,13 @@ package schema
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"math"
 	"math/big"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -435,9 +436,8 @@ func QuoteReadings(kind string, data []byte) (fixed []byte, done, left []Quoting
 	diffs := readingDifferences("", data, isStudyEnvValue)
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	// Edit each line from its end, so that earlier columns stay valid.
-	sort.SliceStable(diffs, func(i, j int) bool {
-		a, b := diffs[i].node, diffs[j].node
-		return a.Line < b.Line || a.Line == b.Line && a.Column > b.Column
+	slices.SortStableFunc(diffs, func(a, b readingDiff) int {
+		return cmp.Or(cmp.Compare(a.node.Line, b.node.Line), cmp.Compare(b.node.Column, a.node.Column))
 	})
 	for _, d := range diffs {
 		n := d.node
@@ -452,13 +452,10 @@ func QuoteReadings(kind string, data []byte) (fixed []byte, done, left []Quoting
 			left = append(left, q)
 			continue
 		}
-		edited := append(append(append([]byte{}, line[:at]...), q.To...), line[at+len(n.Value):]...)
-		lines[n.Line-1] = edited
+		lines[n.Line-1] = append(append(append([]byte{}, line[:at]...), q.To...), line[at+len(n.Value):]...)
 		done = append(done, q)
 	}
-	sort.Slice(done, func(i, j int) bool {
-		return done[i].Line < done[j].Line || done[i].Line == done[j].Line && done[i].Column < done[j].Column
-	})
+	slices.SortFunc(done, func(a, b Quoting) int { return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column)) })
 	return bytes.Join(lines, nil), done, left
 }
 
