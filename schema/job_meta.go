@@ -66,10 +66,7 @@ func parseJobMeta(t *tree, site string) (*JobMeta, Problems) {
 		t.value = siteView(t.value, site)
 	}
 	t.validateSchema(kindJobMeta, t.jobMetaKeyHook, nil)
-	if site == "" {
-		t.checkSiteNames()
-	}
-	sites := metaSites(t.root, site)
+	sites := t.metaSites(site)
 	if len(sites) == 1 {
 		t.checkJobSite(sites[0])
 	} else {
@@ -159,22 +156,6 @@ func (t *tree) jobMetaKeyHook(parent, key string, allowed []string) (string, str
 	return "", "", false
 }
 
-// checkSiteNames reports the keys of launcher_spec and resource_spec that
-// are neither default nor a valid site name (CheckSiteName). A NUL or a
-// line break is the text rule's, reported already.
-func (t *tree) checkSiteNames() {
-	for _, key := range []string{"launcher_spec", "resource_spec"} {
-		for _, p := range pairs(get(t.root, key)) {
-			if p.name == "default" || p.name == portableDefaultKey || CheckText(p.name, false) != "" {
-				continue
-			}
-			if msg := CheckSiteName(p.name); msg != "" {
-				t.add(problem.Schema, p.key, key+"."+p.name, msg, "allowed: "+SiteNameAllowed)
-			}
-		}
-	}
-}
-
 // siteViews makes, for one site at a time, a view of a job meta's root
 // in which launcher_spec and resource_spec hold only that site's entry and
 // the default ones (the nodes themselves, so every position stays), found
@@ -209,16 +190,25 @@ func (t *tree) siteViews() func(site string) *yaml.Node {
 }
 
 // metaSites lists the sites whose reading is checked: site itself, or
-// every site launcher_spec and resource_spec name plus default.
-func metaSites(root *yaml.Node, site string) []string {
+// every site launcher_spec and resource_spec name plus default. For every
+// site, it reports the keys of the two that are neither default nor a
+// valid site name (CheckSiteName); a NUL or a line break is the text
+// rule's, reported already.
+func (t *tree) metaSites(site string) []string {
 	if site != "" {
 		return []string{site}
 	}
 	set := map[string]bool{"default": true}
 	for _, key := range []string{"launcher_spec", "resource_spec"} {
-		for _, p := range pairs(get(root, key)) {
+		for _, p := range pairs(get(t.root, key)) {
 			if p.name != portableDefaultKey {
 				set[p.name] = true
+			}
+			if p.name == "default" || p.name == portableDefaultKey || CheckText(p.name, false) != "" {
+				continue
+			}
+			if msg := CheckSiteName(p.name); msg != "" {
+				t.add(problem.Schema, p.key, key+"."+p.name, msg, "allowed: "+SiteNameAllowed)
 			}
 		}
 	}
