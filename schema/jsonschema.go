@@ -2,6 +2,7 @@ package schema
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -243,11 +244,7 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 				r.t.omit(problem.Schema)
 				continue
 			}
-			child := r.t.locate(append(slices.Clip(tokens), key))
-			n := child.key
-			if n == nil {
-				n = l.val
-			}
+			n := cmp.Or(r.t.locate(append(slices.Clip(tokens), key)).key, l.val)
 			msg, hint, ok := "", "", false
 			if r.onKey != nil {
 				msg, hint, ok = r.onKey(l.path, key, allowed)
@@ -257,18 +254,13 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 				if len(allowed) > 0 {
 					msg += " (allowed: " + strings.Join(allowed, ", ") + ")"
 				}
-				if hint == "" {
-					hint = didYouMean(key, allowed)
-				}
+				hint = cmp.Or(hint, didYouMean(key, allowed))
 			}
 			r.t.add(problem.Schema, n, joinPath(l.path, key), msg, hint)
 			r.t.probs[len(r.t.probs)-1].AtKey = true // the key is what is wrong
 		}
 	case *kind.Required:
-		n := l.key
-		if n == nil {
-			n = l.val
-		}
+		n := cmp.Or(l.key, l.val)
 		for _, key := range slices.Sorted(slices.Values(k.Missing)) {
 			r.t.add(problem.Schema, n, joinPath(l.path, key), "is required", r.requiredHint(e.SchemaURL, key))
 		}
@@ -284,10 +276,7 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 			hint = SuggestValue(got, want)
 		}
 		msg, h := r.message(e, l.path, l.val)
-		if h == "" {
-			h = hint
-		}
-		r.t.add(problem.Schema, l.val, l.path, msg, h)
+		r.t.add(problem.Schema, l.val, l.path, msg, cmp.Or(h, hint))
 	case *kind.Const:
 		hint := ""
 		got, ok1 := k.Got.(string)

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -178,11 +179,7 @@ func readLauncherComponent(file string, data []byte) (role string, args Launcher
 	}
 	args, aps := decodeLauncherArgs(file, argsNode, argsValue)
 	binaryAt := func(msg, hint string) {
-		at := get(argsNode, bridge.BinaryArg)
-		if at == nil {
-			at = comp
-		}
-		t.add(problem.Rule, at, LauncherComponentID+".args."+bridge.BinaryArg, msg, hint)
+		t.add(problem.Rule, cmp.Or(get(argsNode, bridge.BinaryArg), comp), LauncherComponentID+".args."+bridge.BinaryArg, msg, hint)
 	}
 	switch {
 	case isBridge && !filepath.IsAbs(args.Binary):

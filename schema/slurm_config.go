@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -177,17 +178,11 @@ func parseSlurmConfig(file string, data []byte, offline bool) (*SlurmConfig, Pro
 func slurmKeyHook(parent, key string, allowed []string) (string, string, bool) {
 	hint := jobOwnedHint(key)
 	if strings.HasSuffix(parent, "sbatch_directives") {
-		if hint == "" {
-			hint = didYouMean(key, allowed)
-		}
+		hint = cmp.Or(hint, didYouMean(key, allowed))
 		return "unsupported sbatch directive (allowed: " + strings.Join(DirectiveKeys, ", ") + ")", hint, true
 	}
 	if hint == "" && slices.Contains(DirectiveKeys, strings.ToLower(key)) {
-		owner := parent
-		if owner == "" {
-			owner = "job_launcher"
-		}
-		if owner == "job_launcher" || owner == "parent" {
+		if owner := cmp.Or(parent, "job_launcher"); owner == "job_launcher" || owner == "parent" {
 			hint = fmt.Sprintf("did you mean `%s.sbatch_directives.%s`?", owner, strings.ToLower(key))
 		}
 	}
