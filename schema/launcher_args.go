@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -199,12 +200,9 @@ func readLauncherComponent(file string, data []byte) (role string, args Launcher
 // refused: a workspace prepared before the bounds stays usable.
 func decodeLauncherArgs(file string, n *yaml.Node, v map[string]any) (LauncherArgs, Problems) {
 	var a LauncherArgs
-	jl := map[string]any{}
-	for k, val := range v {
-		if k != WorkspacePathArg && k != bridge.BinaryArg {
-			jl[k] = val
-		}
-	}
+	jl := maps.Clone(v)
+	delete(jl, WorkspacePathArg)
+	delete(jl, bridge.BinaryArg)
 	clamped := map[string]float64{}
 	for _, d := range timeouts(&JobLauncher{}) {
 		key, bound := d.key, d.bound

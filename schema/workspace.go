@@ -260,12 +260,10 @@ func (ws *Workspace) loadComm() Problems {
 		}
 		sec = v.Str
 	}
-	schemeText := ""
 	if scheme != nil && scheme.Kind == ojson.String {
-		schemeText = scheme.Str
+		ws.InternalScheme = scheme.Str
 	}
-	ws.InternalScheme = schemeText
-	switch schemeText {
+	switch ws.InternalScheme {
 	case "tcp":
 		if sec != "clear" && sec != "mtls" {
 			bad(res.Get("connection_security"), "internal.resources.connection_security",
