@@ -39,9 +39,8 @@ type jsonJobMeta struct {
 
 // oversizedSection is a section larger than MaxJobMetaSectionBytes.
 type oversizedSection struct {
-	path   string
-	keyOff int
-	size   int
+	path         string
+	keyOff, size int
 }
 
 // span is a piece of the original text that is kept, or replaced by text.

@@ -204,10 +204,7 @@ func (t *tree) checkStudy(name string, s *yaml.Node) {
 	}
 	// Mount destinations: datasets at /data/<study>/<name>, then secret
 	// mounts; none may overlap another of the same study.
-	type dest struct {
-		path string
-		what string
-	}
+	type dest struct{ path, what string }
 	var dests []dest
 	for _, p := range pairs(get(s, "datasets")) {
 		dests = append(dests, dest{"/data/" + name + "/" + p.name, "dataset " + p.name})

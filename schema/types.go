@@ -32,10 +32,7 @@ type Executables struct {
 }
 
 // PortRange is an inclusive TCP port range.
-type PortRange struct {
-	Start int
-	End   int
-}
+type PortRange struct{ Start, End int }
 
 // Sandboxes: the execution environments of a worker (job_launcher.sandbox).
 const (
