@@ -221,11 +221,11 @@ type slot struct {
 const portableDefaultKey = "@default"
 
 // portableKeys are the portable resource keys (NVFlare's
-// PORTABLE_RESOURCE_KEYS), and nativeTwin their Slurm launcher_spec twin:
-// a job must not give both (NVFlare refuses it).
+// PORTABLE_RESOURCE_KEYS), and nativeTwins those with a Slurm
+// launcher_spec twin: a job must not give both (NVFlare refuses it).
 var (
 	portableKeys = []string{"num_of_gpus", "num_of_cpus", "memory"}
-	nativeTwin   = map[string]string{"num_of_cpus": "cpus_per_node", "memory": "mem_per_node"}
+	nativeTwins  = []struct{ portable, native string }{{"num_of_cpus", "cpus_per_node"}, {"memory", "mem_per_node"}}
 )
 
 // launcherModes are the launcher names whose presence in a
@@ -317,11 +317,11 @@ func (t *tree) checkJobSite(site string) {
 	if site != "default" {
 		portable = portableResources(t.root, site)
 		t.checkPortableValues(portable)
-		for _, k := range portableKeys {
-			sl, ok := portable[k]
-			twin, hasTwin := merged[nativeTwin[k]]
-			if ok && hasTwin && nativeTwin[k] != "" {
-				t.add(problem.Rule, sl.val, sl.path, fmt.Sprintf("portable resource %s conflicts with %s, its Slurm twin, for site %s (NVFlare refuses the job)", k, t.pathText(twin.path), site),
+		for _, tw := range nativeTwins {
+			sl, ok := portable[tw.portable]
+			twin, hasTwin := merged[tw.native]
+			if ok && hasTwin {
+				t.add(problem.Rule, sl.val, sl.path, fmt.Sprintf("portable resource %s conflicts with %s, its Slurm twin, for site %s (NVFlare refuses the job)", tw.portable, t.pathText(twin.path), site),
 					"keep one of the two")
 			}
 		}
@@ -329,12 +329,9 @@ func (t *tree) checkJobSite(site string) {
 	if site == "default" || site == "" {
 		def := get(get(t.root, "resource_spec"), portableDefaultKey)
 		ld := get(get(get(t.root, "launcher_spec"), "default"), "slurm")
-		for _, k := range portableKeys {
-			if nativeTwin[k] == "" {
-				continue
-			}
-			if pv, nv := get(def, k), get(ld, nativeTwin[k]); pv != nil && nv != nil {
-				t.add(problem.Rule, pv, "resource_spec."+portableDefaultKey+"."+k, fmt.Sprintf("portable resource %s conflicts with %s in the default blocks (NVFlare refuses the job)", k, t.pathText("launcher_spec.default.slurm."+nativeTwin[k])),
+		for _, tw := range nativeTwins {
+			if pv, nv := get(def, tw.portable), get(ld, tw.native); pv != nil && nv != nil {
+				t.add(problem.Rule, pv, "resource_spec."+portableDefaultKey+"."+tw.portable, fmt.Sprintf("portable resource %s conflicts with %s in the default blocks (NVFlare refuses the job)", tw.portable, t.pathText("launcher_spec.default.slurm."+tw.native)),
 					"keep one of the two")
 			}
 		}

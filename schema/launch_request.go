@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -347,19 +348,8 @@ func (r *LaunchRequest) decode(v map[string]any) {
 
 // jsonKindAt names the JSON type of the value at off ("array", …).
 func jsonKindAt(data []byte, off int) string {
-	switch data[off] {
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case '"':
-		return "string"
-	case 't', 'f':
-		return "boolean"
-	case 'n':
-		return "null"
-	}
-	return "number"
+	kinds := map[byte]string{'{': "object", '[': "array", '"': "string", 't': "boolean", 'f': "boolean", 'n': "null"}
+	return cmp.Or(kinds[data[off]], "number")
 }
 
 // Invalid says whether the request itself had problems (as opposed to the
