@@ -150,14 +150,10 @@ func readLauncherComponent(file string, data []byte) (role string, args Launcher
 	}
 	path := get(comp, "path")
 	isBridge := isString(path) && bridge.RoleOf(path.Value) != ""
-	switch {
-	case isString(path) && path.Value == ClientLauncherPath:
-		role = roleClient
-	case isString(path) && path.Value == ServerLauncherPath:
-		role = RoleServer
-	case isBridge:
-		role = bridge.RoleOf(path.Value)
-	default:
+	if isString(path) {
+		role = cmp.Or(map[string]string{ClientLauncherPath: roleClient, ServerLauncherPath: RoleServer}[path.Value], bridge.RoleOf(path.Value))
+	}
+	if role == "" {
 		at, what := comp, "nothing"
 		if path != nil {
 			at, what = path, "a "+nodeKindName(path)
