@@ -159,11 +159,11 @@ func (noLoader) Load(u string) (any, error) {
 	return nil, fmt.Errorf("schema %s is not embedded", u)
 }
 
-// keyHook lets a document kind phrase an unknown key its own way: it gets
-// the dotted path of the mapping, the key and the allowed keys, and returns
-// the message and hint, or ok false for the default wording (with ok false,
-// a non-empty hint still replaces the default did-you-mean: a key that
-// belongs elsewhere).
+// keyHook (every kind has one) lets a document kind phrase an unknown key
+// its own way: it gets the dotted path of the mapping, the key and the
+// allowed keys, and returns the message and hint, or ok false for the
+// default wording (with ok false, a non-empty hint still replaces the
+// default did-you-mean: a key that belongs elsewhere).
 type keyHook func(parent, key string, allowed []string) (message, hint string, ok bool)
 
 // valueHook lets a document kind rephrase a value error: it gets the dotted
@@ -245,10 +245,7 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 				continue
 			}
 			n := cmp.Or(r.t.locate(append(slices.Clip(tokens), key)).key, l.val)
-			msg, hint, ok := "", "", false
-			if r.onKey != nil {
-				msg, hint, ok = r.onKey(l.path, key, allowed)
-			}
+			msg, hint, ok := r.onKey(l.path, key, allowed)
 			if !ok {
 				msg = "unknown key"
 				if len(allowed) > 0 {

@@ -153,7 +153,7 @@ func studyValueHook(p string, k jsonschema.ErrorKind) (string, string, bool) {
 	return "", "", false
 }
 
-// nameHint explains the study, dataset and secret mount name rule.
+// nameMessage explains the study, dataset and secret mount name rule.
 const nameMessage = "is not a valid name: use 1-63 lowercase letters, digits, '_' or '-', starting and ending with a letter or digit"
 
 // checkName reports a study, dataset or secret mount name that breaks the
