@@ -192,8 +192,7 @@ func (t *tree) validateSchema(name string, onKey keyHook, onValue valueHook) {
 		t.add(problem.Schema, nil, "", err.Error(), "")
 		return
 	}
-	v := schemaReporter{t: t, d: d, onKey: onKey, onValue: onValue}
-	v.walk(verr)
+	(&schemaReporter{t: t, d: d, onKey: onKey, onValue: onValue}).walk(verr)
 }
 
 type schemaReporter struct {

@@ -159,10 +159,7 @@ func LoadWorkspace(root string) (*Workspace, error) {
 		ResourcesFile: resourcesFile(dir),
 		CommFile:      filepath.Join(dir, filepath.FromSlash(CommConfigPath)),
 	}
-	var ps Problems
-	ps = append(ps, ws.loadLauncher()...)
-	ps = append(ps, ws.loadComm()...)
-	ps = append(ps, ws.loadSite()...)
+	ps := append(append(ws.loadLauncher(), ws.loadComm()...), ws.loadSite()...) // in this order: the launcher says the role
 	if ps == nil {
 		real, err := filepath.EvalSymlinks(root)
 		switch {
