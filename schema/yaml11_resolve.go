@@ -79,11 +79,7 @@ func (c *scan11) sexagesimal() bool {
 			break
 		}
 		if c.one("012345") {
-			// [0-5][0-9], or [0-5] alone (the optional part taken as the digit).
-			if !c.one(digits11) && !isDigit(c.s[c.i-1]) {
-				c.i = start
-				break
-			}
+			c.one(digits11) // [0-5][0-9], or [0-5] alone (the optional part taken as the digit)
 		} else if !c.one(digits11) {
 			c.i = start
 			break
@@ -92,8 +88,6 @@ func (c *scan11) sexagesimal() bool {
 	}
 	return n > 0
 }
-
-func isDigit(b byte) bool { return b >= '0' && b <= '9' }
 
 // optExponent takes ([eE][-+][0-9]+)? and says whether the text is still
 // well formed (an exponent started must be whole).
