@@ -355,7 +355,7 @@ func (r *schemaReporter) defaultMessage(e *jsonschema.ValidationError, n *yaml.N
 	}
 	switch k := e.ErrorKind.(type) {
 	case *kind.Type:
-		got := typeName(k.Got)
+		got := cmp.Or(map[string]string{"object": "mapping", "array": "list"}[k.Got], k.Got) // as nodeKindName names them
 		if n != nil {
 			got = nodeKindName(n)
 		}
@@ -451,16 +451,6 @@ func typeList(want []string) string {
 		return parts[0]
 	}
 	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
-}
-
-func typeName(t string) string {
-	switch t {
-	case "object":
-		return "mapping"
-	case "array":
-		return "list"
-	}
-	return t
 }
 
 // plainValue renders an allowed value: strings bare.

@@ -113,8 +113,7 @@ func is11Float(s string) bool {
 			c.many(digitsU11)
 			return c.optExponent() && c.done()
 		}
-		rest := s[c.i:]
-		switch rest {
+		switch s[c.i:] {
 		case "inf", "Inf", "INF", "nan", "NaN", "NAN":
 			return true
 		}
