@@ -50,19 +50,22 @@ func stringItems(v *ojson.Value) []string {
 // executables, and the same defaults. Change one side and this fails.
 func TestSchemaMatchesGoConstants(t *testing.T) {
 	jl := schemaValue(t, "slurm-config", "properties", "job_launcher", "properties")
-	if got := stringItems(jl.Get("sandbox").Get("enum")); !slices.Equal(got, Sandboxes) {
-		t.Errorf("slurm-config sandbox enum %v, Go Sandboxes %v", got, Sandboxes)
+	sandboxes := []string{SandboxApptainer, SandboxPyxis, SandboxNone}
+	if got := stringItems(jl.Get("sandbox").Get("enum")); !slices.Equal(got, sandboxes) {
+		t.Errorf("slurm-config sandbox enum %v, Go sandboxes %v", got, sandboxes)
 	}
 	study := schemaValue(t, "study-runtime", "$defs", "study", "properties", "slurm", "properties", "sandbox", "enum")
-	if got := stringItems(study); !slices.Equal(got, Sandboxes) {
-		t.Errorf("study-runtime sandbox enum %v, Go Sandboxes %v", got, Sandboxes)
+	if got := stringItems(study); !slices.Equal(got, sandboxes) {
+		t.Errorf("study-runtime sandbox enum %v, Go sandboxes %v", got, sandboxes)
 	}
 	if got := memberKeys(schemaValue(t, "slurm-config", "$defs", "directives", "properties")); !slices.Equal(got, DirectiveKeys) {
 		t.Errorf("slurm-config directives %v, Go DirectiveKeys %v", got, DirectiveKeys)
 	}
+	executableKeys := memberKeys(LauncherArgs{}.Encode().Get("executables")) // the order prepare writes
 	if got := memberKeys(jl.Get("executables").Get("properties")); !slices.Equal(got, executableKeys) {
 		t.Errorf("slurm-config executables %v, Go executableKeys %v", got, executableKeys)
 	}
+	timeLimitSignals := []string{"USR1", "USR2", "TERM", "INT", "HUP", "QUIT"}
 	if got := stringItems(jl.Get(TimeLimitSignalKey).Get("properties").Get("signal").Get("enum")); !slices.Equal(got, timeLimitSignals) {
 		t.Errorf("slurm-config time_limit_signal.signal enum %v, Go timeLimitSignals %v", got, timeLimitSignals)
 	}

@@ -25,32 +25,15 @@ const (
 	maxSeconds = 365 * 24 * 60 * 60
 )
 
-// durationBound is the allowed range of one duration key, in seconds.
-type durationBound struct {
-	Key      string
-	Min, Max float64
-}
+// durationBound is the allowed range of one duration, in seconds: every
+// duration of job_launcher has one (timeouts), and a job meta's
+// pending_timeout has the bound of the site's.
+type durationBound struct{ Min, Max float64 }
 
-// durationBounds are the durations of job_launcher, in the order prepare
-// writes them (a job meta's pending_timeout has the bound of the site's).
-var durationBounds = []durationBound{
-	{"submit_timeout", minSeconds, maxCallSeconds},
-	{"query_timeout", minSeconds, maxCallSeconds},
-	{"cancel_timeout", minSeconds, maxCallSeconds},
-	{"poll_interval", minSeconds, maxCallSeconds},
-	{"pending_timeout", minSeconds, maxSeconds},
-}
-
-// durationBoundOf is the bound of duration key; ok is false for a key
-// that is not a duration.
-func durationBoundOf(key string) (durationBound, bool) {
-	for _, b := range durationBounds {
-		if b.Key == key {
-			return b, true
-		}
-	}
-	return durationBound{}, false
-}
+var (
+	callBound    = durationBound{minSeconds, maxCallSeconds}
+	pendingBound = durationBound{minSeconds, maxSeconds}
+)
 
 // Check says what is wrong with seconds s for this key ("" when nothing).
 func (b durationBound) Check(s float64) string {

@@ -36,23 +36,37 @@ func schemaNode(t *testing.T, name, dotted string) map[string]any {
 }
 
 // TestSchemaDurationsMatchGoBounds ties the JSON Schemas' minimum and
-// maximum of every duration to schema.durationBounds (issue 25 item 8):
-// changing one side fails.
+// maximum of every duration to the bounds of schema.timeouts (issue 25
+// item 8): changing one side fails.
 func TestSchemaDurationsMatchGoBounds(t *testing.T) {
-	for _, b := range durationBounds {
-		n := schemaNode(t, KindSlurmConfig, "properties.job_launcher.properties."+b.Key)
+	durations := timeouts(&JobLauncher{})
+	for _, d := range durations {
+		b := d.bound
+		n := schemaNode(t, KindSlurmConfig, "properties.job_launcher.properties."+d.key)
 		if n["minimum"] != b.Min || n["maximum"] != b.Max || n["exclusiveMinimum"] != nil {
-			t.Errorf("slurm-config %s: minimum %v maximum %v exclusiveMinimum %v, Go [%v, %v]", b.Key, n["minimum"], n["maximum"], n["exclusiveMinimum"], b.Min, b.Max)
+			t.Errorf("slurm-config %s: minimum %v maximum %v exclusiveMinimum %v, Go [%v, %v]", d.key, n["minimum"], n["maximum"], n["exclusiveMinimum"], b.Min, b.Max)
 		}
 	}
-	site, _ := durationBoundOf("pending_timeout")
+	site := durationBoundOf(t, "pending_timeout")
 	n := schemaNode(t, kindJobMeta, "$defs.jobSlurm.properties.pending_timeout")
 	if n["minimum"] != site.Min || n["maximum"] != site.Max {
 		t.Errorf("job-meta pending_timeout: minimum %v maximum %v, Go [%v, %v]", n["minimum"], n["maximum"], site.Min, site.Max)
 	}
-	if len(durationBounds) != 5 {
-		t.Errorf("durationBounds lists %d keys, want the 5 durations of job_launcher", len(durationBounds))
+	if len(durations) != 5 {
+		t.Errorf("timeouts lists %d keys, want the 5 durations of job_launcher", len(durations))
 	}
+}
+
+// durationBoundOf is the bound of duration key.
+func durationBoundOf(t *testing.T, key string) durationBound {
+	t.Helper()
+	for _, d := range timeouts(&JobLauncher{}) {
+		if d.key == key {
+			return d.bound
+		}
+	}
+	t.Fatalf("%s is not a duration", key)
+	return durationBound{}
 }
 
 // TestDurationsBounded: every duration of slurm.yaml accepts its floor and
@@ -61,7 +75,8 @@ func TestSchemaDurationsMatchGoBounds(t *testing.T) {
 // above the ceiling (1e10 overflowed to a negative Go duration), with its
 // position and the allowed range.
 func TestDurationsBounded(t *testing.T) {
-	for _, b := range durationBounds {
+	for _, d := range timeouts(&JobLauncher{}) {
+		b := d.bound
 		for _, c := range []struct {
 			value string
 			ok    bool
@@ -74,14 +89,14 @@ func TestDurationsBounded(t *testing.T) {
 			{fmt.Sprint(b.Max + 1), false},
 			{"1e10", false},
 		} {
-			doc := fmt.Sprintf("runtime: slurm\njob_launcher:\n  sandbox: none\n  python_path: /usr/bin/python3\n  %s: %s\n", b.Key, c.value)
+			doc := fmt.Sprintf("runtime: slurm\njob_launcher:\n  sandbox: none\n  python_path: /usr/bin/python3\n  %s: %s\n", d.key, c.value)
 			_, probs := parseSlurm("s.yaml", []byte(doc))
 			if c.ok != (probs == nil) {
-				t.Errorf("%s: %s: problems %v, want ok=%v", b.Key, c.value, probs, c.ok)
+				t.Errorf("%s: %s: problems %v, want ok=%v", d.key, c.value, probs, c.ok)
 				continue
 			}
-			if !c.ok && (len(probs) != 1 || probs[0].Line != 5 || probs[0].Path != "job_launcher."+b.Key) {
-				t.Errorf("%s: %s: problems %v", b.Key, c.value, probs)
+			if !c.ok && (len(probs) != 1 || probs[0].Line != 5 || probs[0].Path != "job_launcher."+d.key) {
+				t.Errorf("%s: %s: problems %v", d.key, c.value, probs)
 			}
 		}
 	}
@@ -103,14 +118,16 @@ func TestJobPendingTimeoutBounded(t *testing.T) {
 }
 
 func TestDurationBoundCheck(t *testing.T) {
-	b, ok := durationBoundOf("poll_interval")
-	if !ok || b.Check(1) != "" || b.Check(0.5) == "" || b.Check(3601) == "" {
+	b := durationBoundOf(t, "poll_interval")
+	if b.Check(1) != "" || b.Check(0.5) == "" || b.Check(3601) == "" {
 		t.Fatalf("poll_interval bound %+v", b)
 	}
 	if got := b.Check(0.0001); got != "must be a number of seconds from 1 to 3600 (one hour)" {
 		t.Errorf("message %q", got)
 	}
-	if _, ok := durationBoundOf("internal_port"); ok {
-		t.Error("internal_port is not a duration")
+	for _, d := range timeouts(&JobLauncher{}) {
+		if d.key == "internal_port" {
+			t.Error("internal_port is not a duration")
+		}
 	}
 }

@@ -75,18 +75,13 @@ func CommentMarker(root, jobID string) string {
 	return CommentMarkerPrefix + jobID + "@" + WorkspaceID(root)
 }
 
-// legacyCommentMarker is the marker of a job launched before markers
-// carried the workspace ("nvfl:<job id>", NVFlare's form): accepted for
-// such a job's recorded handle only.
-func legacyCommentMarker(jobID string) string { return CommentMarkerPrefix + jobID }
-
 // ExpectedMarker is the marker the runtime of the workspace at root
 // matches for a job whose handle recorded marker: this workspace's marker
 // of the job, whatever the handle says (a handle copied from another
 // workspace names that workspace's marker), or the legacy marker of a job
 // launched before markers carried the workspace.
 func ExpectedMarker(root, jobID, recorded string) string {
-	if recorded == legacyCommentMarker(jobID) {
+	if recorded == CommentMarkerPrefix+jobID { // the legacy marker, NVFlare's form
 		return recorded
 	}
 	return CommentMarker(root, jobID)

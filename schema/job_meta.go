@@ -66,23 +66,15 @@ func parseJobMeta(t *tree, site string) (*JobMeta, Problems) {
 		t.value = siteView(t.value, site)
 	}
 	t.validateSchema(kindJobMeta, t.jobMetaKeyHook, nil)
-	if site == "" {
-		t.checkSiteNames()
+	// Each site is checked on a view of the file that holds only its own
+	// and the default entries: looking a site up in the whole resource_spec
+	// for each site was quadratic (20,000 sites: 8 s).
+	root, view := t.root, t.siteViews()
+	for _, s := range t.metaSites(site) {
+		t.root = view(s)
+		t.checkJobSite(s)
 	}
-	sites := metaSites(t.root, site)
-	if len(sites) == 1 {
-		t.checkJobSite(sites[0])
-	} else {
-		// Each site is checked on a view of the file that holds only its
-		// own and the default entries: looking a site up in the whole
-		// resource_spec for each site was quadratic (20,000 sites: 8 s).
-		root, views := t.root, newSiteViews(t)
-		for _, s := range sites {
-			t.root = views.of(s)
-			t.checkJobSite(s)
-		}
-		t.root = root
-	}
+	t.root = root
 	for _, p := range pairs(get(t.root, "launcher_spec")) {
 		if site != "" && p.name != "default" && p.name != site {
 			continue
@@ -92,28 +84,20 @@ func parseJobMeta(t *tree, site string) (*JobMeta, Problems) {
 	if probs := t.result(); probs != nil {
 		return nil, probs
 	}
-	m := &JobMeta{Study: optString(get(t.root, "study")), SlurmPaths: map[string]string{}, ResourcePaths: map[string]string{}}
-	merged := mergedJobSlurm(t.root, site)
-	for k, sl := range merged {
+	// The merged keys, as one mapping, decode through the yaml tags of
+	// JobSlurm (a null keeps the default, as an absent key does).
+	m := &JobMeta{Study: optString(get(t.root, "study")), Slurm: JobSlurm{Nodes: 1}, SlurmPaths: map[string]string{}}
+	merged := &yaml.Node{Kind: yaml.MappingNode}
+	for k, sl := range mergedJobSlurm(t.root, site) {
 		m.SlurmPaths[k] = sl.path
+		merged.Content = append(merged.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, sl.val)
 	}
-	m.Slurm = JobSlurm{
-		Image:          optString(merged["image"].val),
-		Nodes:          optInt(merged["nodes"].val, 1),
-		GPUsPerNode:    ptr(intValue(merged["gpus_per_node"].val)),
-		CPUsPerNode:    ptr(intValue(merged["cpus_per_node"].val)),
-		MemPerNodeMiB:  ptr(intValue(merged["mem_per_node"].val)),
-		Time:           optString(merged["time"].val),
-		PendingTimeout: ptr(floatValue(merged["pending_timeout"].val)),
-	}
-	if n := merged[AdditionalNodeCommandKey].val; isString(n) {
+	_ = merged.Decode(&m.Slurm) // validated
+	if n := get(merged, AdditionalNodeCommandKey); isString(n) {
 		m.Slurm.AdditionalNodeCommand, _ = shell.Split(n.Value) // checked above
 	}
 	if site != "" {
 		rs := portableResources(t.root, site)
-		for k, sl := range rs {
-			m.ResourcePaths[k] = sl.path
-		}
 		m.Resources = ResourceSpec{
 			NumOfGPUs: ptr(intValue(rs["num_of_gpus"].val)),
 			NumOfCPUs: ptr(intValue(rs["num_of_cpus"].val)),
@@ -134,26 +118,20 @@ func siteView(v any, site string) any {
 	if !ok {
 		return v
 	}
-	keep := func(key string, names ...string) {
+	root = maps.Clone(root)
+	for key, def := range map[string]string{"launcher_spec": "default", "resource_spec": portableDefaultKey} {
 		m, ok := root[key].(map[string]any)
 		if !ok {
-			return // absent, null or the wrong type: the schema says so
+			continue // absent, null or the wrong type: the schema says so
 		}
 		out := map[string]any{}
-		for _, n := range names {
+		for _, n := range []string{def, site} {
 			if val, ok := m[n]; ok {
 				out[n] = val
 			}
 		}
 		root[key] = out
 	}
-	view := make(map[string]any, len(root))
-	for k, val := range root {
-		view[k] = val
-	}
-	root = view
-	keep("launcher_spec", "default", site)
-	keep("resource_spec", portableDefaultKey, site)
 	return root
 }
 
@@ -173,74 +151,59 @@ func (t *tree) jobMetaKeyHook(parent, key string, allowed []string) (string, str
 	return "", "", false
 }
 
-// checkSiteNames reports the keys of launcher_spec and resource_spec that
-// are neither default nor a valid site name (CheckSiteName). A NUL or a
-// line break is the text rule's, reported already.
-func (t *tree) checkSiteNames() {
-	for _, key := range []string{"launcher_spec", "resource_spec"} {
-		for _, p := range pairs(get(t.root, key)) {
-			if p.name == "default" || p.name == portableDefaultKey || CheckText(p.name, false) != "" {
-				continue
-			}
-			if msg := CheckSiteName(p.name); msg != "" {
-				t.add(problem.Schema, p.key, key+"."+p.name, msg, "allowed: "+SiteNameAllowed)
-			}
-		}
-	}
-}
-
 // siteViews makes, for one site at a time, a view of a job meta's root
 // in which launcher_spec and resource_spec hold only that site's entry and
 // the default ones (the nodes themselves, so every position stays), found
 // through the tree's index of wide mappings (keyIndex), built once.
-type siteViews struct {
-	t        *tree
-	root     *yaml.Node
-	sections []*yaml.Node // launcher_spec and resource_spec
-}
-
-func newSiteViews(t *tree) siteViews {
-	return siteViews{t: t, root: t.root, sections: []*yaml.Node{get(t.root, "launcher_spec"), get(t.root, "resource_spec")}}
-}
-
-// of is the root as site's checks see it.
-func (v siteViews) of(site string) *yaml.Node {
-	root := *v.root
-	root.Content = make([]*yaml.Node, len(v.root.Content))
-	copy(root.Content, v.root.Content)
-	for i := 1; i < len(root.Content); i += 2 {
-		sec := root.Content[i]
-		if sec.Kind != yaml.MappingNode || !slices.Contains(v.sections, sec) {
-			continue
-		}
-		var at []int
-		for _, name := range []string{"default", portableDefaultKey, site} {
-			if j := v.t.keyIndex(sec, name); j >= 0 && !slices.Contains(at, j) {
-				at = append(at, j)
+func (t *tree) siteViews() func(site string) *yaml.Node {
+	orig := t.root
+	sections := []*yaml.Node{get(orig, "launcher_spec"), get(orig, "resource_spec")}
+	return func(site string) *yaml.Node {
+		root := *orig
+		root.Content = slices.Clone(orig.Content)
+		for i := 1; i < len(root.Content); i += 2 {
+			sec := root.Content[i]
+			if sec.Kind != yaml.MappingNode || !slices.Contains(sections, sec) {
+				continue
 			}
+			var at []int
+			for _, name := range []string{"default", portableDefaultKey, site} {
+				if j := t.keyIndex(sec, name); j >= 0 && !slices.Contains(at, j) {
+					at = append(at, j)
+				}
+			}
+			slices.Sort(at)
+			view := *sec
+			view.Content = make([]*yaml.Node, 0, 2*len(at))
+			for _, j := range at {
+				view.Content = append(view.Content, sec.Content[j], sec.Content[j+1])
+			}
+			root.Content[i] = &view
 		}
-		slices.Sort(at)
-		view := *sec
-		view.Content = make([]*yaml.Node, 0, 2*len(at))
-		for _, j := range at {
-			view.Content = append(view.Content, sec.Content[j], sec.Content[j+1])
-		}
-		root.Content[i] = &view
+		return &root
 	}
-	return &root
 }
 
 // metaSites lists the sites whose reading is checked: site itself, or
-// every site launcher_spec and resource_spec name plus default.
-func metaSites(root *yaml.Node, site string) []string {
+// every site launcher_spec and resource_spec name plus default. For every
+// site, it reports the keys of the two that are neither default nor a
+// valid site name (CheckSiteName); a NUL or a line break is the text
+// rule's, reported already.
+func (t *tree) metaSites(site string) []string {
 	if site != "" {
 		return []string{site}
 	}
 	set := map[string]bool{"default": true}
 	for _, key := range []string{"launcher_spec", "resource_spec"} {
-		for _, p := range pairs(get(root, key)) {
+		for _, p := range pairs(get(t.root, key)) {
 			if p.name != portableDefaultKey {
 				set[p.name] = true
+			}
+			if p.name == "default" || p.name == portableDefaultKey || CheckText(p.name, false) != "" {
+				continue
+			}
+			if msg := CheckSiteName(p.name); msg != "" {
+				t.add(problem.Schema, p.key, key+"."+p.name, msg, "allowed: "+SiteNameAllowed)
 			}
 		}
 	}
@@ -258,11 +221,11 @@ type slot struct {
 const portableDefaultKey = "@default"
 
 // portableKeys are the portable resource keys (NVFlare's
-// PORTABLE_RESOURCE_KEYS), and nativeTwin their Slurm launcher_spec twin:
-// a job must not give both (NVFlare refuses it).
+// PORTABLE_RESOURCE_KEYS), and nativeTwins those with a Slurm
+// launcher_spec twin: a job must not give both (NVFlare refuses it).
 var (
 	portableKeys = []string{"num_of_gpus", "num_of_cpus", "memory"}
-	nativeTwin   = map[string]string{"num_of_cpus": "cpus_per_node", "memory": "mem_per_node"}
+	nativeTwins  = []struct{ portable, native string }{{"num_of_cpus", "cpus_per_node"}, {"memory", "mem_per_node"}}
 )
 
 // launcherModes are the launcher names whose presence in a
@@ -273,12 +236,7 @@ var launcherModes = []string{"process", "docker", "k8s", "slurm"}
 // isNested says whether a resource_spec.<site> entry is the legacy nested
 // form: a mapping with a launcher name among its keys.
 func isNested(entry *yaml.Node) bool {
-	for _, m := range launcherModes {
-		if keyIndex(entry, m) >= 0 {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(launcherModes, func(m string) bool { return keyIndex(entry, m) >= 0 })
 }
 
 // slotsOf lists the entries of mapping n as slots under path prefix.
@@ -359,11 +317,11 @@ func (t *tree) checkJobSite(site string) {
 	if site != "default" {
 		portable = portableResources(t.root, site)
 		t.checkPortableValues(portable)
-		for _, k := range portableKeys {
-			sl, ok := portable[k]
-			twin, hasTwin := merged[nativeTwin[k]]
-			if ok && hasTwin && nativeTwin[k] != "" {
-				t.add(problem.Rule, sl.val, sl.path, fmt.Sprintf("portable resource %s conflicts with %s, its Slurm twin, for site %s (NVFlare refuses the job)", k, t.pathText(twin.path), site),
+		for _, tw := range nativeTwins {
+			sl, ok := portable[tw.portable]
+			twin, hasTwin := merged[tw.native]
+			if ok && hasTwin {
+				t.add(problem.Rule, sl.val, sl.path, fmt.Sprintf("portable resource %s conflicts with %s, its Slurm twin, for site %s (NVFlare refuses the job)", tw.portable, t.pathText(twin.path), site),
 					"keep one of the two")
 			}
 		}
@@ -371,17 +329,12 @@ func (t *tree) checkJobSite(site string) {
 	if site == "default" || site == "" {
 		def := get(get(t.root, "resource_spec"), portableDefaultKey)
 		ld := get(get(get(t.root, "launcher_spec"), "default"), "slurm")
-		for _, k := range portableKeys {
-			if nativeTwin[k] == "" {
-				continue
-			}
-			if pv, nv := get(def, k), get(ld, nativeTwin[k]); pv != nil && nv != nil {
-				t.add(problem.Rule, pv, "resource_spec."+portableDefaultKey+"."+k, fmt.Sprintf("portable resource %s conflicts with %s in the default blocks (NVFlare refuses the job)", k, t.pathText("launcher_spec.default.slurm."+nativeTwin[k])),
+		for _, tw := range nativeTwins {
+			if pv, nv := get(def, tw.portable), get(ld, tw.native); pv != nil && nv != nil {
+				t.add(problem.Rule, pv, "resource_spec."+portableDefaultKey+"."+tw.portable, fmt.Sprintf("portable resource %s conflicts with %s in the default blocks (NVFlare refuses the job)", tw.portable, t.pathText("launcher_spec.default.slurm."+tw.native)),
 					"keep one of the two")
 			}
 		}
-	}
-	if site == "default" || site == "" {
 		return
 	}
 	t.checkLegacyProcessGPUs(site, merged)
@@ -493,12 +446,12 @@ func (t *tree) checkNodeCommand(site string, merged map[string]slot) {
 	words, err := shell.Split(s.val.Value)
 	switch {
 	case err != nil:
-		t.addOnce(nodeSplit, problem.Schema, s.val, s.path, "cannot be split into words: "+err.Error(), "quote it like a POSIX shell command line; it is split once and run without a shell")
+		t.addOnce("split", problem.Schema, s.val, s.path, "cannot be split into words: "+err.Error(), "quote it like a POSIX shell command line; it is split once and run without a shell")
 	case len(words) == 0:
-		t.addOnce(nodeEmpty, problem.Schema, s.val, s.path, "must contain at least one word", "name the command the other nodes run, or remove the key")
+		t.addOnce("empty", problem.Schema, s.val, s.path, "must contain at least one word", "name the command the other nodes run, or remove the key")
 	}
 	if secretRef.MatchString(s.val.Value) {
-		t.addOnce(nodeSecret, problem.Schema, s.val, s.path, "must not reference a secret (${secret:…})", "the other nodes of a node group run without secrets; only the worker on the first node gets them")
+		t.addOnce("secret", problem.Schema, s.val, s.path, "must not reference a secret (${secret:…})", "the other nodes of a node group run without secrets; only the worker on the first node gets them")
 	}
 	nodes, ok := intValue(merged["nodes"].val)
 	if merged["nodes"].val == nil {
@@ -509,7 +462,7 @@ func (t *tree) checkNodeCommand(site string, merged map[string]slot) {
 		if site == "default" || site == "" {
 			reading = "the default reading (sites without a launcher_spec section of their own)"
 		}
-		t.addOnce(nodeNodes, problem.Rule, s.val, s.path, fmt.Sprintf("needs nodes > 1, but %s has nodes %d", reading, nodes),
+		t.addOnce("nodes", problem.Rule, s.val, s.path, fmt.Sprintf("needs nodes > 1, but %s has nodes %d", reading, nodes),
 			"set nodes to the size of the group, or remove the command: a one-node job runs the worker only")
 	}
 }
@@ -568,27 +521,17 @@ func (m *JobMeta) EffectiveMemMiB() *int {
 	return m.Slurm.MemPerNodeMiB
 }
 
-// nodeRule names one rule of checkNodeCommand, so that addOnce tells one
-// rule's problem from another's without reading its message.
-type nodeRule int
-
-const (
-	nodeSplit nodeRule = iota
-	nodeEmpty
-	nodeSecret
-	nodeNodes
-)
-
-// onceKey is one rule's problem at one position.
+// onceKey is one rule's problem at one position: rule names a rule of
+// checkNodeCommand, so that addOnce tells one rule's problem from
+// another's without reading its message.
 type onceKey struct {
-	rule         nodeRule
-	path         string
+	rule, path   string
 	line, column int
 }
 
 // addOnce is add unless rule already reported a problem at n's position
 // (several sites' readings can share one value).
-func (t *tree) addOnce(rule nodeRule, k problem.Kind, n *yaml.Node, path, message, hint string) {
+func (t *tree) addOnce(rule string, k problem.Kind, n *yaml.Node, path, message, hint string) {
 	key := onceKey{rule, path, n.Line, n.Column}
 	if t.once[key] {
 		return

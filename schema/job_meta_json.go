@@ -39,9 +39,8 @@ type jsonJobMeta struct {
 
 // oversizedSection is a section larger than MaxJobMetaSectionBytes.
 type oversizedSection struct {
-	path   string
-	keyOff int
-	size   int
+	path         string
+	keyOff, size int
 }
 
 // span is a piece of the original text that is kept, or replaced by text.
@@ -266,12 +265,7 @@ func (t *tree) parseJSON(data, text []byte, scan ojson.ScanResult, skip func(pat
 		}
 		line, col := ojson.Position(data, d.KeyOffset)
 		first, _ := ojson.Position(data, d.FirstOffset)
-		if t.full() {
-			t.omit(problem.Structure)
-			continue
-		}
-		t.probs = append(t.probs, t.final(Problem{Kind: problem.Structure, File: t.file, Line: line, Column: col, Path: d.Path,
-			Message: fmt.Sprintf(msgDuplicate+" (first defined at line %d)", t.lineText(first)), Hint: "remove one of them"}))
+		t.add(problem.Structure, &yaml.Node{Line: line, Column: col}, d.Path, fmt.Sprintf(msgDuplicate+" (first defined at line %d)", t.lineText(first)), "remove one of them")
 	}
 	if skip == nil {
 		for range scan.More {

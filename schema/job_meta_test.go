@@ -57,7 +57,7 @@ func TestParseJobMetaSites(t *testing.T) {
 		if probs != nil {
 			t.Fatalf("%s: %v", tc.site, probs)
 		}
-		got.SlurmPaths, got.ResourcePaths = nil, nil
+		got.SlurmPaths = nil
 		if !reflect.DeepEqual(*got, tc.want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", tc.site, *got, tc.want)
 		}

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -41,10 +42,7 @@ func Names() []string {
 // Source returns the JSON Schema (2020-12) text of the named schema.
 func Source(name string) ([]byte, bool) {
 	data, err := schemaFiles.ReadFile(name + ".schema.json")
-	if err != nil {
-		return nil, false
-	}
-	return data, true
+	return data, err == nil
 }
 
 // Title returns the one-line title of the named schema ("" when unknown).
@@ -53,8 +51,8 @@ func Title(name string) string {
 	if !ok {
 		return ""
 	}
-	doc, _ := e.load()
-	title, _ := doc["title"].(string)
+	d, _ := e.doc.Get()
+	title, _ := d.doc["title"].(string)
 	return title
 }
 
@@ -109,12 +107,6 @@ var embeddedSchemas = map[string]*embedded{
 	KindStudyRuntime:    newEmbedded(KindStudyRuntime),
 }
 
-// load returns the decoded schema document.
-func (e *embedded) load() (map[string]any, error) {
-	d, err := e.doc.Get()
-	return d.doc, err
-}
-
 // Forget drops the decoded and compiled schemas (about 190 KiB of live
 // heap once a launch has compiled its three; docs/runtime.md has what the
 // follower saves); the next use decodes and compiles them again (1.5-2.7
@@ -167,11 +159,11 @@ func (noLoader) Load(u string) (any, error) {
 	return nil, fmt.Errorf("schema %s is not embedded", u)
 }
 
-// keyHook lets a document kind phrase an unknown key its own way: it gets
-// the dotted path of the mapping, the key and the allowed keys, and returns
-// the message and hint, or ok false for the default wording (with ok false,
-// a non-empty hint still replaces the default did-you-mean: a key that
-// belongs elsewhere).
+// keyHook (every kind has one) lets a document kind phrase an unknown key
+// its own way: it gets the dotted path of the mapping, the key and the
+// allowed keys, and returns the message and hint, or ok false for the
+// default wording (with ok false, a non-empty hint still replaces the
+// default did-you-mean: a key that belongs elsewhere).
 type keyHook func(parent, key string, allowed []string) (message, hint string, ok bool)
 
 // valueHook lets a document kind rephrase a value error: it gets the dotted
@@ -200,8 +192,7 @@ func (t *tree) validateSchema(name string, onKey keyHook, onValue valueHook) {
 		t.add(problem.Schema, nil, "", err.Error(), "")
 		return
 	}
-	v := schemaReporter{t: t, d: d, onKey: onKey, onValue: onValue}
-	v.walk(verr)
+	(&schemaReporter{t: t, d: d, onKey: onKey, onValue: onValue}).walk(verr)
 }
 
 type schemaReporter struct {
@@ -252,32 +243,20 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 				r.t.omit(problem.Schema)
 				continue
 			}
-			child := r.t.locate(append(slices.Clip(tokens), key))
-			n := child.key
-			if n == nil {
-				n = l.val
-			}
-			msg, hint, ok := "", "", false
-			if r.onKey != nil {
-				msg, hint, ok = r.onKey(l.path, key, allowed)
-			}
+			n := cmp.Or(r.t.locate(append(slices.Clip(tokens), key)).key, l.val)
+			msg, hint, ok := r.onKey(l.path, key, allowed)
 			if !ok {
 				msg = "unknown key"
 				if len(allowed) > 0 {
 					msg += " (allowed: " + strings.Join(allowed, ", ") + ")"
 				}
-				if hint == "" {
-					hint = didYouMean(key, allowed)
-				}
+				hint = cmp.Or(hint, didYouMean(key, allowed))
 			}
 			r.t.add(problem.Schema, n, joinPath(l.path, key), msg, hint)
 			r.t.probs[len(r.t.probs)-1].AtKey = true // the key is what is wrong
 		}
 	case *kind.Required:
-		n := l.key
-		if n == nil {
-			n = l.val
-		}
+		n := cmp.Or(l.key, l.val)
 		for _, key := range slices.Sorted(slices.Values(k.Missing)) {
 			r.t.add(problem.Schema, n, joinPath(l.path, key), "is required", r.requiredHint(e.SchemaURL, key))
 		}
@@ -293,10 +272,7 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 			hint = SuggestValue(got, want)
 		}
 		msg, h := r.message(e, l.path, l.val)
-		if h == "" {
-			h = hint
-		}
-		r.t.add(problem.Schema, l.val, l.path, msg, h)
+		r.t.add(problem.Schema, l.val, l.path, msg, cmp.Or(h, hint))
 	case *kind.Const:
 		hint := ""
 		got, ok1 := k.Got.(string)
@@ -379,7 +355,7 @@ func (r *schemaReporter) defaultMessage(e *jsonschema.ValidationError, n *yaml.N
 	}
 	switch k := e.ErrorKind.(type) {
 	case *kind.Type:
-		got := typeName(k.Got)
+		got := cmp.Or(map[string]string{"object": "mapping", "array": "list"}[k.Got], k.Got) // as nodeKindName names them
 		if n != nil {
 			got = nodeKindName(n)
 		}
@@ -475,16 +451,6 @@ func typeList(want []string) string {
 		return parts[0]
 	}
 	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
-}
-
-func typeName(t string) string {
-	switch t {
-	case "object":
-		return "mapping"
-	case "array":
-		return "list"
-	}
-	return t
 }
 
 // plainValue renders an allowed value: strings bare.

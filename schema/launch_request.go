@@ -1,8 +1,10 @@
 package schema
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -328,20 +330,12 @@ func (t *tree) checkLaunchRequest(role string) {
 // decode fills r from the request's value: the fields and job arguments
 // without a problem.
 func (r *LaunchRequest) decode(v map[string]any) {
-	clean := map[string]any{}
-	for k, val := range v {
-		if !r.refused[k] && k != "meta" {
-			clean[k] = val
-		}
-	}
+	clean := maps.Clone(v)
+	maps.DeleteFunc(clean, func(k string, _ any) bool { return r.refused[k] || k == "meta" })
 	if args, ok := clean["job_args"].(map[string]any); ok {
-		kept := map[string]any{}
-		for name, pair := range args {
-			if !r.refused["job_args."+name] {
-				kept[name] = pair
-			}
-		}
-		clean["job_args"] = kept
+		args = maps.Clone(args)
+		maps.DeleteFunc(args, func(name string, _ any) bool { return r.refused["job_args."+name] })
+		clean["job_args"] = args
 	}
 	text, err := json.Marshal(clean)
 	if err == nil {
@@ -354,19 +348,8 @@ func (r *LaunchRequest) decode(v map[string]any) {
 
 // jsonKindAt names the JSON type of the value at off ("array", …).
 func jsonKindAt(data []byte, off int) string {
-	switch data[off] {
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case '"':
-		return "string"
-	case 't', 'f':
-		return "boolean"
-	case 'n':
-		return "null"
-	}
-	return "number"
+	kinds := map[byte]string{'{': "object", '[': "array", '"': "string", 't': "boolean", 'f': "boolean", 'n': "null"}
+	return cmp.Or(kinds[data[off]], "number")
 }
 
 // Invalid says whether the request itself had problems (as opposed to the

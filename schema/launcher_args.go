@@ -1,8 +1,10 @@
 package schema
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -66,7 +68,7 @@ type LauncherArgs struct {
 	// NVFlare's own launcher.
 	Binary string
 	// Adjusted says, a line each, which durations were outside their
-	// bounds (durationBounds) and were moved into them: a workspace
+	// bounds (timeouts) and were moved into them: a workspace
 	// prepared before the bounds existed stays usable.
 	Adjusted []string
 }
@@ -94,21 +96,23 @@ func (a LauncherArgs) Encode() *ojson.Value {
 
 const multiNodePortRangeKey = "multi_node_port_range"
 
-// timeout is one of the seconds settings, its key and its default.
+// timeout is one of the seconds settings, its key, its default and its
+// bound.
 type timeout struct {
 	key   string
 	field *float64
 	def   float64
+	bound durationBound
 }
 
 // timeouts lists the seconds settings of jl in the order Encode writes them.
 func timeouts(jl *JobLauncher) []timeout {
 	return []timeout{
-		{"submit_timeout", &jl.SubmitTimeout, defaultSubmitTimeout},
-		{"query_timeout", &jl.QueryTimeout, defaultQueryTimeout},
-		{"cancel_timeout", &jl.CancelTimeout, defaultCancelTimeout},
-		{"poll_interval", &jl.PollInterval, defaultPollInterval},
-		{"pending_timeout", &jl.PendingTimeout, defaultPendingTimeout},
+		{"submit_timeout", &jl.SubmitTimeout, defaultSubmitTimeout, callBound},
+		{"query_timeout", &jl.QueryTimeout, defaultQueryTimeout, callBound},
+		{"cancel_timeout", &jl.CancelTimeout, defaultCancelTimeout, callBound},
+		{"poll_interval", &jl.PollInterval, defaultPollInterval, callBound},
+		{"pending_timeout", &jl.PendingTimeout, defaultPendingTimeout, pendingBound},
 	}
 }
 
@@ -146,14 +150,10 @@ func readLauncherComponent(file string, data []byte) (role string, args Launcher
 	}
 	path := get(comp, "path")
 	isBridge := isString(path) && bridge.RoleOf(path.Value) != ""
-	switch {
-	case isString(path) && path.Value == ClientLauncherPath:
-		role = roleClient
-	case isString(path) && path.Value == ServerLauncherPath:
-		role = RoleServer
-	case isBridge:
-		role = bridge.RoleOf(path.Value)
-	default:
+	if isString(path) {
+		role = cmp.Or(map[string]string{ClientLauncherPath: roleClient, ServerLauncherPath: RoleServer}[path.Value], bridge.RoleOf(path.Value))
+	}
+	if role == "" {
 		at, what := comp, "nothing"
 		if path != nil {
 			at, what = path, "a "+nodeKindName(path)
@@ -176,11 +176,7 @@ func readLauncherComponent(file string, data []byte) (role string, args Launcher
 	}
 	args, aps := decodeLauncherArgs(file, argsNode, argsValue)
 	binaryAt := func(msg, hint string) {
-		at := get(argsNode, bridge.BinaryArg)
-		if at == nil {
-			at = comp
-		}
-		t.add(problem.Rule, at, LauncherComponentID+".args."+bridge.BinaryArg, msg, hint)
+		t.add(problem.Rule, cmp.Or(get(argsNode, bridge.BinaryArg), comp), LauncherComponentID+".args."+bridge.BinaryArg, msg, hint)
 	}
 	switch {
 	case isBridge && !filepath.IsAbs(args.Binary):
@@ -200,17 +196,13 @@ func readLauncherComponent(file string, data []byte) (role string, args Launcher
 // refused: a workspace prepared before the bounds stays usable.
 func decodeLauncherArgs(file string, n *yaml.Node, v map[string]any) (LauncherArgs, Problems) {
 	var a LauncherArgs
-	jl := map[string]any{}
-	for k, val := range v {
-		if k != WorkspacePathArg && k != bridge.BinaryArg {
-			jl[k] = val
-		}
-	}
+	jl := maps.Clone(v)
+	delete(jl, WorkspacePathArg)
+	delete(jl, bridge.BinaryArg)
 	clamped := map[string]float64{}
 	for _, d := range timeouts(&JobLauncher{}) {
-		key := d.key
+		key, bound := d.key, d.bound
 		f, ok := floatValue(get(n, key))
-		bound, _ := durationBoundOf(key)
 		if !ok || f <= 0 || bound.Check(f) == "" {
 			continue // in bounds, or the schema refuses it
 		}

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -163,10 +164,8 @@ func parseSlurmConfig(file string, data []byte, offline bool) (*SlurmConfig, Pro
 	if pk := getKey(t.root, "parent"); pk != nil {
 		cfg.parentLine, cfg.parentColumn = pk.Line, pk.Column
 		if p := get(t.root, "parent"); !isNull(p) {
-			cfg.Parent = &Parent{
-				Directives:       decodeDirectives(get(p, "sbatch_directives")),
-				EnvironmentSetup: optString(get(p, "environment_setup")),
-			}
+			cfg.Parent = &Parent{Directives: decodeDirectives(get(p, "sbatch_directives"))}
+			_ = p.Decode(cfg.Parent) // validated
 		}
 	}
 	return cfg, nil, t.skipped
@@ -179,17 +178,11 @@ func parseSlurmConfig(file string, data []byte, offline bool) (*SlurmConfig, Pro
 func slurmKeyHook(parent, key string, allowed []string) (string, string, bool) {
 	hint := jobOwnedHint(key)
 	if strings.HasSuffix(parent, "sbatch_directives") {
-		if hint == "" {
-			hint = didYouMean(key, allowed)
-		}
+		hint = cmp.Or(hint, didYouMean(key, allowed))
 		return "unsupported sbatch directive (allowed: " + strings.Join(DirectiveKeys, ", ") + ")", hint, true
 	}
 	if hint == "" && slices.Contains(DirectiveKeys, strings.ToLower(key)) {
-		owner := parent
-		if owner == "" {
-			owner = "job_launcher"
-		}
-		if owner == "job_launcher" || owner == "parent" {
+		if owner := cmp.Or(parent, "job_launcher"); owner == "job_launcher" || owner == "parent" {
 			hint = fmt.Sprintf("did you mean `%s.sbatch_directives.%s`?", owner, strings.ToLower(key))
 		}
 	}
@@ -203,13 +196,7 @@ func (t *tree) result() Problems {
 		return nil
 	}
 	t.probs.Sort()
-	out := t.probs[:0]
-	for i, p := range t.probs {
-		if i > 0 && p == t.probs[i-1] {
-			continue
-		}
-		out = append(out, p)
-	}
+	out := slices.Compact(t.probs)
 	if t.omitted > 0 {
 		out = append(out, problem.OmittedNote(t.file, t.kindOmitted, t.omitted))
 		t.omitted = 0
@@ -392,14 +379,27 @@ func portRangeOf(n *yaml.Node) (PortRange, bool) {
 	return PortRange{}, false
 }
 
-// decodeJobLauncher reads a validated job_launcher mapping.
+// decodeJobLauncher reads a validated job_launcher mapping (or a
+// workspace's launcher args) through the yaml tags of JobLauncher, over
+// its defaults (a null keeps the default, as an absent key does); the
+// directives keep their file order and the port range is read in either
+// form.
 func decodeJobLauncher(jl *yaml.Node) JobLauncher {
-	j := JobLauncher{InternalConnectionSecurity: defaultConnSecurity}
-	if cs := get(jl, "internal_connection_security"); !isNull(cs) {
-		j.InternalConnectionSecurity = cs.Value
+	j := JobLauncher{InternalConnectionSecurity: defaultConnSecurity, InternalPort: defaultInternalPort}
+	for _, t := range timeouts(&j) {
+		*t.field = t.def
 	}
-	for _, k := range launcherKeys(&j) {
-		k.decode(get(jl, k.key))
+	if jl != nil {
+		_ = jl.Decode(&j) // validated: the schema settled every value's type
+	}
+	if len(j.ForwardEnv) == 0 {
+		j.ForwardEnv = nil // [] reads as absent
+	}
+	j.Directives = decodeDirectives(get(jl, "sbatch_directives"))
+	r := get(jl, multiNodePortRangeKey)
+	j.MultiNodePortRange, j.MultiNodePortRangeSet = DefaultMultiNodePortRange(j.InternalPort), r != nil
+	if r != nil {
+		j.MultiNodePortRange, _ = portRangeOf(r)
 	}
 	return j
 }
@@ -428,26 +428,18 @@ func optInt(n *yaml.Node, def int) int {
 	return def
 }
 
-func optFloat(n *yaml.Node, def float64) float64 {
-	if v, ok := floatValue(n); ok {
-		return v
-	}
-	return def
-}
-
 // CheckConfigForKit reports config settings the kit's role does not allow:
 // a parent block belongs to client kits only.
 func CheckConfigForKit(cfg *SlurmConfig, kit *Kit) Problems {
 	if cfg == nil || kit == nil {
 		return nil
 	}
-	var probs Problems
-	if kit.Role == "server" && cfg.Parent != nil {
-		probs = append(probs, Problem{Kind: problem.Rule,
-			File: cfg.File, Line: cfg.parentLine, Column: cfg.parentColumn, Path: "parent",
-			Message: fmt.Sprintf("is not allowed for server kit %s: the parent block is for client kits only", kit.Name),
-			Hint:    "remove the parent block, or use a client kit",
-		})
+	if kit.Role != "server" || cfg.Parent == nil {
+		return nil
 	}
-	return probs
+	return Problems{{Kind: problem.Rule,
+		File: cfg.File, Line: cfg.parentLine, Column: cfg.parentColumn, Path: "parent",
+		Message: fmt.Sprintf("is not allowed for server kit %s: the parent block is for client kits only", kit.Name),
+		Hint:    "remove the parent block, or use a client kit",
+	}}
 }

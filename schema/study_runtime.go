@@ -153,7 +153,7 @@ func studyValueHook(p string, k jsonschema.ErrorKind) (string, string, bool) {
 	return "", "", false
 }
 
-// nameHint explains the study, dataset and secret mount name rule.
+// nameMessage explains the study, dataset and secret mount name rule.
 const nameMessage = "is not a valid name: use 1-63 lowercase letters, digits, '_' or '-', starting and ending with a letter or digit"
 
 // checkName reports a study, dataset or secret mount name that breaks the
@@ -174,12 +174,9 @@ func (t *tree) checkStudy(name string, s *yaml.Node) {
 			t.checkName(p.key, base+"."+key+"."+p.name, p.name)
 		}
 	}
-	env := get(s, "env")
-	for _, p := range pairs(env) {
-		t.checkEnvName(p.key, joinPath(base+".env", p.name), p.name)
-	}
 	envNames := map[string]bool{}
-	for _, p := range pairs(env) {
+	for _, p := range pairs(get(s, "env")) {
+		t.checkEnvName(p.key, joinPath(base+".env", p.name), p.name)
 		envNames[p.name] = true
 	}
 	for _, p := range pairs(get(s, "secret_env")) {
@@ -207,10 +204,7 @@ func (t *tree) checkStudy(name string, s *yaml.Node) {
 	}
 	// Mount destinations: datasets at /data/<study>/<name>, then secret
 	// mounts; none may overlap another of the same study.
-	type dest struct {
-		path string
-		what string
-	}
+	type dest struct{ path, what string }
 	var dests []dest
 	for _, p := range pairs(get(s, "datasets")) {
 		dests = append(dests, dest{"/data/" + name + "/" + p.name, "dataset " + p.name})
@@ -304,49 +298,30 @@ func pathsOverlap(a, b string) bool {
 // decodeStudy reads one validated study.
 func decodeStudy(name string, s *yaml.Node) Study {
 	st := Study{Name: name}
-	if c := get(s, "container"); c != nil {
-		st.Image = optString(get(c, "image"))
-	}
-	for _, p := range pairs(get(s, "datasets")) {
-		st.Datasets = append(st.Datasets, Dataset{
-			Name:   p.name,
-			Type:   "mount",
-			Source: get(p.val, "source").Value,
-			Mode:   get(p.val, "mode").Value,
-		})
-	}
+	st.Image = optString(get(get(s, "container"), "image"))
+	st.Datasets = decodeEntries(get(s, "datasets"), func(name string) Dataset { return Dataset{Name: name, Type: "mount"} })
 	for _, p := range pairs(get(s, "env")) {
 		st.Env = append(st.Env, EnvVar{Name: p.name, Value: scalarText(p.val)})
 	}
-	for _, p := range pairs(get(s, "secret_env")) {
-		st.SecretEnv = append(st.SecretEnv, SecretEnv{
-			Name:   p.name,
-			Source: get(p.val, "source").Value,
-			Key:    optString(get(p.val, "key")),
-		})
-	}
-	for _, p := range pairs(get(s, "secret_mounts")) {
-		st.SecretMounts = append(st.SecretMounts, SecretMount{
-			Name:      p.name,
-			Source:    get(p.val, "source").Value,
-			MountPath: get(p.val, "mount_path").Value,
-			Mode:      "ro",
-		})
-	}
+	st.SecretEnv = decodeEntries(get(s, "secret_env"), func(name string) SecretEnv { return SecretEnv{Name: name} })
+	st.SecretMounts = decodeEntries(get(s, "secret_mounts"), func(name string) SecretMount { return SecretMount{Name: name, Mode: "ro"} })
 	if sl := get(s, "slurm"); sl != nil {
-		st.Slurm = &StudySlurm{
-			Sandbox:    optString(get(sl, "sandbox")),
-			PythonPath: optString(get(sl, "python_path")),
-			Partition:  scalarText(get(sl, "partition")),
-			Account:    scalarText(get(sl, "account")),
-			QOS:        scalarText(get(sl, "qos")),
-		}
-		if setup := get(sl, "setup"); setup != nil {
-			v := setup.Value // a copy: the tree is kept (At)
-			st.Slurm.Setup = &v
-		}
+		st.Slurm = &StudySlurm{Partition: scalarText(get(sl, "partition")), Account: scalarText(get(sl, "account")), QOS: scalarText(get(sl, "qos"))}
+		_ = sl.Decode(st.Slurm) // validated
 	}
 	return st
+}
+
+// decodeEntries decodes the entries of a validated mapping, in file order,
+// each into the value entry makes for its name.
+func decodeEntries[T any](m *yaml.Node, entry func(name string) T) []T {
+	var out []T
+	for _, p := range pairs(m) {
+		v := entry(p.name)
+		_ = p.val.Decode(&v) // validated: the schema settled every value's type
+		out = append(out, v)
+	}
+	return out
 }
 
 // SecretEnvNames lists every environment name that holds a secret in this

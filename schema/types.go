@@ -5,6 +5,7 @@ package schema
 // the generator and the runtime never re-check what is settled here.
 
 import (
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -22,43 +23,16 @@ type Directive struct {
 // Executables are the explicit command paths of job_launcher.executables.
 // An empty string means unset (resolved from PATH at run time).
 type Executables struct {
-	Sbatch    string
-	Squeue    string
-	Sacct     string
-	Scancel   string
-	Apptainer string
-	Srun      string
-}
-
-// executableKeys are the keys of job_launcher.executables, in the order
-// the JSON Schema and a prepared workspace list them.
-var executableKeys = []string{"sbatch", "squeue", "sacct", "scancel", "apptainer", "srun"}
-
-// field is the field of e that holds the executable named by one of
-// executableKeys, or nil for another name.
-func (e *Executables) field(name string) *string {
-	switch name {
-	case "sbatch":
-		return &e.Sbatch
-	case "squeue":
-		return &e.Squeue
-	case "sacct":
-		return &e.Sacct
-	case "scancel":
-		return &e.Scancel
-	case "apptainer":
-		return &e.Apptainer
-	case "srun":
-		return &e.Srun
-	}
-	return nil
+	Sbatch    string `yaml:"sbatch"`
+	Squeue    string `yaml:"squeue"`
+	Sacct     string `yaml:"sacct"`
+	Scancel   string `yaml:"scancel"`
+	Apptainer string `yaml:"apptainer"`
+	Srun      string `yaml:"srun"`
 }
 
 // PortRange is an inclusive TCP port range.
-type PortRange struct {
-	Start int
-	End   int
-}
+type PortRange struct{ Start, End int }
 
 // Sandboxes: the execution environments of a worker (job_launcher.sandbox).
 const (
@@ -67,69 +41,58 @@ const (
 	SandboxNone      = "none"      // directly on the compute node
 )
 
-// Sandboxes lists them in the order the JSON Schema's enum does.
-var Sandboxes = []string{SandboxApptainer, SandboxPyxis, SandboxNone}
-
 // JobLauncher is slurm.yaml's job_launcher block with defaults applied
 // (contract §3). It is also what the slurm_launcher args of a prepared
 // workspace's resources.json.default decode to.
 type JobLauncher struct {
-	Sandbox                    string // "apptainer", "pyxis" or "none"
-	Image                      string // absolute; "" in bare mode. After prepare: the image's real path
-	PythonPath                 string
-	ParentHost                 string // "" when unset
-	Directives                 []Directive
-	Setup                      string
-	ForwardEnv                 []string
-	Executables                Executables
-	InternalPort               int    // default 8102
-	InternalConnectionSecurity string // "mtls" (default) or "clear"
-	SubmitTimeout              float64
-	QueryTimeout               float64
-	CancelTimeout              float64
-	PollInterval               float64
-	PendingTimeout             float64
+	Sandbox                    string      `yaml:"sandbox"` // "apptainer", "pyxis" or "none"
+	Image                      string      `yaml:"image"`   // absolute; "" in bare mode. After prepare: the image's real path
+	PythonPath                 string      `yaml:"python_path"`
+	ParentHost                 string      `yaml:"parent_host"` // "" when unset
+	Directives                 []Directive `yaml:"-"`           // in file order: decodeDirectives
+	Setup                      string      `yaml:"setup"`
+	ForwardEnv                 []string    `yaml:"forward_env"`
+	Executables                Executables `yaml:"executables"`
+	InternalPort               int         `yaml:"internal_port"`                // default 8102
+	InternalConnectionSecurity string      `yaml:"internal_connection_security"` // "mtls" (default) or "clear"
+	SubmitTimeout              float64     `yaml:"submit_timeout"`
+	QueryTimeout               float64     `yaml:"query_timeout"`
+	CancelTimeout              float64     `yaml:"cancel_timeout"`
+	PollInterval               float64     `yaml:"poll_interval"`
+	PendingTimeout             float64     `yaml:"pending_timeout"`
 	// MultiNodePortRange is the effective range; MultiNodePortRangeSet says
 	// whether the config set it (only then does prepare write it).
-	MultiNodePortRange    PortRange
-	MultiNodePortRangeSet bool
+	MultiNodePortRange    PortRange `yaml:"-"`
+	MultiNodePortRangeSet bool      `yaml:"-"`
 	// TimeLimitSignal is the opt-in warning before the time limit (nil
 	// when unset): flare-slurm's runtime only.
-	TimeLimitSignal *TimeLimitSignal
+	TimeLimitSignal *TimeLimitSignal `yaml:"time_limit_signal"`
 }
 
-// launcherKey is one job_launcher key of jl: how it is read from a
-// validated mapping (n is nil when the key is absent) and how a prepared
+// launcherKey is one job_launcher key of jl and how a prepared
 // workspace's launcher args write it (nil: not written).
 type launcherKey struct {
 	key    string
-	decode func(n *yaml.Node)
 	encode func() *ojson.Value
 }
 
 // launcherKeys are the job_launcher keys of jl, in the order
-// LauncherArgs.Encode writes them: decodeJobLauncher reads a slurm.yaml's
-// (and a workspace's launcher args) through them, Encode writes them. A
-// new key is a field of JobLauncher and a row here (and its schema).
+// LauncherArgs.Encode writes them. A new key is a field of JobLauncher
+// with its yaml tag (decodeJobLauncher reads it), a row here and its
+// schema.
 func launcherKeys(jl *JobLauncher) []launcherKey {
 	keys := []launcherKey{
 		textKey("sandbox", &jl.Sandbox, false),
 		textKey("python_path", &jl.PythonPath, false),
-		{"executables", func(n *yaml.Node) {
-			for _, name := range executableKeys {
-				*jl.Executables.field(name) = optString(get(n, name))
-			}
-		}, func() *ojson.Value {
-			exe := ojson.NewObject()
-			for _, name := range executableKeys {
-				exe.Set(name, ojson.StringOrNull(*jl.Executables.field(name)))
-			}
-			return exe
+		{"executables", func() *ojson.Value { // in the schema's order
+			e := &jl.Executables
+			return ojson.NewObject().Set("sbatch", ojson.StringOrNull(e.Sbatch)).Set("squeue", ojson.StringOrNull(e.Squeue)).
+				Set("sacct", ojson.StringOrNull(e.Sacct)).Set("scancel", ojson.StringOrNull(e.Scancel)).
+				Set("apptainer", ojson.StringOrNull(e.Apptainer)).Set("srun", ojson.StringOrNull(e.Srun))
 		}},
 		textKey("image", &jl.Image, true),
-		{"internal_port", func(n *yaml.Node) { jl.InternalPort = optInt(n, defaultInternalPort) },
-			func() *ojson.Value { return ojson.IntValue(int64(jl.InternalPort)) }},
-		{"sbatch_directives", func(n *yaml.Node) { jl.Directives = decodeDirectives(n) }, func() *ojson.Value {
+		{"internal_port", func() *ojson.Value { return ojson.IntValue(int64(jl.InternalPort)) }},
+		{"sbatch_directives", func() *ojson.Value {
 			directives := ojson.NewObject()
 			for _, d := range jl.Directives {
 				directives.Set(d.Key, ojson.StringValue(d.Value))
@@ -137,36 +100,20 @@ func launcherKeys(jl *JobLauncher) []launcherKey {
 			return directives
 		}},
 		textKey("setup", &jl.Setup, false),
-		{"forward_env", func(n *yaml.Node) {
-			if n != nil && n.Kind == yaml.SequenceNode {
-				for _, item := range n.Content {
-					jl.ForwardEnv = append(jl.ForwardEnv, item.Value)
-				}
-			}
-		}, func() *ojson.Value { return ojson.StringArray(jl.ForwardEnv) }},
+		{"forward_env", func() *ojson.Value { return ojson.StringArray(jl.ForwardEnv) }},
 		textKey("parent_host", &jl.ParentHost, true),
 	}
 	for _, t := range timeouts(jl) {
-		keys = append(keys, launcherKey{t.key, func(n *yaml.Node) { *t.field = optFloat(n, t.def) },
-			func() *ojson.Value { return ojson.FloatValue(*t.field) }})
+		keys = append(keys, launcherKey{t.key, func() *ojson.Value { return ojson.FloatValue(*t.field) }})
 	}
-	return append(keys, launcherKey{multiNodePortRangeKey, func(n *yaml.Node) {
-		jl.MultiNodePortRange, jl.MultiNodePortRangeSet = DefaultMultiNodePortRange(jl.InternalPort), n != nil
-		if n != nil {
-			jl.MultiNodePortRange, _ = portRangeOf(n)
-		}
-	}, func() *ojson.Value {
+	return append(keys, launcherKey{multiNodePortRangeKey, func() *ojson.Value {
 		if !jl.MultiNodePortRangeSet {
 			return nil
 		}
 		r := ojson.NewArray()
 		r.Items = append(r.Items, ojson.IntValue(int64(jl.MultiNodePortRange.Start)), ojson.IntValue(int64(jl.MultiNodePortRange.End)))
 		return r
-	}}, launcherKey{TimeLimitSignalKey, func(n *yaml.Node) {
-		if n != nil && n.Kind == yaml.MappingNode {
-			jl.TimeLimitSignal = &TimeLimitSignal{Signal: get(n, "signal").Value, SecondsBefore: optInt(get(n, "seconds_before"), 0)}
-		}
-	}, func() *ojson.Value {
+	}}, launcherKey{TimeLimitSignalKey, func() *ojson.Value {
 		if t := jl.TimeLimitSignal; t != nil {
 			return ojson.NewObject().Set("signal", ojson.StringValue(t.Signal)).Set("seconds_before", ojson.IntValue(int64(t.SecondsBefore)))
 		}
@@ -177,7 +124,7 @@ func launcherKeys(jl *JobLauncher) []launcherKey {
 // textKey is a string key; null says an unset value is written as null
 // (else as "").
 func textKey(key string, field *string, null bool) launcherKey {
-	return launcherKey{key, func(n *yaml.Node) { *field = optString(n) }, func() *ojson.Value {
+	return launcherKey{key, func() *ojson.Value {
 		if null {
 			return ojson.StringOrNull(*field)
 		}
@@ -187,15 +134,13 @@ func textKey(key string, field *string, null bool) launcherKey {
 
 // TimeLimitSignal asks Slurm to send Signal to the worker SecondsBefore
 // seconds before the job's time limit (sbatch --signal=B:SIG@SECONDS).
+// The schema's enum allows the signals that the batch shell (the worker,
+// by exec), Apptainer and srun (pyxis, node groups) all pass on to the
+// worker.
 type TimeLimitSignal struct {
-	Signal        string // USR1, USR2, TERM, INT, HUP or QUIT
-	SecondsBefore int    // 1..65535
+	Signal        string `yaml:"signal"`         // USR1, USR2, TERM, INT, HUP or QUIT
+	SecondsBefore int    `yaml:"seconds_before"` // 1..65535
 }
-
-// timeLimitSignals are the signals time_limit_signal may name: those the
-// batch shell (the worker, by exec), Apptainer and srun (pyxis, node
-// groups) all pass on to the worker (the schema's enum).
-var timeLimitSignals = []string{"USR1", "USR2", "TERM", "INT", "HUP", "QUIT"}
 
 // TimeLimitSignalKey is the job_launcher key (and launcher argument) of
 // the time-limit warning.
@@ -203,8 +148,8 @@ const TimeLimitSignalKey = "time_limit_signal"
 
 // Parent is slurm.yaml's optional client-only parent block.
 type Parent struct {
-	Directives       []Directive
-	EnvironmentSetup string
+	Directives       []Directive `yaml:"-"` // in file order: decodeDirectives
+	EnvironmentSetup string      `yaml:"environment_setup"`
 }
 
 // SlurmConfig is a validated slurm.yaml.
@@ -235,16 +180,11 @@ func (s *StudyRuntime) At(p Problem) Problem {
 	if s == nil || p.Line > 0 {
 		return p
 	}
-	for path := p.Path; path != ""; {
+	for path := p.Path; path != ""; path = path[:max(strings.LastIndexByte(path, '.'), 0)] {
 		if n := nodeAt(s.root, path); n != nil {
 			p.Line, p.Column = n.Line, n.Column
 			return p
 		}
-		i := strings.LastIndexByte(path, '.')
-		if i < 0 {
-			break
-		}
-		path = path[:i]
 	}
 	return p
 }
@@ -254,10 +194,8 @@ func (s *StudyRuntime) Study(name string) *Study {
 	if s == nil {
 		return nil
 	}
-	for i := range s.Studies {
-		if s.Studies[i].Name == name {
-			return &s.Studies[i]
-		}
+	if i := slices.IndexFunc(s.Studies, func(st Study) bool { return st.Name == name }); i >= 0 {
+		return &s.Studies[i]
 	}
 	return nil
 }
@@ -275,10 +213,10 @@ type Study struct {
 
 // Dataset is one datasets.<name> entry; it mounts at /data/<study>/<name>.
 type Dataset struct {
-	Name   string
-	Type   string // always "mount" once validated
-	Source string
-	Mode   string // "ro" or "rw"
+	Name   string `yaml:"-"`
+	Type   string `yaml:"-"` // always "mount" once validated
+	Source string `yaml:"source"`
+	Mode   string `yaml:"mode"` // "ro" or "rw"
 }
 
 // EnvVar is one study env entry.
@@ -290,28 +228,29 @@ type EnvVar struct {
 // SecretEnv is one secret_env entry: the worker's Name gets the value of the
 // parent's environment variable Source.
 type SecretEnv struct {
-	Name   string
-	Source string
-	Key    string // optional; "" when unset
+	Name   string `yaml:"-"`
+	Source string `yaml:"source"`
+	Key    string `yaml:"key"` // optional; "" when unset
 }
 
 // SecretMount is one secret_mounts entry (always read-only under Slurm).
 type SecretMount struct {
-	Name      string
-	Source    string
-	MountPath string
-	Mode      string // "ro"
+	Name      string `yaml:"-"`
+	Source    string `yaml:"source"`
+	MountPath string `yaml:"mount_path"`
+	Mode      string `yaml:"-"` // "ro"
 }
 
 // StudySlurm is a study's slurm block. Empty strings mean "not overridden",
 // except Setup, where nil means not overridden and "" clears the site setup.
 type StudySlurm struct {
-	Sandbox    string
-	PythonPath string
-	Setup      *string
-	Partition  string
-	Account    string
-	QOS        string
+	Sandbox    string  `yaml:"sandbox"`
+	PythonPath string  `yaml:"python_path"`
+	Setup      *string `yaml:"setup"`
+	// The directives are integers or strings: scalarText, not a decode.
+	Partition string `yaml:"-"`
+	Account   string `yaml:"-"`
+	QOS       string `yaml:"-"`
 }
 
 // JobMeta is the Slurm reading of a job's meta.json for one site.
@@ -319,10 +258,9 @@ type JobMeta struct {
 	Study     string // "" when the job names none
 	Slurm     JobSlurm
 	Resources ResourceSpec
-	// SlurmPaths and ResourcePaths name, for each key set in Slurm and
-	// Resources, the dotted path of the value used (e.g.
-	// "launcher_spec.default.slurm.time", "resource_spec.@default.memory").
-	SlurmPaths, ResourcePaths map[string]string
+	// SlurmPaths names, for each key set in Slurm, the dotted path of the
+	// value used (e.g. "launcher_spec.default.slurm.time").
+	SlurmPaths map[string]string
 }
 
 // JobSlurm is the job-owned Slurm spec of a site (contract §7):
@@ -330,16 +268,16 @@ type JobMeta struct {
 // launcher_spec.<site>.slurm (site wins), else the legacy nested
 // resource_spec.<site>.slurm. Nil pointers and "" mean unset.
 type JobSlurm struct {
-	Image          string
-	Nodes          int // 1 when unset
-	GPUsPerNode    *int
-	CPUsPerNode    *int
-	MemPerNodeMiB  *int
-	Time           string
-	PendingTimeout *float64
+	Image          string   `yaml:"image"`
+	Nodes          int      `yaml:"nodes"` // 1 when unset
+	GPUsPerNode    *int     `yaml:"gpus_per_node"`
+	CPUsPerNode    *int     `yaml:"cpus_per_node"`
+	MemPerNodeMiB  *int     `yaml:"mem_per_node"`
+	Time           string   `yaml:"time"`
+	PendingTimeout *float64 `yaml:"pending_timeout"`
 	// AdditionalNodeCommand is additional_node_command split into words;
 	// nil when absent or null (contract §11).
-	AdditionalNodeCommand []string
+	AdditionalNodeCommand []string `yaml:"-"`
 }
 
 // ResourceSpec is the portable resources of a site: resource_spec.<site>

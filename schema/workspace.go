@@ -139,14 +139,11 @@ func resourcesFile(root string) string {
 // problem found is returned at once as Problems.
 func LoadWorkspace(root string) (*Workspace, error) {
 	dir := filepath.Clean(root)
-	if !filepath.IsAbs(root) {
-		abs, err := filepath.Abs(root)
-		if err != nil {
-			return nil, fmt.Errorf("workspace %s: %w", root, err)
-		}
-		root = abs
+	abs, err := filepath.Abs(root) // cleaned
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", root, err)
 	}
-	root = filepath.Clean(root)
+	root = abs
 	info, err := os.Lstat(root)
 	if err != nil {
 		return nil, Problems{{Kind: problem.Read, File: dir, Message: "workspace is not readable: " + fsx.Pathless(err).Error(),
@@ -162,10 +159,7 @@ func LoadWorkspace(root string) (*Workspace, error) {
 		ResourcesFile: resourcesFile(dir),
 		CommFile:      filepath.Join(dir, filepath.FromSlash(CommConfigPath)),
 	}
-	var ps Problems
-	ps = append(ps, ws.loadLauncher()...)
-	ps = append(ps, ws.loadComm()...)
-	ps = append(ps, ws.loadSite()...)
+	ps := append(append(ws.loadLauncher(), ws.loadComm()...), ws.loadSite()...) // in this order: the launcher says the role
 	if ps == nil {
 		real, err := filepath.EvalSymlinks(root)
 		switch {
@@ -263,12 +257,10 @@ func (ws *Workspace) loadComm() Problems {
 		}
 		sec = v.Str
 	}
-	schemeText := ""
 	if scheme != nil && scheme.Kind == ojson.String {
-		schemeText = scheme.Str
+		ws.InternalScheme = scheme.Str
 	}
-	ws.InternalScheme = schemeText
-	switch schemeText {
+	switch ws.InternalScheme {
 	case "tcp":
 		if sec != "clear" && sec != "mtls" {
 			bad(res.Get("connection_security"), "internal.resources.connection_security",
@@ -325,14 +317,11 @@ func (ws *Workspace) loadSite() Problems {
 		name = serverRoleFile
 	}
 	file := filepath.Join(ws.Root, StartupDir, name)
-	if _, err := os.Stat(file); err != nil && ws.Role == "" {
-		return nil
-	}
 	_, data, ps := jsonFile(file, ws.Role+" role file", "the launcher component says this is a "+ws.Role+" workspace")
+	if ps != nil && ws.Role == "" {
+		return nil // the launcher component's problem says what is wrong
+	}
 	if ps != nil {
-		if ws.Role == "" {
-			return nil
-		}
 		return ps
 	}
 	if n, _ := siteNameNode(ws.Role, parseTree(file, data).root); n != nil {

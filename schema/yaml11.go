@@ -17,12 +17,13 @@ package schema
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"math"
 	"math/big"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -44,27 +45,23 @@ type reading11 struct {
 }
 
 // read11 resolves a plain scalar as PyYAML's SafeLoader does. PyYAML picks
-// the candidate resolvers by the first character, then tries them in the
+// the candidate resolvers by the first character (each resolver's own
+// first characters, which the scanners check), then tries them in the
 // order they were added (bool, float, int, merge, null, timestamp); every
 // resolver matches the whole text, so the order only matters where two
 // could match, which none of these do.
 func read11(text string) reading11 {
-	first := byte(0)
-	if text != "" {
-		first = text[0]
-	}
-	in := func(set string) bool { return strings.IndexByte(set, first) >= 0 }
 	switch {
-	case in("yYnNtTfFoO") && is11Bool(text):
+	case is11Bool(text):
 		v := strings.ToLower(text)
 		return reading11{"bool", v == "yes" || v == "true" || v == "on"}
-	case in("-+0123456789.") && is11Float(text):
+	case is11Float(text):
 		return reading11{"float", float11(text)}
-	case in("-+0123456789") && is11Int(text):
+	case is11Int(text):
 		return reading11{"int", int11(text)}
-	case (text == "" || in("~nN")) && is11Null(text):
+	case is11Null(text):
 		return reading11{"null", nil}
-	case in("0123456789") && is11Timestamp(text):
+	case is11Timestamp(text):
 		return reading11{"timestamp", text}
 	}
 	return reading11{"str", text}
@@ -265,13 +262,9 @@ func sameReading(r reading11, n *yaml.Node, asText bool) bool {
 // into text (compared as text). A file that does not parse has none: its
 // syntax problem is reported by the loader.
 func ReadingDifferences(file string, data []byte, textPaths func(path string) bool) Problems {
-	diffs := readingDifferences(file, data, textPaths)
-	if diffs == nil {
-		return nil
-	}
-	out := make(Problems, len(diffs))
-	for i, d := range diffs {
-		out[i] = d.problem
+	var out Problems
+	for _, d := range readingDifferences(file, data, textPaths) {
+		out = append(out, d.problem)
 	}
 	return out
 }
@@ -443,9 +436,8 @@ func QuoteReadings(kind string, data []byte) (fixed []byte, done, left []Quoting
 	diffs := readingDifferences("", data, isStudyEnvValue)
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	// Edit each line from its end, so that earlier columns stay valid.
-	sort.SliceStable(diffs, func(i, j int) bool {
-		a, b := diffs[i].node, diffs[j].node
-		return a.Line < b.Line || a.Line == b.Line && a.Column > b.Column
+	slices.SortStableFunc(diffs, func(a, b readingDiff) int {
+		return cmp.Or(cmp.Compare(a.node.Line, b.node.Line), cmp.Compare(b.node.Column, a.node.Column))
 	})
 	for _, d := range diffs {
 		n := d.node
@@ -460,13 +452,10 @@ func QuoteReadings(kind string, data []byte) (fixed []byte, done, left []Quoting
 			left = append(left, q)
 			continue
 		}
-		edited := append(append(append([]byte{}, line[:at]...), q.To...), line[at+len(n.Value):]...)
-		lines[n.Line-1] = edited
+		lines[n.Line-1] = append(append(append([]byte{}, line[:at]...), q.To...), line[at+len(n.Value):]...)
 		done = append(done, q)
 	}
-	sort.Slice(done, func(i, j int) bool {
-		return done[i].Line < done[j].Line || done[i].Line == done[j].Line && done[i].Column < done[j].Column
-	})
+	slices.SortFunc(done, func(a, b Quoting) int { return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column)) })
 	return bytes.Join(lines, nil), done, left
 }
 

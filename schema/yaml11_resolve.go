@@ -64,16 +64,10 @@ func (c *scan11) lit(word string) bool {
 }
 
 const (
-	digits11     = "0123456789"
-	digitsU11    = "0123456789_"
-	hexU11       = "0123456789abcdefABCDEF_"
-	octU11       = "01234567_"
-	binU11       = "01_"
-	sign11       = "-+"
-	blank11      = " \t"
-	exponent11   = "eE"
-	sexaLeading  = "012345"
-	nonZeroDigit = "123456789"
+	digits11  = "0123456789"
+	digitsU11 = "0123456789_"
+	sign11    = "-+"
+	blank11   = " \t"
 )
 
 // sexagesimal takes (:[0-5]?[0-9])+ and says whether it took one or more.
@@ -84,12 +78,8 @@ func (c *scan11) sexagesimal() bool {
 		if !c.one(":") {
 			break
 		}
-		if c.one(sexaLeading) {
-			// [0-5][0-9], or [0-5] alone (the optional part taken as the digit).
-			if !c.one(digits11) && !isDigit(c.s[c.i-1]) {
-				c.i = start
-				break
-			}
+		if c.one("012345") {
+			c.one(digits11) // [0-5][0-9], or [0-5] alone (the optional part taken as the digit)
 		} else if !c.one(digits11) {
 			c.i = start
 			break
@@ -99,12 +89,10 @@ func (c *scan11) sexagesimal() bool {
 	return n > 0
 }
 
-func isDigit(b byte) bool { return b >= '0' && b <= '9' }
-
 // optExponent takes ([eE][-+][0-9]+)? and says whether the text is still
 // well formed (an exponent started must be whole).
 func (c *scan11) optExponent() bool {
-	if !c.one(exponent11) {
+	if !c.one("eE") {
 		return true
 	}
 	return c.one(sign11) && c.many(digits11) > 0
@@ -125,8 +113,7 @@ func is11Float(s string) bool {
 			c.many(digitsU11)
 			return c.optExponent() && c.done()
 		}
-		rest := s[c.i:]
-		switch rest {
+		switch s[c.i:] {
 		case "inf", "Inf", "INF", "nan", "NaN", "NAN":
 			return true
 		}
@@ -170,13 +157,13 @@ func is11Int(s string) bool {
 		case c.done():
 			return true
 		case c.lit("b"):
-			return c.many(binU11) > 0 && c.done()
+			return c.many("01_") > 0 && c.done()
 		case c.lit("x"):
-			return c.many(hexU11) > 0 && c.done()
+			return c.many("0123456789abcdefABCDEF_") > 0 && c.done()
 		}
-		return c.many(octU11) > 0 && c.done()
+		return c.many("01234567_") > 0 && c.done()
 	}
-	if !c.one(nonZeroDigit) {
+	if !c.one("123456789") {
 		return false
 	}
 	c.many(digitsU11)
