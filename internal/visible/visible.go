@@ -18,19 +18,7 @@ import (
 // strconv.IsPrint defines it (letters, marks, numbers, punctuation,
 // symbols and the ASCII space) and s is valid UTF-8.
 func printable(s string) bool {
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c < 0x7f {
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size <= 1 || !strconv.IsPrint(r) {
-			return false
-		}
-		i += size
-	}
-	return true
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) })
 }
 
 // Quote is s when Printable(s), else s in Go's %q form.
