@@ -66,7 +66,7 @@ func GitHub(w io.Writer, tool string, fs []Finding) error {
 	for _, f := range fs {
 		var props []string
 		if f.File != "" {
-			props = append(props, "file="+escapeProperty(filepath.ToSlash(f.File)))
+			props = append(props, "file="+escapeProperty.Replace(filepath.ToSlash(f.File)))
 		}
 		if f.Line > 0 {
 			props = append(props, fmt.Sprintf("line=%d", f.Line))
@@ -78,12 +78,12 @@ func GitHub(w io.Writer, tool string, fs []Finding) error {
 		if f.Path != "" {
 			title += ": " + f.Path
 		}
-		props = append(props, "title="+escapeProperty(title))
+		props = append(props, "title="+escapeProperty.Replace(title))
 		msg := f.Message
 		if f.Hint != "" {
 			msg += " (" + f.Hint + ")"
 		}
-		if _, err := fmt.Fprintf(w, "::%s %s::%s\n", f.level(), strings.Join(props, ","), escapeData(msg)); err != nil {
+		if _, err := fmt.Fprintf(w, "::%s %s::%s\n", f.level(), strings.Join(props, ","), escapeData.Replace(msg)); err != nil {
 			return err
 		}
 	}
@@ -92,15 +92,11 @@ func GitHub(w io.Writer, tool string, fs []Finding) error {
 
 // escapeData escapes a workflow command's message the way the GitHub
 // Actions toolkit does (%, CR, LF), so that one finding stays one command.
-func escapeData(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
-}
+var escapeData = strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A")
 
 // escapeProperty escapes a workflow command's property value: the data
 // escapes plus the separators of the property list (: and ,).
-func escapeProperty(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
-}
+var escapeProperty = strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C")
 
 // sarifSchemaURI is the schema the SARIF log names.
 const sarifSchemaURI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -119,7 +115,7 @@ func SARIF(w io.Writer, tool Tool, rules []Rule, fs []Finding) error {
 	for _, f := range fs {
 		used[f.Rule] = true
 	}
-	var sr []sarifRule
+	sr := []sarifRule{}
 	index := map[string]int{}
 	for _, r := range rules {
 		if used[r.ID] {
@@ -162,9 +158,6 @@ func SARIF(w io.Writer, tool Tool, rules []Rule, fs []Finding) error {
 			Tool:    sarifTool{Driver: sarifDriver{Name: tool.Name, Version: tool.Version, InformationURI: tool.InformationURI, Rules: sr}},
 			Results: results,
 		}},
-	}
-	if log.Runs[0].Tool.Driver.Rules == nil {
-		log.Runs[0].Tool.Driver.Rules = []sarifRule{}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
