@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -51,11 +52,7 @@ func newGcCommand(a *app) *cobra.Command {
 				if action == manager.GCWouldRemove {
 					action = "would remove (run with --yes)"
 				}
-				id := e.JobID
-				if id == "" {
-					id = "?"
-				}
-				fmt.Fprintf(a.stdout, "%s job %s slurm %s: %s (%s): %s\n", e.Dir, id, orDash(e.SlurmJobID), e.Verdict, e.Reason, action)
+				fmt.Fprintf(a.stdout, "%s job %s slurm %s: %s (%s): %s\n", e.Dir, cmp.Or(e.JobID, "?"), cmp.Or(e.SlurmJobID, "-"), e.Verdict, e.Reason, action)
 			}
 			return nil
 		},
@@ -64,11 +61,4 @@ func newGcCommand(a *app) *cobra.Command {
 	cmd.Flags().BoolVar(&yes, "yes", false, "remove the job dirs confirmed finished (default: dry run)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

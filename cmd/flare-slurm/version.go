@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"runtime"
@@ -63,31 +64,23 @@ func describeBuild(bi *debug.BuildInfo, override string) buildVersion {
 		MinSlurm:    scheduler.MinVersion.String(),
 		TestedSlurm: slices.Clone(scheduler.TestedReleases),
 	}
-	if bi == nil {
-		if override != "" {
-			v.Version = override
+	if bi != nil {
+		v.GoVersion = cmp.Or(bi.GoVersion, v.GoVersion)
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				v.Revision = s.Value
+			case "vcs.time":
+				v.Time = s.Value
+			case "vcs.modified":
+				v.Modified = s.Value == "true"
+			}
 		}
-		return v
-	}
-	if bi.GoVersion != "" {
-		v.GoVersion = bi.GoVersion
-	}
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			v.Revision = s.Value
-		case "vcs.time":
-			v.Time = s.Value
-		case "vcs.modified":
-			v.Modified = s.Value == "true"
+		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v.Version = bi.Main.Version
 		}
 	}
-	switch {
-	case override != "":
-		v.Version = override
-	case bi.Main.Version != "" && bi.Main.Version != "(devel)":
-		v.Version = bi.Main.Version
-	}
+	v.Version = cmp.Or(override, v.Version)
 	// The toolchain marks a dirty checkout's version itself; an override
 	// built from one gets the same mark, so that it never passes for the
 	// clean release it names.
