@@ -77,14 +77,7 @@ func (a *app) cancelAllLive(cmd *cobra.Command, t jobTarget) error {
 		return failure(errcode.CancelFailed, fmt.Sprintf("%d of %d live jobs could not be cancelled: %s", len(failed), len(done), strings.Join(failed, "; ")),
 			"run cancel --all-live again; check the jobs with 'flare-slurm status --workspace "+shell.Quote(t.workspace)+" --all-live' (and 'squeue --me') first", nil)
 	}
-	if t.asJSON {
-		return a.printOK(map[string]any{"jobs": done})
-	}
-	for _, d := range done {
+	return printJobs(a, t.asJSON, done, func(d manager.LiveTermination) {
 		fmt.Fprintf(a.stdout, "job %s (Slurm job %s): %s, return code %d\n", d.JobID, d.SlurmJobID, d.State, d.ReturnCode)
-	}
-	if len(done) == 0 {
-		fmt.Fprintln(a.stdout, "no live job in the workspace")
-	}
-	return nil
+	}, "no live job in the workspace")
 }

@@ -205,7 +205,7 @@ func forgetLaunchCaches() {
 func (f *follower) write(v any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.writeErr = errors.Join(f.writeErr, f.a.writeLine(v))
+	f.writeErr = errors.Join(f.writeErr, f.a.writeJSON(v, true))
 }
 
 // launch runs one launch line, `launch TAG ENVIRON REQUEST`, as `launch

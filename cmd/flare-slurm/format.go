@@ -107,14 +107,19 @@ func (a *app) writeReport(format string, r report) error {
 	case "github":
 		_ = cireport.GitHub(a.stdout, "flare-slurm", warningFindings(r.warnings))
 	}
-	for _, w := range r.warnings {
-		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", schema.WarningText(w))
-	}
-	for _, s := range r.skipped {
-		fmt.Fprintf(a.stderr, "flare-slurm: skipped: %s\n", s.String())
-	}
+	a.printWarnings(r.warnings, r.skipped)
 	r.text(a.stdout)
 	return nil
+}
+
+// printWarnings prints the "warning:" and "skipped:" lines on stderr.
+func (a *app) printWarnings(warnings, skipped schema.Problems) {
+	for _, w := range warnings {
+		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", schema.WarningText(w))
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(a.stderr, "flare-slurm: skipped: %s\n", s.String())
+	}
 }
 
 // bindIgnoreWarning adds --ignore-warning CODE (repeatable, or
@@ -177,15 +182,11 @@ func outputFormat(cmd *cobra.Command) string {
 	return "text"
 }
 
-// sarifTool names this build in a SARIF log.
-func sarifTool() cireport.Tool {
-	return cireport.Tool{Name: "flare-slurm", Version: currentBuild().Version, InformationURI: "https://github.com/flare-slurm/flare-slurm"}
-}
-
 // writeSARIF prints a SARIF log of problems (none: a clean run) and
 // warnings to stdout.
 func (a *app) writeSARIF(ps, warnings schema.Problems) error {
-	return cireport.SARIF(a.stdout, sarifTool(), sarifRules, append(findings(ps), warningFindings(warnings)...))
+	tool := cireport.Tool{Name: "flare-slurm", Version: currentBuild().Version, InformationURI: "https://github.com/flare-slurm/flare-slurm"}
+	return cireport.SARIF(a.stdout, tool, sarifRules, append(findings(ps), warningFindings(warnings)...))
 }
 
 // writeJUnit writes cases as a JUnit XML file at path, atomically (a

@@ -86,10 +86,6 @@ func resultExit(exit int, message string) error {
 	return &cliError{exit: exit, Code: errcode.JobFailed, Message: message, resultOnly: true}
 }
 
-// jsonRequested says whether the command that ran has --json set (or
-// --format json).
-func jsonRequested(cmd *cobra.Command) bool { return outputFormat(cmd) == "json" }
-
 // envelope is the shape of every --json answer; fields are in the order
 // pipelines read them.
 type envelope struct {
@@ -100,13 +96,17 @@ type envelope struct {
 
 // printOK writes {"status":"ok","data":data} to stdout.
 func (a *app) printOK(data any) error {
-	return a.writeJSON(envelope{Status: "ok", Data: data})
+	return a.writeJSON(envelope{Status: "ok", Data: data}, false)
 }
 
-func (a *app) writeJSON(v any) error {
+// writeJSON writes v to stdout: indented, or as one compact line (wait
+// --follow's stream).
+func (a *app) writeJSON(v any, line bool) error {
 	enc := json.NewEncoder(a.stdout)
 	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
+	if !line {
+		enc.SetIndent("", "  ")
+	}
 	return enc.Encode(v)
 }
 
@@ -133,7 +133,8 @@ func (a *app) reportError(cmd *cobra.Command, e *cliError) {
 	// 4096 bytes: a hostile request made a 42 MB envelope.
 	e.Problems, e.Warnings, e.Skipped = problem.Cap(e.Problems), problem.Cap(e.Warnings), problem.Cap(e.Skipped)
 	e.Message, e.Hint = problem.ShortenText(e.Message), problem.ShortenText(e.Hint)
-	switch outputFormat(cmd) {
+	format := outputFormat(cmd)
+	switch format {
 	case "github":
 		_ = cireport.GitHub(a.stdout, "flare-slurm", append(findings(e.Problems), warningFindings(e.Warnings)...))
 	case "sarif":
@@ -144,25 +145,16 @@ func (a *app) reportError(cmd *cobra.Command, e *cliError) {
 			_ = a.writeSARIF(e.Problems, e.Warnings)
 		}
 	}
-	if jsonRequested(cmd) {
+	if format == "json" {
 		if e.resultOnly {
 			fmt.Fprintf(a.stderr, "flare-slurm: error: %s\n", visible.Lines(e.Message))
 			return
 		}
 		e.Problems = orEmpty(e.Problems)
-		if streamsLines(cmd) {
-			_ = a.writeLine(envelope{Status: "error", Error: e})
-			return
-		}
-		_ = a.writeJSON(envelope{Status: "error", Error: e})
+		_ = a.writeJSON(envelope{Status: "error", Error: e}, streamsLines(cmd))
 		return
 	}
-	for _, w := range e.Warnings {
-		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", schema.WarningText(w))
-	}
-	for _, s := range e.Skipped {
-		fmt.Fprintf(a.stderr, "flare-slurm: skipped: %s\n", s.String())
-	}
+	a.printWarnings(e.Warnings, e.Skipped)
 	for _, p := range e.Problems {
 		fmt.Fprintln(a.stderr, p.String())
 	}

@@ -68,33 +68,22 @@ func (a *app) statusList(cmd *cobra.Command, t jobTarget, flag string, list func
 	if err != nil {
 		return runtimeFailure(errcode.StatusFailed, err, "check the workspace with "+bootstrapCommand(t.workspace))
 	}
-	if t.asJSON {
+	return printJobs(a, t.asJSON, jobs, line, none)
+}
+
+// printJobs prints the jobs of a listing: {"jobs": [...]} with --json,
+// else line per job, or none when there is no job.
+func printJobs[J any](a *app, asJSON bool, jobs []J, line func(J), none string) error {
+	if asJSON {
 		return a.printOK(map[string]any{"jobs": jobs})
 	}
-	for _, st := range jobs {
-		line(st)
+	for _, j := range jobs {
+		line(j)
 	}
 	if len(jobs) == 0 {
 		fmt.Fprintln(a.stdout, none)
 	}
 	return nil
-}
-
-// openJob opens the workspace without the bootstrap's scheduler checks and
-// finds the job's handle.
-func openJob(cmd *cobra.Command, a *app, workspace, jobID string) (*manager.Handle, error) {
-	if jobID == "" {
-		return nil, usageErrorf("--job-id is required")
-	}
-	rt, err := openSite(cmd.Context(), a, workspace, false)
-	if err != nil {
-		return nil, err
-	}
-	h, err := rt.Manager.Open(jobID)
-	if err != nil {
-		return nil, openJobFailure(jobID, workspace, err)
-	}
-	return h, nil
 }
 
 func (a *app) printStatus(st manager.Status, asJSON bool) error {
@@ -152,7 +141,6 @@ func (t *jobTarget) bind(a *app, cmd *cobra.Command) *cobra.Command {
 	return cmd
 }
 
-// open finds the job's handle in the workspace.
 // openAll opens the workspace for flag, a mode that acts on every job of
 // it (status --all and --all-live, cancel --all-live): --job-id is refused.
 func (t *jobTarget) openAll(cmd *cobra.Command, a *app, flag string) (*site.Runtime, error) {
@@ -162,6 +150,19 @@ func (t *jobTarget) openAll(cmd *cobra.Command, a *app, flag string) (*site.Runt
 	return openSite(cmd.Context(), a, t.workspace, false)
 }
 
+// open opens the workspace without the bootstrap's scheduler checks and
+// finds the job's handle.
 func (t *jobTarget) open(cmd *cobra.Command, a *app) (*manager.Handle, error) {
-	return openJob(cmd, a, t.workspace, t.jobID)
+	if t.jobID == "" {
+		return nil, usageErrorf("--job-id is required")
+	}
+	rt, err := openSite(cmd.Context(), a, t.workspace, false)
+	if err != nil {
+		return nil, err
+	}
+	h, err := rt.Manager.Open(t.jobID)
+	if err != nil {
+		return nil, openJobFailure(t.jobID, t.workspace, err)
+	}
+	return h, nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -83,11 +82,4 @@ func openJobFailure(jobID, workspace string, err error) error {
 			"check the job id; results of finished jobs are kept for 7 days", nil)
 	}
 	return runtimeFailure(errcode.NoSuchJob, err, "check the job id; 'flare-slurm gc --workspace "+shell.Quote(workspace)+"' lists the job dirs of the workspace")
-}
-
-// writeLine writes v as one compact JSON line (wait --follow's stream).
-func (a *app) writeLine(v any) error {
-	enc := json.NewEncoder(a.stdout)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
 }
