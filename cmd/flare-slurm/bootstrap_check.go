@@ -85,9 +85,6 @@ func openSiteEnv(ctx context.Context, a *app, workspace string, check bool, envi
 	if workspace == "" {
 		return nil, workspaceRequired()
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	rt, err := site.Open(ctx, workspace, site.Options{
 		Environ: environ,
 		Logger: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{

@@ -115,10 +115,10 @@ var flagCompletions = map[string]cobra.CompletionFunc{
 	"study":          cobra.NoFileCompletions, // a study name of the workspace: free text
 	"gpus":           cobra.NoFileCompletions, // a count
 	"nodes":          cobra.NoFileCompletions, // a count
-	"schema":         completeSchemaFlag,
-	"binary": func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return nil, cobra.ShellCompDirectiveDefault
-	}, // a file
+	"schema": func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return completeSchemaNames(cmd, nil, toComplete) // explain --schema
+	},
+	"binary": completeFiles,
 }
 
 // completeProbes offers check's probe names for the last element of a
@@ -178,11 +178,6 @@ func completeWords(words []string) cobra.CompletionFunc {
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
-}
-
-// completeSchemaFlag offers the schema names for explain --schema.
-func completeSchemaFlag(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return completeSchemaNames(cmd, nil, toComplete)
 }
 
 // completeSchemaNames offers the schema names, with their titles, as the

@@ -71,17 +71,14 @@ func (a *app) printExplanation(x *schema.Explanation) {
 		key = "(the whole file)"
 	}
 	fmt.Fprintf(a.stdout, "SCHEMA:   %s\nKEY:      %s\nTYPE:     %s\n", x.Schema, key, x.Type)
-	if len(x.Enum) > 0 {
-		fmt.Fprintf(a.stdout, "ALLOWED:  %s\n", strings.Join(x.Enum, ", "))
-	}
-	if x.Default != "" {
-		fmt.Fprintf(a.stdout, "DEFAULT:  %s\n", x.Default)
-	}
-	if x.Unit != "" {
-		fmt.Fprintf(a.stdout, "UNIT:     %s\n", x.Unit)
-	}
+	required := ""
 	if x.Required {
-		fmt.Fprintln(a.stdout, "REQUIRED: yes")
+		required = "yes"
+	}
+	for _, h := range [][2]string{{"ALLOWED:", strings.Join(x.Enum, ", ")}, {"DEFAULT:", x.Default}, {"UNIT:", x.Unit}, {"REQUIRED:", required}} {
+		if h[1] != "" {
+			fmt.Fprintf(a.stdout, "%-9s %s\n", h[0], h[1])
+		}
 	}
 	if x.Description != "" {
 		fmt.Fprintf(a.stdout, "\nDESCRIPTION:\n%s\n", wrap(x.Description, "    ", 92))

@@ -9,6 +9,7 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/visible"
 	"github.com/flare-slurm/flare-slurm/schema"
+	"github.com/flare-slurm/flare-slurm/schema/validate"
 	"github.com/flare-slurm/flare-slurm/schema/yaml11"
 )
 
@@ -41,7 +42,7 @@ indentation stay byte for byte. Where you meant the number flare-slurm read (an 
 			var files []yaml11.File
 			var probs schema.Problems
 			pending := 0
-			opts := yaml11.Options{Kind: kind, Fix: fix, Stdin: a.stdin, StdinName: stdinName}
+			opts := yaml11.Options{Kind: kind, Fix: fix, Stdin: a.stdin, StdinName: validate.StdinName}
 			for _, p := range paths {
 				o := yaml11.Format(p, opts)
 				probs = append(probs, o.Problems...)
@@ -96,7 +97,7 @@ func (a *app) printFmt(files []yaml11.File, fix bool) {
 			fmt.Fprintf(a.stderr, "%s:%d:%d: %s: %s spans lines: quote it by hand as %s\n", visible.Quote(f.Path), q.Line, q.Column, q.Path, visible.Quote(q.From), q.To)
 		}
 		switch {
-		case len(f.Quoted) == 0 && len(f.Left) == 0 && f.Path != stdinName || len(f.Quoted) == 0 && f.Path == stdinName && !fix:
+		case len(f.Quoted) == 0 && len(f.Left) == 0 && f.Path != validate.StdinName || len(f.Quoted) == 0 && f.Path == validate.StdinName && !fix:
 			fmt.Fprintf(a.stderr, "%s: ok (%s)\n", visible.Quote(f.Path), f.Kind)
 		case fix && f.Written:
 			fmt.Fprintf(a.stderr, "%s: %s quoted\n", visible.Quote(f.Path), plural(len(f.Quoted), "value"))

@@ -39,11 +39,6 @@ const (
 // environment.
 const followLineMax = schema.MaxInputBytes + 1<<20
 
-// followHello is the first line wait --follow --json prints: the launcher
-// bridge sends launch lines only to a follower that says it takes them (a
-// binary older than them would read one as a job id).
-var followHello = launchAnswer{Status: "ok", Command: "hello", Data: map[string]int{"launch_lines": 1}}
-
 // launchAnswer is the output line of a launch line: launch's envelope
 // (its data with the job_id added), marked "command": "launch" and with
 // the line's tag.
@@ -79,7 +74,10 @@ func (a *app) waitFollow(cmd *cobra.Command, t jobTarget) error {
 	f := &follower{a: a, ctx: ctx, workspace: t.workspace, stops: map[string]context.CancelFunc{}, forget: forgetLaunchCaches}
 	procmem.ReleaseEvery(ctx, memoryReleaseInterval, f.forgetIfIdle)
 	if t.asJSON {
-		f.write(followHello)
+		// The first line: the launcher bridge sends launch lines only to a
+		// follower that says it takes them (a binary older than them
+		// would read one as a job id).
+		f.write(launchAnswer{Status: "ok", Command: "hello", Data: map[string]int{"launch_lines": 1}})
 	}
 	// Buffered: ids keep arriving while Follow sleeps between polls.
 	ids := make(chan string, 4096)

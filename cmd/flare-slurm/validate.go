@@ -123,9 +123,6 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 	return cmd
 }
 
-// stdinName names standard input (a PATH of "-") in problems and results.
-const stdinName = validate.StdinName
-
 // plural renders "1 problem" or "3 problems".
 func plural(n int, word string) string {
 	if n == 1 {
