@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 
@@ -23,7 +24,6 @@ import (
 // newBootstrapCheckCommand builds `flare-slurm bootstrap-check`.
 func newBootstrapCheckCommand(a *app) *cobra.Command {
 	var workspace string
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "bootstrap-check --workspace W",
 		Short: "Check a workspace and the Slurm commands exactly as a parent's bootstrap does",
@@ -55,22 +55,20 @@ func newBootstrapCheckCommand(a *app) *cobra.Command {
 			if rt.Workspace.Binary != "" {
 				data["flare_slurm"] = rt.Workspace.Binary
 			}
-			if asJSON {
-				return a.printOK(data)
-			}
-			fmt.Fprintf(a.stdout, "workspace %s (%s %s) is ready\n", rt.Workspace.Root, rt.Workspace.Role, rt.Workspace.Site)
-			fmt.Fprintf(a.stdout, "slurm %s; accounting answers\n", rt.Version)
-			for _, n := range []struct{ k, v string }{{"sbatch", p.Sbatch}, {"squeue", p.Squeue}, {"sacct", p.Sacct}, {"scancel", p.Scancel}} {
-				fmt.Fprintf(a.stdout, "%-8s %s\n", n.k, n.v)
-			}
-			if rt.Workspace.Binary != "" {
-				fmt.Fprintf(a.stdout, "the parent's launcher runs %s\n", rt.Workspace.Binary)
-			}
-			return nil
+			return a.emit(cmd, data, func(w io.Writer) {
+				fmt.Fprintf(w, "workspace %s (%s %s) is ready\n", rt.Workspace.Root, rt.Workspace.Role, rt.Workspace.Site)
+				fmt.Fprintf(w, "slurm %s; accounting answers\n", rt.Version)
+				for _, n := range []struct{ k, v string }{{"sbatch", p.Sbatch}, {"squeue", p.Squeue}, {"sacct", p.Sacct}, {"scancel", p.Scancel}} {
+					fmt.Fprintf(w, "%-8s %s\n", n.k, n.v)
+				}
+				if rt.Workspace.Binary != "" {
+					fmt.Fprintf(w, "the parent's launcher runs %s\n", rt.Workspace.Binary)
+				}
+			})
 		},
 	}
 	bindWorkspace(a, cmd, &workspace, "prepared runtime workspace")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	bindJSON(cmd)
 	return cmd
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -14,7 +15,6 @@ import (
 
 // newExplainCommand builds `flare-slurm explain`.
 func newExplainCommand(a *app) *cobra.Command {
-	var asJSON bool
 	var name string
 	cmd := &cobra.Command{
 		Use:   "explain [--schema NAME] [KEY]",
@@ -51,40 +51,36 @@ No KEY explains a file's top level.`,
 			if err != nil {
 				return failure(errcode.Internal, err.Error(), "", nil)
 			}
-			if asJSON {
-				return a.printOK(x)
-			}
-			a.printExplanation(x)
-			return nil
+			return a.emit(cmd, x, func(w io.Writer) { printExplanation(w, x) })
 		},
 	}
 	cmd.Flags().StringVar(&name, "schema", "", "the schema to look in: "+strings.Join(schema.Names(), ", ")+" (default: searched)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	bindJSON(cmd)
 	return cmd
 }
 
 // printExplanation prints x as kubectl explain does: headed lines, the
 // description wrapped, then the fields.
-func (a *app) printExplanation(x *schema.Explanation) {
+func printExplanation(w io.Writer, x *schema.Explanation) {
 	key := x.Path
 	if key == "" {
 		key = "(the whole file)"
 	}
-	fmt.Fprintf(a.stdout, "SCHEMA:   %s\nKEY:      %s\nTYPE:     %s\n", x.Schema, key, x.Type)
+	fmt.Fprintf(w, "SCHEMA:   %s\nKEY:      %s\nTYPE:     %s\n", x.Schema, key, x.Type)
 	required := ""
 	if x.Required {
 		required = "yes"
 	}
 	for _, h := range [][2]string{{"ALLOWED:", strings.Join(x.Enum, ", ")}, {"DEFAULT:", x.Default}, {"UNIT:", x.Unit}, {"REQUIRED:", required}} {
 		if h[1] != "" {
-			fmt.Fprintf(a.stdout, "%-9s %s\n", h[0], h[1])
+			fmt.Fprintf(w, "%-9s %s\n", h[0], h[1])
 		}
 	}
 	if x.Description != "" {
-		fmt.Fprintf(a.stdout, "\nDESCRIPTION:\n%s\n", wrap(x.Description, "    ", 92))
+		fmt.Fprintf(w, "\nDESCRIPTION:\n%s\n", wrap(x.Description, "    ", 92))
 	}
 	if len(x.Fields) > 0 {
-		fmt.Fprintln(a.stdout, "\nFIELDS:")
+		fmt.Fprintln(w, "\nFIELDS:")
 		width := 0
 		for _, f := range x.Fields {
 			width = max(width, len(f.Name))
@@ -94,9 +90,9 @@ func (a *app) printExplanation(x *schema.Explanation) {
 			if f.Required {
 				req = " (required)"
 			}
-			fmt.Fprintf(a.stdout, "    %-*s  <%s>%s\n", width, f.Name, f.Type, req)
+			fmt.Fprintf(w, "    %-*s  <%s>%s\n", width, f.Name, f.Type, req)
 			if f.Summary != "" {
-				fmt.Fprintf(a.stdout, "%s\n", wrap(f.Summary, "        ", 92))
+				fmt.Fprintf(w, "%s\n", wrap(f.Summary, "        ", 92))
 			}
 		}
 	}

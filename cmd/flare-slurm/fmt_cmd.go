@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -15,7 +16,7 @@ import (
 
 // newFmtCommand builds `flare-slurm fmt`.
 func newFmtCommand(a *app) *cobra.Command {
-	var fix, asJSON bool
+	var fix bool
 	var kind string
 	cmd := &cobra.Command{
 		Use:   "fmt [--fix] [--kind slurm-config|study-runtime] PATH...",
@@ -63,12 +64,8 @@ indentation stay byte for byte. Where you meant the number flare-slurm read (an 
 				return failure(errcode.InvalidInput, fmt.Sprintf("%s cannot be formatted", plural(len(probs), "file")),
 					"give slurm.yaml or study_runtime.yaml files (a kit's are KIT/config.yaml and KIT/local/study_runtime.yaml)", probs)
 			}
-			if asJSON {
-				if err := a.printOK(map[string]any{"files": files}); err != nil {
-					return err
-				}
-			} else {
-				a.printFmt(files, fix)
+			if err := a.emit(cmd, map[string]any{"files": files}, func(io.Writer) { a.printFmt(files, fix) }); err != nil {
+				return err
 			}
 			if pending > 0 {
 				return failure(errcode.NeedsFormat, fmt.Sprintf("%s to quote", plural(pending, "value")),
@@ -79,7 +76,7 @@ indentation stay byte for byte. Where you meant the number flare-slurm read (an 
 	}
 	cmd.Flags().BoolVar(&fix, "fix", false, "write the quoted values into each file (standard input: to standard output)")
 	cmd.Flags().StringVar(&kind, "kind", "", "kind of every PATH: slurm-config or study-runtime (default: detected)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	bindJSON(cmd)
 	return cmd
 }
 

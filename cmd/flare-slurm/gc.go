@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -13,7 +14,7 @@ import (
 // newGcCommand builds `flare-slurm gc`.
 func newGcCommand(a *app) *cobra.Command {
 	var workspace string
-	var yes, asJSON bool
+	var yes bool
 	cmd := &cobra.Command{
 		Use:   "gc --workspace W [--yes]",
 		Short: "List leftover job dirs and remove those whose allocation the scheduler confirms finished",
@@ -34,31 +35,29 @@ func newGcCommand(a *app) *cobra.Command {
 			if entries == nil {
 				entries = []manager.GCEntry{}
 			}
-			if asJSON {
-				removed := 0
-				for _, e := range entries {
-					if e.Action == manager.GCRemoved {
-						removed++
-					}
-				}
-				return a.printOK(map[string]any{"dry_run": !yes, "removed": removed, "kept": len(entries) - removed, "job_dirs": entries})
-			}
-			if len(entries) == 0 {
-				fmt.Fprintln(a.stdout, "no job dirs")
-				return nil
-			}
+			removed := 0
 			for _, e := range entries {
-				action := e.Action
-				if action == manager.GCWouldRemove {
-					action = "would remove (run with --yes)"
+				if e.Action == manager.GCRemoved {
+					removed++
 				}
-				fmt.Fprintf(a.stdout, "%s job %s slurm %s: %s (%s): %s\n", e.Dir, cmp.Or(e.JobID, "?"), cmp.Or(e.SlurmJobID, "-"), e.Verdict, e.Reason, action)
 			}
-			return nil
+			data := map[string]any{"dry_run": !yes, "removed": removed, "kept": len(entries) - removed, "job_dirs": entries}
+			return a.emit(cmd, data, func(w io.Writer) {
+				if len(entries) == 0 {
+					fmt.Fprintln(w, "no job dirs")
+				}
+				for _, e := range entries {
+					action := e.Action
+					if action == manager.GCWouldRemove {
+						action = "would remove (run with --yes)"
+					}
+					fmt.Fprintf(w, "%s job %s slurm %s: %s (%s): %s\n", e.Dir, cmp.Or(e.JobID, "?"), cmp.Or(e.SlurmJobID, "-"), e.Verdict, e.Reason, action)
+				}
+			})
 		},
 	}
 	bindWorkspace(a, cmd, &workspace, "prepared runtime workspace")
 	cmd.Flags().BoolVar(&yes, "yes", false, "remove the job dirs confirmed finished (default: dry run)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	bindJSON(cmd)
 	return cmd
 }

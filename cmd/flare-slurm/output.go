@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -84,6 +85,19 @@ func failure(code, message, hint string, problems schema.Problems) error {
 // exit; without --json, message also goes to stderr.
 func resultExit(exit int, message string) error {
 	return &cliError{exit: exit, Code: errcode.JobFailed, Message: message, resultOnly: true}
+}
+
+// bindJSON adds --json, which emit reads, to cmd.
+func bindJSON(cmd *cobra.Command) { cmd.Flags().Bool("json", false, "print the result as JSON") }
+
+// emit prints a command's result in the format its flags chose: data as
+// the --json envelope, else what text writes on stdout.
+func (a *app) emit(cmd *cobra.Command, data any, text func(w io.Writer)) error {
+	if outputFormat(cmd) == "json" {
+		return a.printOK(data)
+	}
+	text(a.stdout)
+	return nil
 }
 
 // envelope is the shape of every --json answer; fields are in the order

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -37,7 +38,7 @@ func (a *app) printNotes(notes []string) {
 // newRenderCommand builds `flare-slurm render`.
 func newRenderCommand(a *app) *cobra.Command {
 	var workspace, request, output string
-	var asJSON, reveal, force bool
+	var reveal, force bool
 	cmd := &cobra.Command{
 		Use:   "render --workspace W --request FILE|- --output DIR",
 		Short: "Compile one launch request into reviewable files; submit nothing",
@@ -48,15 +49,15 @@ func newRenderCommand(a *app) *cobra.Command {
 			"Secret values are read from this process's environment (study secret_env sources) and\n" +
 			"from the request (credentials); read the request from - to keep credentials off disk.",
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			return a.render(workspace, request, output, asJSON, reveal, force)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.render(cmd, workspace, request, output, reveal, force)
 		},
 	}
 	f := cmd.Flags()
 	bindWorkspace(a, cmd, &workspace, "prepared workspace (the --output of prepare)")
 	f.StringVar(&request, "request", "", "launch request JSON file, or - for standard input")
 	f.StringVar(&output, "output", "", "directory to write the review files into (created if missing)")
-	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	bindJSON(cmd)
 	f.BoolVar(&reveal, "reveal-secrets", false, "write real secret values into secret.env")
 	f.BoolVar(&force, "force", false, "replace review files that exist in --output (other files there are left alone)")
 	for _, name := range []string{"workspace", "request", "output"} {
@@ -65,7 +66,7 @@ func newRenderCommand(a *app) *cobra.Command {
 	return cmd
 }
 
-func (a *app) render(wsPath, request, output string, asJSON, reveal, force bool) error {
+func (a *app) render(cmd *cobra.Command, wsPath, request, output string, reveal, force bool) error {
 	data, err := compile.ReadRequest(request, a.stdin)
 	if err != nil {
 		return failure(errcode.InvalidRequest, fmt.Sprintf("cannot read the launch request %s: %v", request, err), "pass a JSON file, or - for standard input", nil)
@@ -112,15 +113,13 @@ func (a *app) render(wsPath, request, output string, asJSON, reveal, force bool)
 	for _, f := range files {
 		res.Files = append(res.Files, filepath.Join(output, f.Name))
 	}
-	if asJSON {
-		return a.printOK(res)
-	}
-	fmt.Fprintf(a.stdout, "rendered job %s (sandbox %s, Slurm job name %s) into %s:\n", res.JobID, res.Sandbox, res.JobName, output)
-	for _, f := range res.Files {
-		fmt.Fprintf(a.stdout, "  %s\n", f)
-	}
-	fmt.Fprintf(a.stdout, "secret.env values are %s; nothing was submitted\n", res.SecretEnv)
-	return nil
+	return a.emit(cmd, res, func(w io.Writer) {
+		fmt.Fprintf(w, "rendered job %s (sandbox %s, Slurm job name %s) into %s:\n", res.JobID, res.Sandbox, res.JobName, output)
+		for _, f := range res.Files {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
+		fmt.Fprintf(w, "secret.env values are %s; nothing was submitted\n", res.SecretEnv)
+	})
 }
 
 // compileFailure turns a compile error into a CLI failure, listing its
