@@ -31,7 +31,7 @@ func newBootstrapCheckCommand(a *app) *cobra.Command {
 			"probes accounting, validates the workspace and creates .nvflare_slurm/jobs.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rt, err := openSite(cmd.Context(), a, workspace, true)
+			rt, err := openSite(cmd.Context(), a, workspace, true, os.Environ())
 			if err != nil {
 				return err
 			}
@@ -72,14 +72,10 @@ func newBootstrapCheckCommand(a *app) *cobra.Command {
 	return cmd
 }
 
-// openSite opens the workspace for a runtime command; check runs the
-// once-per-parent scheduler checks (version, accounting).
-func openSite(ctx context.Context, a *app, workspace string, check bool) (*site.Runtime, error) {
-	return openSiteEnv(ctx, a, workspace, check, os.Environ())
-}
-
-// openSiteEnv is openSite with the environment the workspace runs with.
-func openSiteEnv(ctx context.Context, a *app, workspace string, check bool, environ []string) (*site.Runtime, error) {
+// openSite opens the workspace for a runtime command, with the environment
+// the workspace runs with; check runs the once-per-parent scheduler checks
+// (version, accounting).
+func openSite(ctx context.Context, a *app, workspace string, check bool, environ []string) (*site.Runtime, error) {
 	if workspace == "" {
 		return nil, workspaceRequired()
 	}

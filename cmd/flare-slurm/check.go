@@ -57,7 +57,7 @@ func newCheckCommand(a *app) *cobra.Command {
 				}
 			}
 			// The bootstrap probe runs the scheduler checks: their failure is a row.
-			rt, err := openSiteEnv(ctx, a, workspace, false, check.Environ(os.Environ()))
+			rt, err := openSite(ctx, a, workspace, false, check.Environ(os.Environ()))
 			if err != nil {
 				return err
 			}

@@ -67,7 +67,7 @@ func (a *app) waitFollow(cmd *cobra.Command, t jobTarget) error {
 	// in writeErr) instead of killing this process in the middle of a
 	// launch, between its sbatch and its handle.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	rt, err := openSite(ctx, a, t.workspace, false)
+	rt, err := openSite(ctx, a, t.workspace, false, os.Environ())
 	if err != nil {
 		return err
 	}
@@ -255,7 +255,7 @@ func (f *follower) launch(line []byte) {
 					"run 'flare-slurm status --all-live' to see whether it was submitted, and report the error", nil))
 			}
 		}()
-		rt, err := openSiteEnv(lctx, f.a, f.workspace, false, environ)
+		rt, err := openSite(lctx, f.a, f.workspace, false, environ)
 		if err != nil {
 			f.answer(tag, nil, err)
 			return

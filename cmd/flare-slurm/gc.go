@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -24,7 +25,7 @@ func newGcCommand(a *app) *cobra.Command {
 			"would_remove) and why (reason), and the counts removed and kept.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rt, err := openSite(cmd.Context(), a, workspace, false)
+			rt, err := openSite(cmd.Context(), a, workspace, false, os.Environ())
 			if err != nil {
 				return err
 			}

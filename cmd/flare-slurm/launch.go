@@ -48,7 +48,7 @@ func newLaunchCommand(a *app) *cobra.Command {
 			// prints its answer (issue 25 item 11).
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
-			rt, err := openSite(ctx, a, workspace, !noBootstrap)
+			rt, err := openSite(ctx, a, workspace, !noBootstrap, os.Environ())
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -147,7 +148,7 @@ func (t *jobTarget) openAll(cmd *cobra.Command, a *app, flag string) (*site.Runt
 	if t.jobID != "" {
 		return nil, usageErrorf("%s and --job-id exclude each other", flag)
 	}
-	return openSite(cmd.Context(), a, t.workspace, false)
+	return openSite(cmd.Context(), a, t.workspace, false, os.Environ())
 }
 
 // open opens the workspace without the bootstrap's scheduler checks and
@@ -156,7 +157,7 @@ func (t *jobTarget) open(cmd *cobra.Command, a *app) (*manager.Handle, error) {
 	if t.jobID == "" {
 		return nil, usageErrorf("--job-id is required")
 	}
-	rt, err := openSite(cmd.Context(), a, t.workspace, false)
+	rt, err := openSite(cmd.Context(), a, t.workspace, false, os.Environ())
 	if err != nil {
 		return nil, err
 	}
