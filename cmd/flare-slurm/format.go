@@ -139,32 +139,25 @@ func checkWarningCodes(codes []string) error {
 	return nil
 }
 
-// formatFlags are --format and its alias --json of the commands that
+// bindFormat adds --format and its alias --json to the commands that
 // report problems in CI formats (validate, prepare).
-type formatFlags struct {
-	format string
-	asJSON bool
-}
-
-func (f *formatFlags) bind(cmd *cobra.Command) {
-	fs := cmd.Flags()
-	fs.StringVar(&f.format, "format", "text", "output format: "+strings.Join(cireport.Formats, ", ")+
+func bindFormat(cmd *cobra.Command) {
+	cmd.Flags().String("format", "text", "output format: "+strings.Join(cireport.Formats, ", ")+
 		" (github: GitHub Actions annotations; sarif: a SARIF 2.1.0 log for code scanning)")
-	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON (the same as --format json)")
+	cmd.Flags().Bool("json", false, "print the result as JSON (the same as --format json)")
 }
 
-// resolve checks the flags and returns the format in effect.
-func (f *formatFlags) resolve() (string, error) {
-	if !cireport.ValidFormat(f.format) {
-		return "", usageErrorf("unknown --format %q (one of %s)", f.format, strings.Join(cireport.Formats, ", "))
+// resolveFormat checks --format and --json and returns the format in
+// effect.
+func resolveFormat(cmd *cobra.Command) (string, error) {
+	format, _ := cmd.Flags().GetString("format")
+	if !cireport.ValidFormat(format) {
+		return "", usageErrorf("unknown --format %q (one of %s)", format, strings.Join(cireport.Formats, ", "))
 	}
-	if f.asJSON {
-		if f.format != "text" && f.format != "json" {
-			return "", usageErrorf("--json is --format json; it cannot be combined with --format %s", f.format)
-		}
-		return "json", nil
+	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON && format != "text" && format != "json" {
+		return "", usageErrorf("--json is --format json; it cannot be combined with --format %s", format)
 	}
-	return f.format, nil
+	return outputFormat(cmd), nil
 }
 
 // outputFormat is the format the command that ran asked for: "json" with

@@ -28,7 +28,6 @@ import (
 func newPrepareCommand(a *app) *cobra.Command {
 	var opts prepare.Options
 	var kitFlag, junit, against, workspaceFlag string
-	var format formatFlags
 	var check bool
 	cmd := &cobra.Command{
 		Use:   "prepare [KIT]",
@@ -84,7 +83,7 @@ for --check --against on another host). Without it the workspace is the one
 			default:
 				return usageErrorf("missing startup kit: run 'flare-slurm prepare KIT --config slurm.yaml'")
 			}
-			outFormat, err := format.resolve()
+			outFormat, err := resolveFormat(cmd)
 			if err != nil {
 				return err
 			}
@@ -146,7 +145,7 @@ for --check --against on another host). Without it the workspace is the one
 	f.StringVar(&opts.Config, "config", "", "the Slurm config (default KIT/config.yaml)")
 	f.StringVar(&workspaceFlag, "workspace", "", "the workspace to create or replace (default KIT/prepared/slurm); --output is the same flag")
 	f.StringVar(&opts.Output, "output", "", "the same as --workspace, as 'nvflare deploy prepare' spells it")
-	format.bind(cmd)
+	bindFormat(cmd)
 	f.StringVar(&junit, "junit", "", "with --check, also write a JUnit XML report to `FILE`")
 	f.BoolVar(&opts.Force, "force", false, "replace OUT even if it holds job artifacts or is not a workspace prepared for it")
 	f.BoolVar(&opts.Strict, "strict", false, "treat values that NVFlare's YAML 1.1 reader reads differently as errors, not warnings")

@@ -27,7 +27,6 @@ func newValidateCommand(a *app) *cobra.Command {
 	var kind, site, junit, kitDir string
 	var ignoreWarnings []string
 	var strict, offline, excludeSecrets bool
-	var format formatFlags
 	cmd := &cobra.Command{
 		Use:   "validate [--kind slurm-config|study-runtime|job-meta|kit] [--kit KIT] [--site NAME] [--format text|json|github|sarif] [--junit FILE] PATH...",
 		Short: "Check config files and startup kits, reporting every problem",
@@ -73,7 +72,7 @@ that holds no secret material) and lists that check as skipped, as
 'prepare --check --exclude-secrets' does.
 Exit status: 0 valid, 1 invalid, 2 usage error.`,
 		RunE: func(cmd *cobra.Command, paths []string) error {
-			outFormat, err := format.resolve()
+			outFormat, err := resolveFormat(cmd)
 			if err != nil {
 				return err
 			}
@@ -113,7 +112,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 	}
 	cmd.Flags().StringVar(&kind, "kind", "", "kind of every PATH: "+strings.Join(schema.Kinds(), ", ")+" (default: detected)")
 	cmd.Flags().StringVar(&site, "site", "", "site whose reading of a job meta is checked (default: every site it names)")
-	format.bind(cmd)
+	bindFormat(cmd)
 	cmd.Flags().StringVar(&junit, "junit", "", "also write a JUnit XML report to `FILE` (one test case per PATH)")
 	cmd.Flags().BoolVar(&offline, "offline", false, "skip the checks that need this host (the image file) and list each one skipped")
 	cmd.Flags().BoolVar(&excludeSecrets, "exclude-secrets", false, "accept a kit without its private key (a CI repository holds none) and list that check as skipped")
