@@ -100,13 +100,13 @@ var flagCompletions = map[string]cobra.CompletionFunc{
 	"output":         completeDirs,
 	"against":        completeDirs,
 	"keep-local":     cobra.NoFileCompletions, // a path in the workspace, not here
-	"config":         completeFilesWithExt("yaml", "yml"),
-	"request":        completeFilesWithExt("json"),
+	"config":         cobra.FixedCompletions([]string{"yaml", "yml"}, cobra.ShellCompDirectiveFilterFileExt),
+	"request":        cobra.FixedCompletions([]string{"json"}, cobra.ShellCompDirectiveFilterFileExt),
 	"kind":           completeWords(schema.Kinds()),
 	"job-id":         completeJobIDs,
 	"site":           cobra.NoFileCompletions, // a name in the job meta: free text
 	"format":         cobra.FixedCompletions(cireport.Formats, cobra.ShellCompDirectiveNoFileComp),
-	"junit":          completeFilesWithExt("xml"),
+	"junit":          cobra.FixedCompletions([]string{"xml"}, cobra.ShellCompDirectiveFilterFileExt),
 	"ignore-warning": completeWords(schema.WarningCodes),
 	"launcher":       cobra.FixedCompletions(bridge.Launchers, cobra.ShellCompDirectiveNoFileComp),
 	"only":           completeProbes,
@@ -232,10 +232,12 @@ func completeJobIDs(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
-// completeDirs lets the shell offer directories.
-func completeDirs(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return nil, cobra.ShellCompDirectiveFilterDirs
-}
+// completeDirs lets the shell offer directories; completeFiles, files and
+// directories.
+var (
+	completeDirs  = cobra.FixedCompletions(nil, cobra.ShellCompDirectiveFilterDirs)
+	completeFiles = cobra.FixedCompletions(nil, cobra.ShellCompDirectiveDefault)
+)
 
 // completeKitDir offers directories for prepare's one KIT argument.
 func completeKitDir(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
@@ -243,17 +245,4 @@ func completeKitDir(_ *cobra.Command, args []string, _ string) ([]cobra.Completi
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	return nil, cobra.ShellCompDirectiveFilterDirs
-}
-
-// completeFiles lets the shell offer files and directories.
-func completeFiles(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return nil, cobra.ShellCompDirectiveDefault
-}
-
-// completeFilesWithExt lets the shell offer files with one of exts (and
-// directories, to descend into).
-func completeFilesWithExt(exts ...string) cobra.CompletionFunc {
-	return func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return exts, cobra.ShellCompDirectiveFilterFileExt
-	}
 }

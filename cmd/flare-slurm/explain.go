@@ -28,9 +28,6 @@ launcher_spec.SITE.slurm.mem_per_node; any name stands for a study, variable or 
 schemas are searched in this order: slurm-config, study-runtime, job-meta, launch-request.
 No KEY explains a file's top level.`,
 		Args: cobra.MaximumNArgs(1),
-		ValidArgsFunction: func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			key := ""
 			if len(args) == 1 {

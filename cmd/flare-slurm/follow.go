@@ -39,17 +39,6 @@ const (
 // environment.
 const followLineMax = schema.MaxInputBytes + 1<<20
 
-// launchAnswer is the output line of a launch line: launch's envelope
-// (its data with the job_id added), marked "command": "launch" and with
-// the line's tag.
-type launchAnswer struct {
-	Status  string    `json:"status"`
-	Command string    `json:"command"`
-	Tag     string    `json:"tag,omitempty"`
-	Data    any       `json:"data,omitempty"`
-	Error   *cliError `json:"error,omitempty"`
-}
-
 // waitFollow is wait --follow: manager.Follow fed from standard input, one
 // report per job as it ends, and the launcher bridge's launches run in
 // this process beside the watching (launch lines): no process start and
@@ -77,7 +66,7 @@ func (a *app) waitFollow(cmd *cobra.Command, t jobTarget) error {
 		// The first line: the launcher bridge sends launch lines only to a
 		// follower that says it takes them (a binary older than them
 		// would read one as a job id).
-		f.write(launchAnswer{Status: "ok", Command: "hello", Data: map[string]int{"launch_lines": 1}})
+		f.write(envelope{Status: "ok", Command: "hello", Data: map[string]int{"launch_lines": 1}})
 	}
 	// Buffered: ids keep arriving while Follow sleeps between polls.
 	ids := make(chan string, 4096)
@@ -274,7 +263,7 @@ func (f *follower) launch(line []byte) {
 
 // answer writes a launch line's answer: data, or err's error envelope.
 func (f *follower) answer(tag string, data map[string]any, err error) {
-	a := launchAnswer{Status: "ok", Command: "launch", Tag: tag, Data: data}
+	a := envelope{Status: "ok", Command: "launch", Tag: tag, Data: data}
 	if err != nil {
 		var ce *cliError
 		if !errors.As(err, &ce) {

@@ -103,9 +103,13 @@ func (a *app) emit(cmd *cobra.Command, data any, text func(w io.Writer)) error {
 // envelope is the shape of every --json answer; fields are in the order
 // pipelines read them.
 type envelope struct {
-	Status string    `json:"status"`
-	Data   any       `json:"data,omitempty"`
-	Error  *cliError `json:"error,omitempty"`
+	Status string `json:"status"`
+	// Command and Tag mark wait --follow's answer to a launch line
+	// (launch's envelope, its data with the job_id added) and its hello.
+	Command string    `json:"command,omitempty"`
+	Tag     string    `json:"tag,omitempty"`
+	Data    any       `json:"data,omitempty"`
+	Error   *cliError `json:"error,omitempty"`
 }
 
 // printOK writes {"status":"ok","data":data} to stdout.
