@@ -77,7 +77,7 @@ func newBootstrapCheckCommand(a *app) *cobra.Command {
 // (version, accounting).
 func openSite(ctx context.Context, a *app, workspace string, check bool, environ []string) (*site.Runtime, error) {
 	if workspace == "" {
-		return nil, workspaceRequired()
+		return nil, usageErrorf("--workspace is required (or set %s)", schema.EnvWorkspace)
 	}
 	rt, err := site.Open(ctx, workspace, site.Options{
 		Environ: environ,

@@ -201,22 +201,21 @@ func (f *follower) write(v any) {
 // with that environment (the study secrets' sources, PATH), and its answer
 // is one line.
 func (f *follower) launch(line []byte) {
-	rest := bytes.TrimPrefix(bytes.TrimLeft(line, " \t"), []byte(followLaunch))
-	tagEnd := bytes.IndexByte(rest, ' ')
-	if tagEnd <= 0 {
+	tagB, rest, found := bytes.Cut(bytes.TrimPrefix(bytes.TrimLeft(line, " \t"), []byte(followLaunch)), []byte(" "))
+	if !found || len(tagB) == 0 {
 		fmt.Fprintf(f.a.stderr, "flare-slurm: error: standard input: a launch line is 'launch TAG ENVIRON REQUEST'; line ignored\n")
 		return
 	}
-	tag := string(rest[:tagEnd])
+	tag := string(tagB)
 	var environ []string
-	dec := json.NewDecoder(bytes.NewReader(rest[tagEnd:]))
+	dec := json.NewDecoder(bytes.NewReader(rest))
 	if err := dec.Decode(&environ); err != nil {
 		f.answer(tag, nil, failure(errcode.InvalidRequest, "launch line "+tag+" has no environment (a JSON array of NAME=value strings): "+err.Error(),
 			"send 'launch TAG ENVIRON REQUEST' on one line", nil))
 		return
 	}
 	// A copy: line's buffer holds the next line once this returns.
-	request := bytes.Clone(bytes.TrimSpace(rest[tagEnd+int(dec.InputOffset()):]))
+	request := bytes.Clone(bytes.TrimSpace(rest[dec.InputOffset():]))
 	lctx, cancel := context.WithCancel(f.ctx)
 	f.launchMu.Lock()
 	if f.closed {

@@ -40,7 +40,6 @@ func (e *cliError) Error() string { return e.Message }
 // Exit statuses (docs/conventions.md has the table). wait and launch exit
 // with the job's NVFlare return code instead.
 const (
-	exitOK      = 0 // success
 	exitFailure = 1 // failure or invalid input
 	exitUsage   = 2 // usage error
 	exitDrift   = 3 // prepare --check: the workspace differs

@@ -34,9 +34,3 @@ func bindWorkspace(a *app, cmd *cobra.Command, ws *string, usage string) {
 		return nil
 	}
 }
-
-// workspaceRequired is the usage error of a command run without a
-// workspace.
-func workspaceRequired() error {
-	return usageErrorf("--workspace is required (or set %s)", schema.EnvWorkspace)
-}
