@@ -273,7 +273,8 @@ type Case struct {
 
 // JUnit writes one JUnit XML document with one test suite named suite.
 func JUnit(w io.Writer, suite string, cases []Case) error {
-	s := junitSuite{Name: suite, Tests: len(cases)}
+	s := junitSuite{junitCounts: junitCounts{Name: suite, Tests: len(cases)}}
+	seconds := 0.0
 	for _, c := range cases {
 		tc := junitCase{Name: c.Name, ClassName: c.ClassName, Time: fmt.Sprintf("%.3f", c.Seconds), SystemOut: c.SystemOut}
 		switch {
@@ -284,11 +285,11 @@ func JUnit(w io.Writer, suite string, cases []Case) error {
 			s.Skipped++
 			tc.Skipped = &junitSkipped{Message: c.Skipped}
 		}
-		s.Time += c.Seconds
+		seconds += c.Seconds
 		s.Cases = append(s.Cases, tc)
 	}
-	s.TimeText = fmt.Sprintf("%.3f", s.Time)
-	doc := junitSuites{Name: suite, Tests: s.Tests, Failures: s.Failures, Skipped: s.Skipped, Time: s.TimeText, Suites: []junitSuite{s}}
+	s.Time = fmt.Sprintf("%.3f", seconds)
+	doc := junitSuites{junitCounts: s.junitCounts, Suites: []junitSuite{s}}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
@@ -301,24 +302,24 @@ func JUnit(w io.Writer, suite string, cases []Case) error {
 	return err
 }
 
+// junitCounts are the attributes of the document and of its one suite.
+type junitCounts struct {
+	Name     string `xml:"name,attr"`
+	Tests    int    `xml:"tests,attr"`
+	Failures int    `xml:"failures,attr"`
+	Skipped  int    `xml:"skipped,attr"`
+	Time     string `xml:"time,attr"`
+}
+
 type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Skipped  int          `xml:"skipped,attr"`
-	Time     string       `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
+	XMLName xml.Name `xml:"testsuites"`
+	junitCounts
+	Suites []junitSuite `xml:"testsuite"`
 }
 
 type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	TimeText string      `xml:"time,attr"`
-	Time     float64     `xml:"-"`
-	Cases    []junitCase `xml:"testcase"`
+	junitCounts
+	Cases []junitCase `xml:"testcase"`
 }
 
 type junitCase struct {
