@@ -33,9 +33,7 @@ func newGcCommand(a *app) *cobra.Command {
 			if err != nil {
 				return runtimeFailure(errcode.GCFailed, err, "nothing was removed; check the Slurm commands with "+bootstrapCommand(workspace)+" and run gc again")
 			}
-			if entries == nil {
-				entries = []manager.GCEntry{}
-			}
+			entries = orEmpty(entries)
 			removed := 0
 			for _, e := range entries {
 				if e.Action == manager.GCRemoved {

@@ -104,14 +104,11 @@ func launchJob(ctx context.Context, rt *site.Runtime, request string, data []byt
 // launchData is launch's --json data.
 func launchData(rt *site.Runtime, h *manager.Handle, notes []string, attached bool) map[string]any {
 	info := h.Info()
-	if notes == nil {
-		notes = []string{}
-	}
 	return map[string]any{
 		"slurm_job_id": info.SlurmJobID,
 		"job_name":     info.JobName,
 		"job_dir":      rt.Manager.JobDir(info.JobID),
-		"notes":        notes,
+		"notes":        orEmpty(notes),
 		"attached":     attached,
 	}
 }

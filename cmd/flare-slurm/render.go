@@ -102,10 +102,7 @@ func (a *app) render(cmd *cobra.Command, wsPath, request, output string, reveal,
 		return failure(errcode.WriteFailed, err.Error(), "choose a new or empty --output directory, or add --force to replace the review files", nil)
 	}
 	res := renderResult{JobID: req.JobID, JobName: art.JobName, JobDir: art.JobDir, Sandbox: plan.Sandbox(),
-		Output: output, SecretEnv: "redacted", SbatchArgv: art.Argv, Notes: plan.Notes()}
-	if res.Notes == nil {
-		res.Notes = []string{}
-	}
+		Output: output, SecretEnv: "redacted", SbatchArgv: art.Argv, Notes: orEmpty(plan.Notes())}
 	a.printNotes(res.Notes)
 	if reveal {
 		res.SecretEnv = "revealed"

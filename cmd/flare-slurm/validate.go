@@ -185,10 +185,10 @@ func (a *app) writeValidate(format string, res *validate.Result, listSkipped boo
 	return a.writeReport(format, r)
 }
 
-// orEmpty is ps, or an empty list where it is nil (a JSON [], not null).
-func orEmpty(ps schema.Problems) schema.Problems {
-	if ps == nil {
-		return schema.Problems{}
+// orEmpty is s, or an empty list where it is nil (a JSON [], not null).
+func orEmpty[S ~[]E, E any](s S) S {
+	if s == nil {
+		return S{}
 	}
-	return ps
+	return s
 }
