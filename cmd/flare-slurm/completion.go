@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"io"
 	"os"
 	"path/filepath"
@@ -203,10 +204,7 @@ func completeSchemaNames(_ *cobra.Command, args []string, toComplete string) ([]
 // must never print errors into the user's command line.
 func completeJobIDs(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	ws, _ := cmd.Flags().GetString("workspace")
-	if ws == "" {
-		ws = schema.WorkspaceFromEnv()
-	}
-	if ws == "" {
+	if ws = cmp.Or(ws, schema.WorkspaceFromEnv()); ws == "" {
 		cobra.CompDebugln("--job-id completes from the jobs of the --workspace given before it", false)
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

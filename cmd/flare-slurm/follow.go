@@ -316,9 +316,7 @@ func eachLine(r io.Reader, limit int, line func([]byte), tooLong func(head []byt
 		if !long && len(buf)+len(chunk) > limit+1 {
 			long = true
 			head = append(head[:0], buf[:min(len(buf), 256)]...)
-			if len(head) < 256 {
-				head = append(head, chunk[:min(len(chunk), 256-len(head))]...)
-			}
+			head = append(head, chunk[:min(len(chunk), 256-len(head))]...)
 			buf = buf[:0]
 		}
 		if !long {
