@@ -163,9 +163,6 @@ func resolveFormat(cmd *cobra.Command) (string, error) {
 // outputFormat is the format the command that ran asked for: "json" with
 // --json, the --format value when the command has one, else "text".
 func outputFormat(cmd *cobra.Command) string {
-	if cmd == nil {
-		return "text"
-	}
 	if f := cmd.Flags().Lookup("json"); f != nil && f.Value.String() == "true" {
 		return "json"
 	}

@@ -57,11 +57,7 @@ func usageErrorf(format string, args ...any) error {
 // subcommand that was run (flare-slurm validate --help), the root's only
 // when no subcommand was recognised.
 func usageHint(cmd *cobra.Command) string {
-	path := "flare-slurm"
-	if cmd != nil {
-		path = cmd.CommandPath()
-	}
-	return fmt.Sprintf("run '%s --help' for usage", path)
+	return fmt.Sprintf("run '%s --help' for usage", cmd.CommandPath())
 }
 
 // suggestion is ": did you mean `x`?" for a command-line value close to one
@@ -133,7 +129,7 @@ func (a *app) writeJSON(v any, line bool) error {
 // error) for a line per line of it. Flags parsed before a usage error
 // count.
 func streamsLines(cmd *cobra.Command) bool {
-	if cmd == nil || cmd.Name() != "wait" {
+	if cmd.Name() != "wait" {
 		return false
 	}
 	f := cmd.Flags().Lookup("follow")
