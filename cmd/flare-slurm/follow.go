@@ -107,10 +107,7 @@ func (a *app) waitFollow(cmd *cobra.Command, t jobTarget) error {
 		delete(pending, jobID)
 		if err != nil {
 			failed++
-			var ce *cliError
-			if !errors.As(openJobFailure(jobID, t.workspace, err), &ce) {
-				return
-			}
+			ce := openJobFailure(jobID, t.workspace, err).(*cliError)
 			if t.asJSON {
 				f.write(envelope{Status: "error", Data: map[string]string{"job_id": jobID}, Error: ce})
 			} else {

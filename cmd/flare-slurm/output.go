@@ -129,11 +129,8 @@ func (a *app) writeJSON(v any, line bool) error {
 // error) for a line per line of it. Flags parsed before a usage error
 // count.
 func streamsLines(cmd *cobra.Command) bool {
-	if cmd.Name() != "wait" {
-		return false
-	}
-	f := cmd.Flags().Lookup("follow")
-	return f != nil && f.Value.String() == "true"
+	follow, _ := cmd.Flags().GetBool("follow")
+	return cmd.Name() == "wait" && follow
 }
 
 // reportError prints an error: the JSON envelope on stdout with --json,
@@ -146,8 +143,7 @@ func (a *app) reportError(cmd *cobra.Command, e *cliError) {
 	// 4096 bytes: a hostile request made a 42 MB envelope.
 	e.Problems, e.Warnings, e.Skipped = problem.Cap(e.Problems), problem.Cap(e.Warnings), problem.Cap(e.Skipped)
 	e.Message, e.Hint = problem.ShortenText(e.Message), problem.ShortenText(e.Hint)
-	format := outputFormat(cmd)
-	switch format {
+	switch outputFormat(cmd) {
 	case "github":
 		_ = cireport.GitHub(a.stdout, "flare-slurm", append(findings(e.Problems), warningFindings(e.Warnings)...))
 	case "sarif":
@@ -157,8 +153,7 @@ func (a *app) reportError(cmd *cobra.Command, e *cliError) {
 		if len(e.Problems) > 0 {
 			_ = a.writeSARIF(e.Problems, e.Warnings)
 		}
-	}
-	if format == "json" {
+	case "json":
 		if e.resultOnly {
 			fmt.Fprintf(a.stderr, "flare-slurm: error: %s\n", visible.Lines(e.Message))
 			return
