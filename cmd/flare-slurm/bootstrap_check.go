@@ -21,7 +21,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
-// newBootstrapCheckCommand builds `flare-slurm bootstrap-check`.
 func newBootstrapCheckCommand(a *app) *cobra.Command {
 	var workspace string
 	cmd := &cobra.Command{

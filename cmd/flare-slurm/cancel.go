@@ -12,7 +12,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 )
 
-// newCancelCommand builds `flare-slurm cancel`.
 func newCancelCommand(a *app) *cobra.Command {
 	var t jobTarget
 	var allLive, cleanup bool

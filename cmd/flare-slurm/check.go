@@ -16,7 +16,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/runtime/check"
 )
 
-// newCheckCommand builds `flare-slurm check`.
 func newCheckCommand(a *app) *cobra.Command {
 	var workspace, junit, study string
 	var only, skip []string

@@ -34,7 +34,6 @@ if ! declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
 fi
 `
 
-// newCompletionCommand builds `flare-slurm completion`.
 func newCompletionCommand(a *app) *cobra.Command {
 	var noDesc bool
 	cmd := &cobra.Command{

@@ -13,7 +13,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
-// newExplainCommand builds `flare-slurm explain`.
 func newExplainCommand(a *app) *cobra.Command {
 	var name string
 	cmd := &cobra.Command{

@@ -14,7 +14,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/schema/yaml11"
 )
 
-// newFmtCommand builds `flare-slurm fmt`.
 func newFmtCommand(a *app) *cobra.Command {
 	var fix bool
 	var kind string

@@ -185,7 +185,6 @@ func forgetLaunchCaches() {
 	templates.Forget()
 }
 
-// write writes v as one compact JSON line.
 func (f *follower) write(v any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

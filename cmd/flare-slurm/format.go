@@ -62,7 +62,6 @@ func problemRule(p problem.Problem) string {
 	return ruleCheck
 }
 
-// findings turns problems into cireport findings.
 func findings(ps schema.Problems) []cireport.Finding {
 	out := make([]cireport.Finding, len(ps))
 	for i, p := range ps {

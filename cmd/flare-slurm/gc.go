@@ -12,7 +12,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 )
 
-// newGcCommand builds `flare-slurm gc`.
 func newGcCommand(a *app) *cobra.Command {
 	var workspace string
 	var yes bool

@@ -18,7 +18,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
-// newLaunchCommand builds `flare-slurm launch`.
 func newLaunchCommand(a *app) *cobra.Command {
 	var workspace, request string
 	var attach, noBootstrap bool
@@ -101,7 +100,6 @@ func launchJob(ctx context.Context, rt *site.Runtime, request string, data []byt
 	return h, attached, notes, nil
 }
 
-// launchData is launch's --json data.
 func launchData(rt *site.Runtime, h *manager.Handle, notes []string, attached bool) map[string]any {
 	info := h.Info()
 	return map[string]any{

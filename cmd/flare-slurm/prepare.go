@@ -24,7 +24,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
-// newPrepareCommand builds `flare-slurm prepare`.
 func newPrepareCommand(a *app) *cobra.Command {
 	var opts prepare.Options
 	var kitFlag, junit, against, workspaceFlag string

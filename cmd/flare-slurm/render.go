@@ -35,7 +35,6 @@ func (a *app) printNotes(notes []string) {
 	}
 }
 
-// newRenderCommand builds `flare-slurm render`.
 func newRenderCommand(a *app) *cobra.Command {
 	var workspace, request, output string
 	var reveal, force bool

@@ -11,7 +11,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
-// newSchemaCommand builds `flare-slurm schema`.
 func newSchemaCommand(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{

@@ -14,7 +14,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/runtime/site"
 )
 
-// newStatusCommand builds `flare-slurm status`.
 func newStatusCommand(a *app) *cobra.Command {
 	var t jobTarget
 	var allLive, all bool

@@ -22,7 +22,6 @@ type validatedFile struct {
 	Valid bool   `json:"valid"`
 }
 
-// newValidateCommand builds `flare-slurm validate`.
 func newValidateCommand(a *app) *cobra.Command {
 	var kind, site, junit, kitDir string
 	var ignoreWarnings []string

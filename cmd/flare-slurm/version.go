@@ -111,7 +111,6 @@ func (v buildVersion) writeText(w io.Writer) error {
 	return err
 }
 
-// newVersionCommand builds `flare-slurm version`.
 func newVersionCommand(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{

@@ -18,7 +18,6 @@ import (
 // about one poll's garbage at most.
 const memoryReleaseInterval = 5 * time.Second
 
-// newWaitCommand builds `flare-slurm wait`.
 func newWaitCommand(a *app) *cobra.Command {
 	var t jobTarget
 	var follow bool
