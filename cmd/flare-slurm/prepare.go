@@ -183,9 +183,11 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 	// messages (as given).
 	compared, forPath := ws.Output, ""
 	named, namedFor := ws.OutputName(), ""
+	hint := "run prepare without --check to update it"
 	if against != "" {
 		compared, forPath = against, " for "+ws.Output
 		named, namedFor = against, " for "+ws.OutputName()
+		hint = "run prepare without --check on the host the workspace is deployed at, or fix the kit or config"
 	}
 	// Kept files a check accepts (the study admin's study_runtime.yaml,
 	// --keep-local): warnings, in every format, never silent.
@@ -221,10 +223,6 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 	}
 	if format == "text" || format == "github" {
 		fmt.Fprint(a.stdout, drift.Text)
-	}
-	hint := "run prepare without --check to update it"
-	if against != "" {
-		hint = "run prepare without --check on the host the workspace is deployed at, or fix the kit or config"
 	}
 	return &cliError{exit: exitDrift, Code: errcode.Drift,
 		Message:  fmt.Sprintf("workspace %s differs from what prepare would produce%s (%d change(s))", named, namedFor, len(drift.Changes)),

@@ -32,9 +32,6 @@ func Quote(s string) string {
 // Lines applies Quote to each line of a message of several lines, keeping
 // the line breaks it was written with.
 func Lines(s string) string {
-	if printable(strings.ReplaceAll(s, "\n", "")) {
-		return s
-	}
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
 		lines[i] = Quote(l)
