@@ -95,13 +95,19 @@ func openSite(ctx context.Context, a *app, workspace string, check bool, environ
 	if err != nil {
 		var ps schema.Problems
 		if errors.As(err, &ps) {
-			return nil, (failure(errcode.InvalidWorkspace, fmt.Sprintf("workspace %s is not a usable prepared workspace", workspace),
-				"pass the --output directory of 'flare-slurm prepare' and fix the problems listed", ps))
+			return nil, failure(errcode.InvalidWorkspace, fmt.Sprintf("workspace %s is not a usable prepared workspace", workspace),
+				"pass the --output directory of 'flare-slurm prepare' and fix the problems listed", ps)
 		}
 		var ces scheduler.CommandErrors
 		if errors.As(err, &ces) {
-			return nil, (failure(errcode.BootstrapFailed, fmt.Sprintf("%s of workspace %s cannot be used", plural(len(ces), "Slurm command"), workspace),
-				"fix each as its line says, then run "+bootstrapCommand(workspace), commandProblems(ces)))
+			// One problem per command, at the settings entry that names it.
+			ps := make(schema.Problems, 0, len(ces))
+			for _, ce := range ces {
+				ps = append(ps, schema.Problem{Kind: problem.Rule, File: ce.Settings, Path: "slurm_launcher.args.executables." + ce.Name,
+					Message: ce.Error(), Hint: ce.Fix()})
+			}
+			return nil, failure(errcode.BootstrapFailed, fmt.Sprintf("%s of workspace %s cannot be used", plural(len(ces), "Slurm command"), workspace),
+				"fix each as its line says, then run "+bootstrapCommand(workspace), ps)
 		}
 		return nil, runtimeFailure(errcode.BootstrapFailed, err, "fix the workspace or the Slurm setup, then run "+bootstrapCommand(workspace))
 	}
@@ -112,17 +118,6 @@ func openSite(ctx context.Context, a *app, workspace string, check bool, environ
 // hint names it, ready to paste.
 func bootstrapCommand(workspace string) string {
 	return "'flare-slurm bootstrap-check --workspace " + shell.Quote(workspace) + "'"
-}
-
-// commandProblems are the Slurm commands a workspace cannot use, one
-// problem each at the settings entry that names it.
-func commandProblems(ces scheduler.CommandErrors) schema.Problems {
-	ps := make(schema.Problems, 0, len(ces))
-	for _, ce := range ces {
-		ps = append(ps, schema.Problem{Kind: problem.Rule, File: ce.Settings, Path: "slurm_launcher.args.executables." + ce.Name,
-			Message: ce.Error(), Hint: ce.Fix()})
-	}
-	return ps
 }
 
 // runtimeFailure reports a runtime error with its own hint when it

@@ -37,7 +37,13 @@ func newStatusCommand(a *app) *cobra.Command {
 					"no job in the workspace (results are kept for 7 days)")
 			}
 			if allLive {
-				return a.statusList(cmd, t, "--all-live", (*manager.Manager).LiveStatuses, a.printLive, "no live job in the workspace")
+				// A job not finished: no return code, no detail.
+				return a.statusList(cmd, t, "--all-live", (*manager.Manager).LiveStatuses, func(st manager.Status) {
+					fmt.Fprintf(a.stdout, "job %s (Slurm job %s): %s, not finished\n", st.JobID, st.SlurmJobID, st.State)
+					if p := st.Pending(time.Now()); p != "" {
+						fmt.Fprintf(a.stdout, "  %s\n", visible.Lines(p))
+					}
+				}, "no live job in the workspace")
 			}
 			h, err := t.open(cmd, a)
 			if err != nil {
@@ -102,14 +108,6 @@ func (a *app) printStatus(st manager.Status, asJSON bool) error {
 		fmt.Fprintf(a.stdout, "  %s\n", visible.Lines(p))
 	}
 	return nil
-}
-
-// printLive prints a job that has not finished, as status --all-live lists it.
-func (a *app) printLive(st manager.Status) {
-	fmt.Fprintf(a.stdout, "job %s (Slurm job %s): %s, not finished\n", st.JobID, st.SlurmJobID, st.State)
-	if p := st.Pending(time.Now()); p != "" {
-		fmt.Fprintf(a.stdout, "  %s\n", visible.Lines(p))
-	}
 }
 
 // pendingReporter is what wait says on stderr while the job is pending:

@@ -102,7 +102,19 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 			res := validate.Run(paths, validate.Options{Kind: kind, Kit: kitDir, Site: site, Strict: strict,
 				Offline: offline, ExcludeSecrets: excludeSecrets, IgnoreWarnings: ignoreWarnings, Stdin: a.stdin})
 			if junit != "" {
-				if err := writeJUnit(junit, "flare-slurm validate", validateCases(res)); err != nil {
+				// One test case per PATH.
+				cases := make([]cireport.Case, len(res.Paths))
+				for i, p := range res.Paths {
+					c := cireport.Case{Name: p.Name, ClassName: "validate"}
+					if p.Checked() {
+						c.ClassName, c.Seconds = "validate."+p.Kind, p.Seconds
+					}
+					if p.Problems != nil {
+						c.Failure, c.Detail = plural(len(p.Problems), "problem"), problemsText(p.Problems)
+					}
+					cases[i] = c
+				}
+				if err := writeJUnit(junit, "flare-slurm validate", cases); err != nil {
 					return err
 				}
 			}
@@ -127,22 +139,6 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
-}
-
-// validateCases are the JUnit test cases of a validate: one per PATH.
-func validateCases(res *validate.Result) []cireport.Case {
-	cases := make([]cireport.Case, len(res.Paths))
-	for i, p := range res.Paths {
-		c := cireport.Case{Name: p.Name, ClassName: "validate"}
-		if p.Checked() {
-			c.ClassName, c.Seconds = "validate."+p.Kind, p.Seconds
-		}
-		if p.Problems != nil {
-			c.Failure, c.Detail = plural(len(p.Problems), "problem"), problemsText(p.Problems)
-		}
-		cases[i] = c
-	}
-	return cases
 }
 
 // writeValidate writes a validate's result in format; a result with
