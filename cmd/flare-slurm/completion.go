@@ -137,8 +137,13 @@ func completeProbes(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Co
 // argCompletions completes the positional arguments of the command of
 // that name; a command without an entry takes no file names.
 var argCompletions = map[string]cobra.CompletionFunc{
-	"schema":   completeSchemaNames,
-	"prepare":  completeKitDir,
+	"schema": completeSchemaNames,
+	"prepare": func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 { // one KIT
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return nil, cobra.ShellCompDirectiveFilterDirs
+	},
 	"validate": completeFiles,
 }
 
@@ -235,11 +240,3 @@ var (
 	completeDirs  = cobra.FixedCompletions(nil, cobra.ShellCompDirectiveFilterDirs)
 	completeFiles = cobra.FixedCompletions(nil, cobra.ShellCompDirectiveDefault)
 )
-
-// completeKitDir offers directories for prepare's one KIT argument.
-func completeKitDir(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	if len(args) > 0 {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	return nil, cobra.ShellCompDirectiveFilterDirs
-}

@@ -17,9 +17,8 @@ import (
 // This file is only in the generator build (go build -tags gendocs; make
 // docs and make dist run it): it adds the hidden docs command (docs.go
 // holds the no-op of the other builds).
-func addDocsCommand(root *cobra.Command, a *app) { root.AddCommand(newDocsCommand(a)) }
 
-func newDocsCommand(a *app) *cobra.Command {
+func addDocsCommand(root *cobra.Command, a *app) {
 	var mdDir, manDir string
 	cmd := &cobra.Command{
 		Use:    "docs [--markdown DIR] [--man DIR]",
@@ -52,7 +51,7 @@ SOURCE_DATE_EPOCH (seconds since 1970, the commit time), which must be set.`,
 	}
 	cmd.Flags().StringVar(&mdDir, "markdown", "", "directory of the Markdown pages (docs/cli)")
 	cmd.Flags().StringVar(&manDir, "man", "", "directory of the man pages (section 1)")
-	return cmd
+	root.AddCommand(cmd)
 }
 
 // syncPages renders the pages of a new command tree into dir and names

@@ -82,8 +82,10 @@ func (a *app) waitFollow(cmd *cobra.Command, t jobTarget) error {
 				ids <- s
 			}
 		}, func(head []byte) {
-			if tag, ok := launchTag(head); ok {
-				f.answer(tag, nil, failure(errcode.InvalidRequest, fmt.Sprintf("the launch line is larger than %d bytes", followLineMax),
+			// A launch line is answered under its tag.
+			rest, isLaunch := bytes.CutPrefix(bytes.TrimLeft(head, " \t"), []byte(followLaunch))
+			if tag, _, found := bytes.Cut(rest, []byte(" ")); isLaunch && found && len(tag) > 0 {
+				f.answer(string(tag), nil, failure(errcode.InvalidRequest, fmt.Sprintf("the launch line is larger than %d bytes", followLineMax),
 					"a launch request is at most 4 MiB", nil))
 				return
 			}
@@ -286,16 +288,6 @@ func (f *follower) close() {
 	f.closed = true
 	f.launchMu.Unlock()
 	f.launches.Wait()
-}
-
-// launchTag is the tag of a launch line's beginning.
-func launchTag(head []byte) (string, bool) {
-	rest, ok := bytes.CutPrefix(bytes.TrimLeft(head, " \t"), []byte(followLaunch))
-	if !ok {
-		return "", false
-	}
-	tag, _, found := bytes.Cut(rest, []byte(" "))
-	return string(tag), found && len(tag) > 0
 }
 
 // eachLine calls line for each line of r that ends with a newline (without

@@ -123,16 +123,6 @@ func (a *app) writeJSON(v any, line bool) error {
 	return enc.Encode(v)
 }
 
-// streamsLines says whether cmd's --json output is a stream of compact
-// lines (wait --follow), whose errors are then one line too: a reader of
-// lines took an indented envelope (a workspace it could not open, a usage
-// error) for a line per line of it. Flags parsed before a usage error
-// count.
-func streamsLines(cmd *cobra.Command) bool {
-	follow, _ := cmd.Flags().GetBool("follow")
-	return cmd.Name() == "wait" && follow
-}
-
 // reportError prints an error: the JSON envelope on stdout with --json,
 // otherwise "flare-slurm: error: …", one line per problem and
 // "flare-slurm: hint: …" on stderr. With --format github the problems are
@@ -159,7 +149,12 @@ func (a *app) reportError(cmd *cobra.Command, e *cliError) {
 			return
 		}
 		e.Problems = orEmpty(e.Problems)
-		_ = a.writeJSON(envelope{Status: "error", Error: e}, streamsLines(cmd))
+		// wait --follow's --json output is a stream of compact lines, whose
+		// errors are then one line too: a reader of lines took an indented
+		// envelope (a workspace it could not open, a usage error) for a line
+		// per line of it. Flags parsed before a usage error count.
+		follow, _ := cmd.Flags().GetBool("follow")
+		_ = a.writeJSON(envelope{Status: "error", Error: e}, cmd.Name() == "wait" && follow)
 		return
 	}
 	a.printWarnings(e.Warnings, e.Skipped)
