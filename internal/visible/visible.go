@@ -14,16 +14,12 @@ import (
 	"unicode/utf8"
 )
 
-// printable says whether every character of s is printable as Go's
+// Quote is s when every character of s is printable as Go's
 // strconv.IsPrint defines it (letters, marks, numbers, punctuation,
-// symbols and the ASCII space) and s is valid UTF-8.
-func printable(s string) bool {
-	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) })
-}
-
-// Quote is s when Printable(s), else s in Go's %q form.
+// symbols and the ASCII space) and s is valid UTF-8, else s in Go's %q
+// form.
 func Quote(s string) string {
-	if printable(s) {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) {
 		return s
 	}
 	return strconv.Quote(s)
