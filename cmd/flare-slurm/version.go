@@ -133,16 +133,3 @@ range). 'flare-slurm --version' prints the same.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
 }
-
-// addVersionFlag gives the root command --version, which prints what the
-// version command prints. Without it the root command prints its help.
-func addVersionFlag(root *cobra.Command, a *app) {
-	var show bool
-	root.Flags().BoolVar(&show, "version", false, "print the version (as 'flare-slurm version' does)")
-	root.RunE = func(cmd *cobra.Command, _ []string) error {
-		if show {
-			return currentBuild().writeText(a.stdout)
-		}
-		return cmd.Help()
-	}
-}
