@@ -160,24 +160,19 @@ func (a *app) writeValidate(format string, res *validate.Result, listSkipped boo
 				}
 			}
 		}
-		err := failure(errcode.InvalidInput,
-			fmt.Sprintf("%s in %s", plural(len(res.Problems), "problem"), plural(res.BadFiles, "file")),
-			res.Hint, res.Problems)
-		err.(*cliError).Warnings = res.Warnings
-		err.(*cliError).Skipped = res.Skipped
-		return err
+		return &cliError{exit: exitFailure, Code: errcode.InvalidInput, Hint: res.Hint,
+			Message:  fmt.Sprintf("%s in %s", plural(len(res.Problems), "problem"), plural(res.BadFiles, "file")),
+			Problems: res.Problems, Warnings: res.Warnings, Skipped: res.Skipped}
 	}
-	r := report{warnings: res.Warnings, skipped: res.Skipped, text: func(w io.Writer) {
+	data := map[string]any{"files": files, "warnings": orEmpty(res.Warnings)}
+	if listSkipped {
+		data["skipped"] = orEmpty(res.Skipped)
+	}
+	return a.writeReport(format, report{data: data, warnings: res.Warnings, skipped: res.Skipped, text: func(w io.Writer) {
 		for _, f := range files {
 			fmt.Fprintf(w, "%s: ok (%s)\n", f.Path, f.Kind)
 		}
-	}}
-	data := map[string]any{"files": files, "warnings": orEmpty(r.warnings)}
-	if listSkipped {
-		data["skipped"] = orEmpty(r.skipped)
-	}
-	r.data = data
-	return a.writeReport(format, r)
+	}})
 }
 
 // orEmpty is s, or an empty list where it is nil (a JSON [], not null).
