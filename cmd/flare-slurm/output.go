@@ -88,11 +88,7 @@ func bindJSON(cmd *cobra.Command) { cmd.Flags().Bool("json", false, "print the r
 // emit prints a command's result in the format its flags chose: data as
 // the --json envelope, else what text writes on stdout.
 func (a *app) emit(cmd *cobra.Command, data any, text func(w io.Writer)) error {
-	if outputFormat(cmd) == "json" {
-		return a.printOK(data)
-	}
-	text(a.stdout)
-	return nil
+	return a.writeReport(outputFormat(cmd), report{data: data, text: text})
 }
 
 // envelope is the shape of every --json answer; fields are in the order
