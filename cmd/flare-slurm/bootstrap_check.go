@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 
@@ -20,10 +21,8 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
-// newBootstrapCheckCommand builds `flare-slurm bootstrap-check`.
 func newBootstrapCheckCommand(a *app) *cobra.Command {
 	var workspace string
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "bootstrap-check --workspace W",
 		Short: "Check a workspace and the Slurm commands exactly as a parent's bootstrap does",
@@ -31,7 +30,7 @@ func newBootstrapCheckCommand(a *app) *cobra.Command {
 			"probes accounting, validates the workspace and creates .nvflare_slurm/jobs.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rt, err := openSite(cmd.Context(), a, workspace, true)
+			rt, err := openSite(cmd.Context(), a, workspace, true, os.Environ())
 			if err != nil {
 				return err
 			}
@@ -55,38 +54,29 @@ func newBootstrapCheckCommand(a *app) *cobra.Command {
 			if rt.Workspace.Binary != "" {
 				data["flare_slurm"] = rt.Workspace.Binary
 			}
-			if asJSON {
-				return a.printOK(data)
-			}
-			fmt.Fprintf(a.stdout, "workspace %s (%s %s) is ready\n", rt.Workspace.Root, rt.Workspace.Role, rt.Workspace.Site)
-			fmt.Fprintf(a.stdout, "slurm %s; accounting answers\n", rt.Version)
-			for _, n := range []struct{ k, v string }{{"sbatch", p.Sbatch}, {"squeue", p.Squeue}, {"sacct", p.Sacct}, {"scancel", p.Scancel}} {
-				fmt.Fprintf(a.stdout, "%-8s %s\n", n.k, n.v)
-			}
-			if rt.Workspace.Binary != "" {
-				fmt.Fprintf(a.stdout, "the parent's launcher runs %s\n", rt.Workspace.Binary)
-			}
-			return nil
+			return a.emit(cmd, data, func(w io.Writer) {
+				fmt.Fprintf(w, "workspace %s (%s %s) is ready\n", rt.Workspace.Root, rt.Workspace.Role, rt.Workspace.Site)
+				fmt.Fprintf(w, "slurm %s; accounting answers\n", rt.Version)
+				for _, n := range []struct{ k, v string }{{"sbatch", p.Sbatch}, {"squeue", p.Squeue}, {"sacct", p.Sacct}, {"scancel", p.Scancel}} {
+					fmt.Fprintf(w, "%-8s %s\n", n.k, n.v)
+				}
+				if rt.Workspace.Binary != "" {
+					fmt.Fprintf(w, "the parent's launcher runs %s\n", rt.Workspace.Binary)
+				}
+			})
 		},
 	}
 	bindWorkspace(a, cmd, &workspace, "prepared runtime workspace")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	bindJSON(cmd)
 	return cmd
 }
 
-// openSite opens the workspace for a runtime command; check runs the
-// once-per-parent scheduler checks (version, accounting).
-func openSite(ctx context.Context, a *app, workspace string, check bool) (*site.Runtime, error) {
-	return openSiteEnv(ctx, a, workspace, check, os.Environ())
-}
-
-// openSiteEnv is openSite with the environment the workspace runs with.
-func openSiteEnv(ctx context.Context, a *app, workspace string, check bool, environ []string) (*site.Runtime, error) {
+// openSite opens the workspace for a runtime command, with the environment
+// the workspace runs with; check runs the once-per-parent scheduler checks
+// (version, accounting).
+func openSite(ctx context.Context, a *app, workspace string, check bool, environ []string) (*site.Runtime, error) {
 	if workspace == "" {
-		return nil, workspaceRequired()
-	}
-	if ctx == nil {
-		ctx = context.Background()
+		return nil, usageErrorf("--workspace is required (or set %s)", schema.EnvWorkspace)
 	}
 	rt, err := site.Open(ctx, workspace, site.Options{
 		Environ: environ,
@@ -105,13 +95,19 @@ func openSiteEnv(ctx context.Context, a *app, workspace string, check bool, envi
 	if err != nil {
 		var ps schema.Problems
 		if errors.As(err, &ps) {
-			return nil, (failure(errcode.InvalidWorkspace, fmt.Sprintf("workspace %s is not a usable prepared workspace", workspace),
-				"pass the --output directory of 'flare-slurm prepare' and fix the problems listed", ps))
+			return nil, failure(errcode.InvalidWorkspace, fmt.Sprintf("workspace %s is not a usable prepared workspace", workspace),
+				"pass the --output directory of 'flare-slurm prepare' and fix the problems listed", ps)
 		}
 		var ces scheduler.CommandErrors
 		if errors.As(err, &ces) {
-			return nil, (failure(errcode.BootstrapFailed, fmt.Sprintf("%s of workspace %s cannot be used", plural(len(ces), "Slurm command"), workspace),
-				"fix each as its line says, then run "+bootstrapCommand(workspace), commandProblems(ces)))
+			// One problem per command, at the settings entry that names it.
+			ps := make(schema.Problems, 0, len(ces))
+			for _, ce := range ces {
+				ps = append(ps, schema.Problem{Kind: problem.Rule, File: ce.Settings, Path: "slurm_launcher.args.executables." + ce.Name,
+					Message: ce.Error(), Hint: ce.Fix()})
+			}
+			return nil, failure(errcode.BootstrapFailed, fmt.Sprintf("%s of workspace %s cannot be used", plural(len(ces), "Slurm command"), workspace),
+				"fix each as its line says, then run "+bootstrapCommand(workspace), ps)
 		}
 		return nil, runtimeFailure(errcode.BootstrapFailed, err, "fix the workspace or the Slurm setup, then run "+bootstrapCommand(workspace))
 	}
@@ -122,17 +118,6 @@ func openSiteEnv(ctx context.Context, a *app, workspace string, check bool, envi
 // hint names it, ready to paste.
 func bootstrapCommand(workspace string) string {
 	return "'flare-slurm bootstrap-check --workspace " + shell.Quote(workspace) + "'"
-}
-
-// commandProblems are the Slurm commands a workspace cannot use, one
-// problem each at the settings entry that names it.
-func commandProblems(ces scheduler.CommandErrors) schema.Problems {
-	ps := make(schema.Problems, 0, len(ces))
-	for _, ce := range ces {
-		ps = append(ps, schema.Problem{Kind: problem.Rule, File: ce.Settings, Path: "slurm_launcher.args.executables." + ce.Name,
-			Message: ce.Error(), Hint: ce.Fix()})
-	}
-	return ps
 }
 
 // runtimeFailure reports a runtime error with its own hint when it

@@ -12,7 +12,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 )
 
-// newCancelCommand builds `flare-slurm cancel`.
 func newCancelCommand(a *app) *cobra.Command {
 	var t jobTarget
 	var allLive, cleanup bool
@@ -30,7 +29,28 @@ func newCancelCommand(a *app) *cobra.Command {
 				return usageErrorf("--cleanup applies to one job (--job-id), not to --all-live")
 			}
 			if allLive {
-				return a.cancelAllLive(cmd, t)
+				// manager.TerminateLive, one line (or one JSON entry) per job it aborted.
+				rt, err := t.openAll(cmd, a, "--all-live")
+				if err != nil {
+					return err
+				}
+				done, err := rt.Manager.TerminateLive(cmd.Context())
+				if err != nil {
+					return runtimeFailure(errcode.CancelFailed, err, "check the workspace with "+bootstrapCommand(t.workspace))
+				}
+				var failed []string
+				for _, d := range done {
+					if d.Error != "" {
+						failed = append(failed, fmt.Sprintf("job %s (Slurm job %s): %s", d.JobID, d.SlurmJobID, d.Error))
+					}
+				}
+				if failed != nil {
+					return failure(errcode.CancelFailed, fmt.Sprintf("%d of %d live jobs could not be cancelled: %s", len(failed), len(done), strings.Join(failed, "; ")),
+						"run cancel --all-live again; check the jobs with 'flare-slurm status --workspace "+shell.Quote(t.workspace)+" --all-live' (and 'squeue --me') first", nil)
+				}
+				return printJobs(a, t.asJSON, done, func(d manager.LiveTermination) {
+					fmt.Fprintf(a.stdout, "job %s (Slurm job %s): %s, return code %d\n", d.JobID, d.SlurmJobID, d.State, d.ReturnCode)
+				}, "no live job in the workspace")
 			}
 			h, err := t.open(cmd, a)
 			if err != nil {
@@ -54,37 +74,4 @@ func newCancelCommand(a *app) *cobra.Command {
 	cmd.Flags().BoolVar(&allLive, "all-live", false, "cancel every job of the workspace that has not ended (instead of --job-id)")
 	cmd.Flags().BoolVar(&cleanup, "cleanup", false, "the abort is not a user's (NVFlare's heartbeat clean-up): the job ends with 104, not 9")
 	return cmd
-}
-
-// cancelAllLive is cancel --all-live: manager.TerminateLive, one line (or
-// one JSON entry) per job it aborted.
-func (a *app) cancelAllLive(cmd *cobra.Command, t jobTarget) error {
-	rt, err := t.openAll(cmd, a, "--all-live")
-	if err != nil {
-		return err
-	}
-	done, err := rt.Manager.TerminateLive(cmd.Context())
-	if err != nil {
-		return runtimeFailure(errcode.CancelFailed, err, "check the workspace with "+bootstrapCommand(t.workspace))
-	}
-	var failed []string
-	for _, d := range done {
-		if d.Error != "" {
-			failed = append(failed, fmt.Sprintf("job %s (Slurm job %s): %s", d.JobID, d.SlurmJobID, d.Error))
-		}
-	}
-	if failed != nil {
-		return failure(errcode.CancelFailed, fmt.Sprintf("%d of %d live jobs could not be cancelled: %s", len(failed), len(done), strings.Join(failed, "; ")),
-			"run cancel --all-live again; check the jobs with 'flare-slurm status --workspace "+shell.Quote(t.workspace)+" --all-live' (and 'squeue --me') first", nil)
-	}
-	if t.asJSON {
-		return a.printOK(map[string]any{"jobs": done})
-	}
-	for _, d := range done {
-		fmt.Fprintf(a.stdout, "job %s (Slurm job %s): %s, return code %d\n", d.JobID, d.SlurmJobID, d.State, d.ReturnCode)
-	}
-	if len(done) == 0 {
-		fmt.Fprintln(a.stdout, "no live job in the workspace")
-	}
-	return nil
 }

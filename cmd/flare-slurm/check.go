@@ -16,7 +16,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/runtime/check"
 )
 
-// newCheckCommand builds `flare-slurm check`.
 func newCheckCommand(a *app) *cobra.Command {
 	var workspace, junit, study string
 	var only, skip []string
@@ -57,7 +56,7 @@ func newCheckCommand(a *app) *cobra.Command {
 				}
 			}
 			// The bootstrap probe runs the scheduler checks: their failure is a row.
-			rt, err := openSiteEnv(ctx, a, workspace, false, check.Environ(os.Environ()))
+			rt, err := openSite(ctx, a, workspace, false, check.Environ(os.Environ()))
 			if err != nil {
 				return err
 			}

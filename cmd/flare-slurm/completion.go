@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"io"
 	"os"
 	"path/filepath"
@@ -33,7 +34,6 @@ if ! declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
 fi
 `
 
-// newCompletionCommand builds `flare-slurm completion`.
 func newCompletionCommand(a *app) *cobra.Command {
 	var noDesc bool
 	cmd := &cobra.Command{
@@ -100,13 +100,13 @@ var flagCompletions = map[string]cobra.CompletionFunc{
 	"output":         completeDirs,
 	"against":        completeDirs,
 	"keep-local":     cobra.NoFileCompletions, // a path in the workspace, not here
-	"config":         completeFilesWithExt("yaml", "yml"),
-	"request":        completeFilesWithExt("json"),
+	"config":         cobra.FixedCompletions([]string{"yaml", "yml"}, cobra.ShellCompDirectiveFilterFileExt),
+	"request":        cobra.FixedCompletions([]string{"json"}, cobra.ShellCompDirectiveFilterFileExt),
 	"kind":           completeWords(schema.Kinds()),
 	"job-id":         completeJobIDs,
 	"site":           cobra.NoFileCompletions, // a name in the job meta: free text
 	"format":         cobra.FixedCompletions(cireport.Formats, cobra.ShellCompDirectiveNoFileComp),
-	"junit":          completeFilesWithExt("xml"),
+	"junit":          cobra.FixedCompletions([]string{"xml"}, cobra.ShellCompDirectiveFilterFileExt),
 	"ignore-warning": completeWords(schema.WarningCodes),
 	"launcher":       cobra.FixedCompletions(bridge.Launchers, cobra.ShellCompDirectiveNoFileComp),
 	"only":           completeProbes,
@@ -115,10 +115,10 @@ var flagCompletions = map[string]cobra.CompletionFunc{
 	"study":          cobra.NoFileCompletions, // a study name of the workspace: free text
 	"gpus":           cobra.NoFileCompletions, // a count
 	"nodes":          cobra.NoFileCompletions, // a count
-	"schema":         completeSchemaFlag,
-	"binary": func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return nil, cobra.ShellCompDirectiveDefault
-	}, // a file
+	"schema": func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return completeSchemaNames(cmd, nil, toComplete) // explain --schema
+	},
+	"binary": completeFiles,
 }
 
 // completeProbes offers check's probe names for the last element of a
@@ -137,8 +137,13 @@ func completeProbes(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Co
 // argCompletions completes the positional arguments of the command of
 // that name; a command without an entry takes no file names.
 var argCompletions = map[string]cobra.CompletionFunc{
-	"schema":   completeSchemaNames,
-	"prepare":  completeKitDir,
+	"schema": completeSchemaNames,
+	"prepare": func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 { // one KIT
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return nil, cobra.ShellCompDirectiveFilterDirs
+	},
 	"validate": completeFiles,
 }
 
@@ -180,11 +185,6 @@ func completeWords(words []string) cobra.CompletionFunc {
 	}
 }
 
-// completeSchemaFlag offers the schema names for explain --schema.
-func completeSchemaFlag(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return completeSchemaNames(cmd, nil, toComplete)
-}
-
 // completeSchemaNames offers the schema names, with their titles, as the
 // one argument of `schema`.
 func completeSchemaNames(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
@@ -208,10 +208,7 @@ func completeSchemaNames(_ *cobra.Command, args []string, toComplete string) ([]
 // must never print errors into the user's command line.
 func completeJobIDs(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	ws, _ := cmd.Flags().GetString("workspace")
-	if ws == "" {
-		ws = schema.WorkspaceFromEnv()
-	}
-	if ws == "" {
+	if ws = cmp.Or(ws, schema.WorkspaceFromEnv()); ws == "" {
 		cobra.CompDebugln("--job-id completes from the jobs of the --workspace given before it", false)
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -237,28 +234,9 @@ func completeJobIDs(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
-// completeDirs lets the shell offer directories.
-func completeDirs(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return nil, cobra.ShellCompDirectiveFilterDirs
-}
-
-// completeKitDir offers directories for prepare's one KIT argument.
-func completeKitDir(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	if len(args) > 0 {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	return nil, cobra.ShellCompDirectiveFilterDirs
-}
-
-// completeFiles lets the shell offer files and directories.
-func completeFiles(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return nil, cobra.ShellCompDirectiveDefault
-}
-
-// completeFilesWithExt lets the shell offer files with one of exts (and
-// directories, to descend into).
-func completeFilesWithExt(exts ...string) cobra.CompletionFunc {
-	return func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return exts, cobra.ShellCompDirectiveFilterFileExt
-	}
-}
+// completeDirs lets the shell offer directories; completeFiles, files and
+// directories.
+var (
+	completeDirs  = cobra.FixedCompletions(nil, cobra.ShellCompDirectiveFilterDirs)
+	completeFiles = cobra.FixedCompletions(nil, cobra.ShellCompDirectiveDefault)
+)

@@ -17,16 +17,8 @@ import (
 // This file is only in the generator build (go build -tags gendocs; make
 // docs and make dist run it): it adds the hidden docs command (docs.go
 // holds the no-op of the other builds).
-func addDocsCommand(root *cobra.Command, a *app) { root.AddCommand(newDocsCommand(a)) }
 
-// Patterns of the generated pages' names: Sync removes only files that
-// match them.
-const (
-	markdownPages = "flare-slurm*.md"
-	manPages      = "flare-slurm*.1"
-)
-
-func newDocsCommand(a *app) *cobra.Command {
+func addDocsCommand(root *cobra.Command, a *app) {
 	var mdDir, manDir string
 	cmd := &cobra.Command{
 		Use:    "docs [--markdown DIR] [--man DIR]",
@@ -41,37 +33,35 @@ SOURCE_DATE_EPOCH (seconds since 1970, the commit time), which must be set.`,
 				return usageErrorf("docs needs --markdown DIR, --man DIR or both")
 			}
 			if mdDir != "" {
-				pages, err := clidoc.Markdown(newRootCommand(a))
-				if err != nil {
-					return failure(errcode.DocsFailed, err.Error(), "", nil)
-				}
-				if err := a.syncPages(mdDir, pages, markdownPages); err != nil {
+				if err := a.syncPages(mdDir, "flare-slurm*.md", clidoc.Markdown); err != nil {
 					return err
 				}
 			}
-			if manDir != "" {
-				epoch, err := strconv.ParseInt(os.Getenv("SOURCE_DATE_EPOCH"), 10, 64)
-				if err != nil {
-					return usageErrorf("--man needs SOURCE_DATE_EPOCH, the pages' date in seconds since 1970 (got %q)", os.Getenv("SOURCE_DATE_EPOCH"))
-				}
-				pages, err := clidoc.Man(newRootCommand(a), "flare-slurm "+currentBuild().Version, time.Unix(epoch, 0))
-				if err != nil {
-					return failure(errcode.DocsFailed, err.Error(), "", nil)
-				}
-				if err := a.syncPages(manDir, pages, manPages); err != nil {
-					return err
-				}
+			if manDir == "" {
+				return nil
 			}
-			return nil
+			epoch, err := strconv.ParseInt(os.Getenv("SOURCE_DATE_EPOCH"), 10, 64)
+			if err != nil {
+				return usageErrorf("--man needs SOURCE_DATE_EPOCH, the pages' date in seconds since 1970 (got %q)", os.Getenv("SOURCE_DATE_EPOCH"))
+			}
+			return a.syncPages(manDir, "flare-slurm*.1", func(root *cobra.Command) ([]clidoc.Page, error) {
+				return clidoc.Man(root, "flare-slurm "+currentBuild().Version, time.Unix(epoch, 0))
+			})
 		},
 	}
 	cmd.Flags().StringVar(&mdDir, "markdown", "", "directory of the Markdown pages (docs/cli)")
 	cmd.Flags().StringVar(&manDir, "man", "", "directory of the man pages (section 1)")
-	return cmd
+	root.AddCommand(cmd)
 }
 
-// syncPages writes pages into dir and names each page it changed.
-func (a *app) syncPages(dir string, pages []clidoc.Page, generated string) error {
+// syncPages renders the pages of a new command tree into dir and names
+// each page it changed; Sync removes only the files whose names match
+// generated.
+func (a *app) syncPages(dir, generated string, render func(*cobra.Command) ([]clidoc.Page, error)) error {
+	pages, err := render(newRootCommand(a))
+	if err != nil {
+		return failure(errcode.DocsFailed, err.Error(), "", nil)
+	}
 	changed, err := clidoc.Sync(dir, pages, generated)
 	for _, name := range changed {
 		fmt.Fprintf(a.stdout, "%s/%s\n", dir, name)

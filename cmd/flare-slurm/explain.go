@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -12,9 +13,7 @@ import (
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
-// newExplainCommand builds `flare-slurm explain`.
 func newExplainCommand(a *app) *cobra.Command {
-	var asJSON bool
 	var name string
 	cmd := &cobra.Command{
 		Use:   "explain [--schema NAME] [KEY]",
@@ -28,9 +27,6 @@ launcher_spec.SITE.slurm.mem_per_node; any name stands for a study, variable or 
 schemas are searched in this order: slurm-config, study-runtime, job-meta, launch-request.
 No KEY explains a file's top level.`,
 		Args: cobra.MaximumNArgs(1),
-		ValidArgsFunction: func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			key := ""
 			if len(args) == 1 {
@@ -51,43 +47,36 @@ No KEY explains a file's top level.`,
 			if err != nil {
 				return failure(errcode.Internal, err.Error(), "", nil)
 			}
-			if asJSON {
-				return a.printOK(x)
-			}
-			a.printExplanation(x)
-			return nil
+			return a.emit(cmd, x, func(w io.Writer) { printExplanation(w, x) })
 		},
 	}
 	cmd.Flags().StringVar(&name, "schema", "", "the schema to look in: "+strings.Join(schema.Names(), ", ")+" (default: searched)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	bindJSON(cmd)
 	return cmd
 }
 
 // printExplanation prints x as kubectl explain does: headed lines, the
 // description wrapped, then the fields.
-func (a *app) printExplanation(x *schema.Explanation) {
+func printExplanation(w io.Writer, x *schema.Explanation) {
 	key := x.Path
 	if key == "" {
 		key = "(the whole file)"
 	}
-	fmt.Fprintf(a.stdout, "SCHEMA:   %s\nKEY:      %s\nTYPE:     %s\n", x.Schema, key, x.Type)
-	if len(x.Enum) > 0 {
-		fmt.Fprintf(a.stdout, "ALLOWED:  %s\n", strings.Join(x.Enum, ", "))
-	}
-	if x.Default != "" {
-		fmt.Fprintf(a.stdout, "DEFAULT:  %s\n", x.Default)
-	}
-	if x.Unit != "" {
-		fmt.Fprintf(a.stdout, "UNIT:     %s\n", x.Unit)
-	}
+	fmt.Fprintf(w, "SCHEMA:   %s\nKEY:      %s\nTYPE:     %s\n", x.Schema, key, x.Type)
+	required := ""
 	if x.Required {
-		fmt.Fprintln(a.stdout, "REQUIRED: yes")
+		required = "yes"
+	}
+	for _, h := range [][2]string{{"ALLOWED:", strings.Join(x.Enum, ", ")}, {"DEFAULT:", x.Default}, {"UNIT:", x.Unit}, {"REQUIRED:", required}} {
+		if h[1] != "" {
+			fmt.Fprintf(w, "%-9s %s\n", h[0], h[1])
+		}
 	}
 	if x.Description != "" {
-		fmt.Fprintf(a.stdout, "\nDESCRIPTION:\n%s\n", wrap(x.Description, "    ", 92))
+		fmt.Fprintf(w, "\nDESCRIPTION:\n%s\n", wrap(x.Description, "    ", 92))
 	}
 	if len(x.Fields) > 0 {
-		fmt.Fprintln(a.stdout, "\nFIELDS:")
+		fmt.Fprintln(w, "\nFIELDS:")
 		width := 0
 		for _, f := range x.Fields {
 			width = max(width, len(f.Name))
@@ -97,9 +86,9 @@ func (a *app) printExplanation(x *schema.Explanation) {
 			if f.Required {
 				req = " (required)"
 			}
-			fmt.Fprintf(a.stdout, "    %-*s  <%s>%s\n", width, f.Name, f.Type, req)
+			fmt.Fprintf(w, "    %-*s  <%s>%s\n", width, f.Name, f.Type, req)
 			if f.Summary != "" {
-				fmt.Fprintf(a.stdout, "%s\n", wrap(f.Summary, "        ", 92))
+				fmt.Fprintf(w, "%s\n", wrap(f.Summary, "        ", 92))
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -9,12 +10,12 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/visible"
 	"github.com/flare-slurm/flare-slurm/schema"
+	"github.com/flare-slurm/flare-slurm/schema/validate"
 	"github.com/flare-slurm/flare-slurm/schema/yaml11"
 )
 
-// newFmtCommand builds `flare-slurm fmt`.
 func newFmtCommand(a *app) *cobra.Command {
-	var fix, asJSON bool
+	var fix bool
 	var kind string
 	cmd := &cobra.Command{
 		Use:   "fmt [--fix] [--kind slurm-config|study-runtime] PATH...",
@@ -41,7 +42,7 @@ indentation stay byte for byte. Where you meant the number flare-slurm read (an 
 			var files []yaml11.File
 			var probs schema.Problems
 			pending := 0
-			opts := yaml11.Options{Kind: kind, Fix: fix, Stdin: a.stdin, StdinName: stdinName}
+			opts := yaml11.Options{Kind: kind, Fix: fix, Stdin: a.stdin, StdinName: validate.StdinName}
 			for _, p := range paths {
 				o := yaml11.Format(p, opts)
 				probs = append(probs, o.Problems...)
@@ -62,12 +63,8 @@ indentation stay byte for byte. Where you meant the number flare-slurm read (an 
 				return failure(errcode.InvalidInput, fmt.Sprintf("%s cannot be formatted", plural(len(probs), "file")),
 					"give slurm.yaml or study_runtime.yaml files (a kit's are KIT/config.yaml and KIT/local/study_runtime.yaml)", probs)
 			}
-			if asJSON {
-				if err := a.printOK(map[string]any{"files": files}); err != nil {
-					return err
-				}
-			} else {
-				a.printFmt(files, fix)
+			if err := a.emit(cmd, map[string]any{"files": files}, func(io.Writer) { a.printFmt(files, fix) }); err != nil {
+				return err
 			}
 			if pending > 0 {
 				return failure(errcode.NeedsFormat, fmt.Sprintf("%s to quote", plural(pending, "value")),
@@ -78,7 +75,7 @@ indentation stay byte for byte. Where you meant the number flare-slurm read (an 
 	}
 	cmd.Flags().BoolVar(&fix, "fix", false, "write the quoted values into each file (standard input: to standard output)")
 	cmd.Flags().StringVar(&kind, "kind", "", "kind of every PATH: slurm-config or study-runtime (default: detected)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	bindJSON(cmd)
 	return cmd
 }
 
@@ -96,7 +93,7 @@ func (a *app) printFmt(files []yaml11.File, fix bool) {
 			fmt.Fprintf(a.stderr, "%s:%d:%d: %s: %s spans lines: quote it by hand as %s\n", visible.Quote(f.Path), q.Line, q.Column, q.Path, visible.Quote(q.From), q.To)
 		}
 		switch {
-		case len(f.Quoted) == 0 && len(f.Left) == 0 && f.Path != stdinName || len(f.Quoted) == 0 && f.Path == stdinName && !fix:
+		case len(f.Quoted) == 0 && len(f.Left) == 0 && f.Path != validate.StdinName || len(f.Quoted) == 0 && f.Path == validate.StdinName && !fix:
 			fmt.Fprintf(a.stderr, "%s: ok (%s)\n", visible.Quote(f.Path), f.Kind)
 		case fix && f.Written:
 			fmt.Fprintf(a.stderr, "%s: %s quoted\n", visible.Quote(f.Path), plural(len(f.Quoted), "value"))

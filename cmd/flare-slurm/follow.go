@@ -39,22 +39,6 @@ const (
 // environment.
 const followLineMax = schema.MaxInputBytes + 1<<20
 
-// followHello is the first line wait --follow --json prints: the launcher
-// bridge sends launch lines only to a follower that says it takes them (a
-// binary older than them would read one as a job id).
-var followHello = launchAnswer{Status: "ok", Command: "hello", Data: map[string]int{"launch_lines": 1}}
-
-// launchAnswer is the output line of a launch line: launch's envelope
-// (its data with the job_id added), marked "command": "launch" and with
-// the line's tag.
-type launchAnswer struct {
-	Status  string    `json:"status"`
-	Command string    `json:"command"`
-	Tag     string    `json:"tag,omitempty"`
-	Data    any       `json:"data,omitempty"`
-	Error   *cliError `json:"error,omitempty"`
-}
-
 // waitFollow is wait --follow: manager.Follow fed from standard input, one
 // report per job as it ends, and the launcher bridge's launches run in
 // this process beside the watching (launch lines): no process start and
@@ -72,14 +56,17 @@ func (a *app) waitFollow(cmd *cobra.Command, t jobTarget) error {
 	// in writeErr) instead of killing this process in the middle of a
 	// launch, between its sbatch and its handle.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	rt, err := openSite(ctx, a, t.workspace, false)
+	rt, err := openSite(ctx, a, t.workspace, false, os.Environ())
 	if err != nil {
 		return err
 	}
 	f := &follower{a: a, ctx: ctx, workspace: t.workspace, stops: map[string]context.CancelFunc{}, forget: forgetLaunchCaches}
 	procmem.ReleaseEvery(ctx, memoryReleaseInterval, f.forgetIfIdle)
 	if t.asJSON {
-		f.write(followHello)
+		// The first line: the launcher bridge sends launch lines only to a
+		// follower that says it takes them (a binary older than them
+		// would read one as a job id).
+		f.write(envelope{Status: "ok", Command: "hello", Data: map[string]int{"launch_lines": 1}})
 	}
 	// Buffered: ids keep arriving while Follow sleeps between polls.
 	ids := make(chan string, 4096)
@@ -95,8 +82,10 @@ func (a *app) waitFollow(cmd *cobra.Command, t jobTarget) error {
 				ids <- s
 			}
 		}, func(head []byte) {
-			if tag, ok := launchTag(head); ok {
-				f.answer(tag, nil, failure(errcode.InvalidRequest, fmt.Sprintf("the launch line is larger than %d bytes", followLineMax),
+			// A launch line is answered under its tag.
+			rest, isLaunch := bytes.CutPrefix(bytes.TrimLeft(head, " \t"), []byte(followLaunch))
+			if tag, _, found := bytes.Cut(rest, []byte(" ")); isLaunch && found && len(tag) > 0 {
+				f.answer(string(tag), nil, failure(errcode.InvalidRequest, fmt.Sprintf("the launch line is larger than %d bytes", followLineMax),
 					"a launch request is at most 4 MiB", nil))
 				return
 			}
@@ -120,10 +109,7 @@ func (a *app) waitFollow(cmd *cobra.Command, t jobTarget) error {
 		delete(pending, jobID)
 		if err != nil {
 			failed++
-			var ce *cliError
-			if !errors.As(openJobFailure(jobID, t.workspace, err), &ce) {
-				return
-			}
+			ce := openJobFailure(jobID, t.workspace, err).(*cliError)
 			if t.asJSON {
 				f.write(envelope{Status: "error", Data: map[string]string{"job_id": jobID}, Error: ce})
 			} else {
@@ -201,11 +187,10 @@ func forgetLaunchCaches() {
 	templates.Forget()
 }
 
-// write writes v as one compact JSON line.
 func (f *follower) write(v any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.writeErr = errors.Join(f.writeErr, f.a.writeLine(v))
+	f.writeErr = errors.Join(f.writeErr, f.a.writeJSON(v, true))
 }
 
 // launch runs one launch line, `launch TAG ENVIRON REQUEST`, as `launch
@@ -214,22 +199,21 @@ func (f *follower) write(v any) {
 // with that environment (the study secrets' sources, PATH), and its answer
 // is one line.
 func (f *follower) launch(line []byte) {
-	rest := bytes.TrimPrefix(bytes.TrimLeft(line, " \t"), []byte(followLaunch))
-	tagEnd := bytes.IndexByte(rest, ' ')
-	if tagEnd <= 0 {
+	tagB, rest, found := bytes.Cut(bytes.TrimPrefix(bytes.TrimLeft(line, " \t"), []byte(followLaunch)), []byte(" "))
+	if !found || len(tagB) == 0 {
 		fmt.Fprintf(f.a.stderr, "flare-slurm: error: standard input: a launch line is 'launch TAG ENVIRON REQUEST'; line ignored\n")
 		return
 	}
-	tag := string(rest[:tagEnd])
+	tag := string(tagB)
 	var environ []string
-	dec := json.NewDecoder(bytes.NewReader(rest[tagEnd:]))
+	dec := json.NewDecoder(bytes.NewReader(rest))
 	if err := dec.Decode(&environ); err != nil {
 		f.answer(tag, nil, failure(errcode.InvalidRequest, "launch line "+tag+" has no environment (a JSON array of NAME=value strings): "+err.Error(),
 			"send 'launch TAG ENVIRON REQUEST' on one line", nil))
 		return
 	}
 	// A copy: line's buffer holds the next line once this returns.
-	request := bytes.Clone(bytes.TrimSpace(rest[tagEnd+int(dec.InputOffset()):]))
+	request := bytes.Clone(bytes.TrimSpace(rest[dec.InputOffset():]))
 	lctx, cancel := context.WithCancel(f.ctx)
 	f.launchMu.Lock()
 	if f.closed {
@@ -257,7 +241,7 @@ func (f *follower) launch(line []byte) {
 					"run 'flare-slurm status --all-live' to see whether it was submitted, and report the error", nil))
 			}
 		}()
-		rt, err := openSiteEnv(lctx, f.a, f.workspace, false, environ)
+		rt, err := openSite(lctx, f.a, f.workspace, false, environ)
 		if err != nil {
 			f.answer(tag, nil, err)
 			return
@@ -276,7 +260,7 @@ func (f *follower) launch(line []byte) {
 
 // answer writes a launch line's answer: data, or err's error envelope.
 func (f *follower) answer(tag string, data map[string]any, err error) {
-	a := launchAnswer{Status: "ok", Command: "launch", Tag: tag, Data: data}
+	a := envelope{Status: "ok", Command: "launch", Tag: tag, Data: data}
 	if err != nil {
 		var ce *cliError
 		if !errors.As(err, &ce) {
@@ -306,16 +290,6 @@ func (f *follower) close() {
 	f.launches.Wait()
 }
 
-// launchTag is the tag of a launch line's beginning.
-func launchTag(head []byte) (string, bool) {
-	rest, ok := bytes.CutPrefix(bytes.TrimLeft(head, " \t"), []byte(followLaunch))
-	if !ok {
-		return "", false
-	}
-	tag, _, found := bytes.Cut(rest, []byte(" "))
-	return string(tag), found && len(tag) > 0
-}
-
 // eachLine calls line for each line of r that ends with a newline (without
 // it); a line longer than limit is read to its end and dropped, and tooLong
 // gets its first bytes. A last line without a newline is unfinished (its
@@ -330,9 +304,7 @@ func eachLine(r io.Reader, limit int, line func([]byte), tooLong func(head []byt
 		if !long && len(buf)+len(chunk) > limit+1 {
 			long = true
 			head = append(head[:0], buf[:min(len(buf), 256)]...)
-			if len(head) < 256 {
-				head = append(head, chunk[:min(len(chunk), 256-len(head))]...)
-			}
+			head = append(head, chunk[:min(len(chunk), 256-len(head))]...)
 			buf = buf[:0]
 		}
 		if !long {

@@ -62,7 +62,6 @@ func problemRule(p problem.Problem) string {
 	return ruleCheck
 }
 
-// findings turns problems into cireport findings.
 func findings(ps schema.Problems) []cireport.Finding {
 	out := make([]cireport.Finding, len(ps))
 	for i, p := range ps {
@@ -107,14 +106,19 @@ func (a *app) writeReport(format string, r report) error {
 	case "github":
 		_ = cireport.GitHub(a.stdout, "flare-slurm", warningFindings(r.warnings))
 	}
-	for _, w := range r.warnings {
-		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", schema.WarningText(w))
-	}
-	for _, s := range r.skipped {
-		fmt.Fprintf(a.stderr, "flare-slurm: skipped: %s\n", s.String())
-	}
+	a.printWarnings(r.warnings, r.skipped)
 	r.text(a.stdout)
 	return nil
+}
+
+// printWarnings prints the "warning:" and "skipped:" lines on stderr.
+func (a *app) printWarnings(warnings, skipped schema.Problems) {
+	for _, w := range warnings {
+		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", schema.WarningText(w))
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(a.stderr, "flare-slurm: skipped: %s\n", s.String())
+	}
 }
 
 // bindIgnoreWarning adds --ignore-warning CODE (repeatable, or
@@ -134,40 +138,30 @@ func checkWarningCodes(codes []string) error {
 	return nil
 }
 
-// formatFlags are --format and its alias --json of the commands that
+// bindFormat adds --format and its alias --json to the commands that
 // report problems in CI formats (validate, prepare).
-type formatFlags struct {
-	format string
-	asJSON bool
-}
-
-func (f *formatFlags) bind(cmd *cobra.Command) {
-	fs := cmd.Flags()
-	fs.StringVar(&f.format, "format", "text", "output format: "+strings.Join(cireport.Formats, ", ")+
+func bindFormat(cmd *cobra.Command) {
+	cmd.Flags().String("format", "text", "output format: "+strings.Join(cireport.Formats, ", ")+
 		" (github: GitHub Actions annotations; sarif: a SARIF 2.1.0 log for code scanning)")
-	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON (the same as --format json)")
+	cmd.Flags().Bool("json", false, "print the result as JSON (the same as --format json)")
 }
 
-// resolve checks the flags and returns the format in effect.
-func (f *formatFlags) resolve() (string, error) {
-	if !cireport.ValidFormat(f.format) {
-		return "", usageErrorf("unknown --format %q (one of %s)", f.format, strings.Join(cireport.Formats, ", "))
+// resolveFormat checks --format and --json and returns the format in
+// effect.
+func resolveFormat(cmd *cobra.Command) (string, error) {
+	format, _ := cmd.Flags().GetString("format")
+	if !cireport.ValidFormat(format) {
+		return "", usageErrorf("unknown --format %q (one of %s)", format, strings.Join(cireport.Formats, ", "))
 	}
-	if f.asJSON {
-		if f.format != "text" && f.format != "json" {
-			return "", usageErrorf("--json is --format json; it cannot be combined with --format %s", f.format)
-		}
-		return "json", nil
+	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON && format != "text" && format != "json" {
+		return "", usageErrorf("--json is --format json; it cannot be combined with --format %s", format)
 	}
-	return f.format, nil
+	return outputFormat(cmd), nil
 }
 
 // outputFormat is the format the command that ran asked for: "json" with
 // --json, the --format value when the command has one, else "text".
 func outputFormat(cmd *cobra.Command) string {
-	if cmd == nil {
-		return "text"
-	}
 	if f := cmd.Flags().Lookup("json"); f != nil && f.Value.String() == "true" {
 		return "json"
 	}
@@ -177,15 +171,11 @@ func outputFormat(cmd *cobra.Command) string {
 	return "text"
 }
 
-// sarifTool names this build in a SARIF log.
-func sarifTool() cireport.Tool {
-	return cireport.Tool{Name: "flare-slurm", Version: currentBuild().Version, InformationURI: "https://github.com/flare-slurm/flare-slurm"}
-}
-
 // writeSARIF prints a SARIF log of problems (none: a clean run) and
 // warnings to stdout.
 func (a *app) writeSARIF(ps, warnings schema.Problems) error {
-	return cireport.SARIF(a.stdout, sarifTool(), sarifRules, append(findings(ps), warningFindings(warnings)...))
+	tool := cireport.Tool{Name: "flare-slurm", Version: currentBuild().Version, InformationURI: "https://github.com/flare-slurm/flare-slurm"}
+	return cireport.SARIF(a.stdout, tool, sarifRules, append(findings(ps), warningFindings(warnings)...))
 }
 
 // writeJUnit writes cases as a JUnit XML file at path, atomically (a

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
+	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -9,10 +12,9 @@ import (
 	"github.com/flare-slurm/flare-slurm/runtime/manager"
 )
 
-// newGcCommand builds `flare-slurm gc`.
 func newGcCommand(a *app) *cobra.Command {
 	var workspace string
-	var yes, asJSON bool
+	var yes bool
 	cmd := &cobra.Command{
 		Use:   "gc --workspace W [--yes]",
 		Short: "List leftover job dirs and remove those whose allocation the scheduler confirms finished",
@@ -22,7 +24,7 @@ func newGcCommand(a *app) *cobra.Command {
 			"would_remove) and why (reason), and the counts removed and kept.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rt, err := openSite(cmd.Context(), a, workspace, false)
+			rt, err := openSite(cmd.Context(), a, workspace, false, os.Environ())
 			if err != nil {
 				return err
 			}
@@ -30,45 +32,30 @@ func newGcCommand(a *app) *cobra.Command {
 			if err != nil {
 				return runtimeFailure(errcode.GCFailed, err, "nothing was removed; check the Slurm commands with "+bootstrapCommand(workspace)+" and run gc again")
 			}
-			if entries == nil {
-				entries = []manager.GCEntry{}
-			}
-			if asJSON {
-				removed := 0
-				for _, e := range entries {
-					if e.Action == manager.GCRemoved {
-						removed++
-					}
-				}
-				return a.printOK(map[string]any{"dry_run": !yes, "removed": removed, "kept": len(entries) - removed, "job_dirs": entries})
-			}
-			if len(entries) == 0 {
-				fmt.Fprintln(a.stdout, "no job dirs")
-				return nil
-			}
+			entries = orEmpty(entries)
+			removed := 0
 			for _, e := range entries {
-				action := e.Action
-				if action == manager.GCWouldRemove {
-					action = "would remove (run with --yes)"
+				if e.Action == manager.GCRemoved {
+					removed++
 				}
-				id := e.JobID
-				if id == "" {
-					id = "?"
-				}
-				fmt.Fprintf(a.stdout, "%s job %s slurm %s: %s (%s): %s\n", e.Dir, id, orDash(e.SlurmJobID), e.Verdict, e.Reason, action)
 			}
-			return nil
+			data := map[string]any{"dry_run": !yes, "removed": removed, "kept": len(entries) - removed, "job_dirs": entries}
+			return a.emit(cmd, data, func(w io.Writer) {
+				if len(entries) == 0 {
+					fmt.Fprintln(w, "no job dirs")
+				}
+				for _, e := range entries {
+					action := e.Action
+					if action == manager.GCWouldRemove {
+						action = "would remove (run with --yes)"
+					}
+					fmt.Fprintf(w, "%s job %s slurm %s: %s (%s): %s\n", e.Dir, cmp.Or(e.JobID, "?"), cmp.Or(e.SlurmJobID, "-"), e.Verdict, e.Reason, action)
+				}
+			})
 		},
 	}
 	bindWorkspace(a, cmd, &workspace, "prepared runtime workspace")
 	cmd.Flags().BoolVar(&yes, "yes", false, "remove the job dirs confirmed finished (default: dry run)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	bindJSON(cmd)
 	return cmd
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

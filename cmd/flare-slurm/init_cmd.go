@@ -14,7 +14,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
-// newInitCommand builds `flare-slurm init`.
 func newInitCommand(a *app) *cobra.Command {
 	var output string
 	var force, asJSON bool

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -17,10 +18,9 @@ import (
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
-// newLaunchCommand builds `flare-slurm launch`.
 func newLaunchCommand(a *app) *cobra.Command {
 	var workspace, request string
-	var asJSON, attach, noBootstrap bool
+	var attach, noBootstrap bool
 	cmd := &cobra.Command{
 		Use:   "launch --workspace W --request FILE|-",
 		Short: "Compile a launch request and submit it as one Slurm batch job",
@@ -47,7 +47,7 @@ func newLaunchCommand(a *app) *cobra.Command {
 			// prints its answer (issue 25 item 11).
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
-			rt, err := openSite(ctx, a, workspace, !noBootstrap)
+			rt, err := openSite(ctx, a, workspace, !noBootstrap, os.Environ())
 			if err != nil {
 				return err
 			}
@@ -57,27 +57,23 @@ func newLaunchCommand(a *app) *cobra.Command {
 				return err
 			}
 			info := h.Info()
-			if asJSON {
-				return a.printOK(launchData(rt, h, notes, attached))
-			}
-			if attached {
-				if st, perr := h.Poll(cmd.Context()); perr == nil && st.Terminal {
-					fmt.Fprintf(a.stdout, "job %s already ran as Slurm job %s and ended %s (return code %d): attached, nothing submitted\n",
+			return a.emit(cmd, launchData(rt, h, notes, attached), func(w io.Writer) {
+				if !attached {
+					fmt.Fprintf(w, "job %s submitted as Slurm job %s (job name %s, artifacts %s)\n",
+						info.JobID, info.SlurmJobID, info.JobName, rt.Manager.JobDir(info.JobID))
+				} else if st, perr := h.Poll(cmd.Context()); perr == nil && st.Terminal {
+					fmt.Fprintf(w, "job %s already ran as Slurm job %s and ended %s (return code %d): attached, nothing submitted\n",
 						info.JobID, st.SlurmJobID, st.State, st.ReturnCode)
-					return nil
+				} else {
+					fmt.Fprintf(w, "job %s is already running as Slurm job %s (job name %s, artifacts %s): attached, nothing submitted\n",
+						info.JobID, info.SlurmJobID, info.JobName, rt.Manager.JobDir(info.JobID))
 				}
-				fmt.Fprintf(a.stdout, "job %s is already running as Slurm job %s (job name %s, artifacts %s): attached, nothing submitted\n",
-					info.JobID, info.SlurmJobID, info.JobName, rt.Manager.JobDir(info.JobID))
-				return nil
-			}
-			fmt.Fprintf(a.stdout, "job %s submitted as Slurm job %s (job name %s, artifacts %s)\n",
-				info.JobID, info.SlurmJobID, info.JobName, rt.Manager.JobDir(info.JobID))
-			return nil
+			})
 		},
 	}
 	bindWorkspace(a, cmd, &workspace, "prepared runtime workspace")
 	cmd.Flags().StringVar(&request, "request", "", "launch request file, or - for standard input (required)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	bindJSON(cmd)
 	cmd.Flags().BoolVar(&noBootstrap, "no-bootstrap", false, "skip the version check and accounting probe (the caller ran bootstrap-check)")
 	cmd.Flags().BoolVar(&attach, "attach", false, "report the job instead of refusing or resubmitting it when this workspace runs it or ran it to a recorded result")
 	return cmd
@@ -104,17 +100,13 @@ func launchJob(ctx context.Context, rt *site.Runtime, request string, data []byt
 	return h, attached, notes, nil
 }
 
-// launchData is launch's --json data.
 func launchData(rt *site.Runtime, h *manager.Handle, notes []string, attached bool) map[string]any {
 	info := h.Info()
-	if notes == nil {
-		notes = []string{}
-	}
 	return map[string]any{
 		"slurm_job_id": info.SlurmJobID,
 		"job_name":     info.JobName,
 		"job_dir":      rt.Manager.JobDir(info.JobID),
-		"notes":        notes,
+		"notes":        orEmpty(notes),
 		"attached":     attached,
 	}
 }

@@ -20,7 +20,6 @@ import (
 // most once per poll interval whoever asks.
 const logsFollowInterval = time.Second
 
-// newLogsCommand builds `flare-slurm logs`.
 func newLogsCommand(a *app) *cobra.Command {
 	var t jobTarget
 	var follow bool

@@ -57,7 +57,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRootCommand(a)
 	root.SetArgs(args)
-	cmd, err := root.ExecuteC()
+	cmd, err := root.ExecuteC() // cmd is never nil: the root when no subcommand was found
 	if err == nil {
 		return 0
 	}
@@ -102,9 +102,18 @@ The NVFlare parent, and operators, run, watch and stop jobs:
 Errors go to stderr as "flare-slurm: error: ..." and "flare-slurm: hint: ...". With --json,
 a command prints one JSON document on stdout. Exit status: 0 success, 1 failure or invalid
 input, 2 usage error; wait exits with the job's NVFlare return code.`,
+		// --version prints what the version command prints; without it
+		// the root command prints its help.
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if show, _ := cmd.Flags().GetBool("version"); show {
+				return currentBuild().writeText(a.stdout)
+			}
+			return cmd.Help()
+		},
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.Flags().Bool("version", false, "print the version (as 'flare-slurm version' does)")
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
@@ -114,7 +123,6 @@ input, 2 usage error; wait exits with the job's NVFlare return code.`,
 		root.AddCommand(newCmd(a))
 	}
 	addDocsCommand(root, a)
-	addVersionFlag(root, a)
 	addCompletions(root)
 	return root
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -39,7 +40,6 @@ func (e *cliError) Error() string { return e.Message }
 // Exit statuses (docs/conventions.md has the table). wait and launch exit
 // with the job's NVFlare return code instead.
 const (
-	exitOK      = 0 // success
 	exitFailure = 1 // failure or invalid input
 	exitUsage   = 2 // usage error
 	exitDrift   = 3 // prepare --check: the workspace differs
@@ -57,11 +57,7 @@ func usageErrorf(format string, args ...any) error {
 // subcommand that was run (flare-slurm validate --help), the root's only
 // when no subcommand was recognised.
 func usageHint(cmd *cobra.Command) string {
-	path := "flare-slurm"
-	if cmd != nil {
-		path = cmd.CommandPath()
-	}
-	return fmt.Sprintf("run '%s --help' for usage", path)
+	return fmt.Sprintf("run '%s --help' for usage", cmd.CommandPath())
 }
 
 // suggestion is ": did you mean `x`?" for a command-line value close to one
@@ -86,41 +82,41 @@ func resultExit(exit int, message string) error {
 	return &cliError{exit: exit, Code: errcode.JobFailed, Message: message, resultOnly: true}
 }
 
-// jsonRequested says whether the command that ran has --json set (or
-// --format json).
-func jsonRequested(cmd *cobra.Command) bool { return outputFormat(cmd) == "json" }
+// bindJSON adds --json, which emit reads, to cmd.
+func bindJSON(cmd *cobra.Command) { cmd.Flags().Bool("json", false, "print the result as JSON") }
+
+// emit prints a command's result in the format its flags chose: data as
+// the --json envelope, else what text writes on stdout.
+func (a *app) emit(cmd *cobra.Command, data any, text func(w io.Writer)) error {
+	return a.writeReport(outputFormat(cmd), report{data: data, text: text})
+}
 
 // envelope is the shape of every --json answer; fields are in the order
 // pipelines read them.
 type envelope struct {
-	Status string    `json:"status"`
-	Data   any       `json:"data,omitempty"`
-	Error  *cliError `json:"error,omitempty"`
+	Status string `json:"status"`
+	// Command and Tag mark wait --follow's answer to a launch line
+	// (launch's envelope, its data with the job_id added) and its hello.
+	Command string    `json:"command,omitempty"`
+	Tag     string    `json:"tag,omitempty"`
+	Data    any       `json:"data,omitempty"`
+	Error   *cliError `json:"error,omitempty"`
 }
 
 // printOK writes {"status":"ok","data":data} to stdout.
 func (a *app) printOK(data any) error {
-	return a.writeJSON(envelope{Status: "ok", Data: data})
+	return a.writeJSON(envelope{Status: "ok", Data: data}, false)
 }
 
-func (a *app) writeJSON(v any) error {
+// writeJSON writes v to stdout: indented, or as one compact line (wait
+// --follow's stream).
+func (a *app) writeJSON(v any, line bool) error {
 	enc := json.NewEncoder(a.stdout)
 	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// streamsLines says whether cmd's --json output is a stream of compact
-// lines (wait --follow), whose errors are then one line too: a reader of
-// lines took an indented envelope (a workspace it could not open, a usage
-// error) for a line per line of it. Flags parsed before a usage error
-// count.
-func streamsLines(cmd *cobra.Command) bool {
-	if cmd == nil || cmd.Name() != "wait" {
-		return false
+	if !line {
+		enc.SetIndent("", "  ")
 	}
-	f := cmd.Flags().Lookup("follow")
-	return f != nil && f.Value.String() == "true"
+	return enc.Encode(v)
 }
 
 // reportError prints an error: the JSON envelope on stdout with --json,
@@ -143,26 +139,21 @@ func (a *app) reportError(cmd *cobra.Command, e *cliError) {
 		if len(e.Problems) > 0 {
 			_ = a.writeSARIF(e.Problems, e.Warnings)
 		}
-	}
-	if jsonRequested(cmd) {
+	case "json":
 		if e.resultOnly {
 			fmt.Fprintf(a.stderr, "flare-slurm: error: %s\n", visible.Lines(e.Message))
 			return
 		}
 		e.Problems = orEmpty(e.Problems)
-		if streamsLines(cmd) {
-			_ = a.writeLine(envelope{Status: "error", Error: e})
-			return
-		}
-		_ = a.writeJSON(envelope{Status: "error", Error: e})
+		// wait --follow's --json output is a stream of compact lines, whose
+		// errors are then one line too: a reader of lines took an indented
+		// envelope (a workspace it could not open, a usage error) for a line
+		// per line of it. Flags parsed before a usage error count.
+		follow, _ := cmd.Flags().GetBool("follow")
+		_ = a.writeJSON(envelope{Status: "error", Error: e}, cmd.Name() == "wait" && follow)
 		return
 	}
-	for _, w := range e.Warnings {
-		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", schema.WarningText(w))
-	}
-	for _, s := range e.Skipped {
-		fmt.Fprintf(a.stderr, "flare-slurm: skipped: %s\n", s.String())
-	}
+	a.printWarnings(e.Warnings, e.Skipped)
 	for _, p := range e.Problems {
 		fmt.Fprintln(a.stderr, p.String())
 	}

@@ -24,11 +24,9 @@ import (
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
-// newPrepareCommand builds `flare-slurm prepare`.
 func newPrepareCommand(a *app) *cobra.Command {
 	var opts prepare.Options
 	var kitFlag, junit, against, workspaceFlag string
-	var format formatFlags
 	var check bool
 	cmd := &cobra.Command{
 		Use:   "prepare [KIT]",
@@ -84,7 +82,7 @@ for --check --against on another host). Without it the workspace is the one
 			default:
 				return usageErrorf("missing startup kit: run 'flare-slurm prepare KIT --config slurm.yaml'")
 			}
-			outFormat, err := format.resolve()
+			outFormat, err := resolveFormat(cmd)
 			if err != nil {
 				return err
 			}
@@ -146,7 +144,7 @@ for --check --against on another host). Without it the workspace is the one
 	f.StringVar(&opts.Config, "config", "", "the Slurm config (default KIT/config.yaml)")
 	f.StringVar(&workspaceFlag, "workspace", "", "the workspace to create or replace (default KIT/prepared/slurm); --output is the same flag")
 	f.StringVar(&opts.Output, "output", "", "the same as --workspace, as 'nvflare deploy prepare' spells it")
-	format.bind(cmd)
+	bindFormat(cmd)
 	f.StringVar(&junit, "junit", "", "with --check, also write a JUnit XML report to `FILE`")
 	f.BoolVar(&opts.Force, "force", false, "replace OUT even if it holds job artifacts or is not a workspace prepared for it")
 	f.BoolVar(&opts.Strict, "strict", false, "treat values that NVFlare's YAML 1.1 reader reads differently as errors, not warnings")
@@ -185,9 +183,11 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 	// messages (as given).
 	compared, forPath := ws.Output, ""
 	named, namedFor := ws.OutputName(), ""
+	hint := "run prepare without --check to update it"
 	if against != "" {
 		compared, forPath = against, " for "+ws.Output
 		named, namedFor = against, " for "+ws.OutputName()
+		hint = "run prepare without --check on the host the workspace is deployed at, or fix the kit or config"
 	}
 	// Kept files a check accepts (the study admin's study_runtime.yaml,
 	// --keep-local): warnings, in every format, never silent.
@@ -223,10 +223,6 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 	}
 	if format == "text" || format == "github" {
 		fmt.Fprint(a.stdout, drift.Text)
-	}
-	hint := "run prepare without --check to update it"
-	if against != "" {
-		hint = "run prepare without --check on the host the workspace is deployed at, or fix the kit or config"
 	}
 	return &cliError{exit: exitDrift, Code: errcode.Drift,
 		Message:  fmt.Sprintf("workspace %s differs from what prepare would produce%s (%d change(s))", named, namedFor, len(drift.Changes)),

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -34,10 +35,9 @@ func (a *app) printNotes(notes []string) {
 	}
 }
 
-// newRenderCommand builds `flare-slurm render`.
 func newRenderCommand(a *app) *cobra.Command {
 	var workspace, request, output string
-	var asJSON, reveal, force bool
+	var reveal, force bool
 	cmd := &cobra.Command{
 		Use:   "render --workspace W --request FILE|- --output DIR",
 		Short: "Compile one launch request into reviewable files; submit nothing",
@@ -48,79 +48,70 @@ func newRenderCommand(a *app) *cobra.Command {
 			"Secret values are read from this process's environment (study secret_env sources) and\n" +
 			"from the request (credentials); read the request from - to keep credentials off disk.",
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			return a.render(workspace, request, output, asJSON, reveal, force)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			data, err := compile.ReadRequest(request, a.stdin)
+			if err != nil {
+				return failure(errcode.InvalidRequest, fmt.Sprintf("cannot read the launch request %s: %v", request, err), "pass a JSON file, or - for standard input", nil)
+			}
+			ws, err := schema.LoadWorkspace(workspace)
+			if err != nil {
+				return compileFailure(errcode.InvalidWorkspace, "the workspace "+workspace+" cannot be used", "prepare it with 'flare-slurm prepare' and pass its --output", err)
+			}
+			if err := compile.CheckReviewOutput(ws, output); err != nil {
+				return failure(errcode.InvalidOutput, err.Error(), "choose an --output directory outside the workspace", nil)
+			}
+			env := compile.Environ(os.LookupEnv)
+			plan, req, err := compile.ParseAndResolveReview(ws, request, data, env)
+			if err != nil {
+				if req == nil || req.Invalid() {
+					return compileFailure(errcode.InvalidRequest, "the launch request "+request+" is invalid", "fix every problem listed (contract §12 describes the request); nothing was written", err)
+				}
+				return compileFailure(errcode.LaunchRefused, "job "+req.JobID+" cannot be launched as requested", "fix the fields named above; nothing was written", err)
+			}
+			compileFn := plan.CompileRedacted
+			if reveal {
+				compileFn = plan.Compile
+			}
+			art, err := compileFn(env)
+			if err != nil {
+				return compileFailure(errcode.LaunchRefused, "job "+req.JobID+" cannot be compiled", "fix the fields named above; nothing was written", err)
+			}
+			files, err := plan.ReviewFiles(art)
+			if err != nil {
+				return failure(errcode.Internal, err.Error(), "", nil)
+			}
+			if err := compile.WriteReview(output, files, force); err != nil {
+				return failure(errcode.WriteFailed, err.Error(), "choose a new or empty --output directory, or add --force to replace the review files", nil)
+			}
+			res := renderResult{JobID: req.JobID, JobName: art.JobName, JobDir: art.JobDir, Sandbox: plan.Sandbox(),
+				Output: output, SecretEnv: "redacted", SbatchArgv: art.Argv, Notes: orEmpty(plan.Notes())}
+			a.printNotes(res.Notes)
+			if reveal {
+				res.SecretEnv = "revealed"
+			}
+			for _, f := range files {
+				res.Files = append(res.Files, filepath.Join(output, f.Name))
+			}
+			return a.emit(cmd, res, func(w io.Writer) {
+				fmt.Fprintf(w, "rendered job %s (sandbox %s, Slurm job name %s) into %s:\n", res.JobID, res.Sandbox, res.JobName, output)
+				for _, f := range res.Files {
+					fmt.Fprintf(w, "  %s\n", f)
+				}
+				fmt.Fprintf(w, "secret.env values are %s; nothing was submitted\n", res.SecretEnv)
+			})
 		},
 	}
 	f := cmd.Flags()
 	bindWorkspace(a, cmd, &workspace, "prepared workspace (the --output of prepare)")
 	f.StringVar(&request, "request", "", "launch request JSON file, or - for standard input")
 	f.StringVar(&output, "output", "", "directory to write the review files into (created if missing)")
-	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	bindJSON(cmd)
 	f.BoolVar(&reveal, "reveal-secrets", false, "write real secret values into secret.env")
 	f.BoolVar(&force, "force", false, "replace review files that exist in --output (other files there are left alone)")
 	for _, name := range []string{"workspace", "request", "output"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
 	return cmd
-}
-
-func (a *app) render(wsPath, request, output string, asJSON, reveal, force bool) error {
-	data, err := compile.ReadRequest(request, a.stdin)
-	if err != nil {
-		return failure(errcode.InvalidRequest, fmt.Sprintf("cannot read the launch request %s: %v", request, err), "pass a JSON file, or - for standard input", nil)
-	}
-	ws, err := schema.LoadWorkspace(wsPath)
-	if err != nil {
-		return compileFailure(errcode.InvalidWorkspace, "the workspace "+wsPath+" cannot be used", "prepare it with 'flare-slurm prepare' and pass its --output", err)
-	}
-	if err := compile.CheckReviewOutput(ws, output); err != nil {
-		return failure(errcode.InvalidOutput, err.Error(), "choose an --output directory outside the workspace", nil)
-	}
-	env := compile.Environ(os.LookupEnv)
-	plan, req, err := compile.ParseAndResolveReview(ws, request, data, env)
-	if err != nil {
-		if req == nil || req.Invalid() {
-			return compileFailure(errcode.InvalidRequest, "the launch request "+request+" is invalid", "fix every problem listed (contract §12 describes the request); nothing was written", err)
-		}
-		return compileFailure(errcode.LaunchRefused, "job "+req.JobID+" cannot be launched as requested", "fix the fields named above; nothing was written", err)
-	}
-	compileFn := plan.CompileRedacted
-	if reveal {
-		compileFn = plan.Compile
-	}
-	art, err := compileFn(env)
-	if err != nil {
-		return compileFailure(errcode.LaunchRefused, "job "+req.JobID+" cannot be compiled", "fix the fields named above; nothing was written", err)
-	}
-	files, err := plan.ReviewFiles(art)
-	if err != nil {
-		return failure(errcode.Internal, err.Error(), "", nil)
-	}
-	if err := compile.WriteReview(output, files, force); err != nil {
-		return failure(errcode.WriteFailed, err.Error(), "choose a new or empty --output directory, or add --force to replace the review files", nil)
-	}
-	res := renderResult{JobID: req.JobID, JobName: art.JobName, JobDir: art.JobDir, Sandbox: plan.Sandbox(),
-		Output: output, SecretEnv: "redacted", SbatchArgv: art.Argv, Notes: plan.Notes()}
-	if res.Notes == nil {
-		res.Notes = []string{}
-	}
-	a.printNotes(res.Notes)
-	if reveal {
-		res.SecretEnv = "revealed"
-	}
-	for _, f := range files {
-		res.Files = append(res.Files, filepath.Join(output, f.Name))
-	}
-	if asJSON {
-		return a.printOK(res)
-	}
-	fmt.Fprintf(a.stdout, "rendered job %s (sandbox %s, Slurm job name %s) into %s:\n", res.JobID, res.Sandbox, res.JobName, output)
-	for _, f := range res.Files {
-		fmt.Fprintf(a.stdout, "  %s\n", f)
-	}
-	fmt.Fprintf(a.stdout, "secret.env values are %s; nothing was submitted\n", res.SecretEnv)
-	return nil
 }
 
 // compileFailure turns a compile error into a CLI failure, listing its

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -10,7 +11,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
-// newSchemaCommand builds `flare-slurm schema`.
 func newSchemaCommand(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -26,23 +26,21 @@ With NAME, print that schema, e.g. for yaml-language-server:
 --json prints the list as {"status":"ok","data":{"schemas":[{"name":…,"title":…}]}},
 and a schema as the data of that envelope.`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				if asJSON {
-					type entry struct {
-						Name  string `json:"name"`
-						Title string `json:"title"`
-					}
-					list := []entry{}
-					for _, name := range schema.Names() {
-						list = append(list, entry{name, schema.Title(name)})
-					}
-					return a.printOK(map[string]any{"schemas": list})
+				type entry struct {
+					Name  string `json:"name"`
+					Title string `json:"title"`
 				}
+				list := []entry{}
 				for _, name := range schema.Names() {
-					fmt.Fprintf(a.stdout, "%-15s %s\n", name, schema.Title(name))
+					list = append(list, entry{name, schema.Title(name)})
 				}
-				return nil
+				return a.emit(cmd, map[string]any{"schemas": list}, func(w io.Writer) {
+					for _, e := range list {
+						fmt.Fprintf(w, "%-15s %s\n", e.Name, e.Title)
+					}
+				})
 			}
 			src, ok := schema.Source(args[0])
 			if !ok {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,7 +14,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/runtime/site"
 )
 
-// newStatusCommand builds `flare-slurm status`.
 func newStatusCommand(a *app) *cobra.Command {
 	var t jobTarget
 	var allLive, all bool
@@ -37,7 +37,13 @@ func newStatusCommand(a *app) *cobra.Command {
 					"no job in the workspace (results are kept for 7 days)")
 			}
 			if allLive {
-				return a.statusList(cmd, t, "--all-live", (*manager.Manager).LiveStatuses, a.printLive, "no live job in the workspace")
+				// A job not finished: no return code, no detail.
+				return a.statusList(cmd, t, "--all-live", (*manager.Manager).LiveStatuses, func(st manager.Status) {
+					fmt.Fprintf(a.stdout, "job %s (Slurm job %s): %s, not finished\n", st.JobID, st.SlurmJobID, st.State)
+					if p := st.Pending(time.Now()); p != "" {
+						fmt.Fprintf(a.stdout, "  %s\n", visible.Lines(p))
+					}
+				}, "no live job in the workspace")
 			}
 			h, err := t.open(cmd, a)
 			if err != nil {
@@ -68,33 +74,22 @@ func (a *app) statusList(cmd *cobra.Command, t jobTarget, flag string, list func
 	if err != nil {
 		return runtimeFailure(errcode.StatusFailed, err, "check the workspace with "+bootstrapCommand(t.workspace))
 	}
-	if t.asJSON {
+	return printJobs(a, t.asJSON, jobs, line, none)
+}
+
+// printJobs prints the jobs of a listing: {"jobs": [...]} with --json,
+// else line per job, or none when there is no job.
+func printJobs[J any](a *app, asJSON bool, jobs []J, line func(J), none string) error {
+	if asJSON {
 		return a.printOK(map[string]any{"jobs": jobs})
 	}
-	for _, st := range jobs {
-		line(st)
+	for _, j := range jobs {
+		line(j)
 	}
 	if len(jobs) == 0 {
 		fmt.Fprintln(a.stdout, none)
 	}
 	return nil
-}
-
-// openJob opens the workspace without the bootstrap's scheduler checks and
-// finds the job's handle.
-func openJob(cmd *cobra.Command, a *app, workspace, jobID string) (*manager.Handle, error) {
-	if jobID == "" {
-		return nil, usageErrorf("--job-id is required")
-	}
-	rt, err := openSite(cmd.Context(), a, workspace, false)
-	if err != nil {
-		return nil, err
-	}
-	h, err := rt.Manager.Open(jobID)
-	if err != nil {
-		return nil, openJobFailure(jobID, workspace, err)
-	}
-	return h, nil
 }
 
 func (a *app) printStatus(st manager.Status, asJSON bool) error {
@@ -113,14 +108,6 @@ func (a *app) printStatus(st manager.Status, asJSON bool) error {
 		fmt.Fprintf(a.stdout, "  %s\n", visible.Lines(p))
 	}
 	return nil
-}
-
-// printLive prints a job that has not finished, as status --all-live lists it.
-func (a *app) printLive(st manager.Status) {
-	fmt.Fprintf(a.stdout, "job %s (Slurm job %s): %s, not finished\n", st.JobID, st.SlurmJobID, st.State)
-	if p := st.Pending(time.Now()); p != "" {
-		fmt.Fprintf(a.stdout, "  %s\n", visible.Lines(p))
-	}
 }
 
 // pendingReporter is what wait says on stderr while the job is pending:
@@ -152,16 +139,28 @@ func (t *jobTarget) bind(a *app, cmd *cobra.Command) *cobra.Command {
 	return cmd
 }
 
-// open finds the job's handle in the workspace.
 // openAll opens the workspace for flag, a mode that acts on every job of
 // it (status --all and --all-live, cancel --all-live): --job-id is refused.
 func (t *jobTarget) openAll(cmd *cobra.Command, a *app, flag string) (*site.Runtime, error) {
 	if t.jobID != "" {
 		return nil, usageErrorf("%s and --job-id exclude each other", flag)
 	}
-	return openSite(cmd.Context(), a, t.workspace, false)
+	return openSite(cmd.Context(), a, t.workspace, false, os.Environ())
 }
 
+// open opens the workspace without the bootstrap's scheduler checks and
+// finds the job's handle.
 func (t *jobTarget) open(cmd *cobra.Command, a *app) (*manager.Handle, error) {
-	return openJob(cmd, a, t.workspace, t.jobID)
+	if t.jobID == "" {
+		return nil, usageErrorf("--job-id is required")
+	}
+	rt, err := openSite(cmd.Context(), a, t.workspace, false, os.Environ())
+	if err != nil {
+		return nil, err
+	}
+	h, err := rt.Manager.Open(t.jobID)
+	if err != nil {
+		return nil, openJobFailure(t.jobID, t.workspace, err)
+	}
+	return h, nil
 }

@@ -22,12 +22,10 @@ type validatedFile struct {
 	Valid bool   `json:"valid"`
 }
 
-// newValidateCommand builds `flare-slurm validate`.
 func newValidateCommand(a *app) *cobra.Command {
 	var kind, site, junit, kitDir string
 	var ignoreWarnings []string
 	var strict, offline, excludeSecrets bool
-	var format formatFlags
 	cmd := &cobra.Command{
 		Use:   "validate [--kind slurm-config|study-runtime|job-meta|kit] [--kit KIT] [--site NAME] [--format text|json|github|sarif] [--junit FILE] PATH...",
 		Short: "Check config files and startup kits, reporting every problem",
@@ -73,7 +71,7 @@ that holds no secret material) and lists that check as skipped, as
 'prepare --check --exclude-secrets' does.
 Exit status: 0 valid, 1 invalid, 2 usage error.`,
 		RunE: func(cmd *cobra.Command, paths []string) error {
-			outFormat, err := format.resolve()
+			outFormat, err := resolveFormat(cmd)
 			if err != nil {
 				return err
 			}
@@ -104,7 +102,19 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 			res := validate.Run(paths, validate.Options{Kind: kind, Kit: kitDir, Site: site, Strict: strict,
 				Offline: offline, ExcludeSecrets: excludeSecrets, IgnoreWarnings: ignoreWarnings, Stdin: a.stdin})
 			if junit != "" {
-				if err := writeJUnit(junit, "flare-slurm validate", validateCases(res)); err != nil {
+				// One test case per PATH.
+				cases := make([]cireport.Case, len(res.Paths))
+				for i, p := range res.Paths {
+					c := cireport.Case{Name: p.Name, ClassName: "validate"}
+					if p.Checked() {
+						c.ClassName, c.Seconds = "validate."+p.Kind, p.Seconds
+					}
+					if p.Problems != nil {
+						c.Failure, c.Detail = plural(len(p.Problems), "problem"), problemsText(p.Problems)
+					}
+					cases[i] = c
+				}
+				if err := writeJUnit(junit, "flare-slurm validate", cases); err != nil {
 					return err
 				}
 			}
@@ -113,7 +123,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 	}
 	cmd.Flags().StringVar(&kind, "kind", "", "kind of every PATH: "+strings.Join(schema.Kinds(), ", ")+" (default: detected)")
 	cmd.Flags().StringVar(&site, "site", "", "site whose reading of a job meta is checked (default: every site it names)")
-	format.bind(cmd)
+	bindFormat(cmd)
 	cmd.Flags().StringVar(&junit, "junit", "", "also write a JUnit XML report to `FILE` (one test case per PATH)")
 	cmd.Flags().BoolVar(&offline, "offline", false, "skip the checks that need this host (the image file) and list each one skipped")
 	cmd.Flags().BoolVar(&excludeSecrets, "exclude-secrets", false, "accept a kit without its private key (a CI repository holds none) and list that check as skipped")
@@ -123,31 +133,12 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 	return cmd
 }
 
-// stdinName names standard input (a PATH of "-") in problems and results.
-const stdinName = validate.StdinName
-
 // plural renders "1 problem" or "3 problems".
 func plural(n int, word string) string {
 	if n == 1 {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
-}
-
-// validateCases are the JUnit test cases of a validate: one per PATH.
-func validateCases(res *validate.Result) []cireport.Case {
-	cases := make([]cireport.Case, len(res.Paths))
-	for i, p := range res.Paths {
-		c := cireport.Case{Name: p.Name, ClassName: "validate"}
-		if p.Checked() {
-			c.ClassName, c.Seconds = "validate."+p.Kind, p.Seconds
-		}
-		if p.Problems != nil {
-			c.Failure, c.Detail = plural(len(p.Problems), "problem"), problemsText(p.Problems)
-		}
-		cases[i] = c
-	}
-	return cases
 }
 
 // writeValidate writes a validate's result in format; a result with
@@ -169,30 +160,25 @@ func (a *app) writeValidate(format string, res *validate.Result, listSkipped boo
 				}
 			}
 		}
-		err := failure(errcode.InvalidInput,
-			fmt.Sprintf("%s in %s", plural(len(res.Problems), "problem"), plural(res.BadFiles, "file")),
-			res.Hint, res.Problems)
-		err.(*cliError).Warnings = res.Warnings
-		err.(*cliError).Skipped = res.Skipped
-		return err
+		return &cliError{exit: exitFailure, Code: errcode.InvalidInput, Hint: res.Hint,
+			Message:  fmt.Sprintf("%s in %s", plural(len(res.Problems), "problem"), plural(res.BadFiles, "file")),
+			Problems: res.Problems, Warnings: res.Warnings, Skipped: res.Skipped}
 	}
-	r := report{warnings: res.Warnings, skipped: res.Skipped, text: func(w io.Writer) {
+	data := map[string]any{"files": files, "warnings": orEmpty(res.Warnings)}
+	if listSkipped {
+		data["skipped"] = orEmpty(res.Skipped)
+	}
+	return a.writeReport(format, report{data: data, warnings: res.Warnings, skipped: res.Skipped, text: func(w io.Writer) {
 		for _, f := range files {
 			fmt.Fprintf(w, "%s: ok (%s)\n", f.Path, f.Kind)
 		}
-	}}
-	data := map[string]any{"files": files, "warnings": orEmpty(r.warnings)}
-	if listSkipped {
-		data["skipped"] = orEmpty(r.skipped)
-	}
-	r.data = data
-	return a.writeReport(format, r)
+	}})
 }
 
-// orEmpty is ps, or an empty list where it is nil (a JSON [], not null).
-func orEmpty(ps schema.Problems) schema.Problems {
-	if ps == nil {
-		return schema.Problems{}
+// orEmpty is s, or an empty list where it is nil (a JSON [], not null).
+func orEmpty[S ~[]E, E any](s S) S {
+	if s == nil {
+		return S{}
 	}
-	return ps
+	return s
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"runtime"
@@ -63,31 +64,23 @@ func describeBuild(bi *debug.BuildInfo, override string) buildVersion {
 		MinSlurm:    scheduler.MinVersion.String(),
 		TestedSlurm: slices.Clone(scheduler.TestedReleases),
 	}
-	if bi == nil {
-		if override != "" {
-			v.Version = override
+	if bi != nil {
+		v.GoVersion = cmp.Or(bi.GoVersion, v.GoVersion)
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				v.Revision = s.Value
+			case "vcs.time":
+				v.Time = s.Value
+			case "vcs.modified":
+				v.Modified = s.Value == "true"
+			}
 		}
-		return v
-	}
-	if bi.GoVersion != "" {
-		v.GoVersion = bi.GoVersion
-	}
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			v.Revision = s.Value
-		case "vcs.time":
-			v.Time = s.Value
-		case "vcs.modified":
-			v.Modified = s.Value == "true"
+		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v.Version = bi.Main.Version
 		}
 	}
-	switch {
-	case override != "":
-		v.Version = override
-	case bi.Main.Version != "" && bi.Main.Version != "(devel)":
-		v.Version = bi.Main.Version
-	}
+	v.Version = cmp.Or(override, v.Version)
 	// The toolchain marks a dirty checkout's version itself; an override
 	// built from one gets the same mark, so that it never passes for the
 	// clean release it names.
@@ -118,7 +111,6 @@ func (v buildVersion) writeText(w io.Writer) error {
 	return err
 }
 
-// newVersionCommand builds `flare-slurm version`.
 func newVersionCommand(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -140,17 +132,4 @@ range). 'flare-slurm --version' prints the same.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
-}
-
-// addVersionFlag gives the root command --version, which prints what the
-// version command prints. Without it the root command prints its help.
-func addVersionFlag(root *cobra.Command, a *app) {
-	var show bool
-	root.Flags().BoolVar(&show, "version", false, "print the version (as 'flare-slurm version' does)")
-	root.RunE = func(cmd *cobra.Command, _ []string) error {
-		if show {
-			return currentBuild().writeText(a.stdout)
-		}
-		return cmd.Help()
-	}
 }

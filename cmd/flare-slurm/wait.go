@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -19,7 +18,6 @@ import (
 // about one poll's garbage at most.
 const memoryReleaseInterval = 5 * time.Second
 
-// newWaitCommand builds `flare-slurm wait`.
 func newWaitCommand(a *app) *cobra.Command {
 	var t jobTarget
 	var follow bool
@@ -83,11 +81,4 @@ func openJobFailure(jobID, workspace string, err error) error {
 			"check the job id; results of finished jobs are kept for 7 days", nil)
 	}
 	return runtimeFailure(errcode.NoSuchJob, err, "check the job id; 'flare-slurm gc --workspace "+shell.Quote(workspace)+"' lists the job dirs of the workspace")
-}
-
-// writeLine writes v as one compact JSON line (wait --follow's stream).
-func (a *app) writeLine(v any) error {
-	enc := json.NewEncoder(a.stdout)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
 }

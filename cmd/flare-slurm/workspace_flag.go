@@ -17,26 +17,14 @@ import (
 // reference never depend on the environment.
 func bindWorkspace(a *app, cmd *cobra.Command, ws *string, usage string) {
 	cmd.Flags().StringVar(ws, "workspace", "", usage+" (required; default: $"+schema.EnvWorkspace+")")
-	prev := cmd.PreRunE
-	cmd.PreRunE = func(c *cobra.Command, args []string) error {
-		if !c.Flags().Changed("workspace") {
-			if v := schema.WorkspaceFromEnv(); v != "" {
-				// Set, not assigned: a required --workspace counts as given.
-				if err := c.Flags().Set("workspace", v); err != nil {
-					return err
-				}
-				fmt.Fprintf(a.stderr, "flare-slurm: note: --workspace %s (from %s)\n", visible.Quote(v), schema.EnvWorkspace)
+	cmd.PreRunE = func(c *cobra.Command, _ []string) error {
+		if v := schema.WorkspaceFromEnv(); v != "" && !c.Flags().Changed("workspace") {
+			// Set, not assigned: a required --workspace counts as given.
+			if err := c.Flags().Set("workspace", v); err != nil {
+				return err
 			}
-		}
-		if prev != nil {
-			return prev(c, args)
+			fmt.Fprintf(a.stderr, "flare-slurm: note: --workspace %s (from %s)\n", visible.Quote(v), schema.EnvWorkspace)
 		}
 		return nil
 	}
-}
-
-// workspaceRequired is the usage error of a command run without a
-// workspace.
-func workspaceRequired() error {
-	return usageErrorf("--workspace is required (or set %s)", schema.EnvWorkspace)
 }

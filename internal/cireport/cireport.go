@@ -66,7 +66,7 @@ func GitHub(w io.Writer, tool string, fs []Finding) error {
 	for _, f := range fs {
 		var props []string
 		if f.File != "" {
-			props = append(props, "file="+escapeProperty(filepath.ToSlash(f.File)))
+			props = append(props, "file="+escapeProperty.Replace(filepath.ToSlash(f.File)))
 		}
 		if f.Line > 0 {
 			props = append(props, fmt.Sprintf("line=%d", f.Line))
@@ -78,12 +78,12 @@ func GitHub(w io.Writer, tool string, fs []Finding) error {
 		if f.Path != "" {
 			title += ": " + f.Path
 		}
-		props = append(props, "title="+escapeProperty(title))
+		props = append(props, "title="+escapeProperty.Replace(title))
 		msg := f.Message
 		if f.Hint != "" {
 			msg += " (" + f.Hint + ")"
 		}
-		if _, err := fmt.Fprintf(w, "::%s %s::%s\n", f.level(), strings.Join(props, ","), escapeData(msg)); err != nil {
+		if _, err := fmt.Fprintf(w, "::%s %s::%s\n", f.level(), strings.Join(props, ","), escapeData.Replace(msg)); err != nil {
 			return err
 		}
 	}
@@ -92,15 +92,11 @@ func GitHub(w io.Writer, tool string, fs []Finding) error {
 
 // escapeData escapes a workflow command's message the way the GitHub
 // Actions toolkit does (%, CR, LF), so that one finding stays one command.
-func escapeData(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
-}
+var escapeData = strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A")
 
 // escapeProperty escapes a workflow command's property value: the data
 // escapes plus the separators of the property list (: and ,).
-func escapeProperty(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
-}
+var escapeProperty = strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C")
 
 // sarifSchemaURI is the schema the SARIF log names.
 const sarifSchemaURI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -119,7 +115,7 @@ func SARIF(w io.Writer, tool Tool, rules []Rule, fs []Finding) error {
 	for _, f := range fs {
 		used[f.Rule] = true
 	}
-	var sr []sarifRule
+	sr := []sarifRule{}
 	index := map[string]int{}
 	for _, r := range rules {
 		if used[r.ID] {
@@ -162,9 +158,6 @@ func SARIF(w io.Writer, tool Tool, rules []Rule, fs []Finding) error {
 			Tool:    sarifTool{Driver: sarifDriver{Name: tool.Name, Version: tool.Version, InformationURI: tool.InformationURI, Rules: sr}},
 			Results: results,
 		}},
-	}
-	if log.Runs[0].Tool.Driver.Rules == nil {
-		log.Runs[0].Tool.Driver.Rules = []sarifRule{}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
@@ -280,7 +273,8 @@ type Case struct {
 
 // JUnit writes one JUnit XML document with one test suite named suite.
 func JUnit(w io.Writer, suite string, cases []Case) error {
-	s := junitSuite{Name: suite, Tests: len(cases)}
+	s := junitSuite{junitCounts: junitCounts{Name: suite, Tests: len(cases)}}
+	seconds := 0.0
 	for _, c := range cases {
 		tc := junitCase{Name: c.Name, ClassName: c.ClassName, Time: fmt.Sprintf("%.3f", c.Seconds), SystemOut: c.SystemOut}
 		switch {
@@ -291,11 +285,11 @@ func JUnit(w io.Writer, suite string, cases []Case) error {
 			s.Skipped++
 			tc.Skipped = &junitSkipped{Message: c.Skipped}
 		}
-		s.Time += c.Seconds
+		seconds += c.Seconds
 		s.Cases = append(s.Cases, tc)
 	}
-	s.TimeText = fmt.Sprintf("%.3f", s.Time)
-	doc := junitSuites{Name: suite, Tests: s.Tests, Failures: s.Failures, Skipped: s.Skipped, Time: s.TimeText, Suites: []junitSuite{s}}
+	s.Time = fmt.Sprintf("%.3f", seconds)
+	doc := junitSuites{junitCounts: s.junitCounts, Suites: []junitSuite{s}}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
@@ -308,24 +302,24 @@ func JUnit(w io.Writer, suite string, cases []Case) error {
 	return err
 }
 
+// junitCounts are the attributes of the document and of its one suite.
+type junitCounts struct {
+	Name     string `xml:"name,attr"`
+	Tests    int    `xml:"tests,attr"`
+	Failures int    `xml:"failures,attr"`
+	Skipped  int    `xml:"skipped,attr"`
+	Time     string `xml:"time,attr"`
+}
+
 type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Skipped  int          `xml:"skipped,attr"`
-	Time     string       `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
+	XMLName xml.Name `xml:"testsuites"`
+	junitCounts
+	Suites []junitSuite `xml:"testsuite"`
 }
 
 type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	TimeText string      `xml:"time,attr"`
-	Time     float64     `xml:"-"`
-	Cases    []junitCase `xml:"testcase"`
+	junitCounts
+	Cases []junitCase `xml:"testcase"`
 }
 
 type junitCase struct {

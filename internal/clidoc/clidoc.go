@@ -51,60 +51,45 @@ func commands(root *cobra.Command) []*cobra.Command {
 	return out
 }
 
-// markdownName is the file name of cmd's Markdown page (cobra's:
-// "flare-slurm_validate.md"), which the pages' links use.
-func markdownName(cmd *cobra.Command) string {
-	return strings.ReplaceAll(cmd.CommandPath(), " ", "_") + ".md"
-}
-
-// manName is the file name of cmd's man page ("flare-slurm-validate.1").
-func manName(cmd *cobra.Command) string {
-	return strings.ReplaceAll(cmd.CommandPath(), " ", "-") + ".1"
+// render renders one page per documented command with gen (kind names
+// the pages in errors); a page's name is the command path joined by sep
+// (cobra's Markdown links use "flare-slurm_validate.md"), then ext.
+func render(root *cobra.Command, kind, sep, ext string, gen func(*cobra.Command, *bytes.Buffer) error) ([]Page, error) {
+	var pages []Page
+	for _, c := range commands(root) {
+		var b bytes.Buffer
+		if err := gen(c, &b); err != nil {
+			return nil, fmt.Errorf("render the %s page of %q: %w", kind, c.CommandPath(), err)
+		}
+		pages = append(pages, Page{Name: strings.ReplaceAll(c.CommandPath(), " ", sep) + ext, Data: b.Bytes()})
+	}
+	return pages, nil
 }
 
 // Markdown renders one Markdown page per documented command.
 func Markdown(root *cobra.Command) ([]Page, error) {
-	var pages []Page
-	for _, c := range commands(root) {
-		var b bytes.Buffer
-		if err := doc.GenMarkdownCustom(c, &b, func(s string) string { return s }); err != nil {
-			return nil, fmt.Errorf("render the Markdown page of %q: %w", c.CommandPath(), err)
-		}
-		pages = append(pages, Page{Name: markdownName(c), Data: b.Bytes()})
-	}
-	return pages, nil
+	return render(root, "Markdown", "_", ".md", func(c *cobra.Command, b *bytes.Buffer) error {
+		return doc.GenMarkdownCustom(c, b, func(s string) string { return s })
+	})
 }
 
-// Man renders one man page (section 1) per documented command. source is
-// the header's source field ("flare-slurm v1.2.3"); date, the page date,
-// is passed in (the commit time) so that a page never depends on when it
-// was rendered.
+// Man renders one man page (section 1) per documented command
+// ("flare-slurm-validate.1"). source is the header's source field
+// ("flare-slurm v1.2.3"); date, the page date, is passed in (the commit
+// time) so that a page never depends on when it was rendered.
 func Man(root *cobra.Command, source string, date time.Time) ([]Page, error) {
 	date = date.UTC()
-	var pages []Page
-	for _, c := range commands(root) {
-		var b bytes.Buffer
+	// The help texts are Markdown to the man page renderer, which drops
+	// <stdin> and <probe> as HTML tags: a backslash before < and > keeps
+	// them as written, for the page only.
+	literal := strings.NewReplacer("<", `\<`, ">", `\>`)
+	return render(root, "man", "-", ".1", func(c *cobra.Command, b *bytes.Buffer) error {
 		h := &doc.GenManHeader{Section: "1", Source: source, Manual: "flare-slurm manual", Date: &date}
-		// The help texts are Markdown to the man page renderer, which
-		// drops <stdin> and <probe> as HTML tags: escape them for the
-		// page only.
 		short, long := c.Short, c.Long
-		c.Short, c.Long = markdownLiteral(short), markdownLiteral(long)
-		err := doc.GenMan(c, h, &b)
-		c.Short, c.Long = short, long
-		if err != nil {
-			return nil, fmt.Errorf("render the man page of %q: %w", c.CommandPath(), err)
-		}
-		pages = append(pages, Page{Name: manName(c), Data: b.Bytes()})
-	}
-	return pages, nil
-}
-
-// markdownLiteral escapes the characters Markdown would read as HTML (a
-// backslash before < and >), so that text such as <stdin> reaches the man
-// page as written.
-func markdownLiteral(s string) string {
-	return strings.NewReplacer("<", `\<`, ">", `\>`).Replace(s)
+		c.Short, c.Long = literal.Replace(short), literal.Replace(long)
+		defer func() { c.Short, c.Long = short, long }()
+		return doc.GenMan(c, h, b)
+	})
 }
 
 // Sync makes dir (created if missing) hold exactly pages among its files

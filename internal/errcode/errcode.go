@@ -1,7 +1,7 @@
 // Package errcode holds every error code of flare-slurm's JSON envelope
 // ({"status":"error","error":{"code":…}}): the one place a code is
-// defined. docs/conventions.md lists them all; TestDocumented checks that
-// list against all.
+// defined. docs/conventions.md lists them all, in the order below
+// (TestDocumented).
 package errcode
 
 // Codes, grouped by the command that reports them.
@@ -40,12 +40,3 @@ const (
 	BootstrapFailed  = "bootstrap_failed"  // bootstrap-check: the workspace or Slurm setup is unusable
 	CheckFailed      = "check_failed"      // check: a probe failed (exit 4)
 )
-
-// all lists every code, in the order docs/conventions.md lists them.
-var all = []string{
-	Usage, Internal, InvalidInput,
-	InvalidKit, InvalidOutput, JobsPresent, NotAWorkspace, LocalRefused, PrepareFailed, Interrupted, Drift, NeedsFormat, NoSuchKey,
-	JUnitFailed, DocsFailed, WriteFailed, InvalidRequest,
-	InvalidWorkspace, LaunchRefused, LaunchFailed, JobFailed, NoSuchJob, StatusFailed, WaitFailed, LogsFailed,
-	CancelFailed, CancelPending, GCFailed, BootstrapFailed, CheckFailed,
-}

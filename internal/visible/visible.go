@@ -14,28 +14,12 @@ import (
 	"unicode/utf8"
 )
 
-// printable says whether every character of s is printable as Go's
+// Quote is s when every character of s is printable as Go's
 // strconv.IsPrint defines it (letters, marks, numbers, punctuation,
-// symbols and the ASCII space) and s is valid UTF-8.
-func printable(s string) bool {
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c < 0x7f {
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size <= 1 || !strconv.IsPrint(r) {
-			return false
-		}
-		i += size
-	}
-	return true
-}
-
-// Quote is s when Printable(s), else s in Go's %q form.
+// symbols and the ASCII space) and s is valid UTF-8, else s in Go's %q
+// form.
 func Quote(s string) string {
-	if printable(s) {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) {
 		return s
 	}
 	return strconv.Quote(s)
@@ -44,9 +28,6 @@ func Quote(s string) string {
 // Lines applies Quote to each line of a message of several lines, keeping
 // the line breaks it was written with.
 func Lines(s string) string {
-	if printable(strings.ReplaceAll(s, "\n", "")) {
-		return s
-	}
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
 		lines[i] = Quote(l)

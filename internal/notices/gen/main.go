@@ -23,19 +23,15 @@ func main() {
 }
 
 func run() error {
-	root, err := goEnv("GOMOD")
+	out, err := exec.Command("go", "env", "GOMOD", "GOMODCACHE", "GOROOT").Output()
 	if err != nil {
-		return err
+		return fmt.Errorf("go env: %w", err)
 	}
-	root = filepath.Dir(root)
-	cache, err := goEnv("GOMODCACHE")
-	if err != nil {
-		return err
+	env := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(env) != 3 {
+		return fmt.Errorf("go env: want GOMOD, GOMODCACHE and GOROOT, got %q", out)
 	}
-	goroot, err := goEnv("GOROOT")
-	if err != nil {
-		return err
-	}
+	root, cache, goroot := filepath.Dir(env[0]), env[1], env[2]
 	tmp, err := os.MkdirTemp("", "notices")
 	if err != nil {
 		return err
@@ -57,12 +53,4 @@ func run() error {
 	}
 	_, err = os.Stdout.Write(text)
 	return err
-}
-
-func goEnv(name string) (string, error) {
-	out, err := exec.Command("go", "env", name).Output()
-	if err != nil {
-		return "", fmt.Errorf("go env %s: %w", name, err)
-	}
-	return strings.TrimSpace(string(out)), nil
 }
