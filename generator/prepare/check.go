@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"unicode"
@@ -276,11 +276,8 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 		}
 	}
 	// What is left on disk would be removed; report each top-most path.
-	rest := make([]string, 0, len(disk.entries))
-	for p := range disk.entries {
-		rest = append(rest, p)
-	}
-	sort.Slice(rest, func(i, j int) bool { return staging.PathLess(rest[i], rest[j]) })
+	rest := slices.Collect(maps.Keys(disk.entries))
+	slices.SortFunc(rest, staging.ComparePaths)
 	var removedDir string
 	for _, p := range rest {
 		if removedDir != "" && strings.HasPrefix(p, removedDir+"/") {
@@ -316,7 +313,7 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 		writeDiff(&text, display, old, sample{}, true, false)
 	}
 	d.Text = text.String()
-	sort.Slice(d.Excluded, func(i, j int) bool { return staging.PathLess(d.Excluded[i].Path, d.Excluded[j].Path) })
+	slices.SortFunc(d.Excluded, func(a, b ExcludedSecret) int { return staging.ComparePaths(a.Path, b.Path) })
 	if in := d.secretsInCopy(); len(in) > 0 && !slices.Contains(w.ignore, schema.WarnPrepareSecretCopy) {
 		d.Warnings = append(d.Warnings, fmt.Sprintf("%s holds %d secret file(s) (%s): not read into the report, but a copy published for a drift check "+
 			"should hold none; publish the workspace without them (docs/prepare.md) [%s]",
@@ -489,7 +486,7 @@ func newSample(rel string, size int64, open func() (io.ReadCloser, error)) (samp
 
 // sample is the sample of what f will hold.
 func (w *Workspace) sample(f *File) (sample, error) {
-	if f.rendered {
+	if f.Source == "" {
 		s := sample{size: int64(len(f.Data)), data: f.Data, secret: secretFile(f.Path) || holdsPrivateKey(f.Data)}
 		if s.secret {
 			sum := sha256.Sum256(f.Data)
@@ -506,7 +503,7 @@ func (w *Workspace) sample(f *File) (sample, error) {
 
 // hash is the SHA-256 of what f will hold.
 func (w *Workspace) hash(f *File) ([]byte, error) {
-	if f.rendered {
+	if f.Source == "" {
 		sum := sha256.Sum256(f.Data)
 		return sum[:], nil
 	}
@@ -525,7 +522,7 @@ func (w *Workspace) hash(f *File) ([]byte, error) {
 // open opens the kit file f is copied from, checking that it is still the
 // regular file scanned (never blocking on a named pipe).
 func (w *Workspace) open(f *File) (io.ReadCloser, error) {
-	if f.rendered {
+	if f.Source == "" {
 		return io.NopCloser(bytes.NewReader(f.Data)), nil
 	}
 	r, err := dirfd.OpenRegular(f.Source, f.Expect)

@@ -156,17 +156,7 @@ type localScan struct {
 // a record of what prepare wrote to w.localNote.
 func (w *Workspace) carryLocal(root string) error {
 	w.uncarry()
-	defer func() {
-		slices.SortStableFunc(w.Files, func(a, b *File) int {
-			switch {
-			case staging.PathLess(a.Path, b.Path):
-				return -1
-			case staging.PathLess(b.Path, a.Path):
-				return 1
-			}
-			return 0
-		})
-	}()
+	defer w.sortFiles()
 	out, err := dirfd.Open(root)
 	if err != nil {
 		return nil // absent, not a directory, unusable: StagingOpen reports it
@@ -351,7 +341,7 @@ func (s *localScan) apply() error {
 	}
 	var total int64
 	for _, f := range w.Files {
-		if !f.Dir && !f.rendered {
+		if f.Source != "" {
 			total += f.Expect.Size
 		}
 	}
@@ -408,7 +398,7 @@ func (s *localScan) keepFile(e *oldEntry, now *File) error {
 	}
 	why := e.reason
 	switch {
-	case e.rel == studyRuntime && now != nil && now.rendered:
+	case e.rel == studyRuntime && now != nil && now.Source == "":
 		why = "the study admin's, where the kit has none; " + e.reason
 	case now != nil:
 		why = "it differs from the kit's; delete it from the workspace, or copy it into the kit, to take the kit's; " + e.reason
@@ -422,8 +412,7 @@ func (s *localScan) keepFile(e *oldEntry, now *File) error {
 		c.replaced = &cp
 		*now = *old
 	} else {
-		w.index[e.rel] = old
-		w.Files = append(w.Files, old)
+		w.add(old)
 	}
 	w.carried = append(w.carried, c)
 	w.Result.Kept = append(w.Result.Kept, e.rel)

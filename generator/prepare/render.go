@@ -10,10 +10,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/flare-slurm/flare-slurm/internal/bridge"
-	"github.com/flare-slurm/flare-slurm/internal/dirfd"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"github.com/flare-slurm/flare-slurm/schema"
@@ -47,23 +45,9 @@ var removedStartScripts = []string{
 // have (NVFlare gets 0644 from the usual umask; we do not depend on it).
 const newFileMode fs.FileMode = 0o644
 
-// File is one entry of a rendered workspace.
-type File struct {
-	Path   string      // slash-separated, relative to the workspace root
-	Dir    bool        // a directory
-	Mode   fs.FileMode // permission bits
-	Data   []byte      // the content, for files prepare renders
-	Source string      // for files copied verbatim: the kit file to copy
-	// Expect is the kit file as the scan saw it (device, inode, size):
-	// the copy refuses a Source that is no longer that regular file.
-	Expect dirfd.Expect
-	// ModTime is the kit file's modification time, kept on copies.
-	ModTime  time.Time
-	rendered bool
-}
-
-// Rendered says whether the content is in Data (true) or is Source's.
-func (f *File) Rendered() bool { return f.rendered }
+// File is one entry of a rendered workspace: a file prepare renders has
+// its content in Data and no Source.
+type File = staging.File
 
 // Workspace is a rendered workspace: everything write needs, nothing
 // written yet.
@@ -96,13 +80,22 @@ type Workspace struct {
 func (w *Workspace) File(p string) *File { return w.index[p] }
 
 func (w *Workspace) put(p string, data []byte, mode fs.FileMode) {
-	if f := w.index[p]; f != nil && !f.Dir {
-		f.Data, f.Source, f.rendered, f.ModTime = data, "", true, time.Time{}
-		f.Mode = mode
+	f := &File{Path: p, Mode: mode, Data: data}
+	if old := w.index[p]; old != nil && !old.Dir {
+		*old = *f
 		return
 	}
-	f := &File{Path: p, Mode: mode, Data: data, rendered: true}
-	w.index[p] = f
+	w.add(f)
+}
+
+// sortFiles puts w.Files in path order, parents before children.
+func (w *Workspace) sortFiles() {
+	slices.SortStableFunc(w.Files, func(a, b *File) int { return staging.ComparePaths(a.Path, b.Path) })
+}
+
+// add adds f to the workspace.
+func (w *Workspace) add(f *File) {
+	w.index[f.Path] = f
 	w.Files = append(w.Files, f)
 }
 
@@ -305,7 +298,7 @@ func Render(opts Options) (*Workspace, error) {
 	if err := w.recordLocal(); err != nil {
 		return nil, err
 	}
-	sort.SliceStable(w.Files, func(i, j int) bool { return staging.PathLess(w.Files[i].Path, w.Files[j].Path) })
+	w.sortFiles()
 
 	w.Result = Result{
 		Runtime:      "slurm",

@@ -58,9 +58,7 @@ func (w *Workspace) scanKit() error {
 }
 
 func (w *Workspace) addDir(rel string, mode fs.FileMode) {
-	f := &File{Path: rel, Dir: true, Mode: mode.Perm()}
-	w.index[rel] = f
-	w.Files = append(w.Files, f)
+	w.add(&File{Path: rel, Dir: true, Mode: mode.Perm()})
 }
 
 // kitPathProblem is one kit path prepare cannot copy.
@@ -114,10 +112,7 @@ func (w *Workspace) scanDir(d *dirfd.Dir, abs, rel string, excluded map[string]b
 			continue
 		}
 		*total += st.Size
-		f := &File{Path: childRel, Mode: mode.Perm(), Source: childAbs, ModTime: time.Unix(st.Mtim.Unix()),
-			Expect: dirfd.ExpectOf(&st)}
-		w.index[childRel] = f
-		w.Files = append(w.Files, f)
+		w.add(&File{Path: childRel, Mode: mode.Perm(), Source: childAbs, ModTime: time.Unix(st.Mtim.Unix()), Expect: dirfd.ExpectOf(&st)})
 	}
 }
 

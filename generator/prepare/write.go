@@ -134,10 +134,7 @@ func (w *Workspace) checkDiscards(target *staging.Target) error {
 func (w *Workspace) stagingFiles() []staging.File {
 	out := make([]staging.File, len(w.Files))
 	for i, f := range w.Files {
-		out[i] = staging.File{Path: f.Path, Dir: f.Dir, Mode: f.Mode, Data: f.Data, ModTime: f.ModTime}
-		if !f.rendered && !f.Dir {
-			out[i].Source, out[i].Expect = f.Source, f.Expect
-		}
+		out[i] = *f
 	}
 	return out
 }
