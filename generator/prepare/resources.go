@@ -98,12 +98,12 @@ func (w *Workspace) patchResources(launcherPath string, args *ojson.Value, serve
 				w.warnf(schema.WarnPrepareComponent, "prepare replaces component 'resource_manager' with PassthroughResourceManager; its path and args will not be used by the prepared runtime")
 			}
 		case launcherIDs[id]:
-			if launcherDiscardsConfig(c, id, launcherPath) {
+			// a slurm_launcher already there is built in only when it is this one
+			if p := c.Get("path"); customConfig(c, builtinLaunchers) || (id == launcherID && p.Truthy() && stringOf(p) != launcherPath) {
 				w.warnf(schema.WarnPrepareComponent, "prepare replaces component '%s' with the generated '%s'; its path and args will not be used by the prepared runtime", id, launcherID)
 			}
 		default:
 			kept = append(kept, c)
-			continue
 		}
 	}
 	components.Items = append(kept,
@@ -164,23 +164,6 @@ func customConfig(c *ojson.Value, builtin map[string]bool) bool {
 	}
 	p := c.Get("path")
 	return p.Truthy() && (p.Kind != ojson.String || !builtin[p.Str])
-}
-
-func launcherDiscardsConfig(c *ojson.Value, id, launcherPath string) bool {
-	if c.Get("args").Truthy() {
-		return true
-	}
-	p := c.Get("path")
-	if !p.Truthy() {
-		return false
-	}
-	if p.Kind != ojson.String {
-		return true
-	}
-	if id == launcherID && p.Str != launcherPath {
-		return true
-	}
-	return !builtinLaunchers[p.Str]
 }
 
 // patchCommConfig writes local/comm_config.json (contract §4.2).
