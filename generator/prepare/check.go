@@ -85,35 +85,25 @@ type ExcludedSecret struct {
 	InCopy bool `json:"in_copy"`
 }
 
-// secretsInCopy lists the excluded secret files the compared directory
-// holds, as paths under it.
-func (d *Drift) secretsInCopy() []string {
-	var out []string
-	for _, e := range d.Excluded {
-		if e.InCopy {
-			out = append(out, d.names.name(filepath.Join(d.Output, filepath.FromSlash(e.Path))))
-		}
-	}
-	return out
+// file names the workspace file at slash path p as given.
+func (d *Drift) file(p string) string {
+	return d.names.name(filepath.Join(d.Output, filepath.FromSlash(p)))
 }
 
 // Problems returns the changes as problems naming the workspace file (as
 // given), for the --json error envelope.
-func (d *Drift) Problems() schema.Problems {
-	ps := make(schema.Problems, 0, len(d.Changes))
-	for _, c := range d.Changes {
-		ps = append(ps, schema.Problem{Kind: problem.Drift, File: d.names.name(filepath.Join(d.Output, filepath.FromSlash(c.Path))), Message: c.Detail})
-	}
-	return ps
-}
+func (d *Drift) Problems() schema.Problems { return d.problems(d.Changes, "") }
 
 // KeptProblems returns the accepted kept files (Kept) as warnings naming
 // the workspace file (as given).
 func (d *Drift) KeptProblems() schema.Problems {
-	ps := make(schema.Problems, 0, len(d.Kept))
-	for _, c := range d.Kept {
-		ps = append(ps, schema.Problem{Kind: problem.Drift, File: d.names.name(filepath.Join(d.Output, filepath.FromSlash(c.Path))), Message: c.Detail,
-			Code: schema.WarnPrepareLocalKept})
+	return d.problems(d.Kept, schema.WarnPrepareLocalKept)
+}
+
+func (d *Drift) problems(cs []Change, code string) schema.Problems {
+	ps := make(schema.Problems, 0, len(cs))
+	for _, c := range cs {
+		ps = append(ps, schema.Problem{Kind: problem.Drift, File: d.file(c.Path), Message: c.Detail, Code: code})
 	}
 	return ps
 }
@@ -189,7 +179,7 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 	if err != nil {
 		return nil, &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot read the workspace %s: %v", w.name(dir), err), Hint: "check its permissions", Err: err}
 	}
-	defer disk.close()
+	defer disk.root.Close()
 	add := func(p string, kind ChangeKind, format string, args ...any) {
 		d.Changes = append(d.Changes, Change{Path: p, Kind: kind, Detail: fmt.Sprintf(format, args...)})
 	}
@@ -261,7 +251,11 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 			writeDiff(&text, display, sample{}, want, false, true)
 			continue
 		case f.Dir != have.mode.IsDir() || (!f.Dir && !have.mode.IsRegular()):
-			add(f.Path, typeDiff, "a %s would replace the %s", kindName(f.Dir), schema.FileKind(have.mode))
+			want := "file"
+			if f.Dir {
+				want = "directory"
+			}
+			add(f.Path, typeDiff, "a %s would replace the %s", want, schema.FileKind(have.mode))
 			fmt.Fprintf(&text, "File type differs: %s (%s on disk)\n", display, schema.FileKind(have.mode))
 			continue
 		}
@@ -283,17 +277,17 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 		if removedDir != "" && strings.HasPrefix(p, removedDir+"/") {
 			continue
 		}
-		display := visible.Quote(path.Join(base, p))
 		e := disk.entries[p]
+		in, name := visible.Quote(filepath.Join(dir, filepath.FromSlash(path.Dir(p)))), visible.Quote(path.Base(p))
 		if e.mode.IsDir() {
 			removedDir = p
 			add(p, Removed, "directory would be removed with its content")
-			fmt.Fprintf(&text, "Only in %s: %s/\n", visible.Quote(filepath.Join(dir, filepath.FromSlash(path.Dir(p)))), visible.Quote(path.Base(p)))
+			fmt.Fprintf(&text, "Only in %s: %s/\n", in, name)
 			continue
 		}
 		if !e.mode.IsRegular() {
 			add(p, Removed, "%s would be removed", schema.FileKind(e.mode))
-			fmt.Fprintf(&text, "Only in %s: %s (%s)\n", visible.Quote(filepath.Join(dir, filepath.FromSlash(path.Dir(p)))), visible.Quote(path.Base(p)), schema.FileKind(e.mode))
+			fmt.Fprintf(&text, "Only in %s: %s (%s)\n", in, name, schema.FileKind(e.mode))
 			continue
 		}
 		old, err := disk.sample(p, e)
@@ -306,15 +300,21 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 		}
 		if old.secret {
 			add(p, Removed, "secret file would be removed (sha256 %s)", old.short())
-			fmt.Fprintf(&text, "Secret file only in %s: %s (sha256 %s; content not shown)\n", visible.Quote(filepath.Join(dir, filepath.FromSlash(path.Dir(p)))), visible.Quote(path.Base(p)), old.short())
+			fmt.Fprintf(&text, "Secret file only in %s: %s (sha256 %s; content not shown)\n", in, name, old.short())
 			continue
 		}
 		add(p, Removed, "file would be removed")
-		writeDiff(&text, display, old, sample{}, true, false)
+		writeDiff(&text, visible.Quote(path.Join(base, p)), old, sample{}, true, false)
 	}
 	d.Text = text.String()
 	slices.SortFunc(d.Excluded, func(a, b ExcludedSecret) int { return staging.ComparePaths(a.Path, b.Path) })
-	if in := d.secretsInCopy(); len(in) > 0 && !slices.Contains(w.ignore, schema.WarnPrepareSecretCopy) {
+	var in []string // the excluded secret files the compared directory holds
+	for _, e := range d.Excluded {
+		if e.InCopy {
+			in = append(in, d.file(e.Path))
+		}
+	}
+	if len(in) > 0 && !slices.Contains(w.ignore, schema.WarnPrepareSecretCopy) {
 		d.Warnings = append(d.Warnings, fmt.Sprintf("%s holds %d secret file(s) (%s): not read into the report, but a copy published for a drift check "+
 			"should hold none; publish the workspace without them (docs/prepare.md) [%s]",
 			w.name(dir), len(in), strings.Join(in, ", "), schema.WarnPrepareSecretCopy))
@@ -428,13 +428,6 @@ func (w *Workspace) diffFile(f *File, disk *diskTree, have diskEntry, display st
 	return nil
 }
 
-func kindName(dir bool) string {
-	if dir {
-		return "directory"
-	}
-	return "file"
-}
-
 // sample is what Diff knows of one side of a file: its size; its content
 // when it is at most diffLimit bytes; whether it is secret; and, for a
 // secret file, the SHA-256 of its content.
@@ -503,16 +496,7 @@ func (w *Workspace) sample(f *File) (sample, error) {
 
 // hash is the SHA-256 of what f will hold.
 func (w *Workspace) hash(f *File) ([]byte, error) {
-	if f.Source == "" {
-		sum := sha256.Sum256(f.Data)
-		return sum[:], nil
-	}
-	r, err := w.open(f)
-	if err != nil {
-		return nil, w.readError(f, err)
-	}
-	defer r.Close()
-	sum, err := sha256Of(r)
+	sum, err := sumOf(w.open(f))
 	if err != nil {
 		return nil, w.readError(f, err)
 	}
@@ -593,7 +577,7 @@ func openTree(root string, names givenPaths) (*diskTree, error) {
 	st := d.Stat()
 	t.entries["."] = diskEntry{mode: dirfd.ModeOf(st.Mode), expect: dirfd.ExpectOf(&st)}
 	if err := t.walk(d, "."); err != nil {
-		t.close()
+		d.Close()
 		return nil, err
 	}
 	return t, nil
@@ -630,8 +614,6 @@ func (t *diskTree) walk(d *dirfd.Dir, rel string) error {
 	return nil
 }
 
-func (t *diskTree) close() { t.root.Close() }
-
 // open opens the regular file rel of the tree, which must still be the
 // file listed.
 func (t *diskTree) open(rel string, e diskEntry) (io.ReadCloser, error) {
@@ -656,14 +638,9 @@ func (t *diskTree) sample(rel string, e diskEntry) (sample, error) {
 }
 
 func (t *diskTree) hash(rel string, e diskEntry) ([]byte, error) {
-	r, err := t.open(rel, e)
+	sum, err := sumOf(t.open(rel, e))
 	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	sum, err := sha256Of(r)
-	if err != nil {
-		return nil, t.readError(rel, err)
+		return nil, t.readError(rel, err) // an *Error of open as it is
 	}
 	return sum, nil
 }
@@ -675,6 +652,15 @@ func (t *diskTree) readError(rel string, err error) error {
 	}
 	return &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot read %s: %v", t.names.name(t.root.Join(rel)), fsx.Pathless(err)),
 		Hint: "check its permissions; the workspace may be changing (is a parent running in it?)", Err: err}
+}
+
+// sumOf is the SHA-256 of what r (opened with err) holds; it closes r.
+func sumOf(r io.ReadCloser, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return sha256Of(r)
 }
 
 func sha256Of(r io.Reader) ([]byte, error) {

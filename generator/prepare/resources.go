@@ -35,11 +35,17 @@ var builtinLaunchers = map[string]bool{
 	"nvflare.app_common.job_launcher.server_process_launcher.ServerProcessJobLauncher": true,
 }
 
-// loadObject reads a kit JSON file that must hold an object.
+// loadObject reads a JSON file of the workspace (what the kit, or
+// prepare, put there so far) that must hold an object; false when there
+// is none.
 func (w *Workspace) loadObject(rel string) (*ojson.Value, bool, error) {
-	data, ok, err := w.readKitFile(rel)
-	if err != nil || !ok {
-		return nil, ok, err
+	f := w.File(rel)
+	if f == nil || f.Dir {
+		return nil, false, nil
+	}
+	data, err := w.content(f)
+	if err != nil {
+		return nil, true, err
 	}
 	file := w.kitFile(rel)
 	v, err := ojson.Parse(data)

@@ -115,14 +115,3 @@ func (w *Workspace) scanDir(d *dirfd.Dir, abs, rel string, excluded map[string]b
 		w.add(&File{Path: childRel, Mode: mode.Perm(), Source: childAbs, ModTime: time.Unix(st.Mtim.Unix()), Expect: dirfd.ExpectOf(&st)})
 	}
 }
-
-// readKitFile returns the current content of a workspace file: rendered
-// data, or the kit file it will be copied from.
-func (w *Workspace) readKitFile(rel string) ([]byte, bool, error) {
-	f := w.File(rel)
-	if f == nil || f.Dir {
-		return nil, false, nil
-	}
-	data, err := w.content(f)
-	return data, true, err
-}
