@@ -171,12 +171,8 @@ func (w *Workspace) carryLocal(root string) error {
 	}
 	s := &localScan{w: w, root: root, fileDir: map[string]*dirfd.Dir{}, dirModes: map[string]fs.FileMode{}}
 	defer func() {
-		closed := map[*dirfd.Dir]bool{}
 		for _, d := range s.fileDir {
-			if !closed[d] {
-				closed[d] = true
-				d.Close()
-			}
+			d.Close() // a directory shared by its files: Close is idempotent
 		}
 	}()
 	var manifestErr error

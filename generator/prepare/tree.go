@@ -47,7 +47,8 @@ func (w *Workspace) scanKit() error {
 	var total int64
 	w.scanDir(root, w.Kit, ".", excluded, &problems, &total)
 	if msg := schema.KitSize(total); msg != "" {
-		problems = append(problems, w.kitPathProblem(problem.Layout, w.Kit, msg, "a provisioned kit is a few hundred kilobytes: remove what does not belong to it"))
+		problems = append(problems, schema.Problem{Kind: problem.Layout, File: w.name(w.Kit), Message: msg,
+			Hint: "a provisioned kit is a few hundred kilobytes: remove what does not belong to it"})
 	}
 	if len(problems) > 0 {
 		return &Error{Code: errcode.InvalidKit, Problems: problems,
@@ -61,20 +62,17 @@ func (w *Workspace) addDir(rel string, mode fs.FileMode) {
 	w.add(&File{Path: rel, Dir: true, Mode: mode.Perm()})
 }
 
-// kitPathProblem is one kit path prepare cannot copy.
-// It names the path as given.
-func (w *Workspace) kitPathProblem(k problem.Kind, abs, message, hint string) schema.Problem {
-	return schema.Problem{Kind: k, File: w.name(abs), Message: message, Hint: hint}
-}
-
 // scanDir adds the entries of the kit directory d (abs on disk, rel in the
 // workspace) and appends a problem for every entry it cannot copy; it goes
 // on after a problem.
 func (w *Workspace) scanDir(d *dirfd.Dir, abs, rel string, excluded map[string]bool, problems *schema.Problems, total *int64) {
+	// bad is one kit path prepare cannot copy, named as given.
+	bad := func(k problem.Kind, abs, message, hint string) {
+		*problems = append(*problems, schema.Problem{Kind: k, File: w.name(abs), Message: message, Hint: hint})
+	}
 	entries, err := d.Entries()
 	if err != nil {
-		*problems = append(*problems, w.kitPathProblem(problem.Read, abs, fmt.Sprintf("cannot read this kit directory: %v", fsx.Pathless(err)),
-			"check the permissions of the kit"))
+		bad(problem.Read, abs, fmt.Sprintf("cannot read this kit directory: %v", fsx.Pathless(err)), "check the permissions of the kit")
 		// Entries returns the entries it could read before the error.
 	}
 	stagePrefix := staging.Prefix(w.Output)
@@ -87,19 +85,18 @@ func (w *Workspace) scanDir(d *dirfd.Dir, abs, rel string, excluded map[string]b
 		childRel := path.Join(rel, e.Name())
 		st, err := d.Lstat(e.Name())
 		if err != nil {
-			*problems = append(*problems, w.kitPathProblem(problem.Read, childAbs, fmt.Sprintf("cannot inspect it: %v", fsx.Pathless(err)), "check the kit"))
+			bad(problem.Read, childAbs, fmt.Sprintf("cannot inspect it: %v", fsx.Pathless(err)), "check the kit")
 			continue
 		}
 		mode := dirfd.ModeOf(st.Mode)
 		if msg, hint := schema.KitEntry(childAbs, mode); msg != "" {
-			*problems = append(*problems, w.kitPathProblem(problem.Layout, childAbs, msg, hint))
+			bad(problem.Layout, childAbs, msg, hint)
 			continue
 		}
 		if mode.IsDir() {
 			sub, err := d.OpenDir(e.Name())
 			if err != nil {
-				*problems = append(*problems, w.kitPathProblem(problem.Read, childAbs, fmt.Sprintf("cannot read this kit directory: %v", fsx.Pathless(err)),
-					"check the permissions of the kit"))
+				bad(problem.Read, childAbs, fmt.Sprintf("cannot read this kit directory: %v", fsx.Pathless(err)), "check the permissions of the kit")
 				continue
 			}
 			w.addDir(childRel, mode)
@@ -108,7 +105,7 @@ func (w *Workspace) scanDir(d *dirfd.Dir, abs, rel string, excluded map[string]b
 			continue
 		}
 		if msg := schema.KitFileSize(st.Size); msg != "" {
-			*problems = append(*problems, w.kitPathProblem(problem.Layout, childAbs, msg, "a provisioned kit holds small files: remove it from the kit"))
+			bad(problem.Layout, childAbs, msg, "a provisioned kit holds small files: remove it from the kit")
 			continue
 		}
 		*total += st.Size
