@@ -180,8 +180,10 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 		return nil, &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot read the workspace %s: %v", w.name(dir), err), Hint: "check its permissions", Err: err}
 	}
 	defer disk.root.Close()
-	add := func(p string, kind ChangeKind, format string, args ...any) {
-		d.Changes = append(d.Changes, Change{Path: p, Kind: kind, Detail: fmt.Sprintf(format, args...)})
+	// add records the change of p, and its text for people.
+	add := func(p string, kind ChangeKind, detail, line string) {
+		d.Changes = append(d.Changes, Change{Path: p, Kind: kind, Detail: detail})
+		text.WriteString(line)
 	}
 	base := path.Base(filepath.ToSlash(dir))
 	for _, p := range w.absentSecrets {
@@ -207,19 +209,16 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 		if reason := w.keptReason(f.Path); reason != "" {
 			// Kept from this very tree: never compared with itself, and
 			// nothing of its content is read or shown.
-			c := Change{Path: f.Path, Kind: Kept}
 			if why := w.keptAccepted(f); why != "" {
-				c.Detail = fmt.Sprintf("kept: %s (a re-prepare keeps it; not drift: %s)", reason, why)
-				d.Kept = append(d.Kept, c)
+				d.Kept = append(d.Kept, Change{Path: f.Path, Kind: Kept, Detail: fmt.Sprintf("kept: %s (a re-prepare keeps it; not drift: %s)", reason, why)})
 				continue
 			}
-			c.Detail = fmt.Sprintf("kept: %s (a re-prepare keeps it; drift: if it belongs there, name it with --keep-local %s)", reason, f.Path)
-			d.Changes = append(d.Changes, c)
 			slash := ""
 			if f.Dir {
 				slash = "/"
 			}
-			fmt.Fprintf(&text, "Kept: %s%s (%s; a re-prepare keeps it)\n", display, slash, reason)
+			add(f.Path, Kept, fmt.Sprintf("kept: %s (a re-prepare keeps it; drift: if it belongs there, name it with --keep-local %s)", reason, f.Path),
+				fmt.Sprintf("Kept: %s%s (%s; a re-prepare keeps it)\n", display, slash, reason))
 			continue
 		}
 		if w.excludeSecrets && !f.Dir {
@@ -234,39 +233,35 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 		}
 		switch {
 		case !exists && f.Dir:
-			add(f.Path, Added, "directory would be added")
-			fmt.Fprintf(&text, "Only in prepared: %s/\n", display)
-			continue
+			add(f.Path, Added, "directory would be added", fmt.Sprintf("Only in prepared: %s/\n", display))
 		case !exists:
 			want, err := w.sample(f)
 			if err != nil {
 				return nil, err
 			}
 			if want.secret {
-				add(f.Path, Added, "secret file would be added (sha256 %s)", want.short())
-				fmt.Fprintf(&text, "Secret file only in prepared: %s (sha256 %s; content not shown)\n", display, want.short())
+				add(f.Path, Added, fmt.Sprintf("secret file would be added (sha256 %s)", want.short()),
+					fmt.Sprintf("Secret file only in prepared: %s (sha256 %s; content not shown)\n", display, want.short()))
 				continue
 			}
-			add(f.Path, Added, "file would be added")
+			add(f.Path, Added, "file would be added", "")
 			writeDiff(&text, display, sample{}, want, false, true)
-			continue
 		case f.Dir != have.mode.IsDir() || (!f.Dir && !have.mode.IsRegular()):
 			want := "file"
 			if f.Dir {
 				want = "directory"
 			}
-			add(f.Path, typeDiff, "a %s would replace the %s", want, schema.FileKind(have.mode))
-			fmt.Fprintf(&text, "File type differs: %s (%s on disk)\n", display, schema.FileKind(have.mode))
-			continue
-		}
-		if !f.Dir {
-			if err := w.diffFile(f, disk, have, display, &text, add); err != nil {
-				return nil, err
+			add(f.Path, typeDiff, fmt.Sprintf("a %s would replace the %s", want, schema.FileKind(have.mode)),
+				fmt.Sprintf("File type differs: %s (%s on disk)\n", display, schema.FileKind(have.mode)))
+		default:
+			if !f.Dir {
+				if err := w.diffFile(f, disk, have, display, &text, add); err != nil {
+					return nil, err
+				}
 			}
-		}
-		if perm := have.mode.Perm(); perm != f.Mode {
-			add(f.Path, modeOnly, "mode would change from %04o to %04o", perm, f.Mode)
-			fmt.Fprintf(&text, "Mode differs: %s %04o -> %04o\n", display, perm, f.Mode)
+			if perm := have.mode.Perm(); perm != f.Mode {
+				add(f.Path, modeOnly, fmt.Sprintf("mode would change from %04o to %04o", perm, f.Mode), fmt.Sprintf("Mode differs: %s %04o -> %04o\n", display, perm, f.Mode))
+			}
 		}
 	}
 	// What is left on disk would be removed; report each top-most path.
@@ -281,13 +276,11 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 		in, name := visible.Quote(filepath.Join(dir, filepath.FromSlash(path.Dir(p)))), visible.Quote(path.Base(p))
 		if e.mode.IsDir() {
 			removedDir = p
-			add(p, Removed, "directory would be removed with its content")
-			fmt.Fprintf(&text, "Only in %s: %s/\n", in, name)
+			add(p, Removed, "directory would be removed with its content", fmt.Sprintf("Only in %s: %s/\n", in, name))
 			continue
 		}
 		if !e.mode.IsRegular() {
-			add(p, Removed, "%s would be removed", schema.FileKind(e.mode))
-			fmt.Fprintf(&text, "Only in %s: %s (%s)\n", in, name, schema.FileKind(e.mode))
+			add(p, Removed, schema.FileKind(e.mode)+" would be removed", fmt.Sprintf("Only in %s: %s (%s)\n", in, name, schema.FileKind(e.mode)))
 			continue
 		}
 		old, err := disk.sample(p, e)
@@ -299,11 +292,11 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 			continue
 		}
 		if old.secret {
-			add(p, Removed, "secret file would be removed (sha256 %s)", old.short())
-			fmt.Fprintf(&text, "Secret file only in %s: %s (sha256 %s; content not shown)\n", in, name, old.short())
+			add(p, Removed, "secret file would be removed (sha256 "+old.short()+")",
+				fmt.Sprintf("Secret file only in %s: %s (sha256 %s; content not shown)\n", in, name, old.short()))
 			continue
 		}
-		add(p, Removed, "file would be removed")
+		add(p, Removed, "file would be removed", "")
 		writeDiff(&text, visible.Quote(path.Join(base, p)), old, sample{}, true, false)
 	}
 	d.Text = text.String()
@@ -371,7 +364,7 @@ func (w *Workspace) excluded(f *File, disk *diskTree, have diskEntry, exists boo
 }
 
 // diffFile compares the regular file f with its copy on disk (have).
-func (w *Workspace) diffFile(f *File, disk *diskTree, have diskEntry, display string, text *strings.Builder, add func(string, ChangeKind, string, ...any)) error {
+func (w *Workspace) diffFile(f *File, disk *diskTree, have diskEntry, display string, text *strings.Builder, add func(p string, kind ChangeKind, detail, line string)) error {
 	want, err := w.sample(f)
 	if err != nil {
 		return err
@@ -392,14 +385,14 @@ func (w *Workspace) diffFile(f *File, disk *diskTree, have diskEntry, display st
 			return err
 		}
 		if !bytes.Equal(old.sum, want.sum) {
-			add(f.Path, Modified, "secret content would change (sha256 %s -> %s)", old.short(), want.short())
-			fmt.Fprintf(text, "Secret file differs: %s changed (sha256 %s -> %s; content not shown)\n", display, old.short(), want.short())
+			add(f.Path, Modified, fmt.Sprintf("secret content would change (sha256 %s -> %s)", old.short(), want.short()),
+				fmt.Sprintf("Secret file differs: %s changed (sha256 %s -> %s; content not shown)\n", display, old.short(), want.short()))
 		}
 		return nil
 	}
 	if old.data != nil && want.data != nil {
 		if !bytes.Equal(old.data, want.data) {
-			add(f.Path, Modified, "content would change")
+			add(f.Path, Modified, "content would change", "")
 			writeDiff(text, display, old, want, true, true)
 		}
 		return nil
@@ -422,8 +415,8 @@ func (w *Workspace) diffFile(f *File, disk *diskTree, have diskEntry, display st
 		}
 	}
 	if !same {
-		add(f.Path, Modified, "content would change")
-		fmt.Fprintf(text, "Files a/%s and b/%s differ (%d -> %d bytes; larger than %d bytes, not shown)\n", display, display, old.size, want.size, diffLimit)
+		add(f.Path, Modified, "content would change",
+			fmt.Sprintf("Files a/%s and b/%s differ (%d -> %d bytes; larger than %d bytes, not shown)\n", display, display, old.size, want.size, diffLimit))
 	}
 	return nil
 }
