@@ -224,7 +224,7 @@ func (s *localScan) scan(d *dirfd.Dir, abs, rel string) (personal bool, count in
 		case e.mode.IsDir():
 			if s.manifest == nil {
 				e.reason = keptUnrecorded
-			} else if !s.manifest.HasDir(e.rel) {
+			} else if !slices.Contains(s.manifest.Dirs, e.rel) {
 				e.reason = keptNotWritten
 			}
 			s.dirModes[e.rel] = e.mode.Perm()

@@ -266,11 +266,9 @@ func Render(opts Options) (*Workspace, error) {
 		return nil, err
 	}
 	if w.File(studyRuntime) == nil && w.File(studyDataLegacy) == nil {
-		text, err := templates.Render("study_runtime.yaml.tmpl", nil)
-		if err != nil {
-			return nil, templateError(err)
+		if err := w.putTemplate(studyRuntime, "study_runtime.yaml.tmpl", nil, newFileMode); err != nil {
+			return nil, err
 		}
-		w.put(studyRuntime, text, newFileMode)
 	}
 	for _, p := range removedStartScripts {
 		if f := w.File(p); f != nil && f.Dir {
@@ -278,21 +276,17 @@ func Render(opts Options) (*Workspace, error) {
 		}
 		w.remove(p)
 	}
-	start, err := templates.Render("start_slurm.sh.tmpl", map[string]any{"Workspace": output})
-	if err != nil {
-		return nil, templateError(err)
+	if err := w.putTemplate(startScript, "start_slurm.sh.tmpl", map[string]any{"Workspace": output}, 0o700); err != nil {
+		return nil, err
 	}
-	w.put(startScript, start, 0o700)
 	if cfg.Parent != nil {
-		parent, err := templates.Render("parent.slurm.tmpl", map[string]any{
+		if err := w.putTemplate(parentScript, "parent.slurm.tmpl", map[string]any{
 			"Workspace":        output,
 			"Directives":       cfg.Parent.Directives,
 			"EnvironmentSetup": cfg.Parent.EnvironmentSetup,
-		})
-		if err != nil {
-			return nil, templateError(err)
+		}, 0o700); err != nil {
+			return nil, err
 		}
-		w.put(parentScript, parent, 0o700)
 	}
 	w.index["."].Mode = 0o700
 	if err := w.recordLocal(); err != nil {
@@ -352,8 +346,14 @@ func (w *Workspace) addBridge(role, binary string, args *schema.LauncherArgs) (s
 	return bridge.Component(role), nil
 }
 
-func templateError(err error) error {
-	return &Error{Code: errcode.PrepareFailed, Message: err.Error(), Hint: "this is a bug in flare-slurm: please report it", Err: err}
+// putTemplate puts the template tmpl, rendered with data, at p.
+func (w *Workspace) putTemplate(p, tmpl string, data any, mode fs.FileMode) error {
+	text, err := templates.Render(tmpl, data)
+	if err != nil {
+		return &Error{Code: errcode.PrepareFailed, Message: err.Error(), Hint: "this is a bug in flare-slurm: please report it", Err: err}
+	}
+	w.put(p, text, mode)
+	return nil
 }
 
 // resolvePath makes p absolute and resolves symlinks in the longest part

@@ -53,10 +53,8 @@ type LocalManifest struct {
 // sorted, files in key order, so the same workspace always records the
 // same bytes (prepare --check compares it like any other file).
 func (m *LocalManifest) Encode() []byte {
-	out := LocalManifest{Format: localManifestFormat, Dirs: slices.Sorted(slices.Values(m.Dirs)), Files: m.Files}
-	if out.Dirs == nil {
-		out.Dirs = []string{}
-	}
+	out := LocalManifest{Format: localManifestFormat, Dirs: append([]string{}, m.Dirs...), Files: m.Files}
+	slices.Sort(out.Dirs)
 	if out.Files == nil {
 		out.Files = map[string]string{}
 	}
@@ -67,9 +65,6 @@ func (m *LocalManifest) Encode() []byte {
 	_ = enc.Encode(out) // strings and a map of strings: cannot fail
 	return b.Bytes()
 }
-
-// HasDir says whether prepare wrote the directory rel.
-func (m *LocalManifest) HasDir(rel string) bool { return slices.Contains(m.Dirs, rel) }
 
 // ReadLocalManifest reads the manifest of the workspace whose root is ws,
 // never following a symlink and never blocking on a named pipe. It returns

@@ -93,7 +93,7 @@ type Target struct {
 	State  State
 	Reason string // for OutputOther: why it is not a workspace of Path
 
-	name     func(string) string // names a path as the user gave it, for messages (nil: as it is)
+	named    func(string) string // names a path as the user gave it, for messages
 	base     string
 	ancestor *dirfd.Dir // the parent, or its nearest existing ancestor
 	missing  []string   // the directories to create below ancestor to reach the parent
@@ -109,7 +109,10 @@ type Target struct {
 //   - any symlink on the way to the parent, or an output that is a
 //     symlink or not a directory.
 func Open(path string, name func(string) string) (*Target, error) {
-	t := &Target{Path: path, base: filepath.Base(path), name: name}
+	if name == nil {
+		name = func(p string) string { return p }
+	}
+	t := &Target{Path: path, base: filepath.Base(path), named: name}
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path || filepath.Dir(path) == path {
 		return nil, stagingErr(UnsafeOutput, nil, "give an absolute path below /", "output %s is not a clean absolute path below /", t.named(path))
 	}
@@ -211,14 +214,6 @@ func (t *Target) List(rel string) ([]string, error) {
 	}
 	defer d.Close()
 	return d.Names()
-}
-
-// named is p as the user gave it (Open's name), for messages.
-func (t *Target) named(p string) string {
-	if t.name == nil {
-		return p
-	}
-	return t.name(p)
 }
 
 // Close releases the descriptors of t.
