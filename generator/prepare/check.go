@@ -136,12 +136,7 @@ const diffLimit = 1 << 20
 // would carry it over (local.go): each kept file is a Kept change, not
 // compared with itself; what prepare would refuse to keep fails Diff as
 // it fails prepare.
-func Diff(w *Workspace) (*Drift, error) {
-	if err := w.carryLocal(w.Output); err != nil {
-		return nil, err
-	}
-	return diff(w, w.Output)
-}
+func Diff(w *Workspace) (*Drift, error) { return diff(w, w.Output) }
 
 // DiffAgainst is Diff comparing w, rendered for the deployed path
 // w.Output, with the directory dir: a copy of the deployed workspace
@@ -164,15 +159,16 @@ func DiffAgainst(w *Workspace, dir string) (*Drift, error) {
 		return nil, &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot resolve the workspace copy %s: %v", dir, err), Hint: "give an absolute path", Err: err}
 	}
 	w.names.add(dir, abs)
-	// What a person wrote in the copy's local/ is what prepare would
-	// keep on the deployed host: reported as kept, not as removed.
-	if err := w.carryLocal(abs); err != nil {
-		return nil, err
-	}
 	return diff(w, abs)
 }
 
+// diff compares w with dir, the workspace or a copy of it. What a person
+// wrote in dir's local/ is what prepare would keep (on the deployed host,
+// for a copy): reported as kept, not as removed.
 func diff(w *Workspace, dir string) (*Drift, error) {
+	if err := w.carryLocal(dir); err != nil {
+		return nil, err
+	}
 	d := &Drift{Output: dir, names: w.names}
 	var text strings.Builder
 	disk, err := openTree(dir, w.names)
