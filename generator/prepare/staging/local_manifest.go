@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"slices"
 	"strings"
@@ -72,28 +71,14 @@ func (m *LocalManifest) Encode() []byte {
 // recorded it), and an error saying why when it cannot be used (not a
 // regular file, too large, not a manifest).
 func ReadLocalManifest(ws *dirfd.Dir) (*LocalManifest, error) {
-	control, err := ws.OpenDir(schema.ControlDir)
-	if errors.Is(err, unix.ENOENT) {
+	data, err := readSmall(ws, LocalManifestPath, localManifestLimit)
+	switch {
+	case errors.Is(err, unix.ENOENT):
 		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer control.Close()
-	f, err := control.OpenRegular(localManifestName, dirfd.Expect{})
-	if errors.Is(err, unix.ENOENT) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, localManifestLimit+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > localManifestLimit {
+	case errors.Is(err, errTooLarge):
 		return nil, fmt.Errorf("it is larger than %d bytes", localManifestLimit)
+	case err != nil:
+		return nil, err
 	}
 	var m LocalManifest
 	dec := json.NewDecoder(bytes.NewReader(data))

@@ -154,6 +154,10 @@ func (s *Staging) Sync() error {
 func (s *Staging) Install() error {
 	t := s.target
 	rename := s.opts.rename
+	intoPlace := func(err error) error {
+		return stagingErr(ioFailed, err, "the output was not changed; check the output directory and re-run prepare",
+			"cannot move the staged workspace into place at %s: %v", t.named(t.Path), err)
+	}
 	if st, err := s.dir.Lstat(newName); err != nil || dirfd.IDOf(&st) != s.root.ID() {
 		return stagingErr(ioFailed, dirfd.ErrChanged, "re-run prepare", "the staged workspace in %s was replaced while prepare ran; nothing was replaced", s.target.named(s.path))
 	}
@@ -163,8 +167,7 @@ func (s *Staging) Install() error {
 			err = rename(s.dir, newName, s.parent, t.base, 0)
 		}
 		if err != nil {
-			return stagingErr(ioFailed, err, "the output was not changed; check the output directory and re-run prepare",
-				"cannot move the staged workspace into place at %s: %v", t.named(t.Path), err)
+			return intoPlace(err)
 		}
 		s.installed = true
 		return s.syncParent()
@@ -180,8 +183,7 @@ func (s *Staging) Install() error {
 		return s.syncParent()
 	}
 	if !dirfd.Unsupported(err) {
-		return stagingErr(ioFailed, err, "the output was not changed; check the output directory and re-run prepare",
-			"cannot move the staged workspace into place at %s: %v", t.named(t.Path), err)
+		return intoPlace(err)
 	}
 	if err := rename(s.parent, t.base, s.dir, asideName, 0); err != nil {
 		return stagingErr(ioFailed, err, "the output was not changed; check the output directory and re-run prepare",
@@ -199,8 +201,7 @@ func (s *Staging) Install() error {
 			return &Error{Kind: oldKept, Err: err, Message: msg,
 				Hint: fmt.Sprintf("move it back with: mv %s %s (prepare never deletes it)", shell.Quote(t.named(old)), shell.Quote(t.named(t.Path)))}
 		}
-		return stagingErr(ioFailed, err, "the output was not changed; check the output directory and re-run prepare",
-			"cannot move the staged workspace into place at %s: %v", t.named(t.Path), err)
+		return intoPlace(err)
 	}
 	s.installed, s.old = true, asideName
 	return s.syncParent()
