@@ -251,7 +251,11 @@ func (s *localScan) scan(d *dirfd.Dir, abs, rel string) (personal bool, count in
 		default:
 			e.personal = true // refused: prepare never writes one
 			if e.mode&fs.ModeSymlink != 0 {
-				e.link = readlinkAt(d, name)
+				buf := make([]byte, 4096)
+				e.link = "?" // for messages only
+				if n, err := unix.Readlinkat(d.Fd(), name, buf); err == nil {
+					e.link = string(buf[:n])
+				}
 			}
 		}
 		personal = personal || e.personal
@@ -506,17 +510,6 @@ func (s *localScan) sameFile(f *File, e *oldEntry) (bool, error) {
 		return false, s.readFailure(e.abs, err)
 	}
 	return same, nil
-}
-
-// readlinkAt is the target of the symlink name in d, for messages ("?"
-// when it cannot be read).
-func readlinkAt(d *dirfd.Dir, name string) string {
-	buf := make([]byte, 4096)
-	n, err := unix.Readlinkat(d.Fd(), name, buf)
-	if err != nil {
-		return "?"
-	}
-	return string(buf[:n])
 }
 
 func (s *localScan) readFailure(p string, err error) error {

@@ -69,7 +69,11 @@ func write(ctx context.Context, w *Workspace) (err error) {
 			pe.Message += "; " + cerr.Error()
 		}
 	}()
-	if err := stage.Fill(ctx, w.stagingFiles()); err != nil {
+	files := make([]staging.File, len(w.Files))
+	for i, f := range w.Files {
+		files[i] = *f
+	}
+	if err := stage.Fill(ctx, files); err != nil {
 		return w.fillFailure(ctx, err)
 	}
 	if err := stage.Sync(); err != nil {
@@ -128,15 +132,6 @@ func (w *Workspace) checkDiscards(target *staging.Target) error {
 		w.warnf(schema.WarnPrepareForce, "discarding server storage %s/%s (--force)", w.name(w.Output), s)
 	}
 	return nil
-}
-
-// stagingFiles is w's tree for staging.Staging.Fill.
-func (w *Workspace) stagingFiles() []staging.File {
-	out := make([]staging.File, len(w.Files))
-	for i, f := range w.Files {
-		out[i] = *f
-	}
-	return out
 }
 
 // fillFailure is the error of a failed Fill.
