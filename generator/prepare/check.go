@@ -190,6 +190,10 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 	if w.localNote != "" {
 		d.Warnings = append(d.Warnings, w.localNote)
 	}
+	keptReason := map[string]string{} // why each entry carried over from dir's local/ is a person's
+	for _, c := range w.carried {
+		keptReason[c.path] = c.reason
+	}
 	// prepare's record of what it wrote into local/ is bookkeeping that
 	// follows from the files compared (each change there is reported as
 	// itself), and it holds a digest of every local/ file, secret ones
@@ -202,7 +206,7 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 		have, exists := disk.entries[f.Path]
 		delete(disk.entries, f.Path)
 		display := visible.Quote(path.Join(base, f.Path))
-		if reason := w.keptReason(f.Path); reason != "" {
+		if reason := keptReason[f.Path]; reason != "" {
 			// Kept from this very tree: never compared with itself, and
 			// nothing of its content is read or shown.
 			if why := w.keptAccepted(f); why != "" {

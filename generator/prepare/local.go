@@ -459,17 +459,6 @@ func (w *Workspace) uncarry() {
 	w.carried, w.Result.Kept, w.keptNotes, w.localNote = nil, nil, nil, ""
 }
 
-// keptReason is why the entry at p was kept from the old workspace, or ""
-// when it was not.
-func (w *Workspace) keptReason(p string) string {
-	for _, c := range w.carried {
-		if c.path == p {
-			return c.reason
-		}
-	}
-	return ""
-}
-
 // keptSource says whether the file at source is one kept from a
 // workspace's local/ (not a kit file).
 func (w *Workspace) keptSource(source string) bool {
