@@ -221,7 +221,7 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 				fmt.Sprintf("Kept: %s%s (%s; a re-prepare keeps it)\n", display, slash, reason))
 			continue
 		}
-		if w.excludeSecrets && !f.Dir {
+		if w.opts.ExcludeSecrets && !f.Dir {
 			excluded, err := w.excluded(f, disk, have, exists)
 			if err != nil {
 				return nil, err
@@ -287,7 +287,7 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 		if err != nil {
 			return nil, err
 		}
-		if old.secret && w.excludeSecrets {
+		if old.secret && w.opts.ExcludeSecrets {
 			d.Excluded = append(d.Excluded, ExcludedSecret{Path: p, InCopy: true})
 			continue
 		}
@@ -307,7 +307,7 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 			in = append(in, d.file(e.Path))
 		}
 	}
-	if len(in) > 0 && !slices.Contains(w.ignore, schema.WarnPrepareSecretCopy) {
+	if len(in) > 0 && !slices.Contains(w.opts.IgnoreWarnings, schema.WarnPrepareSecretCopy) {
 		d.Warnings = append(d.Warnings, fmt.Sprintf("%s holds %d secret file(s) (%s): not read into the report, but a copy published for a drift check "+
 			"should hold none; publish the workspace without them (docs/prepare.md) [%s]",
 			w.name(dir), len(in), strings.Join(in, ", "), schema.WarnPrepareSecretCopy))
@@ -329,7 +329,7 @@ func (w *Workspace) keptAccepted(f *File) string {
 	case f.Path == studyRuntime:
 		return "the study admin's file"
 	}
-	for _, p := range w.keepLocal {
+	for _, p := range w.opts.KeepLocal {
 		p = strings.TrimSuffix(p, "/")
 		if f.Path == p || strings.HasPrefix(f.Path, p+"/") {
 			return "named with --keep-local " + p

@@ -159,7 +159,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := ws.carryLocal(ws.Output); err != nil {
 		return nil, err
 	}
-	if !slices.Contains(ws.ignore, schema.WarnPrepareLocalKept) {
+	if !slices.Contains(ws.opts.IgnoreWarnings, schema.WarnPrepareLocalKept) {
 		if ws.localNote != "" {
 			ws.Result.Warnings = append(ws.Result.Warnings, ws.localNote)
 		}

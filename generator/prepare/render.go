@@ -58,8 +58,7 @@ type Workspace struct {
 	names  givenPaths // how messages name Kit, Output and the paths under them
 	Result Result
 	index  map[string]*File
-	force  bool     // Options.Force
-	ignore []string // Options.IgnoreWarnings
+	opts   Options // Force, IgnoreWarnings, KeepLocal (kept files that are no drift), ExcludeSecrets
 	// carried are the local/ entries carried over from the existing
 	// workspace (local.go); keptNotes are their prepare-local-kept
 	// warnings, localNote the one said when that workspace has no record
@@ -67,13 +66,9 @@ type Workspace struct {
 	carried   []carried
 	keptNotes []string
 	localNote string
-	// keepLocal is Options.KeepLocal: kept files that are no drift.
-	keepLocal []string
-	// excludeSecrets is Options.ExcludeSecrets: Diff leaves secret files
-	// out on both sides. absentSecrets are the kit's secret files it
-	// lacks (its leaf key), which Diff lists as not compared.
-	excludeSecrets bool
-	absentSecrets  []string
+	// absentSecrets are the kit's secret files it lacks (its leaf key)
+	// under Options.ExcludeSecrets, which Diff lists as not compared.
+	absentSecrets []string
 }
 
 // File returns the entry at slash path p, or nil.
@@ -115,7 +110,7 @@ func (w *Workspace) remove(p string) {
 // warnf records a warning with its code (schema.WarningCodes) shown after
 // its text, unless the code is one of Options.IgnoreWarnings.
 func (w *Workspace) warnf(code, format string, args ...any) {
-	if slices.Contains(w.ignore, code) {
+	if slices.Contains(w.opts.IgnoreWarnings, code) {
 		return
 	}
 	w.Result.Warnings = append(w.Result.Warnings, fmt.Sprintf(format, args...)+" ["+code+"]")
@@ -235,8 +230,7 @@ func Render(opts Options) (*Workspace, error) {
 		return nil, err
 	}
 
-	w := &Workspace{Output: output, Kit: kit, names: names, index: map[string]*File{}, force: opts.Force, ignore: opts.IgnoreWarnings,
-		excludeSecrets: opts.ExcludeSecrets, keepLocal: opts.KeepLocal}
+	w := &Workspace{Output: output, Kit: kit, names: names, index: map[string]*File{}, opts: opts}
 	if key := schema.LeafKeyFile(k.Role); opts.ExcludeSecrets {
 		if _, err := os.Lstat(filepath.Join(kit, filepath.FromSlash(key))); errors.Is(err, fs.ErrNotExist) {
 			w.absentSecrets = append(w.absentSecrets, key)

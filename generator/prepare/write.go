@@ -45,7 +45,7 @@ func write(ctx context.Context, w *Workspace) (err error) {
 		return stagingFailure(err)
 	}
 	defer target.Close()
-	if err := target.CheckReplace(w.force); err != nil {
+	if err := target.CheckReplace(w.opts.Force); err != nil {
 		return stagingFailure(err)
 	}
 	if target.State == staging.OutputOther {
@@ -110,7 +110,7 @@ func (w *Workspace) checkDiscards(target *staging.Target) error {
 			stored = append(stored, store+"/"+n)
 		}
 	}
-	if (len(jobs) > 0 || len(stored) > 0) && !w.force {
+	if (len(jobs) > 0 || len(stored) > 0) && !w.opts.Force {
 		var held []string
 		if len(jobs) > 0 {
 			held = append(held, fmt.Sprintf("the artifacts of %d job(s) under %s: %s", len(jobs), jobsDir, strings.Join(jobs, ", ")))
