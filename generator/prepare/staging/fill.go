@@ -205,15 +205,11 @@ func writeFile(d *dirfd.Dir, f *File, mask fs.FileMode) (err error) {
 // (reading it with umask(2) would have to change it, racing with other
 // threads); 0o777 (always fchmod) when unknown.
 func processUmask() fs.FileMode {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0o777
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
-			if n, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
-				return fs.FileMode(n)
-			}
+	if data, err := os.ReadFile("/proc/self/status"); err == nil {
+		_, v, _ := strings.Cut(string(data), "\nUmask:") // never the first line (Name: is)
+		v, _, _ = strings.Cut(v, "\n")
+		if n, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+			return fs.FileMode(n)
 		}
 	}
 	return 0o777
