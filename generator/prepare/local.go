@@ -176,10 +176,7 @@ func (w *Workspace) carryLocal(root string) error {
 		}
 	}()
 	var manifestErr error
-	s.manifest, manifestErr = staging.ReadLocalManifest(out)
-	if manifestErr != nil {
-		s.manifest = nil
-	}
+	s.manifest, manifestErr = staging.ReadLocalManifest(out) // nil on an error
 	if _, _, err := s.scan(local, filepath.Join(root, schema.LocalDir), schema.LocalDir); err != nil {
 		return err
 	}

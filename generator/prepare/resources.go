@@ -80,10 +80,10 @@ func (w *Workspace) patchResources(launcherPath string, args *ojson.Value, serve
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return kitProblem(schema.Problem{Kind: problem.Layout, File: w.kitFile(resourcesDefault), Message: "missing", Hint: "use a fully provisioned startup kit"})
-	}
 	file := w.kitFile(resourcesDefault)
+	if !ok {
+		return kitProblem(schema.Problem{Kind: problem.Layout, File: file, Message: "missing", Hint: "use a fully provisioned startup kit"})
+	}
 	components := res.SetDefault("components", ojson.NewArray())
 	if components.Kind != ojson.Array {
 		return kitProblem(schema.Problem{Kind: problem.Schema, File: file, Path: "components", Message: "must be a list, not " + components.Kind.String(), Hint: "fix the startup kit resources file"})
@@ -121,11 +121,7 @@ func (w *Workspace) patchResources(launcherPath string, args *ojson.Value, serve
 			return err
 		}
 	}
-	mode := newFileMode
-	if f := w.File(resourcesDefault); f != nil {
-		mode = f.Mode
-	}
-	w.put(resourcesDefault, ojson.Marshal(res), mode)
+	w.put(resourcesDefault, ojson.Marshal(res), w.File(resourcesDefault).Mode) // loadObject found it
 	w.remove(resourcesActive)
 	return nil
 }
