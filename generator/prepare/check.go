@@ -454,31 +454,28 @@ func newSample(rel string, size int64, open func() (io.ReadCloser, error)) (samp
 		s.sum, err = sha256Of(r)
 		return s, err
 	}
-	if s.data, err = io.ReadAll(io.LimitReader(r, diffLimit+1)); err != nil {
-		return s, err
+	data, err := io.ReadAll(io.LimitReader(r, diffLimit+1))
+	if data == nil {
+		data = []byte{}
 	}
-	if s.data == nil {
-		s.data = []byte{}
-	}
-	if !s.secret && holdsPrivateKey(s.data) {
-		s.secret = true
-	}
+	return s.holding(data), err
+}
+
+// holding is s holding data, the whole file: a secret one (by its path, or
+// holding a private key) keeps the SHA-256 of data instead.
+func (s sample) holding(data []byte) sample {
+	s.data, s.secret = data, s.secret || holdsPrivateKey(data)
 	if s.secret {
-		sum := sha256.Sum256(s.data)
+		sum := sha256.Sum256(data)
 		s.sum, s.data = sum[:], nil
 	}
-	return s, nil
+	return s
 }
 
 // sample is the sample of what f will hold.
 func (w *Workspace) sample(f *File) (sample, error) {
 	if f.Source == "" {
-		s := sample{size: int64(len(f.Data)), data: f.Data, secret: secretFile(f.Path) || holdsPrivateKey(f.Data)}
-		if s.secret {
-			sum := sha256.Sum256(f.Data)
-			s.sum, s.data = sum[:], nil
-		}
-		return s, nil
+		return sample{size: int64(len(f.Data)), secret: secretFile(f.Path)}.holding(f.Data), nil
 	}
 	s, err := newSample(f.Path, f.Expect.Size, func() (io.ReadCloser, error) { return w.open(f) })
 	if err != nil {
