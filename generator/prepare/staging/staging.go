@@ -246,13 +246,7 @@ func checkWriters(d *dirfd.Dir, dir string, creating bool) error {
 			what, dir, accountName(owner), accountName(euid))
 	}
 	if st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0 {
-		who := "its group"
-		switch {
-		case st.Mode&0o022 == 0o002:
-			who = "every account"
-		case st.Mode&0o022 == 0o022:
-			who = "its group and every account"
-		}
+		who := map[uint32]string{0o020: "its group", 0o002: "every account", 0o022: "its group and every account"}[st.Mode&0o022]
 		return stagingErr(UnsafeOutput, nil, fix,
 			"%s %s is writable by %s (mode %04o) and not sticky: another account could swap prepare's staging directory for a symlink; nothing was written",
 			what, dir, who, st.Mode&0o7777)
