@@ -1,6 +1,7 @@
 package prepare
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -159,12 +160,7 @@ func stagingFailure(err error) error {
 	if !errors.As(err, &se) {
 		return &Error{Code: errcode.PrepareFailed, Message: err.Error(), Err: err}
 	}
-	code := errcode.PrepareFailed
-	switch se.Kind {
-	case staging.UnsafeOutput:
-		code = errcode.InvalidOutput
-	case staging.NotWorkspace:
-		code = errcode.NotAWorkspace
-	}
+	code := cmp.Or(map[staging.ErrorKind]string{staging.UnsafeOutput: errcode.InvalidOutput, staging.NotWorkspace: errcode.NotAWorkspace}[se.Kind],
+		errcode.PrepareFailed)
 	return &Error{Code: code, Message: se.Message, Hint: se.Hint, Err: err}
 }
