@@ -459,12 +459,10 @@ func (w *Workspace) uncarry() {
 // keptSource says whether the file at source is one kept from a
 // workspace's local/ (not a kit file).
 func (w *Workspace) keptSource(source string) bool {
-	for _, c := range w.carried {
-		if f := w.File(c.path); c.reason != "" && f != nil && !f.Dir && f.Source == source {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(w.carried, func(c carried) bool {
+		f := w.File(c.path)
+		return c.reason != "" && f != nil && !f.Dir && f.Source == source
+	})
 }
 
 // sameFile says whether the new workspace's f holds what the old file e

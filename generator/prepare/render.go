@@ -95,15 +95,9 @@ func (w *Workspace) add(f *File) {
 }
 
 func (w *Workspace) remove(p string) {
-	if w.index[p] == nil {
-		return
-	}
-	delete(w.index, p)
-	for i, f := range w.Files {
-		if f.Path == p {
-			w.Files = append(w.Files[:i], w.Files[i+1:]...)
-			return
-		}
+	if f := w.index[p]; f != nil {
+		delete(w.index, p)
+		w.Files = slices.DeleteFunc(w.Files, func(g *File) bool { return g == f })
 	}
 }
 
