@@ -376,13 +376,13 @@ func (w *Workspace) diffFile(f *File, disk *diskTree, have diskEntry, display st
 	if old.secret || want.secret {
 		// Both sides hashed in full: equal hashes mean equal content.
 		if old.sum == nil {
-			old.sum, err = disk.hash(f.Path, have)
+			old.sum, err = sumOf(disk.open(f.Path, have))
 		}
 		if err == nil && want.sum == nil {
 			want.sum, err = w.hash(f)
 		}
 		if err != nil {
-			return err
+			return disk.readError(f.Path, err) // an *Error (of open, or w.hash) as it is
 		}
 		if !bytes.Equal(old.sum, want.sum) {
 			add(f.Path, Modified, fmt.Sprintf("secret content would change (sha256 %s -> %s)", old.short(), want.short()),
@@ -625,14 +625,6 @@ func (t *diskTree) sample(rel string, e diskEntry) (sample, error) {
 		return s, t.readError(rel, err)
 	}
 	return s, nil
-}
-
-func (t *diskTree) hash(rel string, e diskEntry) ([]byte, error) {
-	sum, err := sumOf(t.open(rel, e))
-	if err != nil {
-		return nil, t.readError(rel, err) // an *Error of open as it is
-	}
-	return sum, nil
 }
 
 func (t *diskTree) readError(rel string, err error) error {
