@@ -107,18 +107,32 @@ func (s *Staging) Fill(ctx context.Context, files []File) error {
 // mkdirs creates dirs (sorted, parents first) below the root, 0700 while
 // the tree is filled, and records the identity of each.
 func (s *Staging) mkdirs(dirs []*File) error {
-	for _, f := range dirs {
-		parent, err := s.openStaged(path.Dir(f.Path))
-		if err != nil {
-			return err
+	type open struct {
+		rel string
+		d   *dirfd.Dir
+	}
+	stack := []open{{".", s.root}}
+	defer func() {
+		for _, o := range stack[1:] {
+			o.d.Close()
 		}
-		d, err := parent.Mkdir(path.Base(f.Path), 0o700, false)
-		parent.Close()
+	}()
+	for _, f := range dirs {
+		parent := path.Dir(f.Path)
+		for len(stack) > 1 && stack[len(stack)-1].rel != parent {
+			stack[len(stack)-1].d.Close()
+			stack = stack[:len(stack)-1]
+		}
+		top := stack[len(stack)-1]
+		if top.rel != parent {
+			return fmt.Errorf("internal error: directory %s listed before its parent", f.Path)
+		}
+		d, err := top.d.Mkdir(path.Base(f.Path), 0o700, false)
 		if err != nil {
 			return err
 		}
 		s.dirs[f.Path] = d.ID()
-		d.Close()
+		stack = append(stack, open{f.Path, d})
 	}
 	return nil
 }
