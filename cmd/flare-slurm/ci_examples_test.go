@@ -136,7 +136,7 @@ func writeRendered(t *testing.T, w *prepare.Workspace, dir string) {
 			}
 		} else {
 			data := f.Data
-			if !f.Rendered() {
+			if f.Source != "" {
 				var err error
 				if data, err = os.ReadFile(f.Source); err != nil {
 					t.Fatal(err)

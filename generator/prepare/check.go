@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"unicode"
@@ -85,35 +85,25 @@ type ExcludedSecret struct {
 	InCopy bool `json:"in_copy"`
 }
 
-// secretsInCopy lists the excluded secret files the compared directory
-// holds, as paths under it.
-func (d *Drift) secretsInCopy() []string {
-	var out []string
-	for _, e := range d.Excluded {
-		if e.InCopy {
-			out = append(out, d.names.name(filepath.Join(d.Output, filepath.FromSlash(e.Path))))
-		}
-	}
-	return out
+// file names the workspace file at slash path p as given.
+func (d *Drift) file(p string) string {
+	return d.names.name(filepath.Join(d.Output, filepath.FromSlash(p)))
 }
 
 // Problems returns the changes as problems naming the workspace file (as
 // given), for the --json error envelope.
-func (d *Drift) Problems() schema.Problems {
-	ps := make(schema.Problems, 0, len(d.Changes))
-	for _, c := range d.Changes {
-		ps = append(ps, schema.Problem{Kind: problem.Drift, File: d.names.name(filepath.Join(d.Output, filepath.FromSlash(c.Path))), Message: c.Detail})
-	}
-	return ps
-}
+func (d *Drift) Problems() schema.Problems { return d.problems(d.Changes, "") }
 
 // KeptProblems returns the accepted kept files (Kept) as warnings naming
 // the workspace file (as given).
 func (d *Drift) KeptProblems() schema.Problems {
-	ps := make(schema.Problems, 0, len(d.Kept))
-	for _, c := range d.Kept {
-		ps = append(ps, schema.Problem{Kind: problem.Drift, File: d.names.name(filepath.Join(d.Output, filepath.FromSlash(c.Path))), Message: c.Detail,
-			Code: schema.WarnPrepareLocalKept})
+	return d.problems(d.Kept, schema.WarnPrepareLocalKept)
+}
+
+func (d *Drift) problems(cs []Change, code string) schema.Problems {
+	ps := make(schema.Problems, 0, len(cs))
+	for _, c := range cs {
+		ps = append(ps, schema.Problem{Kind: problem.Drift, File: d.file(c.Path), Message: c.Detail, Code: code})
 	}
 	return ps
 }
@@ -146,12 +136,7 @@ const diffLimit = 1 << 20
 // would carry it over (local.go): each kept file is a Kept change, not
 // compared with itself; what prepare would refuse to keep fails Diff as
 // it fails prepare.
-func Diff(w *Workspace) (*Drift, error) {
-	if err := w.carryLocal(w.Output); err != nil {
-		return nil, err
-	}
-	return diff(w, w.Output)
-}
+func Diff(w *Workspace) (*Drift, error) { return diff(w, w.Output) }
 
 // DiffAgainst is Diff comparing w, rendered for the deployed path
 // w.Output, with the directory dir: a copy of the deployed workspace
@@ -174,24 +159,27 @@ func DiffAgainst(w *Workspace, dir string) (*Drift, error) {
 		return nil, &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot resolve the workspace copy %s: %v", dir, err), Hint: "give an absolute path", Err: err}
 	}
 	w.names.add(dir, abs)
-	// What a person wrote in the copy's local/ is what prepare would
-	// keep on the deployed host: reported as kept, not as removed.
-	if err := w.carryLocal(abs); err != nil {
-		return nil, err
-	}
 	return diff(w, abs)
 }
 
+// diff compares w with dir, the workspace or a copy of it. What a person
+// wrote in dir's local/ is what prepare would keep (on the deployed host,
+// for a copy): reported as kept, not as removed.
 func diff(w *Workspace, dir string) (*Drift, error) {
+	if err := w.carryLocal(dir); err != nil {
+		return nil, err
+	}
 	d := &Drift{Output: dir, names: w.names}
 	var text strings.Builder
 	disk, err := openTree(dir, w.names)
 	if err != nil {
 		return nil, &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot read the workspace %s: %v", w.name(dir), err), Hint: "check its permissions", Err: err}
 	}
-	defer disk.close()
-	add := func(p string, kind ChangeKind, format string, args ...any) {
-		d.Changes = append(d.Changes, Change{Path: p, Kind: kind, Detail: fmt.Sprintf(format, args...)})
+	defer disk.root.Close()
+	// add records the change of p, and its text for people.
+	add := func(p string, kind ChangeKind, detail, line string) {
+		d.Changes = append(d.Changes, Change{Path: p, Kind: kind, Detail: detail})
+		text.WriteString(line)
 	}
 	base := path.Base(filepath.ToSlash(dir))
 	for _, p := range w.absentSecrets {
@@ -201,6 +189,10 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 	}
 	if w.localNote != "" {
 		d.Warnings = append(d.Warnings, w.localNote)
+	}
+	keptReason := map[string]string{} // why each entry carried over from dir's local/ is a person's
+	for _, c := range w.carried {
+		keptReason[c.path] = c.reason
 	}
 	// prepare's record of what it wrote into local/ is bookkeeping that
 	// follows from the files compared (each change there is reported as
@@ -214,25 +206,22 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 		have, exists := disk.entries[f.Path]
 		delete(disk.entries, f.Path)
 		display := visible.Quote(path.Join(base, f.Path))
-		if reason := w.keptReason(f.Path); reason != "" {
+		if reason := keptReason[f.Path]; reason != "" {
 			// Kept from this very tree: never compared with itself, and
 			// nothing of its content is read or shown.
-			c := Change{Path: f.Path, Kind: Kept}
 			if why := w.keptAccepted(f); why != "" {
-				c.Detail = fmt.Sprintf("kept: %s (a re-prepare keeps it; not drift: %s)", reason, why)
-				d.Kept = append(d.Kept, c)
+				d.Kept = append(d.Kept, Change{Path: f.Path, Kind: Kept, Detail: fmt.Sprintf("kept: %s (a re-prepare keeps it; not drift: %s)", reason, why)})
 				continue
 			}
-			c.Detail = fmt.Sprintf("kept: %s (a re-prepare keeps it; drift: if it belongs there, name it with --keep-local %s)", reason, f.Path)
-			d.Changes = append(d.Changes, c)
 			slash := ""
 			if f.Dir {
 				slash = "/"
 			}
-			fmt.Fprintf(&text, "Kept: %s%s (%s; a re-prepare keeps it)\n", display, slash, reason)
+			add(f.Path, Kept, fmt.Sprintf("kept: %s (a re-prepare keeps it; drift: if it belongs there, name it with --keep-local %s)", reason, f.Path),
+				fmt.Sprintf("Kept: %s%s (%s; a re-prepare keeps it)\n", display, slash, reason))
 			continue
 		}
-		if w.excludeSecrets && !f.Dir {
+		if w.opts.ExcludeSecrets && !f.Dir {
 			excluded, err := w.excluded(f, disk, have, exists)
 			if err != nil {
 				return nil, err
@@ -244,80 +233,81 @@ func diff(w *Workspace, dir string) (*Drift, error) {
 		}
 		switch {
 		case !exists && f.Dir:
-			add(f.Path, Added, "directory would be added")
-			fmt.Fprintf(&text, "Only in prepared: %s/\n", display)
-			continue
+			add(f.Path, Added, "directory would be added", fmt.Sprintf("Only in prepared: %s/\n", display))
 		case !exists:
 			want, err := w.sample(f)
 			if err != nil {
 				return nil, err
 			}
 			if want.secret {
-				add(f.Path, Added, "secret file would be added (sha256 %s)", want.short())
-				fmt.Fprintf(&text, "Secret file only in prepared: %s (sha256 %s; content not shown)\n", display, want.short())
+				add(f.Path, Added, fmt.Sprintf("secret file would be added (sha256 %s)", want.short()),
+					fmt.Sprintf("Secret file only in prepared: %s (sha256 %s; content not shown)\n", display, want.short()))
 				continue
 			}
-			add(f.Path, Added, "file would be added")
+			add(f.Path, Added, "file would be added", "")
 			writeDiff(&text, display, sample{}, want, false, true)
-			continue
 		case f.Dir != have.mode.IsDir() || (!f.Dir && !have.mode.IsRegular()):
-			add(f.Path, typeDiff, "a %s would replace the %s", kindName(f.Dir), schema.FileKind(have.mode))
-			fmt.Fprintf(&text, "File type differs: %s (%s on disk)\n", display, schema.FileKind(have.mode))
-			continue
-		}
-		if !f.Dir {
-			if err := w.diffFile(f, disk, have, display, &text, add); err != nil {
-				return nil, err
+			want := "file"
+			if f.Dir {
+				want = "directory"
 			}
-		}
-		if perm := have.mode.Perm(); perm != f.Mode {
-			add(f.Path, modeOnly, "mode would change from %04o to %04o", perm, f.Mode)
-			fmt.Fprintf(&text, "Mode differs: %s %04o -> %04o\n", display, perm, f.Mode)
+			add(f.Path, typeDiff, fmt.Sprintf("a %s would replace the %s", want, schema.FileKind(have.mode)),
+				fmt.Sprintf("File type differs: %s (%s on disk)\n", display, schema.FileKind(have.mode)))
+		default:
+			if !f.Dir {
+				if err := w.diffFile(f, disk, have, display, &text, add); err != nil {
+					return nil, err
+				}
+			}
+			if perm := have.mode.Perm(); perm != f.Mode {
+				add(f.Path, modeOnly, fmt.Sprintf("mode would change from %04o to %04o", perm, f.Mode), fmt.Sprintf("Mode differs: %s %04o -> %04o\n", display, perm, f.Mode))
+			}
 		}
 	}
 	// What is left on disk would be removed; report each top-most path.
-	rest := make([]string, 0, len(disk.entries))
-	for p := range disk.entries {
-		rest = append(rest, p)
-	}
-	sort.Slice(rest, func(i, j int) bool { return staging.PathLess(rest[i], rest[j]) })
+	rest := slices.Collect(maps.Keys(disk.entries))
+	slices.SortFunc(rest, staging.ComparePaths)
 	var removedDir string
 	for _, p := range rest {
 		if removedDir != "" && strings.HasPrefix(p, removedDir+"/") {
 			continue
 		}
-		display := visible.Quote(path.Join(base, p))
 		e := disk.entries[p]
+		in, name := visible.Quote(filepath.Join(dir, filepath.FromSlash(path.Dir(p)))), visible.Quote(path.Base(p))
 		if e.mode.IsDir() {
 			removedDir = p
-			add(p, Removed, "directory would be removed with its content")
-			fmt.Fprintf(&text, "Only in %s: %s/\n", visible.Quote(filepath.Join(dir, filepath.FromSlash(path.Dir(p)))), visible.Quote(path.Base(p)))
+			add(p, Removed, "directory would be removed with its content", fmt.Sprintf("Only in %s: %s/\n", in, name))
 			continue
 		}
 		if !e.mode.IsRegular() {
-			add(p, Removed, "%s would be removed", schema.FileKind(e.mode))
-			fmt.Fprintf(&text, "Only in %s: %s (%s)\n", visible.Quote(filepath.Join(dir, filepath.FromSlash(path.Dir(p)))), visible.Quote(path.Base(p)), schema.FileKind(e.mode))
+			add(p, Removed, schema.FileKind(e.mode)+" would be removed", fmt.Sprintf("Only in %s: %s (%s)\n", in, name, schema.FileKind(e.mode)))
 			continue
 		}
 		old, err := disk.sample(p, e)
 		if err != nil {
 			return nil, err
 		}
-		if old.secret && w.excludeSecrets {
+		if old.secret && w.opts.ExcludeSecrets {
 			d.Excluded = append(d.Excluded, ExcludedSecret{Path: p, InCopy: true})
 			continue
 		}
 		if old.secret {
-			add(p, Removed, "secret file would be removed (sha256 %s)", old.short())
-			fmt.Fprintf(&text, "Secret file only in %s: %s (sha256 %s; content not shown)\n", visible.Quote(filepath.Join(dir, filepath.FromSlash(path.Dir(p)))), visible.Quote(path.Base(p)), old.short())
+			add(p, Removed, "secret file would be removed (sha256 "+old.short()+")",
+				fmt.Sprintf("Secret file only in %s: %s (sha256 %s; content not shown)\n", in, name, old.short()))
 			continue
 		}
-		add(p, Removed, "file would be removed")
-		writeDiff(&text, display, old, sample{}, true, false)
+		add(p, Removed, "file would be removed", "")
+		writeDiff(&text, visible.Quote(path.Join(base, p)), old, sample{}, true, false)
 	}
 	d.Text = text.String()
-	sort.Slice(d.Excluded, func(i, j int) bool { return staging.PathLess(d.Excluded[i].Path, d.Excluded[j].Path) })
-	if in := d.secretsInCopy(); len(in) > 0 && !slices.Contains(w.ignore, schema.WarnPrepareSecretCopy) {
+	slices.SortFunc(d.Excluded, func(a, b ExcludedSecret) int { return staging.ComparePaths(a.Path, b.Path) })
+	var in []string // the excluded secret files the compared directory holds
+	for _, e := range d.Excluded {
+		if e.InCopy {
+			in = append(in, d.file(e.Path))
+		}
+	}
+	if len(in) > 0 && !slices.Contains(w.opts.IgnoreWarnings, schema.WarnPrepareSecretCopy) {
 		d.Warnings = append(d.Warnings, fmt.Sprintf("%s holds %d secret file(s) (%s): not read into the report, but a copy published for a drift check "+
 			"should hold none; publish the workspace without them (docs/prepare.md) [%s]",
 			w.name(dir), len(in), strings.Join(in, ", "), schema.WarnPrepareSecretCopy))
@@ -339,7 +329,7 @@ func (w *Workspace) keptAccepted(f *File) string {
 	case f.Path == studyRuntime:
 		return "the study admin's file"
 	}
-	for _, p := range w.keepLocal {
+	for _, p := range w.opts.KeepLocal {
 		p = strings.TrimSuffix(p, "/")
 		if f.Path == p || strings.HasPrefix(f.Path, p+"/") {
 			return "named with --keep-local " + p
@@ -374,7 +364,7 @@ func (w *Workspace) excluded(f *File, disk *diskTree, have diskEntry, exists boo
 }
 
 // diffFile compares the regular file f with its copy on disk (have).
-func (w *Workspace) diffFile(f *File, disk *diskTree, have diskEntry, display string, text *strings.Builder, add func(string, ChangeKind, string, ...any)) error {
+func (w *Workspace) diffFile(f *File, disk *diskTree, have diskEntry, display string, text *strings.Builder, add func(p string, kind ChangeKind, detail, line string)) error {
 	want, err := w.sample(f)
 	if err != nil {
 		return err
@@ -386,23 +376,23 @@ func (w *Workspace) diffFile(f *File, disk *diskTree, have diskEntry, display st
 	if old.secret || want.secret {
 		// Both sides hashed in full: equal hashes mean equal content.
 		if old.sum == nil {
-			old.sum, err = disk.hash(f.Path, have)
+			old.sum, err = sumOf(disk.open(f.Path, have))
 		}
 		if err == nil && want.sum == nil {
 			want.sum, err = w.hash(f)
 		}
 		if err != nil {
-			return err
+			return disk.readError(f.Path, err) // an *Error (of open, or w.hash) as it is
 		}
 		if !bytes.Equal(old.sum, want.sum) {
-			add(f.Path, Modified, "secret content would change (sha256 %s -> %s)", old.short(), want.short())
-			fmt.Fprintf(text, "Secret file differs: %s changed (sha256 %s -> %s; content not shown)\n", display, old.short(), want.short())
+			add(f.Path, Modified, fmt.Sprintf("secret content would change (sha256 %s -> %s)", old.short(), want.short()),
+				fmt.Sprintf("Secret file differs: %s changed (sha256 %s -> %s; content not shown)\n", display, old.short(), want.short()))
 		}
 		return nil
 	}
 	if old.data != nil && want.data != nil {
 		if !bytes.Equal(old.data, want.data) {
-			add(f.Path, Modified, "content would change")
+			add(f.Path, Modified, "content would change", "")
 			writeDiff(text, display, old, want, true, true)
 		}
 		return nil
@@ -425,17 +415,10 @@ func (w *Workspace) diffFile(f *File, disk *diskTree, have diskEntry, display st
 		}
 	}
 	if !same {
-		add(f.Path, Modified, "content would change")
-		fmt.Fprintf(text, "Files a/%s and b/%s differ (%d -> %d bytes; larger than %d bytes, not shown)\n", display, display, old.size, want.size, diffLimit)
+		add(f.Path, Modified, "content would change",
+			fmt.Sprintf("Files a/%s and b/%s differ (%d -> %d bytes; larger than %d bytes, not shown)\n", display, display, old.size, want.size, diffLimit))
 	}
 	return nil
-}
-
-func kindName(dir bool) string {
-	if dir {
-		return "directory"
-	}
-	return "file"
 }
 
 // sample is what Diff knows of one side of a file: its size; its content
@@ -471,31 +454,28 @@ func newSample(rel string, size int64, open func() (io.ReadCloser, error)) (samp
 		s.sum, err = sha256Of(r)
 		return s, err
 	}
-	if s.data, err = io.ReadAll(io.LimitReader(r, diffLimit+1)); err != nil {
-		return s, err
+	data, err := io.ReadAll(io.LimitReader(r, diffLimit+1))
+	if data == nil {
+		data = []byte{}
 	}
-	if s.data == nil {
-		s.data = []byte{}
-	}
-	if !s.secret && holdsPrivateKey(s.data) {
-		s.secret = true
-	}
+	return s.holding(data), err
+}
+
+// holding is s holding data, the whole file: a secret one (by its path, or
+// holding a private key) keeps the SHA-256 of data instead.
+func (s sample) holding(data []byte) sample {
+	s.data, s.secret = data, s.secret || holdsPrivateKey(data)
 	if s.secret {
-		sum := sha256.Sum256(s.data)
+		sum := sha256.Sum256(data)
 		s.sum, s.data = sum[:], nil
 	}
-	return s, nil
+	return s
 }
 
 // sample is the sample of what f will hold.
 func (w *Workspace) sample(f *File) (sample, error) {
-	if f.rendered {
-		s := sample{size: int64(len(f.Data)), data: f.Data, secret: secretFile(f.Path) || holdsPrivateKey(f.Data)}
-		if s.secret {
-			sum := sha256.Sum256(f.Data)
-			s.sum, s.data = sum[:], nil
-		}
-		return s, nil
+	if f.Source == "" {
+		return sample{size: int64(len(f.Data)), secret: secretFile(f.Path)}.holding(f.Data), nil
 	}
 	s, err := newSample(f.Path, f.Expect.Size, func() (io.ReadCloser, error) { return w.open(f) })
 	if err != nil {
@@ -506,16 +486,7 @@ func (w *Workspace) sample(f *File) (sample, error) {
 
 // hash is the SHA-256 of what f will hold.
 func (w *Workspace) hash(f *File) ([]byte, error) {
-	if f.rendered {
-		sum := sha256.Sum256(f.Data)
-		return sum[:], nil
-	}
-	r, err := w.open(f)
-	if err != nil {
-		return nil, w.readError(f, err)
-	}
-	defer r.Close()
-	sum, err := sha256Of(r)
+	sum, err := sumOf(w.open(f))
 	if err != nil {
 		return nil, w.readError(f, err)
 	}
@@ -525,7 +496,7 @@ func (w *Workspace) hash(f *File) ([]byte, error) {
 // open opens the kit file f is copied from, checking that it is still the
 // regular file scanned (never blocking on a named pipe).
 func (w *Workspace) open(f *File) (io.ReadCloser, error) {
-	if f.rendered {
+	if f.Source == "" {
 		return io.NopCloser(bytes.NewReader(f.Data)), nil
 	}
 	r, err := dirfd.OpenRegular(f.Source, f.Expect)
@@ -596,7 +567,7 @@ func openTree(root string, names givenPaths) (*diskTree, error) {
 	st := d.Stat()
 	t.entries["."] = diskEntry{mode: dirfd.ModeOf(st.Mode), expect: dirfd.ExpectOf(&st)}
 	if err := t.walk(d, "."); err != nil {
-		t.close()
+		d.Close()
 		return nil, err
 	}
 	return t, nil
@@ -633,8 +604,6 @@ func (t *diskTree) walk(d *dirfd.Dir, rel string) error {
 	return nil
 }
 
-func (t *diskTree) close() { t.root.Close() }
-
 // open opens the regular file rel of the tree, which must still be the
 // file listed.
 func (t *diskTree) open(rel string, e diskEntry) (io.ReadCloser, error) {
@@ -658,19 +627,6 @@ func (t *diskTree) sample(rel string, e diskEntry) (sample, error) {
 	return s, nil
 }
 
-func (t *diskTree) hash(rel string, e diskEntry) ([]byte, error) {
-	r, err := t.open(rel, e)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	sum, err := sha256Of(r)
-	if err != nil {
-		return nil, t.readError(rel, err)
-	}
-	return sum, nil
-}
-
 func (t *diskTree) readError(rel string, err error) error {
 	var pe *Error
 	if errors.As(err, &pe) {
@@ -678,6 +634,15 @@ func (t *diskTree) readError(rel string, err error) error {
 	}
 	return &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot read %s: %v", t.names.name(t.root.Join(rel)), fsx.Pathless(err)),
 		Hint: "check its permissions; the workspace may be changing (is a parent running in it?)", Err: err}
+}
+
+// sumOf is the SHA-256 of what r (opened with err) holds; it closes r.
+func sumOf(r io.ReadCloser, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return sha256Of(r)
 }
 
 func sha256Of(r io.Reader) ([]byte, error) {

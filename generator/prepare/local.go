@@ -156,17 +156,7 @@ type localScan struct {
 // a record of what prepare wrote to w.localNote.
 func (w *Workspace) carryLocal(root string) error {
 	w.uncarry()
-	defer func() {
-		slices.SortStableFunc(w.Files, func(a, b *File) int {
-			switch {
-			case staging.PathLess(a.Path, b.Path):
-				return -1
-			case staging.PathLess(b.Path, a.Path):
-				return 1
-			}
-			return 0
-		})
-	}()
+	defer w.sortFiles()
 	out, err := dirfd.Open(root)
 	if err != nil {
 		return nil // absent, not a directory, unusable: StagingOpen reports it
@@ -181,19 +171,12 @@ func (w *Workspace) carryLocal(root string) error {
 	}
 	s := &localScan{w: w, root: root, fileDir: map[string]*dirfd.Dir{}, dirModes: map[string]fs.FileMode{}}
 	defer func() {
-		closed := map[*dirfd.Dir]bool{}
 		for _, d := range s.fileDir {
-			if !closed[d] {
-				closed[d] = true
-				d.Close()
-			}
+			d.Close() // a directory shared by its files: Close is idempotent
 		}
 	}()
 	var manifestErr error
-	s.manifest, manifestErr = staging.ReadLocalManifest(out)
-	if manifestErr != nil {
-		s.manifest = nil
-	}
+	s.manifest, manifestErr = staging.ReadLocalManifest(out) // nil on an error
 	if _, _, err := s.scan(local, filepath.Join(root, schema.LocalDir), schema.LocalDir); err != nil {
 		return err
 	}
@@ -238,7 +221,7 @@ func (s *localScan) scan(d *dirfd.Dir, abs, rel string) (personal bool, count in
 		case e.mode.IsDir():
 			if s.manifest == nil {
 				e.reason = keptUnrecorded
-			} else if !s.manifest.HasDir(e.rel) {
+			} else if !slices.Contains(s.manifest.Dirs, e.rel) {
 				e.reason = keptNotWritten
 			}
 			s.dirModes[e.rel] = e.mode.Perm()
@@ -265,7 +248,11 @@ func (s *localScan) scan(d *dirfd.Dir, abs, rel string) (personal bool, count in
 		default:
 			e.personal = true // refused: prepare never writes one
 			if e.mode&fs.ModeSymlink != 0 {
-				e.link = readlinkAt(d, name)
+				buf := make([]byte, 4096)
+				e.link = "?" // for messages only
+				if n, err := unix.Readlinkat(d.Fd(), name, buf); err == nil {
+					e.link = string(buf[:n])
+				}
 			}
 		}
 		personal = personal || e.personal
@@ -351,7 +338,7 @@ func (s *localScan) apply() error {
 	}
 	var total int64
 	for _, f := range w.Files {
-		if !f.Dir && !f.rendered {
+		if f.Source != "" {
 			total += f.Expect.Size
 		}
 	}
@@ -408,7 +395,7 @@ func (s *localScan) keepFile(e *oldEntry, now *File) error {
 	}
 	why := e.reason
 	switch {
-	case e.rel == studyRuntime && now != nil && now.rendered:
+	case e.rel == studyRuntime && now != nil && now.Source == "":
 		why = "the study admin's, where the kit has none; " + e.reason
 	case now != nil:
 		why = "it differs from the kit's; delete it from the workspace, or copy it into the kit, to take the kit's; " + e.reason
@@ -422,8 +409,7 @@ func (s *localScan) keepFile(e *oldEntry, now *File) error {
 		c.replaced = &cp
 		*now = *old
 	} else {
-		w.index[e.rel] = old
-		w.Files = append(w.Files, old)
+		w.add(old)
 	}
 	w.carried = append(w.carried, c)
 	w.Result.Kept = append(w.Result.Kept, e.rel)
@@ -470,26 +456,13 @@ func (w *Workspace) uncarry() {
 	w.carried, w.Result.Kept, w.keptNotes, w.localNote = nil, nil, nil, ""
 }
 
-// keptReason is why the entry at p was kept from the old workspace, or ""
-// when it was not.
-func (w *Workspace) keptReason(p string) string {
-	for _, c := range w.carried {
-		if c.path == p {
-			return c.reason
-		}
-	}
-	return ""
-}
-
 // keptSource says whether the file at source is one kept from a
 // workspace's local/ (not a kit file).
 func (w *Workspace) keptSource(source string) bool {
-	for _, c := range w.carried {
-		if f := w.File(c.path); c.reason != "" && f != nil && !f.Dir && f.Source == source {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(w.carried, func(c carried) bool {
+		f := w.File(c.path)
+		return c.reason != "" && f != nil && !f.Dir && f.Source == source
+	})
 }
 
 // sameFile says whether the new workspace's f holds what the old file e
@@ -521,17 +494,6 @@ func (s *localScan) sameFile(f *File, e *oldEntry) (bool, error) {
 		return false, s.readFailure(e.abs, err)
 	}
 	return same, nil
-}
-
-// readlinkAt is the target of the symlink name in d, for messages ("?"
-// when it cannot be read).
-func readlinkAt(d *dirfd.Dir, name string) string {
-	buf := make([]byte, 4096)
-	n, err := unix.Readlinkat(d.Fd(), name, buf)
-	if err != nil {
-		return "?"
-	}
-	return string(buf[:n])
 }
 
 func (s *localScan) readFailure(p string, err error) error {

@@ -159,7 +159,12 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := ws.carryLocal(ws.Output); err != nil {
 		return nil, err
 	}
-	ws.noteKept()
+	if !slices.Contains(ws.opts.IgnoreWarnings, schema.WarnPrepareLocalKept) {
+		if ws.localNote != "" {
+			ws.Result.Warnings = append(ws.Result.Warnings, ws.localNote)
+		}
+		ws.Result.Warnings = append(ws.Result.Warnings, ws.keptNotes...)
+	}
 	if err := write(ctx, ws); err != nil {
 		return nil, err
 	}
@@ -168,30 +173,16 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		euid = os.Geteuid
 	}
 	if euid() == 0 {
-		ws.warnf(schema.WarnPrepareRootOwned, "%s", rootOwnedWarning(ws.name(ws.Output)))
+		// The workspace is root's (the root 0700), but contract §4.8 wants
+		// it owned by the runtime account, the one that runs the parent
+		// and its jobs. prepare cannot know that account, so it says what
+		// to do instead of guessing.
+		out := ws.name(ws.Output)
+		ws.warnf(schema.WarnPrepareRootOwned, "prepare ran as root, so the workspace %s is owned by root (mode 0700) and the runtime account "+
+			"that runs the parent cannot use it; run prepare as that account, or give it the workspace with "+
+			"'chown -R ACCOUNT %s'", out, shell.Quote(out))
 	}
 	return &ws.Result, nil
-}
-
-// rootOwnedWarning is the warning of a prepare run as root: the workspace
-// it wrote is root's (the root 0700), but contract §4.8 wants it owned by
-// the runtime account, the one that runs the parent and its jobs. prepare
-// cannot know that account, so it says what to do instead of guessing.
-func rootOwnedWarning(output string) string {
-	return fmt.Sprintf("prepare ran as root, so the workspace %s is owned by root (mode 0700) and the runtime account "+
-		"that runs the parent cannot use it; run prepare as that account, or give it the workspace with "+
-		"'chown -R ACCOUNT %s'", output, shell.Quote(output))
-}
-
-// noteKept adds the warnings of carryLocal to the result, unless ignored.
-func (w *Workspace) noteKept() {
-	if slices.Contains(w.ignore, schema.WarnPrepareLocalKept) {
-		return
-	}
-	if w.localNote != "" {
-		w.Result.Warnings = append(w.Result.Warnings, w.localNote)
-	}
-	w.Result.Warnings = append(w.Result.Warnings, w.keptNotes...)
 }
 
 // CheckKeepLocal says what is wrong with p as a --keep-local path, or "".

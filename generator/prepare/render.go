@@ -10,10 +10,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/flare-slurm/flare-slurm/internal/bridge"
-	"github.com/flare-slurm/flare-slurm/internal/dirfd"
 	"github.com/flare-slurm/flare-slurm/internal/errcode"
 	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"github.com/flare-slurm/flare-slurm/schema"
@@ -47,23 +45,9 @@ var removedStartScripts = []string{
 // have (NVFlare gets 0644 from the usual umask; we do not depend on it).
 const newFileMode fs.FileMode = 0o644
 
-// File is one entry of a rendered workspace.
-type File struct {
-	Path   string      // slash-separated, relative to the workspace root
-	Dir    bool        // a directory
-	Mode   fs.FileMode // permission bits
-	Data   []byte      // the content, for files prepare renders
-	Source string      // for files copied verbatim: the kit file to copy
-	// Expect is the kit file as the scan saw it (device, inode, size):
-	// the copy refuses a Source that is no longer that regular file.
-	Expect dirfd.Expect
-	// ModTime is the kit file's modification time, kept on copies.
-	ModTime  time.Time
-	rendered bool
-}
-
-// Rendered says whether the content is in Data (true) or is Source's.
-func (f *File) Rendered() bool { return f.rendered }
+// File is one entry of a rendered workspace: a file prepare renders has
+// its content in Data and no Source.
+type File = staging.File
 
 // Workspace is a rendered workspace: everything write needs, nothing
 // written yet.
@@ -74,8 +58,7 @@ type Workspace struct {
 	names  givenPaths // how messages name Kit, Output and the paths under them
 	Result Result
 	index  map[string]*File
-	force  bool     // Options.Force
-	ignore []string // Options.IgnoreWarnings
+	opts   Options // Force, IgnoreWarnings, KeepLocal (kept files that are no drift), ExcludeSecrets
 	// carried are the local/ entries carried over from the existing
 	// workspace (local.go); keptNotes are their prepare-local-kept
 	// warnings, localNote the one said when that workspace has no record
@@ -83,46 +66,45 @@ type Workspace struct {
 	carried   []carried
 	keptNotes []string
 	localNote string
-	// keepLocal is Options.KeepLocal: kept files that are no drift.
-	keepLocal []string
-	// excludeSecrets is Options.ExcludeSecrets: Diff leaves secret files
-	// out on both sides. absentSecrets are the kit's secret files it
-	// lacks (its leaf key), which Diff lists as not compared.
-	excludeSecrets bool
-	absentSecrets  []string
+	// absentSecrets are the kit's secret files it lacks (its leaf key)
+	// under Options.ExcludeSecrets, which Diff lists as not compared.
+	absentSecrets []string
 }
 
 // File returns the entry at slash path p, or nil.
 func (w *Workspace) File(p string) *File { return w.index[p] }
 
 func (w *Workspace) put(p string, data []byte, mode fs.FileMode) {
-	if f := w.index[p]; f != nil && !f.Dir {
-		f.Data, f.Source, f.rendered, f.ModTime = data, "", true, time.Time{}
-		f.Mode = mode
+	f := &File{Path: p, Mode: mode, Data: data}
+	if old := w.index[p]; old != nil && !old.Dir {
+		*old = *f
 		return
 	}
-	f := &File{Path: p, Mode: mode, Data: data, rendered: true}
-	w.index[p] = f
+	w.add(f)
+}
+
+// sortFiles puts w.Files in path order, parents before children.
+func (w *Workspace) sortFiles() {
+	slices.SortStableFunc(w.Files, func(a, b *File) int { return staging.ComparePaths(a.Path, b.Path) })
+}
+
+// add adds f to the workspace.
+func (w *Workspace) add(f *File) {
+	w.index[f.Path] = f
 	w.Files = append(w.Files, f)
 }
 
 func (w *Workspace) remove(p string) {
-	if w.index[p] == nil {
-		return
-	}
-	delete(w.index, p)
-	for i, f := range w.Files {
-		if f.Path == p {
-			w.Files = append(w.Files[:i], w.Files[i+1:]...)
-			return
-		}
+	if f := w.index[p]; f != nil {
+		delete(w.index, p)
+		w.Files = slices.DeleteFunc(w.Files, func(g *File) bool { return g == f })
 	}
 }
 
 // warnf records a warning with its code (schema.WarningCodes) shown after
 // its text, unless the code is one of Options.IgnoreWarnings.
 func (w *Workspace) warnf(code, format string, args ...any) {
-	if slices.Contains(w.ignore, code) {
+	if slices.Contains(w.opts.IgnoreWarnings, code) {
 		return
 	}
 	w.Result.Warnings = append(w.Result.Warnings, fmt.Sprintf(format, args...)+" ["+code+"]")
@@ -242,8 +224,7 @@ func Render(opts Options) (*Workspace, error) {
 		return nil, err
 	}
 
-	w := &Workspace{Output: output, Kit: kit, names: names, index: map[string]*File{}, force: opts.Force, ignore: opts.IgnoreWarnings,
-		excludeSecrets: opts.ExcludeSecrets, keepLocal: opts.KeepLocal}
+	w := &Workspace{Output: output, Kit: kit, names: names, index: map[string]*File{}, opts: opts}
 	if key := schema.LeafKeyFile(k.Role); opts.ExcludeSecrets {
 		if _, err := os.Lstat(filepath.Join(kit, filepath.FromSlash(key))); errors.Is(err, fs.ErrNotExist) {
 			w.absentSecrets = append(w.absentSecrets, key)
@@ -273,11 +254,9 @@ func Render(opts Options) (*Workspace, error) {
 		return nil, err
 	}
 	if w.File(studyRuntime) == nil && w.File(studyDataLegacy) == nil {
-		text, err := templates.Render("study_runtime.yaml.tmpl", nil)
-		if err != nil {
-			return nil, templateError(err)
+		if err := w.putTemplate(studyRuntime, "study_runtime.yaml.tmpl", nil, newFileMode); err != nil {
+			return nil, err
 		}
-		w.put(studyRuntime, text, newFileMode)
 	}
 	for _, p := range removedStartScripts {
 		if f := w.File(p); f != nil && f.Dir {
@@ -285,27 +264,23 @@ func Render(opts Options) (*Workspace, error) {
 		}
 		w.remove(p)
 	}
-	start, err := templates.Render("start_slurm.sh.tmpl", map[string]any{"Workspace": output})
-	if err != nil {
-		return nil, templateError(err)
+	if err := w.putTemplate(startScript, "start_slurm.sh.tmpl", map[string]any{"Workspace": output}, 0o700); err != nil {
+		return nil, err
 	}
-	w.put(startScript, start, 0o700)
 	if cfg.Parent != nil {
-		parent, err := templates.Render("parent.slurm.tmpl", map[string]any{
+		if err := w.putTemplate(parentScript, "parent.slurm.tmpl", map[string]any{
 			"Workspace":        output,
 			"Directives":       cfg.Parent.Directives,
 			"EnvironmentSetup": cfg.Parent.EnvironmentSetup,
-		})
-		if err != nil {
-			return nil, templateError(err)
+		}, 0o700); err != nil {
+			return nil, err
 		}
-		w.put(parentScript, parent, 0o700)
 	}
 	w.index["."].Mode = 0o700
 	if err := w.recordLocal(); err != nil {
 		return nil, err
 	}
-	sort.SliceStable(w.Files, func(i, j int) bool { return staging.PathLess(w.Files[i].Path, w.Files[j].Path) })
+	w.sortFiles()
 
 	w.Result = Result{
 		Runtime:      "slurm",
@@ -359,8 +334,14 @@ func (w *Workspace) addBridge(role, binary string, args *schema.LauncherArgs) (s
 	return bridge.Component(role), nil
 }
 
-func templateError(err error) error {
-	return &Error{Code: errcode.PrepareFailed, Message: err.Error(), Hint: "this is a bug in flare-slurm: please report it", Err: err}
+// putTemplate puts the template tmpl, rendered with data, at p.
+func (w *Workspace) putTemplate(p, tmpl string, data any, mode fs.FileMode) error {
+	text, err := templates.Render(tmpl, data)
+	if err != nil {
+		return &Error{Code: errcode.PrepareFailed, Message: err.Error(), Hint: "this is a bug in flare-slurm: please report it", Err: err}
+	}
+	w.put(p, text, mode)
+	return nil
 }
 
 // resolvePath makes p absolute and resolves symlinks in the longest part

@@ -35,11 +35,17 @@ var builtinLaunchers = map[string]bool{
 	"nvflare.app_common.job_launcher.server_process_launcher.ServerProcessJobLauncher": true,
 }
 
-// loadObject reads a kit JSON file that must hold an object.
+// loadObject reads a JSON file of the workspace (what the kit, or
+// prepare, put there so far) that must hold an object; false when there
+// is none.
 func (w *Workspace) loadObject(rel string) (*ojson.Value, bool, error) {
-	data, ok, err := w.readKitFile(rel)
-	if err != nil || !ok {
-		return nil, ok, err
+	f := w.File(rel)
+	if f == nil || f.Dir {
+		return nil, false, nil
+	}
+	data, err := w.content(f)
+	if err != nil {
+		return nil, true, err
 	}
 	file := w.kitFile(rel)
 	v, err := ojson.Parse(data)
@@ -74,10 +80,10 @@ func (w *Workspace) patchResources(launcherPath string, args *ojson.Value, serve
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return kitProblem(schema.Problem{Kind: problem.Layout, File: w.kitFile(resourcesDefault), Message: "missing", Hint: "use a fully provisioned startup kit"})
-	}
 	file := w.kitFile(resourcesDefault)
+	if !ok {
+		return kitProblem(schema.Problem{Kind: problem.Layout, File: file, Message: "missing", Hint: "use a fully provisioned startup kit"})
+	}
 	components := res.SetDefault("components", ojson.NewArray())
 	if components.Kind != ojson.Array {
 		return kitProblem(schema.Problem{Kind: problem.Schema, File: file, Path: "components", Message: "must be a list, not " + components.Kind.String(), Hint: "fix the startup kit resources file"})
@@ -98,12 +104,12 @@ func (w *Workspace) patchResources(launcherPath string, args *ojson.Value, serve
 				w.warnf(schema.WarnPrepareComponent, "prepare replaces component 'resource_manager' with PassthroughResourceManager; its path and args will not be used by the prepared runtime")
 			}
 		case launcherIDs[id]:
-			if launcherDiscardsConfig(c, id, launcherPath) {
+			// a slurm_launcher already there is built in only when it is this one
+			if p := c.Get("path"); customConfig(c, builtinLaunchers) || (id == launcherID && p.Truthy() && stringOf(p) != launcherPath) {
 				w.warnf(schema.WarnPrepareComponent, "prepare replaces component '%s' with the generated '%s'; its path and args will not be used by the prepared runtime", id, launcherID)
 			}
 		default:
 			kept = append(kept, c)
-			continue
 		}
 	}
 	components.Items = append(kept,
@@ -115,11 +121,7 @@ func (w *Workspace) patchResources(launcherPath string, args *ojson.Value, serve
 			return err
 		}
 	}
-	mode := newFileMode
-	if f := w.File(resourcesDefault); f != nil {
-		mode = f.Mode
-	}
-	w.put(resourcesDefault, ojson.Marshal(res), mode)
+	w.put(resourcesDefault, ojson.Marshal(res), w.File(resourcesDefault).Mode) // loadObject found it
 	w.remove(resourcesActive)
 	return nil
 }
@@ -164,23 +166,6 @@ func customConfig(c *ojson.Value, builtin map[string]bool) bool {
 	}
 	p := c.Get("path")
 	return p.Truthy() && (p.Kind != ojson.String || !builtin[p.Str])
-}
-
-func launcherDiscardsConfig(c *ojson.Value, id, launcherPath string) bool {
-	if c.Get("args").Truthy() {
-		return true
-	}
-	p := c.Get("path")
-	if !p.Truthy() {
-		return false
-	}
-	if p.Kind != ojson.String {
-		return true
-	}
-	if id == launcherID && p.Str != launcherPath {
-		return true
-	}
-	return !builtinLaunchers[p.Str]
 }
 
 // patchCommConfig writes local/comm_config.json (contract §4.2).

@@ -24,10 +24,6 @@ import (
 //     ("-----BEGIN ... PRIVATE KEY-----"), wherever it is and whatever its
 //     name, even a certificate or a public file from the list above.
 
-// jobSecretFile is the name of a compiled job's secrets file
-// (generator/compile writes it under .nvflare_slurm/jobs/<job>/).
-const jobSecretFile = schema.SecretEnvFile
-
 // publicStartup are the startup/ files whose content --check may show
 // (unless it holds a private key).
 var publicStartup = map[string]bool{
@@ -41,7 +37,7 @@ var publicStartup = map[string]bool{
 func secretFile(rel string) bool {
 	base := path.Base(rel)
 	switch {
-	case base == jobSecretFile, strings.HasSuffix(base, ".key"):
+	case base == schema.SecretEnvFile, strings.HasSuffix(base, ".key"): // a compiled job's secrets; private keys
 		return true
 	case strings.HasPrefix(rel, "startup/"):
 		return !(publicStartup[base] || strings.HasSuffix(base, ".crt") || strings.HasSuffix(base, ".sh"))

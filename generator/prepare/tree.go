@@ -45,9 +45,59 @@ func (w *Workspace) scanKit() error {
 	}
 	var problems schema.Problems
 	var total int64
-	w.scanDir(root, w.Kit, ".", excluded, &problems, &total)
+	// bad is one kit path prepare cannot copy, named as given.
+	bad := func(k problem.Kind, abs, message, hint string) {
+		problems = append(problems, schema.Problem{Kind: k, File: w.name(abs), Message: message, Hint: hint})
+	}
+	stagePrefix, outParent := staging.Prefix(w.Output), filepath.Dir(w.Output)
+	// scan adds the entries of the kit directory d (abs on disk, rel in the
+	// workspace) and a problem for every entry it cannot copy; it goes on
+	// after a problem.
+	var scan func(d *dirfd.Dir, abs, rel string)
+	scan = func(d *dirfd.Dir, abs, rel string) {
+		entries, err := d.Entries()
+		if err != nil {
+			bad(problem.Read, abs, fmt.Sprintf("cannot read this kit directory: %v", fsx.Pathless(err)), "check the permissions of the kit")
+			// Entries returns the entries it could read before the error.
+		}
+		for _, e := range entries {
+			childAbs := filepath.Join(abs, e.Name())
+			if excluded[childAbs] || (abs == outParent && strings.HasPrefix(e.Name(), stagePrefix)) {
+				continue
+			}
+			childRel := path.Join(rel, e.Name())
+			st, err := d.Lstat(e.Name())
+			if err != nil {
+				bad(problem.Read, childAbs, fmt.Sprintf("cannot inspect it: %v", fsx.Pathless(err)), "check the kit")
+				continue
+			}
+			mode := dirfd.ModeOf(st.Mode)
+			if msg, hint := schema.KitEntry(childAbs, mode); msg != "" {
+				bad(problem.Layout, childAbs, msg, hint)
+				continue
+			}
+			if mode.IsDir() {
+				sub, err := d.OpenDir(e.Name())
+				if err != nil {
+					bad(problem.Read, childAbs, fmt.Sprintf("cannot read this kit directory: %v", fsx.Pathless(err)), "check the permissions of the kit")
+					continue
+				}
+				w.addDir(childRel, mode)
+				scan(sub, childAbs, childRel)
+				sub.Close()
+				continue
+			}
+			if msg := schema.KitFileSize(st.Size); msg != "" {
+				bad(problem.Layout, childAbs, msg, "a provisioned kit holds small files: remove it from the kit")
+				continue
+			}
+			total += st.Size
+			w.add(&File{Path: childRel, Mode: mode.Perm(), Source: childAbs, ModTime: time.Unix(st.Mtim.Unix()), Expect: dirfd.ExpectOf(&st)})
+		}
+	}
+	scan(root, w.Kit, ".")
 	if msg := schema.KitSize(total); msg != "" {
-		problems = append(problems, w.kitPathProblem(problem.Layout, w.Kit, msg, "a provisioned kit is a few hundred kilobytes: remove what does not belong to it"))
+		bad(problem.Layout, w.Kit, msg, "a provisioned kit is a few hundred kilobytes: remove what does not belong to it")
 	}
 	if len(problems) > 0 {
 		return &Error{Code: errcode.InvalidKit, Problems: problems,
@@ -58,76 +108,5 @@ func (w *Workspace) scanKit() error {
 }
 
 func (w *Workspace) addDir(rel string, mode fs.FileMode) {
-	f := &File{Path: rel, Dir: true, Mode: mode.Perm()}
-	w.index[rel] = f
-	w.Files = append(w.Files, f)
-}
-
-// kitPathProblem is one kit path prepare cannot copy.
-// It names the path as given.
-func (w *Workspace) kitPathProblem(k problem.Kind, abs, message, hint string) schema.Problem {
-	return schema.Problem{Kind: k, File: w.name(abs), Message: message, Hint: hint}
-}
-
-// scanDir adds the entries of the kit directory d (abs on disk, rel in the
-// workspace) and appends a problem for every entry it cannot copy; it goes
-// on after a problem.
-func (w *Workspace) scanDir(d *dirfd.Dir, abs, rel string, excluded map[string]bool, problems *schema.Problems, total *int64) {
-	entries, err := d.Entries()
-	if err != nil {
-		*problems = append(*problems, w.kitPathProblem(problem.Read, abs, fmt.Sprintf("cannot read this kit directory: %v", fsx.Pathless(err)),
-			"check the permissions of the kit"))
-		// Entries returns the entries it could read before the error.
-	}
-	stagePrefix := staging.Prefix(w.Output)
-	outParent := filepath.Dir(w.Output)
-	for _, e := range entries {
-		childAbs := filepath.Join(abs, e.Name())
-		if excluded[childAbs] || (abs == outParent && strings.HasPrefix(e.Name(), stagePrefix)) {
-			continue
-		}
-		childRel := path.Join(rel, e.Name())
-		st, err := d.Lstat(e.Name())
-		if err != nil {
-			*problems = append(*problems, w.kitPathProblem(problem.Read, childAbs, fmt.Sprintf("cannot inspect it: %v", fsx.Pathless(err)), "check the kit"))
-			continue
-		}
-		mode := dirfd.ModeOf(st.Mode)
-		if msg, hint := schema.KitEntry(childAbs, mode); msg != "" {
-			*problems = append(*problems, w.kitPathProblem(problem.Layout, childAbs, msg, hint))
-			continue
-		}
-		if mode.IsDir() {
-			sub, err := d.OpenDir(e.Name())
-			if err != nil {
-				*problems = append(*problems, w.kitPathProblem(problem.Read, childAbs, fmt.Sprintf("cannot read this kit directory: %v", fsx.Pathless(err)),
-					"check the permissions of the kit"))
-				continue
-			}
-			w.addDir(childRel, mode)
-			w.scanDir(sub, childAbs, childRel, excluded, problems, total)
-			sub.Close()
-			continue
-		}
-		if msg := schema.KitFileSize(st.Size); msg != "" {
-			*problems = append(*problems, w.kitPathProblem(problem.Layout, childAbs, msg, "a provisioned kit holds small files: remove it from the kit"))
-			continue
-		}
-		*total += st.Size
-		f := &File{Path: childRel, Mode: mode.Perm(), Source: childAbs, ModTime: time.Unix(st.Mtim.Unix()),
-			Expect: dirfd.ExpectOf(&st)}
-		w.index[childRel] = f
-		w.Files = append(w.Files, f)
-	}
-}
-
-// readKitFile returns the current content of a workspace file: rendered
-// data, or the kit file it will be copied from.
-func (w *Workspace) readKitFile(rel string) ([]byte, bool, error) {
-	f := w.File(rel)
-	if f == nil || f.Dir {
-		return nil, false, nil
-	}
-	data, err := w.content(f)
-	return data, true, err
+	w.add(&File{Path: rel, Dir: true, Mode: mode.Perm()})
 }

@@ -1,6 +1,7 @@
 package prepare
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,7 +46,7 @@ func write(ctx context.Context, w *Workspace) (err error) {
 		return stagingFailure(err)
 	}
 	defer target.Close()
-	if err := target.CheckReplace(w.force); err != nil {
+	if err := target.CheckReplace(w.opts.Force); err != nil {
 		return stagingFailure(err)
 	}
 	if target.State == staging.OutputOther {
@@ -69,7 +70,11 @@ func write(ctx context.Context, w *Workspace) (err error) {
 			pe.Message += "; " + cerr.Error()
 		}
 	}()
-	if err := stage.Fill(ctx, w.stagingFiles()); err != nil {
+	files := make([]staging.File, len(w.Files))
+	for i, f := range w.Files {
+		files[i] = *f
+	}
+	if err := stage.Fill(ctx, files); err != nil {
 		return w.fillFailure(ctx, err)
 	}
 	if err := stage.Sync(); err != nil {
@@ -106,7 +111,7 @@ func (w *Workspace) checkDiscards(target *staging.Target) error {
 			stored = append(stored, store+"/"+n)
 		}
 	}
-	if (len(jobs) > 0 || len(stored) > 0) && !w.force {
+	if (len(jobs) > 0 || len(stored) > 0) && !w.opts.Force {
 		var held []string
 		if len(jobs) > 0 {
 			held = append(held, fmt.Sprintf("the artifacts of %d job(s) under %s: %s", len(jobs), jobsDir, strings.Join(jobs, ", ")))
@@ -128,18 +133,6 @@ func (w *Workspace) checkDiscards(target *staging.Target) error {
 		w.warnf(schema.WarnPrepareForce, "discarding server storage %s/%s (--force)", w.name(w.Output), s)
 	}
 	return nil
-}
-
-// stagingFiles is w's tree for staging.Staging.Fill.
-func (w *Workspace) stagingFiles() []staging.File {
-	out := make([]staging.File, len(w.Files))
-	for i, f := range w.Files {
-		out[i] = staging.File{Path: f.Path, Dir: f.Dir, Mode: f.Mode, Data: f.Data, ModTime: f.ModTime}
-		if !f.rendered && !f.Dir {
-			out[i].Source, out[i].Expect = f.Source, f.Expect
-		}
-	}
-	return out
 }
 
 // fillFailure is the error of a failed Fill.
@@ -167,12 +160,7 @@ func stagingFailure(err error) error {
 	if !errors.As(err, &se) {
 		return &Error{Code: errcode.PrepareFailed, Message: err.Error(), Err: err}
 	}
-	code := errcode.PrepareFailed
-	switch se.Kind {
-	case staging.UnsafeOutput:
-		code = errcode.InvalidOutput
-	case staging.NotWorkspace:
-		code = errcode.NotAWorkspace
-	}
+	code := cmp.Or(map[staging.ErrorKind]string{staging.UnsafeOutput: errcode.InvalidOutput, staging.NotWorkspace: errcode.NotAWorkspace}[se.Kind],
+		errcode.PrepareFailed)
 	return &Error{Code: code, Message: se.Message, Hint: se.Hint, Err: err}
 }

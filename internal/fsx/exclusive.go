@@ -15,32 +15,29 @@ import (
 // (exactly: the umask is not applied), writes data and, when sync is true,
 // fsyncs the file. An existing path, symlink or not, is an error. On any
 // failure after creation the partial file is removed.
-func WriteExclusive(path string, data []byte, perm os.FileMode, sync bool) error {
+func WriteExclusive(path string, data []byte, perm os.FileMode, sync bool) (err error) {
 	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
 	if err != nil {
 		return &os.PathError{Op: "create", Path: path, Err: err}
 	}
 	f := os.NewFile(uintptr(fd), path)
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(path)
-		return err
-	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(path)
+		}
+	}()
 	// The umask may have narrowed the mode given to open; set it exactly.
 	if err := f.Chmod(perm.Perm()); err != nil {
-		return fail(err)
+		return err
 	}
 	if _, err := f.Write(data); err != nil {
-		return fail(err)
+		return err
 	}
 	if sync {
-		if err := f.Sync(); err != nil {
-			return fail(err)
-		}
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(path)
-		return err
+		return f.Sync()
 	}
 	return nil
 }

@@ -86,11 +86,9 @@ type publisher struct {
 
 // system is the publisher of the real system calls.
 func system() publisher {
-	return publisher{renameNoReplace: renameNoReplaceDefault, link: unix.Link}
-}
-
-func renameNoReplaceDefault(from, to string) error {
-	return unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
+	return publisher{link: unix.Link, renameNoReplace: func(from, to string) error {
+		return unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
+	}}
 }
 
 // Publish gives the complete temp file tmp its final name path, in the

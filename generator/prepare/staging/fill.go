@@ -8,7 +8,7 @@ import (
 	"os"
 	"path"
 	"runtime"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,8 +55,8 @@ func (s *Staging) Fill(ctx context.Context, files []File) error {
 			regular = append(regular, f)
 		}
 	}
-	sort.Slice(dirs, func(i, j int) bool { return PathLess(dirs[i].Path, dirs[j].Path) })
-	sort.SliceStable(regular, func(i, j int) bool { return PathLess(path.Dir(regular[i].Path), path.Dir(regular[j].Path)) })
+	slices.SortFunc(dirs, func(a, b *File) int { return ComparePaths(a.Path, b.Path) })
+	slices.SortStableFunc(regular, func(a, b *File) int { return ComparePaths(path.Dir(a.Path), path.Dir(b.Path)) })
 	if err := s.mkdirs(dirs); err != nil {
 		return err
 	}
@@ -219,26 +219,27 @@ func writeFile(d *dirfd.Dir, f *File, mask fs.FileMode) (err error) {
 // (reading it with umask(2) would have to change it, racing with other
 // threads); 0o777 (always fchmod) when unknown.
 func processUmask() fs.FileMode {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0o777
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
-			if n, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
-				return fs.FileMode(n)
-			}
+	if data, err := os.ReadFile("/proc/self/status"); err == nil {
+		_, v, _ := strings.Cut(string(data), "\nUmask:") // never the first line (Name: is)
+		v, _, _ = strings.Cut(v, "\n")
+		if n, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+			return fs.FileMode(n)
 		}
 	}
 	return 0o777
 }
 
-// PathLess orders slash paths so that a directory comes right
-// before its contents: "." first, then component by component (the order
-// Fill creates directories in).
-func PathLess(a, b string) bool {
-	if a == "." || b == "." {
-		return a == "." && b != "."
+// ComparePaths orders slash paths so that a directory comes right before
+// its contents: "." first, then component by component (the order Fill
+// creates directories in).
+func ComparePaths(a, b string) int {
+	switch {
+	case a == b:
+		return 0
+	case a == ".":
+		return -1
+	case b == ".":
+		return 1
 	}
-	return strings.ReplaceAll(a, "/", "\x00") < strings.ReplaceAll(b, "/", "\x00")
+	return strings.Compare(strings.ReplaceAll(a, "/", "\x00"), strings.ReplaceAll(b, "/", "\x00"))
 }

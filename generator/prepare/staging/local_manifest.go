@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"slices"
 	"strings"
@@ -53,10 +52,8 @@ type LocalManifest struct {
 // sorted, files in key order, so the same workspace always records the
 // same bytes (prepare --check compares it like any other file).
 func (m *LocalManifest) Encode() []byte {
-	out := LocalManifest{Format: localManifestFormat, Dirs: slices.Sorted(slices.Values(m.Dirs)), Files: m.Files}
-	if out.Dirs == nil {
-		out.Dirs = []string{}
-	}
+	out := LocalManifest{Format: localManifestFormat, Dirs: append([]string{}, m.Dirs...), Files: m.Files}
+	slices.Sort(out.Dirs)
 	if out.Files == nil {
 		out.Files = map[string]string{}
 	}
@@ -68,37 +65,20 @@ func (m *LocalManifest) Encode() []byte {
 	return b.Bytes()
 }
 
-// HasDir says whether prepare wrote the directory rel.
-func (m *LocalManifest) HasDir(rel string) bool { return slices.Contains(m.Dirs, rel) }
-
 // ReadLocalManifest reads the manifest of the workspace whose root is ws,
 // never following a symlink and never blocking on a named pipe. It returns
 // nil and no error when the workspace has none (prepared before prepare
 // recorded it), and an error saying why when it cannot be used (not a
 // regular file, too large, not a manifest).
 func ReadLocalManifest(ws *dirfd.Dir) (*LocalManifest, error) {
-	control, err := ws.OpenDir(schema.ControlDir)
-	if errors.Is(err, unix.ENOENT) {
+	data, err := readSmall(ws, LocalManifestPath, localManifestLimit)
+	switch {
+	case errors.Is(err, unix.ENOENT):
 		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer control.Close()
-	f, err := control.OpenRegular(localManifestName, dirfd.Expect{})
-	if errors.Is(err, unix.ENOENT) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, localManifestLimit+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > localManifestLimit {
+	case errors.Is(err, errTooLarge):
 		return nil, fmt.Errorf("it is larger than %d bytes", localManifestLimit)
+	case err != nil:
+		return nil, err
 	}
 	var m LocalManifest
 	dec := json.NewDecoder(bytes.NewReader(data))

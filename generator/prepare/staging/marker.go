@@ -17,6 +17,31 @@ import (
 // kilobytes.
 const markerLimit = 4 << 20
 
+// errTooLarge is readSmall's error for a file above its limit.
+var errTooLarge = errors.New("too large")
+
+// readSmall reads the regular file rel ("dir/name") of the workspace ws,
+// never following a symlink and never blocking on a named pipe; a file of
+// more than limit bytes is errTooLarge.
+func readSmall(ws *dirfd.Dir, rel string, limit int) ([]byte, error) {
+	dir, name, _ := strings.Cut(rel, "/")
+	d, err := ws.OpenDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	f, err := d.OpenRegular(name, dirfd.Expect{})
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err == nil && len(data) > limit {
+		err = errTooLarge
+	}
+	return data, err
+}
+
 // IsWorkspaceOf says whether the directory out is a workspace prepared
 // for output (its marker names output).
 func IsWorkspaceOf(out *dirfd.Dir, output string) bool { return markerReason(out, output) == "" }
@@ -24,28 +49,14 @@ func IsWorkspaceOf(out *dirfd.Dir, output string) bool { return markerReason(out
 // markerReason says why the directory out is not a workspace prepared for
 // output, or "" when it is one.
 func markerReason(out *dirfd.Dir, output string) string {
-	dir, name, _ := strings.Cut(schema.ResourcesDefaultPath, "/")
-	local, err := out.OpenDir(dir)
-	if err == nil {
-		defer local.Close()
-	}
-	var f io.ReadCloser
-	if err == nil {
-		f, err = local.OpenRegular(name, dirfd.Expect{})
-	}
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+	data, err := readSmall(out, schema.ResourcesDefaultPath, markerLimit)
+	switch {
+	case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR):
 		return "it holds no " + schema.ResourcesDefaultPath
-	}
-	if err != nil {
-		return fmt.Sprintf("its %s cannot be read: %v", schema.ResourcesDefaultPath, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, markerLimit+1))
-	if err != nil {
-		return fmt.Sprintf("its %s cannot be read: %v", schema.ResourcesDefaultPath, err)
-	}
-	if len(data) > markerLimit {
+	case errors.Is(err, errTooLarge):
 		return fmt.Sprintf("its %s is larger than %d bytes", schema.ResourcesDefaultPath, markerLimit)
+	case err != nil:
+		return fmt.Sprintf("its %s cannot be read: %v", schema.ResourcesDefaultPath, err)
 	}
 	doc, err := ojson.Parse(data)
 	if err != nil {

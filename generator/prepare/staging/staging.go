@@ -93,7 +93,7 @@ type Target struct {
 	State  State
 	Reason string // for OutputOther: why it is not a workspace of Path
 
-	name     func(string) string // names a path as the user gave it, for messages (nil: as it is)
+	named    func(string) string // names a path as the user gave it, for messages
 	base     string
 	ancestor *dirfd.Dir // the parent, or its nearest existing ancestor
 	missing  []string   // the directories to create below ancestor to reach the parent
@@ -109,7 +109,10 @@ type Target struct {
 //   - any symlink on the way to the parent, or an output that is a
 //     symlink or not a directory.
 func Open(path string, name func(string) string) (*Target, error) {
-	t := &Target{Path: path, base: filepath.Base(path), name: name}
+	if name == nil {
+		name = func(p string) string { return p }
+	}
+	t := &Target{Path: path, base: filepath.Base(path), named: name}
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path || filepath.Dir(path) == path {
 		return nil, stagingErr(UnsafeOutput, nil, "give an absolute path below /", "output %s is not a clean absolute path below /", t.named(path))
 	}
@@ -213,14 +216,6 @@ func (t *Target) List(rel string) ([]string, error) {
 	return d.Names()
 }
 
-// named is p as the user gave it (Open's name), for messages.
-func (t *Target) named(p string) string {
-	if t.name == nil {
-		return p
-	}
-	return t.name(p)
-}
-
 // Close releases the descriptors of t.
 func (t *Target) Close() {
 	if t == nil {
@@ -251,13 +246,7 @@ func checkWriters(d *dirfd.Dir, dir string, creating bool) error {
 			what, dir, accountName(owner), accountName(euid))
 	}
 	if st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0 {
-		who := "its group"
-		switch {
-		case st.Mode&0o022 == 0o002:
-			who = "every account"
-		case st.Mode&0o022 == 0o022:
-			who = "its group and every account"
-		}
+		who := map[uint32]string{0o020: "its group", 0o002: "every account", 0o022: "its group and every account"}[st.Mode&0o022]
 		return stagingErr(UnsafeOutput, nil, fix,
 			"%s %s is writable by %s (mode %04o) and not sticky: another account could swap prepare's staging directory for a symlink; nothing was written",
 			what, dir, who, st.Mode&0o7777)

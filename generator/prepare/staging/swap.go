@@ -60,12 +60,10 @@ type Staging struct {
 	closed    bool
 }
 
-// createdDir is a directory Stage created: its name in parent and its
-// identity.
+// createdDir is a directory Stage created (dir, open): its name in parent.
 type createdDir struct {
-	parent *dirfd.Dir
-	name   string
-	id     dirfd.FileID
+	parent, dir *dirfd.Dir
+	name        string
 }
 
 func (s *Staging) warnf(format string, args ...any) {
@@ -96,8 +94,8 @@ func (t *Target) Stage(opts Options) (_ *Staging, err error) {
 		if err != nil {
 			return nil, stagingErr(ioFailed, err, "check the path and its permissions", "cannot create the output's parent directory %s: %v", t.named(parent.Join(name)), err)
 		}
-		s.created = append(s.created, createdDir{parent: parent, name: name, id: d.ID()})
-		parent, s.parent = d, d
+		s.created = append(s.created, createdDir{parent: parent, dir: d, name: name})
+		parent = d
 	}
 	s.parent = parent
 	s.cleanStale(parent)
@@ -156,6 +154,10 @@ func (s *Staging) Sync() error {
 func (s *Staging) Install() error {
 	t := s.target
 	rename := s.opts.rename
+	intoPlace := func(err error) error {
+		return stagingErr(ioFailed, err, "the output was not changed; check the output directory and re-run prepare",
+			"cannot move the staged workspace into place at %s: %v", t.named(t.Path), err)
+	}
 	if st, err := s.dir.Lstat(newName); err != nil || dirfd.IDOf(&st) != s.root.ID() {
 		return stagingErr(ioFailed, dirfd.ErrChanged, "re-run prepare", "the staged workspace in %s was replaced while prepare ran; nothing was replaced", s.target.named(s.path))
 	}
@@ -165,8 +167,7 @@ func (s *Staging) Install() error {
 			err = rename(s.dir, newName, s.parent, t.base, 0)
 		}
 		if err != nil {
-			return stagingErr(ioFailed, err, "the output was not changed; check the output directory and re-run prepare",
-				"cannot move the staged workspace into place at %s: %v", t.named(t.Path), err)
+			return intoPlace(err)
 		}
 		s.installed = true
 		return s.syncParent()
@@ -182,8 +183,7 @@ func (s *Staging) Install() error {
 		return s.syncParent()
 	}
 	if !dirfd.Unsupported(err) {
-		return stagingErr(ioFailed, err, "the output was not changed; check the output directory and re-run prepare",
-			"cannot move the staged workspace into place at %s: %v", t.named(t.Path), err)
+		return intoPlace(err)
 	}
 	if err := rename(s.parent, t.base, s.dir, asideName, 0); err != nil {
 		return stagingErr(ioFailed, err, "the output was not changed; check the output directory and re-run prepare",
@@ -201,8 +201,7 @@ func (s *Staging) Install() error {
 			return &Error{Kind: oldKept, Err: err, Message: msg,
 				Hint: fmt.Sprintf("move it back with: mv %s %s (prepare never deletes it)", shell.Quote(t.named(old)), shell.Quote(t.named(t.Path)))}
 		}
-		return stagingErr(ioFailed, err, "the output was not changed; check the output directory and re-run prepare",
-			"cannot move the staged workspace into place at %s: %v", t.named(t.Path), err)
+		return intoPlace(err)
 	}
 	s.installed, s.old = true, asideName
 	return s.syncParent()
@@ -266,19 +265,14 @@ func (s *Staging) Close() error {
 	if !s.installed {
 		for i := len(s.created) - 1; i >= 0; i-- {
 			c := s.created[i]
-			if st, lerr := c.parent.Lstat(c.name); lerr != nil || dirfd.IDOf(&st) != c.id || unix.Unlinkat(c.parent.Fd(), c.name, unix.AT_REMOVEDIR) != nil {
+			if st, lerr := c.parent.Lstat(c.name); lerr != nil || dirfd.IDOf(&st) != c.dir.ID() || unix.Unlinkat(c.parent.Fd(), c.name, unix.AT_REMOVEDIR) != nil {
 				break
 			}
 		}
 	}
 	s.root.Close()
-	// created[i].parent is the directory created at i-1 (i > 0), and the
-	// last one created is s.parent; created[0].parent is the target's.
-	for i := 1; i < len(s.created); i++ {
-		s.created[i].parent.Close()
-	}
-	if len(s.created) > 0 {
-		s.parent.Close()
+	for _, c := range s.created {
+		c.dir.Close() // the last one is s.parent
 	}
 	s.dir.Close()
 	return err

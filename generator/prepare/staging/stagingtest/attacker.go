@@ -36,14 +36,13 @@ type Attacker struct {
 	stashes atomic.Int64
 	stop    atomic.Bool
 	wg      sync.WaitGroup
-	mu      sync.Mutex
-	trapped map[string]bool
+	trapped sync.Map // names of the traps set
 }
 
 // Start starts the attacker with a seed (log it).
 func (a *Attacker) Start(seed uint64) {
 	a.rng = rand.New(rand.NewPCG(seed, 0x5eed))
-	a.trapped = map[string]bool{}
+	a.trapped.Clear()
 	a.resume()
 }
 
@@ -69,7 +68,7 @@ func (a *Attacker) run() {
 		}
 		for _, e := range ents {
 			name := e.Name()
-			if !strings.HasPrefix(name, a.Prefix) || !e.IsDir() || a.isTrap(name) {
+			if _, trap := a.trapped.Load(name); !strings.HasPrefix(name, a.Prefix) || !e.IsDir() || trap {
 				continue
 			}
 			p := filepath.Join(a.Parent, name)
@@ -78,20 +77,12 @@ func (a *Attacker) run() {
 				continue
 			}
 			if a.trap(p) == nil {
-				a.mu.Lock()
-				a.trapped[name] = true
-				a.mu.Unlock()
+				a.trapped.Store(name, true)
 				a.landed.Add(1)
 			}
 		}
 		runtime.Gosched()
 	}
-}
-
-func (a *Attacker) isTrap(name string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.trapped[name]
 }
 
 // trap puts one of the traps at p.
@@ -138,9 +129,7 @@ func (a *Attacker) Clean() error {
 			}
 		}
 	}
-	a.mu.Lock()
-	a.trapped = map[string]bool{}
-	a.mu.Unlock()
+	a.trapped.Clear()
 	return nil
 }
 
