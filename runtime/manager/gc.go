@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -111,53 +113,27 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 			ge.Reason = "unreadable handle.json: " + err.Error()
 		}
 	}
-	cl := m.cfg.Client
-	if len(withHandle) > 0 {
-		q, qerr := cl.Queue(ctx, slurmIDs(withHandle))
-		var left []*liveJob
-		for _, j := range withHandle {
-			ge := byDir[j.dir]
-			if qerr != nil {
-				ge.Reason = qerr.Error()
-				continue
-			}
-			row, found, err := q.Lookup(j.info.SlurmJobID, j.info.JobName, m.marker(j.info), cl.UID)
-			switch {
-			case err != nil:
-				ge.Reason = err.Error()
-			case found && !isTerminal(row.State):
-				ge.Verdict, ge.State, ge.Reason = gcLive, row.State, "in the queue"
-			default:
-				left = append(left, j)
-			}
-		}
-		if len(left) > 0 {
-			a, aerr := cl.Accounting(ctx, slurmIDs(left))
-			for _, j := range left {
-				ge := byDir[j.dir]
-				if aerr != nil {
-					ge.Reason = aerr.Error()
-					continue
-				}
-				rec, found, err := a.Lookup(j.info.SlurmJobID, j.info.JobName, cl.User, j.info.SubmitTime)
-				switch {
-				case err != nil:
-					ge.Reason = err.Error()
-				case !found:
-					ge.Reason = "not in the queue and no accounting record: cannot confirm it finished"
-				case !isTerminal(rec.State):
-					ge.Verdict, ge.State, ge.Reason = gcLive, rec.State, "accounting shows it live"
-				default:
-					ge.Verdict, ge.State, ge.Reason = gcFinished, rec.State, "accounting shows it ended"
-					if remove {
-						rc := returnCode(rec.State, rec.Exit, rec.DerivedExit, j.timers.UserAbort)
-						m.obs.finish(c, j, rec.State, rc, "collected by gc", m.now())
-						ge.Removed = true
-					}
-				}
+	m.ask(ctx, withHandle, func(j *liveJob, err error, _ bool) {
+		byDir[j.dir].Reason = err.Error()
+	}, func(j *liveJob, row scheduler.QueueRow) {
+		ge := byDir[j.dir]
+		ge.Verdict, ge.State, ge.Reason = gcLive, row.State, "in the queue"
+	}, func(j *liveJob, rec scheduler.AcctRow, found bool) {
+		ge := byDir[j.dir]
+		switch {
+		case !found:
+			ge.Reason = "not in the queue and no accounting record: cannot confirm it finished"
+		case !isTerminal(rec.State):
+			ge.Verdict, ge.State, ge.Reason = gcLive, rec.State, "accounting shows it live"
+		default:
+			ge.Verdict, ge.State, ge.Reason = gcFinished, rec.State, "accounting shows it ended"
+			if remove {
+				rc := returnCode(rec.State, rec.Exit, rec.DerivedExit, j.timers.UserAbort)
+				m.obs.finish(c, j, rec.State, rc, "collected by gc", m.now())
+				ge.Removed = true
 			}
 		}
-	}
+	})
 	if len(nameless) > 0 {
 		queued, err := m.queuedKeys(ctx)
 		for _, ge := range nameless {
@@ -184,7 +160,7 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 			}
 		}
 	}
-	sort.Slice(entries, func(i, k int) bool { return entries[i].Dir < entries[k].Dir })
+	slices.SortFunc(entries, func(a, b *GCEntry) int { return strings.Compare(a.Dir, b.Dir) })
 	res := make([]GCEntry, len(entries))
 	for i, e := range entries {
 		switch {

@@ -93,7 +93,7 @@ func (h *Handle) Poll(ctx context.Context) (Status, error) {
 	if f := h.done.Load(); f != nil {
 		return h.info.finished(*f), nil
 	}
-	c, err := h.m.obs.view(ctx, h.m.extraHandles, false, nil, h.covered)
+	c, err := h.m.obs.view(ctx, nil, h.covered)
 	if err != nil {
 		return h.info.unknown(stateSubmitted, err.Error()), err
 	}
@@ -148,20 +148,28 @@ func (h *Handle) Wait(ctx context.Context) (Status, error) {
 // for while it waits.
 func (h *Handle) WaitReporting(ctx context.Context, report func(Status)) (Status, error) {
 	for {
-		st, err := h.Poll(ctx)
+		st := h.pollReporting(ctx, report)
 		if st.Terminal {
 			return st, nil
-		}
-		if err == nil && report != nil {
-			report(st)
-		}
-		if err != nil && ctx.Err() == nil {
-			h.m.log.Warn("poll failed; retrying", "job_id", h.info.JobID, "err", err)
 		}
 		if err := h.m.cfg.Sleep(ctx, h.m.nextWait()); err != nil {
 			return st, err
 		}
 	}
+}
+
+// pollReporting polls once and gives a status short of the end to report
+// (nil: none); a failed poll is logged, for the caller to retry.
+func (h *Handle) pollReporting(ctx context.Context, report func(Status)) Status {
+	st, err := h.Poll(ctx)
+	switch {
+	case st.Terminal:
+	case err == nil && report != nil:
+		report(st)
+	case err != nil && ctx.Err() == nil:
+		h.m.log.Warn("poll failed; retrying", "job_id", h.info.JobID, "err", err)
+	}
+	return st
 }
 
 // nextWait is how long a wait sleeps before its next poll: until the
@@ -216,7 +224,7 @@ func (h *Handle) terminate(ctx context.Context, user bool) (Status, error) {
 	}
 	dir := h.m.JobDir(h.info.JobID)
 	var recorded bool
-	c, err := h.m.obs.view(ctx, h.m.extraHandles, true, func() error {
+	c, err := h.m.obs.view(ctx, func() error {
 		cur, err := readHandle(dir)
 		if errors.Is(err, errNoHandle) {
 			if _, serr := os.Lstat(dir); errors.Is(serr, fs.ErrNotExist) {

@@ -442,23 +442,6 @@ func (m *Manager) recorded(ctx context.Context, jobID string) (*Finished, error)
 	return fin, err
 }
 
-// extraHandles are this process's handles whose job dir is gone, so that
-// the refresh still asks about them.
-func (m *Manager) extraHandles() []*Handle {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []*Handle
-	for _, h := range m.handles {
-		if h == nil || h.done.Load() != nil {
-			continue
-		}
-		if _, err := os.Lstat(filepath.Join(m.JobDir(h.info.JobID), handleFile)); err != nil {
-			out = append(out, h)
-		}
-	}
-	return out
-}
-
 // liveHandles are this process's unfinished handles by Slurm job id.
 func (m *Manager) liveHandles() map[string]*Handle {
 	m.mu.Lock()
