@@ -138,16 +138,10 @@ type Summary struct {
 // Summarize counts rows by result.
 func Summarize(rows []Row) Summary {
 	var s Summary
+	count := map[string]*int{pass: &s.Pass, fail: &s.Fail, warn: &s.Warn, skip: &s.Skip}
 	for _, r := range rows {
-		switch r.Result {
-		case pass:
-			s.Pass++
-		case fail:
-			s.Fail++
-		case warn:
-			s.Warn++
-		case skip:
-			s.Skip++
+		if n := count[r.Result]; n != nil {
+			*n++
 		}
 	}
 	return s

@@ -156,11 +156,9 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 		row.Seconds = float64(time.Since(start).Milliseconds()) / 1000
 		r.logf("%-15s %s (%.1f s) %s", p.name, row.Result, row.Seconds, row.Evidence)
 	}()
-	if p.skipIf != nil {
-		if why := p.skipIf(r.rt, r.o); why != "" {
-			row.Result, row.Evidence = skip, why
-			return row
-		}
+	if p.skipIf != nil && p.skipIf(r.rt, r.o) {
+		row.Result, row.Evidence = skip, p.skipWhy
+		return row
 	}
 	if p.local != nil {
 		row.Result, row.Evidence = p.local(r.rt, r.bootErr)
@@ -473,12 +471,7 @@ func writeSpec(root, jobID string, sp spec, plan *compile.Plan) error {
 	if err != nil {
 		return err
 	}
-	wsd, err := dirfd.Open(root)
-	if err != nil {
-		return err
-	}
-	defer wsd.Close()
-	run, err := wsd.OpenDir(jobID)
+	run, err := openRun(root, jobID)
 	if err != nil {
 		return err
 	}
@@ -486,43 +479,50 @@ func writeSpec(root, jobID string, sp spec, plan *compile.Plan) error {
 	return writeFile(run, specFile, append(data, '\n'))
 }
 
-// secretGone removes the probe job's secret.env if it is still there (the
-// job never started) and says so in the row's evidence; a secret.env that
-// cannot be removed fails the row, naming it.
+// openRun opens the probe's run dir <root>/<jobID> through directory
+// descriptors.
+func openRun(root, jobID string) (*dirfd.Dir, error) {
+	wsd, err := dirfd.Open(root)
+	if err != nil {
+		return nil, err
+	}
+	defer wsd.Close()
+	return wsd.OpenDir(jobID)
+}
+
+// secretGone removes the probe job's secret.env, through directory
+// descriptors, if it is still there (the job never started) and says so in
+// the row's evidence; a secret.env that cannot be removed fails the row,
+// naming it.
 func secretGone(root, jobID string, row *Row) {
-	removed, err := removeSecretFile(root, jobID)
-	switch {
-	case err != nil:
+	err := func() error {
+		wsd, err := dirfd.Open(root)
+		if err != nil {
+			return err
+		}
+		defer wsd.Close()
+		jd, err := wsd.OpenBeneath(filepath.ToSlash(filepath.Join(schema.ControlDir, schema.JobsDir, schema.JobKey(jobID))))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // the runtime removed the job dir: the job ended
+		}
+		if err != nil {
+			return err
+		}
+		defer jd.Close()
+		if err := unix.Unlinkat(jd.Fd(), schema.SecretEnvFile, 0); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				return nil // the batch script removed it
+			}
+			return err
+		}
+		row.Evidence += "; removed the probe job's secret.env (the job never started): no secret is left on disk"
+		return nil
+	}()
+	if err != nil {
 		row.Result = fail
 		row.Evidence += fmt.Sprintf("; the probe job's %s, which holds its credentials and the study's secrets, could not be removed: %v: remove it by hand",
 			filepath.Join(schema.JobDir(root, jobID), schema.SecretEnvFile), err)
-	case removed:
-		row.Evidence += "; removed the probe job's secret.env (the job never started): no secret is left on disk"
 	}
-}
-
-// removeSecretFile removes <job dir>/secret.env of jobID through
-// directory descriptors; removed says whether it was there.
-func removeSecretFile(root, jobID string) (removed bool, err error) {
-	wsd, err := dirfd.Open(root)
-	if err != nil {
-		return false, err
-	}
-	defer wsd.Close()
-	rel := filepath.ToSlash(filepath.Join(schema.ControlDir, schema.JobsDir, schema.JobKey(jobID)))
-	jd, err := wsd.OpenBeneath(rel)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil // the runtime removed the job dir: the job ended
-	}
-	if err != nil {
-		return false, err
-	}
-	defer jd.Close()
-	err = unix.Unlinkat(jd.Fd(), schema.SecretEnvFile, 0)
-	if errors.Is(err, unix.ENOENT) {
-		return false, nil // the batch script removed it
-	}
-	return err == nil, err
 }
 
 // knownRunFiles are the entries check removes from a probe's run dir: what
@@ -577,12 +577,7 @@ func removeRunDir(root, jobID string) error {
 // readRunFile reads a regular file of the probe's run dir without following
 // a symlink or blocking on a FIFO (dirfd.OpenRegular), at most limit bytes.
 func readRunFile(root, jobID, name string, limit int64) ([]byte, error) {
-	wsd, err := dirfd.Open(root)
-	if err != nil {
-		return nil, err
-	}
-	defer wsd.Close()
-	run, err := wsd.OpenDir(jobID)
+	run, err := openRun(root, jobID)
 	if err != nil {
 		return nil, err
 	}
