@@ -126,18 +126,7 @@ func checkLink(link string, euid int) error {
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 && int(sys.Uid) != euid {
 		return fmt.Errorf("the symlink %s is owned by uid %d, neither root nor this account (uid %d), so that account could point it elsewhere; fix: record the program's own path, or a link owned by root or this account", link, sys.Uid, euid)
 	}
-	for dir := filepath.Dir(link); ; dir = filepath.Dir(dir) {
-		dst, err := os.Stat(dir)
-		if err != nil {
-			return fmt.Errorf("cannot check %s, a directory above the symlink %s: %v", dir, link, fsx.Pathless(err))
-		}
-		if err := entry(link, dir, dst, euid, true); err != nil {
-			return err
-		}
-		if dir == "/" || dir == "." {
-			return nil
-		}
-	}
+	return dirsAbove(link, "the symlink "+link, euid)
 }
 
 // check refuses a program (real: its path, symlinks resolved) that another
@@ -155,12 +144,18 @@ func check(real string, euid int) error {
 	if err := entry(real, real, st, euid, false); err != nil {
 		return err
 	}
-	for dir := filepath.Dir(real); ; dir = filepath.Dir(dir) {
+	return dirsAbove(real, real, euid)
+}
+
+// dirsAbove checks, with entry, every directory above program (what names
+// it in the error of one that cannot be checked), up to the root.
+func dirsAbove(program, what string, euid int) error {
+	for dir := filepath.Dir(program); ; dir = filepath.Dir(dir) {
 		dst, err := os.Stat(dir)
 		if err != nil {
-			return fmt.Errorf("cannot check %s, a directory above %s: %v", dir, real, fsx.Pathless(err))
+			return fmt.Errorf("cannot check %s, a directory above %s: %v", dir, what, fsx.Pathless(err))
 		}
-		if err := entry(real, dir, dst, euid, true); err != nil {
+		if err := entry(program, dir, dst, euid, true); err != nil {
 			return err
 		}
 		if dir == "/" || dir == "." {
