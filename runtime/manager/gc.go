@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
@@ -56,32 +54,43 @@ func (m *Manager) GC(ctx context.Context, remove bool) ([]GCEntry, error) {
 		out, err = m.gcLocked(ctx, c, remove)
 		return remove, err
 	})
-	// A finished job's dir is removed once its result is on disk (after
-	// the lock): report what is really gone, not what was planned.
 	for i := range out {
-		if e := &out[i]; e.Removed {
+		e := &out[i]
+		// A finished job's dir is removed once its result is on disk (after
+		// the lock): report what is really gone, not what was planned.
+		if e.Removed {
 			if _, serr := os.Lstat(e.Dir); serr == nil || !errors.Is(serr, os.ErrNotExist) {
-				e.Removed, e.Action = false, gcKept
+				e.Removed = false
 				e.Reason += "; its removal failed (the log says why)"
 			}
+		}
+		switch {
+		case e.Removed:
+			e.Action = GCRemoved
+		case e.Verdict == gcFinished && !remove:
+			e.Action = GCWouldRemove
+		default:
+			e.Action = gcKept
 		}
 	}
 	return out, err
 }
 
+// gcLocked is gc's verdict on each job dir, in Dir order (os.ReadDir sorts
+// by name); GC says what it did.
 func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntry, error) {
 	ents, err := os.ReadDir(m.jobsDir)
 	if err != nil {
 		return nil, fmt.Errorf("list job dirs: %w", err)
 	}
 	var withHandle []*liveJob
-	var entries []*GCEntry
+	out := make([]GCEntry, len(ents))
 	byDir := map[string]*GCEntry{}
 	var nameless []*GCEntry
-	for _, e := range ents {
+	for i, e := range ents {
 		dir := filepath.Join(m.jobsDir, e.Name())
-		ge := &GCEntry{Dir: dir, Verdict: gcUnknown}
-		entries = append(entries, ge)
+		ge := &out[i]
+		*ge = GCEntry{Dir: dir, Verdict: gcUnknown}
 		byDir[dir] = ge
 		if !e.IsDir() {
 			ge.Reason = "not a directory; remove it by hand"
@@ -160,20 +169,7 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 			}
 		}
 	}
-	slices.SortFunc(entries, func(a, b *GCEntry) int { return strings.Compare(a.Dir, b.Dir) })
-	res := make([]GCEntry, len(entries))
-	for i, e := range entries {
-		switch {
-		case e.Removed:
-			e.Action = GCRemoved
-		case e.Verdict == gcFinished && !remove:
-			e.Action = GCWouldRemove
-		default:
-			e.Action = gcKept
-		}
-		res[i] = *e
-	}
-	return res, nil
+	return out, nil
 }
 
 // launchGrace is how long a job dir without a handle is taken for a launch
