@@ -177,8 +177,7 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 	row.JobID = jobID
 	o := &outcome{jobID: jobID, token: "check-token-" + randomHex(32), environ: r.rt.Lookup, opts: r.o}
 
-	run, err := makeRunDir(ws.Root, jobID)
-	if err != nil {
+	if err := makeRunDir(ws.Root, jobID); err != nil {
 		row.Result, row.Evidence = fail, err.Error()
 		return row
 	}
@@ -201,7 +200,6 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 		l, err := listen(ws.Launcher.InternalPort)
 		if err != nil {
 			row.Result, row.Evidence = fail, err.Error()
-			run.Close()
 			return row
 		}
 		if l != nil {
@@ -210,7 +208,6 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 		}
 		o.listen = l
 	}
-	run.Close()
 
 	meta := p.meta
 	if p.metaFor != nil {
@@ -414,21 +411,18 @@ func request(ws *schema.Workspace, jobID, study string, slurm map[string]any, to
 
 // makeRunDir creates the probe's run dir <workspace>/<job id> (0700) and
 // writes the probe program into it.
-func makeRunDir(root, jobID string) (*dirfd.Dir, error) {
+func makeRunDir(root, jobID string) error {
 	wsd, err := dirfd.Open(root)
 	if err != nil {
-		return nil, fmt.Errorf("open workspace %s: %w", root, err)
+		return fmt.Errorf("open workspace %s: %w", root, err)
 	}
 	defer wsd.Close()
 	run, err := wsd.Mkdir(jobID, 0o700, true)
 	if err != nil {
-		return nil, fmt.Errorf("create the probe's run dir: %w", err)
+		return fmt.Errorf("create the probe's run dir: %w", err)
 	}
-	if err := writeFile(run, programFile, program); err != nil {
-		run.Close()
-		return nil, err
-	}
-	return run, nil
+	defer run.Close()
+	return writeFile(run, programFile, program)
 }
 
 func writeFile(d *dirfd.Dir, name string, data []byte) error {

@@ -269,11 +269,7 @@ func (c *Client) Accounting(ctx context.Context, ids []string) (*Accounting, err
 	if err != nil {
 		return nil, err
 	}
-	loc := c.Location
-	if loc == nil {
-		loc = time.Local
-	}
-	return parseAccounting(r.Stdout, loc)
+	return parseAccounting(r.Stdout, c.Location)
 }
 
 // Cancel runs `scancel -Q --me <id>`. The caller verifies ownership first.
