@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -147,14 +148,6 @@ func (w *capWriter) ReadFrom(r io.Reader) (int64, error) {
 }
 
 func (w *capWriter) Write(p []byte) (int, error) {
-	room := w.limit - len(w.buf)
-	if len(p) > room {
-		w.over = true
-		if room > 0 {
-			w.buf = append(w.buf, p[:room]...)
-		}
-		return len(p), nil
-	}
-	w.buf = append(w.buf, p...)
+	_, _ = w.ReadFrom(bytes.NewReader(p)) // a bytes.Reader never fails
 	return len(p), nil
 }
