@@ -15,14 +15,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
-// What a probe does between launch and the final wait.
-const (
-	actWait          = iota // wait for the job to end by itself
-	actCancelRunning        // cancel once the probe program runs
-	actCancelPending        // cancel while the job is pending
-	actRestart              // once running, wait for it from a new process
-)
-
 // probe is one row of the acceptance list.
 type probe struct {
 	name, about string
@@ -36,7 +28,11 @@ type probe struct {
 	peers   bool
 	hold    bool // --begin=now+1hour: the job stays pending
 	connect bool // open check's listener on the internal port
-	action  int
+	// seen, when set, is the state (RUNNING once the probe program runs,
+	// or PENDING) in which the job is cancelled or, with restart, waited
+	// for from a new process; otherwise it ends by itself.
+	seen    string
+	restart bool
 	// local, when set, is a probe that submits no job: its row comes from
 	// what opening the workspace found.
 	local func(rt *site.Runtime, bootErr error) (result, evidence string)
@@ -64,13 +60,13 @@ var probes = []probe{
 		spec: spec{Sleep: longSleep}, meta: map[string]any{"time": "00:01:00"},
 		judge: expectEnd("TIMEOUT", manager.RCInfrastructure, true)},
 	{name: "pending-abort", about: "a job held pending (--begin=now+1hour) and cancelled ends CANCELLED with return code 9",
-		hold: true, action: actCancelPending, judge: expectEnd("CANCELLED", manager.RCAborted, false)},
+		hold: true, seen: "PENDING", judge: expectEnd("CANCELLED", manager.RCAborted, false)},
 	{name: "pending-timeout", about: "a job held pending past a 1-second pending_timeout is cancelled by the runtime (return code 104)",
 		hold: true, meta: map[string]any{"pending_timeout": 1}, judge: expectEnd("CANCELLED", manager.RCInfrastructure, false)},
 	{name: "running-abort", about: "a running worker cancelled ends CANCELLED with return code 9",
-		spec: spec{Sleep: longSleep}, action: actCancelRunning, judge: expectEnd("CANCELLED", manager.RCAborted, true)},
+		spec: spec{Sleep: longSleep}, seen: "RUNNING", judge: expectEnd("CANCELLED", manager.RCAborted, true)},
 	{name: "restart", about: "a new process (flare-slurm wait) re-attaches to a running job through its persisted handle and gets its result (103)",
-		spec: spec{Sleep: 3, Exit: 103}, action: actRestart, skipIf: func(_ *site.Runtime, o Options) bool { return o.Self == "" },
+		spec: spec{Sleep: 3, Exit: 103}, seen: "RUNNING", restart: true, skipIf: func(_ *site.Runtime, o Options) bool { return o.Self == "" },
 		skipWhy: "no flare-slurm executable to start a new process of", judge: judgeRestart},
 	{name: "environment", about: "--export=NIL holds (a submit-side variable is absent); the launcher-owned names are set",
 		judge: worked(judgeEnvironment)},

@@ -244,30 +244,19 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 	row.SlurmJobID = h.Info().SlurmJobID
 	defer r.stop(h, &row)
 
-	switch p.action {
-	case actRestart:
-		if err := r.until(ctx, h, jobID, "RUNNING"); err != nil {
-			o.actErr = err
-			break
-		}
-		o.stateSeen = "RUNNING"
-		// The launching process lets go of the job, as if it had exited:
-		// only the persisted handle and the shared observation remain.
-		h.Release()
-		o.released = true
-		o.child = r.waitInNewProcess(ctx, jobID)
-	case actCancelRunning, actCancelPending:
-		want := "RUNNING"
-		if p.action == actCancelPending {
-			want = "PENDING"
-		}
-		if err := r.until(ctx, h, jobID, want); err != nil {
-			o.actErr = err
-			break
-		}
-		o.stateSeen = want
-		if _, err := h.Terminate(ctx); err != nil && !errors.Is(err, manager.ErrCancelPending) {
-			o.actErr = fmt.Errorf("cancel: %w", err)
+	if p.seen != "" {
+		if o.actErr = r.until(ctx, h, jobID, p.seen); o.actErr == nil {
+			o.stateSeen = p.seen
+			if p.restart {
+				// The launching process lets go of the job, as if it had
+				// exited: only the persisted handle and the shared
+				// observation remain.
+				h.Release()
+				o.released = true
+				o.child = r.waitInNewProcess(ctx, jobID)
+			} else if _, err := h.Terminate(ctx); err != nil && !errors.Is(err, manager.ErrCancelPending) {
+				o.actErr = fmt.Errorf("cancel: %w", err)
+			}
 		}
 	}
 	o.status, o.waitErr = h.Wait(ctx)
