@@ -380,10 +380,7 @@ func (m *Manager) ask(ctx context.Context, jobs []*liveJob, failed func(j *liveJ
 			left = append(left, j)
 		}
 	}
-	if len(left) == 0 {
-		return
-	}
-	a, aerr := cl.Accounting(ctx, slurmIDs(left))
+	a, aerr := cl.Accounting(ctx, slurmIDs(left)) // no sacct for no ids
 	for _, j := range left {
 		if aerr != nil {
 			failed(j, aerr, false)
@@ -442,8 +439,9 @@ func (o *observer) listJobs() ([]*liveJob, error) {
 }
 
 // refresh asks the scheduler about every live job of the workspace (plus
-// this process's jobs whose job dir is gone) and records what it learned in c, the job dirs' timers and, for
-// jobs that ended, by removing their dirs. It never fails: a scheduler that
+// this process's jobs whose job dir is gone) and records what it learned
+// in c, the job dirs' timers and, for jobs that ended, by removing their
+// dirs. It never fails: a scheduler that
 // does not answer leaves every job as it was, with a detail saying why.
 func (o *observer) refresh(ctx context.Context, c *cache) {
 	now := o.m.now()
