@@ -2,6 +2,7 @@ package check
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -361,10 +362,7 @@ func (r *runner) stop(h *manager.Handle, row *Row) {
 // NVFlare parent of the workspace's role would pass, the job's meta (its
 // launcher_spec for the site) and a random auth token.
 func request(ws *schema.Workspace, jobID, study string, slurm map[string]any, token string) ([]byte, error) {
-	siteName := ws.Site
-	if siteName == "" {
-		siteName = "check"
-	}
+	siteName := cmp.Or(ws.Site, "check")
 	sec := ws.ConnectionSecurity
 	scheme := "tcp"
 	if sec == "mtls" {
@@ -446,10 +444,8 @@ func writeSpec(root, jobID string, sp spec, plan *compile.Plan) error {
 	for _, s := range v.SecretEnv {
 		sp.SecretNames = append(sp.SecretNames, s.Name)
 	}
-	slices.Sort(sp.ReportEnv)
-	sp.ReportEnv = slices.Compact(sp.ReportEnv)
-	slices.Sort(sp.SecretNames)
-	sp.SecretNames = slices.Compact(sp.SecretNames)
+	sp.ReportEnv = slices.Compact(slices.Sorted(slices.Values(sp.ReportEnv)))
+	sp.SecretNames = slices.Compact(slices.Sorted(slices.Values(sp.SecretNames)))
 	data, err := json.MarshalIndent(sp, "", "  ")
 	if err != nil {
 		return err
