@@ -59,13 +59,11 @@ type spec struct {
 
 // observed is observed.json.
 type observed struct {
-	Probe             string             `json:"probe"`
 	Host              string             `json:"host"`
 	UID               int                `json:"uid"`
 	Cwd               string             `json:"cwd"`
 	Python            string             `json:"python"`
 	SlurmJobID        string             `json:"slurm_job_id"`
-	Argv              []string           `json:"argv"`
 	EnvNames          []string           `json:"env_names"`
 	Env               map[string]string  `json:"env"`
 	SecretSHA256      map[string]*string `json:"secret_sha256"`
@@ -112,7 +110,6 @@ type connectSeen struct {
 
 // outcome is everything a probe's judge looks at.
 type outcome struct {
-	jobID    string
 	status   manager.Status
 	waitErr  error // the wait did not reach a terminal state
 	actErr   error // the probe's action (cancel) failed
@@ -176,7 +173,7 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 	ws := r.rt.Workspace
 	jobID := jobPrefix + p.name + "-" + randomHex(8)
 	row.JobID = jobID
-	o := &outcome{jobID: jobID, token: "check-token-" + randomHex(32), environ: r.rt.Lookup, opts: r.o}
+	o := &outcome{token: "check-token-" + randomHex(32), environ: r.rt.Lookup, opts: r.o}
 
 	if err := makeRunDir(ws.Root, jobID); err != nil {
 		row.Result, row.Evidence = fail, err.Error()
