@@ -19,7 +19,6 @@ type listener struct {
 	nonce string
 	mu    sync.Mutex
 	from  string // the remote address that sent the nonce
-	wrong int    // connections that sent something else
 	done  chan struct{}
 }
 
@@ -65,9 +64,6 @@ func (l *listener) serve() {
 			}()
 		default:
 			c.Close()
-			l.mu.Lock()
-			l.wrong++
-			l.mu.Unlock()
 		}
 	}
 }
@@ -79,13 +75,11 @@ func (l *listener) answer(c net.Conn) {
 	_ = c.SetDeadline(time.Now().Add(answerTimeout))
 	want := l.nonce + "\n"
 	got := make([]byte, len(want))
-	_, err := io.ReadFull(c, got)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err != nil || string(got) != want {
-		l.wrong++
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != want {
 		return
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.from = c.RemoteAddr().String()
 	_, _ = c.Write([]byte("ok\n"))
 }
