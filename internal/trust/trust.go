@@ -62,7 +62,7 @@ func Resolve(p string, euid int) (string, error) {
 	if err != nil || !st.Mode().IsRegular() || unix.Access(real, unix.X_OK) != nil || st.Mode().Perm()&0o111 == 0 {
 		return "", fmt.Errorf("%s (resolved to %s) is not an executable regular file", p, real)
 	}
-	if err := check(real, euid); err != nil {
+	if err := check(real, st, euid); err != nil {
 		return "", fmt.Errorf("%s: %w", p, err)
 	}
 	return real, nil
@@ -129,18 +129,14 @@ func checkLink(link string, euid int) error {
 	return dirsAbove(link, "the symlink "+link, euid)
 }
 
-// check refuses a program (real: its path, symlinks resolved) that another
-// account could replace: the file and every directory above it must be
-// owned by root or by the account that runs it (euid), and none may be
-// writable by another account: not by every account, and not by a group
-// other than root's (gid 0). A sticky directory (like /tmp) may be
-// writable by others, since they cannot rename or remove what they do not
-// own in it.
-func check(real string, euid int) error {
-	st, err := os.Stat(real)
-	if err != nil {
-		return fmt.Errorf("cannot check %s: %v", real, fsx.Pathless(err))
-	}
+// check refuses a program (real: its path, symlinks resolved; st: its
+// stat) that another account could replace: the file and every directory
+// above it must be owned by root or by the account that runs it (euid),
+// and none may be writable by another account: not by every account, and
+// not by a group other than root's (gid 0). A sticky directory (like /tmp)
+// may be writable by others, since they cannot rename or remove what they
+// do not own in it.
+func check(real string, st os.FileInfo, euid int) error {
 	if err := entry(real, real, st, euid, false); err != nil {
 		return err
 	}
