@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/flare-slurm/flare-slurm/generator/compile"
 	"github.com/flare-slurm/flare-slurm/internal/account"
@@ -82,11 +81,11 @@ func Open(ctx context.Context, root string, o Options) (*Runtime, error) {
 	l := ws.Launcher
 	// The query commands (and the bootstrap's sbatch --version) get the
 	// parent's environment without any variable a secret comes from.
-	rt.Client = scheduler.New(paths, uid, username, withoutNames(o.Environ, secretNames(ws.Root)), scheduler.Timeouts{
+	rt.Client = scheduler.New(paths, uid, username, o.Environ, scheduler.Timeouts{
 		Submit: scheduler.Seconds(l.SubmitTimeout),
 		Query:  scheduler.Seconds(l.QueryTimeout),
 		Cancel: scheduler.Seconds(l.CancelTimeout),
-	}, o.Runner)
+	}, o.Runner, secretNames(ws.Root)...)
 	if o.CheckScheduler {
 		v, err := manager.CheckScheduler(ctx, rt.Client, nil)
 		if err != nil {
@@ -228,25 +227,12 @@ func (rt *Runtime) launch(ctx context.Context, file string, data []byte, edit fu
 }
 
 // secretNames are the environment names that hold secrets at this
-// workspace: the credential names and every study secret_env name and
+// workspace: the credential names (a parent that exports them must not
+// pass them to the scheduler either) and every study secret_env name and
 // source of local/study_runtime.yaml, read without validating it (a wait
-// must stay small: no schema compile; an invalid file still names them). The query commands
-// use them from Open on; a launch's sbatch gets the names of the study
-// runtime it re-read from its plan (Plan.SchedulerEnv).
-func secretNames(root string) map[string]bool {
-	names := map[string]bool{}
-	for _, n := range schema.CredentialEnvNames { // a parent that exports them must not pass them to the scheduler either
-		names[n] = true
-	}
-	for _, n := range schema.StudySecretEnvNames(filepath.Join(root, filepath.FromSlash(schema.StudyRuntimePath))) {
-		names[n] = true
-	}
-	return names
-}
-
-func withoutNames(environ []string, drop map[string]bool) []string {
-	return slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
-		name, _, _ := strings.Cut(kv, "=")
-		return drop[name]
-	})
+// must stay small: no schema compile; an invalid file still names them).
+// The query commands use them from Open on; a launch's sbatch gets the
+// names of the study runtime it re-read from its plan (Plan.SchedulerEnv).
+func secretNames(root string) []string {
+	return append(slices.Clone(schema.CredentialEnvNames), schema.StudySecretEnvNames(filepath.Join(root, filepath.FromSlash(schema.StudyRuntimePath)))...)
 }
