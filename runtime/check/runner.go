@@ -269,7 +269,7 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 		}
 	}
 	o.seen, o.seenErr = readObserved(ws.Root, jobID)
-	if data, err := readRunFile(ws.Root, jobID, schema.SlurmOutputName(row.SlurmJobID), 1<<20); err == nil {
+	if data, err := manager.ReadRunFile(ws.Root, jobID, schema.SlurmOutputName(row.SlurmJobID), 1<<20); err == nil {
 		o.output = string(data)
 	}
 	row.Result, row.Evidence = p.judge(o)
@@ -296,7 +296,7 @@ func (r *runner) until(ctx context.Context, h *manager.Handle, jobID, state stri
 			if state != "RUNNING" {
 				return nil
 			}
-			if _, err := readRunFile(r.rt.Workspace.Root, jobID, observedFile, 1<<20); err == nil {
+			if _, err := manager.ReadRunFile(r.rt.Workspace.Root, jobID, observedFile, 1<<20); err == nil {
 				return nil
 			}
 		}
@@ -447,23 +447,17 @@ func writeSpec(root, jobID string, sp spec, plan *compile.Plan) error {
 	if err != nil {
 		return err
 	}
-	run, err := openRun(root, jobID)
+	wsd, err := dirfd.Open(root)
+	if err != nil {
+		return err
+	}
+	defer wsd.Close()
+	run, err := wsd.OpenDir(jobID)
 	if err != nil {
 		return err
 	}
 	defer run.Close()
 	return writeFile(run, specFile, append(data, '\n'))
-}
-
-// openRun opens the probe's run dir <root>/<jobID> through directory
-// descriptors.
-func openRun(root, jobID string) (*dirfd.Dir, error) {
-	wsd, err := dirfd.Open(root)
-	if err != nil {
-		return nil, err
-	}
-	defer wsd.Close()
-	return wsd.OpenDir(jobID)
 }
 
 // secretGone removes the probe job's secret.env, through directory
@@ -550,24 +544,8 @@ func removeRunDir(root, jobID string) error {
 	return nil
 }
 
-// readRunFile reads a regular file of the probe's run dir without following
-// a symlink or blocking on a FIFO (dirfd.OpenRegular), at most limit bytes.
-func readRunFile(root, jobID, name string, limit int64) ([]byte, error) {
-	run, err := openRun(root, jobID)
-	if err != nil {
-		return nil, err
-	}
-	defer run.Close()
-	f, err := run.OpenRegular(name, dirfd.Expect{})
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, limit))
-}
-
 func readObserved(root, jobID string) (*observed, error) {
-	data, err := readRunFile(root, jobID, observedFile, 4<<20)
+	data, err := manager.ReadRunFile(root, jobID, observedFile, 4<<20)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			return nil, errors.New("the probe program left no " + observedFile + ": it did not start")
