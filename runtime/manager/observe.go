@@ -232,13 +232,8 @@ func (o *observer) lock(ctx context.Context) (func(), error) {
 			err = fmt.Errorf("held by another process for more than %s", o.lockPatience().Round(time.Second))
 			break
 		}
-		t := time.NewTimer(lockRetry)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, ctx.Err())
-		case <-t.C:
+		if err = sleepCtx(ctx, lockRetry); err != nil {
+			break
 		}
 	}
 	if err != nil {
