@@ -290,15 +290,13 @@ type LiveTermination struct {
 // verified with squeue, then scancel): an operator's cancel --all-live.
 func (m *Manager) TerminateLive(ctx context.Context) ([]LiveTermination, error) {
 	out := []LiveTermination{}
-	err := m.eachJob(ctx, true, func(h *Handle, st Status, openErr error) {
+	err := m.eachJob(ctx, true, func(h *Handle, st Status, err error) {
+		if err == nil {
+			st, err = h.Terminate(ctx)
+		}
 		lt := LiveTermination{Status: st}
-		if openErr == nil {
-			var err error
-			if lt.Status, err = h.Terminate(ctx); err != nil {
-				lt.Error = err.Error()
-			}
-		} else {
-			lt.Error = openErr.Error()
+		if err != nil {
+			lt.Error = err.Error()
 		}
 		out = append(out, lt)
 	})
