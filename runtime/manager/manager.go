@@ -409,12 +409,11 @@ func (m *Manager) Open(jobID string) (*Handle, error) {
 		m.handles[jobID] = h
 		return h, nil
 	}
-	if errors.Is(err, errNoHandle) {
-		if _, serr := os.Lstat(dir); serr == nil {
-			return nil, fmt.Errorf("job %s has artifacts in %s but no handle: its launch is in progress or crashed before the submission was recorded (see 'flare-slurm gc --workspace %s')", jobID, dir, shell.Quote(m.cfg.Workspace))
-		}
-	} else {
+	if !errors.Is(err, errNoHandle) {
 		return nil, err
+	}
+	if _, serr := os.Lstat(dir); serr == nil {
+		return nil, fmt.Errorf("job %s has artifacts in %s but no handle: its launch is in progress or crashed before the submission was recorded (see 'flare-slurm gc --workspace %s')", jobID, dir, shell.Quote(m.cfg.Workspace))
 	}
 	// The job dir is gone: the job may have finished.
 	fin, err := m.recorded(context.Background(), jobID)
