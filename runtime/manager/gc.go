@@ -105,13 +105,14 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 		case errors.Is(err, errNoHandle):
 			// A launch in another process writes its artifacts, runs
 			// sbatch (up to submit_timeout) and only then its handle: a
-			// young dir without a handle may be one in progress.
+			// dir without a handle younger than the submit timeout plus a
+			// minute for writing artifacts may be one in progress.
 			st, serr := os.Lstat(dir)
 			if serr != nil {
 				ge.Reason = "cannot inspect: " + serr.Error()
 				continue
 			}
-			if age := m.now().Sub(st.ModTime()); age < m.launchGrace() {
+			if age := m.now().Sub(st.ModTime()); age < m.cfg.Client.Timeouts.Submit+time.Minute {
 				ge.Reason = fmt.Sprintf("no handle.json, created %s ago: a launch may be in progress; run gc again later", age.Round(time.Second))
 				continue
 			}
@@ -170,12 +171,6 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 		}
 	}
 	return out, nil
-}
-
-// launchGrace is how long a job dir without a handle is taken for a launch
-// in progress: the submit timeout plus a minute for writing artifacts.
-func (m *Manager) launchGrace() time.Duration {
-	return m.cfg.Client.Timeouts.Submit + time.Minute
 }
 
 // queuedKeys lists this account's queue and returns the job keys of the
