@@ -503,12 +503,7 @@ func (o *observer) refresh(ctx context.Context, c *cache) {
 // note records a non-terminal view; an empty state keeps the last one.
 func (o *observer) note(c *cache, j *liveJob, state, detail string, now time.Time) {
 	prev, ok := c.Jobs[j.info.SlurmJobID]
-	if state == "" {
-		state = prev.State
-		if !ok || state == "" {
-			state = stateSubmitted
-		}
-	}
+	state = cmp.Or(state, prev.State, stateSubmitted)
 	at := now
 	if detail != "" && ok {
 		at = prev.ObservedAt
