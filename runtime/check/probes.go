@@ -343,19 +343,18 @@ func judgeFilesystem(o *outcome, what string) (string, string) {
 	}
 	s := o.seen
 	var bad, notes []string
-	at := func(p string) pathSeen { return s.Paths[p] }
-	if ws := at(v.Workspace); !ws.Dir {
+	if ws := s.Paths[v.Workspace]; !ws.Dir {
 		bad = append(bad, fmt.Sprintf("the workspace %s is not a directory on the compute node", v.Workspace))
 	}
 	if s.Cwd != v.RunDir {
 		bad = append(bad, fmt.Sprintf("the working directory is %s, not the run dir %s", s.Cwd, v.RunDir))
 	}
-	if rd := at(v.RunDir); !rd.Writable {
+	if rd := s.Paths[v.RunDir]; !rd.Writable {
 		bad = append(bad, "the run dir is not writable")
 	}
 	container := v.Sandbox != "none"
 	for _, d := range []string{"startup", "local"} {
-		p := at(v.Workspace + "/" + d)
+		p := s.Paths[v.Workspace+"/"+d]
 		switch {
 		case !p.Dir:
 			bad = append(bad, d+"/ is not visible")
@@ -366,7 +365,7 @@ func judgeFilesystem(o *outcome, what string) (string, string) {
 		}
 	}
 	for _, m := range v.Mounts {
-		p := at(m.Destination)
+		p := s.Paths[m.Destination]
 		switch {
 		case !p.Exists:
 			bad = append(bad, fmt.Sprintf("mount %s is missing", m.Destination))

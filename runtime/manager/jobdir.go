@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/google/renameio/v2"
@@ -30,9 +29,6 @@ const (
 	cacheFile    = "observations.json"
 	handleFormat = 1
 )
-
-// noFollow makes opening a control file through a symlink fail.
-const noFollow = syscall.O_NOFOLLOW
 
 // HandleInfo is the persisted handle of one submitted job (handle.json,
 // mode 0600): what a restarted parent or another CLI process needs to find

@@ -213,7 +213,7 @@ func (o *observer) lock(ctx context.Context) (func(), error) {
 		return nil, err
 	}
 	path := filepath.Join(o.dir, lockFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|noFollow, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600) // never through a symlink
 	if err != nil {
 		return nil, fmt.Errorf("open workspace lock: %w", err)
 	}
