@@ -285,10 +285,8 @@ func (r *runner) until(ctx context.Context, h *manager.Handle, jobID, state stri
 	if tick <= 0 || tick > time.Second {
 		tick = time.Second
 	}
-	last := ""
 	for {
 		st, _ := h.Poll(ctx)
-		last = st.State
 		if st.Terminal {
 			return fmt.Errorf("the job ended %s (return code %d) before it was seen %s", st.State, st.ReturnCode, state)
 		}
@@ -302,7 +300,7 @@ func (r *runner) until(ctx context.Context, h *manager.Handle, jobID, state stri
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("not seen %s before the check's timeout (last state %s)", state, last)
+			return fmt.Errorf("not seen %s before the check's timeout (last state %s)", state, st.State)
 		case <-time.After(tick):
 		}
 	}
