@@ -474,10 +474,7 @@ func judgeGPUs(o *outcome, what string) (string, string) {
 		smi = fmt.Sprintf("nvidia-smi -L lists %d", len(s.NvidiaSMI))
 	}
 	got := fmt.Sprintf("%s; CUDA_VISIBLE_DEVICES=%q (%d GPUs), %d asked for; %s", what, devs, n, want, smi)
-	if n != want {
-		return fail, got
-	}
-	if s.NvidiaSMI != nil && len(s.NvidiaSMI) != want {
+	if n != want || s.NvidiaSMI != nil && len(s.NvidiaSMI) != want {
 		return fail, got
 	}
 	return pass, got
