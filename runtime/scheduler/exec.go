@@ -73,8 +73,7 @@ func (execRunner) Run(ctx context.Context, c Command) Result {
 	cmd.WaitDelay = time.Second
 	stdout := &capWriter{limit: maxStdout}
 	stderr := &capWriter{limit: maxStderr}
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		return Result{ExitCode: -1, StartErr: err}
 	}
