@@ -547,13 +547,22 @@ func (o *observer) queued(ctx context.Context, c *cache, j *liveJob, state, reas
 // accounted handles a job that left the queue (or shows a terminal state
 // there) with its accounting record rec (found: there is one).
 func (o *observer) accounted(c *cache, j *liveJob, rec scheduler.AcctRow, found bool, now time.Time) {
-	if !found && j.queueState != "" {
+	detail := ""
+	switch {
+	case found:
 		j.resetMisses()
-		o.note(c, j, "", fmt.Sprintf("ended in the queue as %s; waiting for its accounting record", j.queueState), now)
-		o.gone(c, j)
-		return
-	}
-	if !found {
+		if isTerminal(rec.State) {
+			detail = fmt.Sprintf("exit code %d:%d, derived %d:%d", rec.Exit.Status, rec.Exit.Signal, rec.DerivedExit.Status, rec.DerivedExit.Signal)
+			if j.timers.UserAbort {
+				detail += ", user abort"
+			}
+			o.finish(c, j, rec.State, returnCode(rec.State, rec.Exit, rec.DerivedExit, j.timers.UserAbort), detail, now)
+			return
+		}
+	case j.queueState != "":
+		j.resetMisses()
+		detail = fmt.Sprintf("ended in the queue as %s; waiting for its accounting record", j.queueState)
+	default:
 		if j.timers.Misses == 0 || now.Sub(j.timers.LastMiss) >= missSpacing {
 			j.timers.Misses++
 			j.timers.LastMiss = now
@@ -564,22 +573,14 @@ func (o *observer) accounted(c *cache, j *liveJob, rec scheduler.AcctRow, found 
 			o.finish(c, j, stateLost, RCInfrastructure, fmt.Sprintf("not in the queue and no accounting record after %d answers", maxMisses), now)
 			return
 		}
-		o.note(c, j, "", fmt.Sprintf("not in the queue; no accounting record yet (%d/%d)", j.timers.Misses, maxMisses), now)
-		o.gone(c, j)
-		return
+		detail = fmt.Sprintf("not in the queue; no accounting record yet (%d/%d)", j.timers.Misses, maxMisses)
 	}
-	j.resetMisses()
-	if !isTerminal(rec.State) {
-		o.note(c, j, rec.State, "", now)
-		o.gone(c, j)
-		return
-	}
-	rc := returnCode(rec.State, rec.Exit, rec.DerivedExit, j.timers.UserAbort)
-	detail := fmt.Sprintf("exit code %d:%d, derived %d:%d", rec.Exit.Status, rec.Exit.Signal, rec.DerivedExit.Status, rec.DerivedExit.Signal)
-	if j.timers.UserAbort {
-		detail += ", user abort"
-	}
-	o.finish(c, j, rec.State, rc, detail, now)
+	// The scheduler answered that the job is no longer live in the queue
+	// (rec.State is "" without a record: the last state stays).
+	o.note(c, j, rec.State, detail, now)
+	obs := c.Jobs[j.info.SlurmJobID]
+	obs.Gone = true
+	c.Jobs[j.info.SlurmJobID] = obs
 }
 
 // finish records a terminal result and removes the job's artifacts.
@@ -596,14 +597,6 @@ func (o *observer) finish(c *cache, j *liveJob, state string, rc int, detail str
 	}
 	o.m.log.Info("job finished", slog.String("job_id", j.info.JobID), slog.String("slurm_job_id", j.info.SlurmJobID),
 		slog.String("state", state), slog.Int("return_code", rc))
-}
-
-// gone marks j's observation as a scheduler answer that the job is no
-// longer live in the queue.
-func (o *observer) gone(c *cache, j *liveJob) {
-	obs := c.Jobs[j.info.SlurmJobID]
-	obs.Gone = true
-	c.Jobs[j.info.SlurmJobID] = obs
 }
 
 // expiry is when the observation this process last used stops being
