@@ -261,13 +261,9 @@ func (h *Handle) terminate(ctx context.Context, user bool) (Status, error) {
 		return st, fmt.Errorf("job %s: its handle vanished before the abort was recorded", h.info.JobID)
 	}
 	h.m.log.Info("user abort requested", "job_id", h.info.JobID, "slurm_job_id", h.info.SlurmJobID)
-	o, inView := c.Jobs[h.info.SlurmJobID]
-	switch {
-	case inView && o.CancelSent:
-		return st, nil
-	case inView && o.Gone:
-		// Out of the queue: nothing to scancel; the result follows from
-		// accounting and maps CANCELLED or COMPLETED to 9.
+	// Out of the queue (Gone) there is nothing to scancel: the result
+	// follows from accounting and maps CANCELLED or COMPLETED to 9.
+	if o := c.Jobs[h.info.SlurmJobID]; o.CancelSent || o.Gone {
 		return st, nil
 	}
 	return st, fmt.Errorf("%w: %s", ErrCancelPending, st.Detail)
