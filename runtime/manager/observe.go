@@ -343,7 +343,8 @@ func (j *liveJob) resetMisses() {
 // job to queued (its live squeue row), accounted (its accounting record, or
 // its absence) or failed (the command gave no answer, or, protocol true,
 // the job's row broke the protocol).
-func (m *Manager) ask(ctx context.Context, jobs []*liveJob, failed func(j *liveJob, err error, protocol bool), queued func(*liveJob, scheduler.QueueRow), accounted func(*liveJob, scheduler.AcctRow, bool)) {
+func (m *Manager) ask(ctx context.Context, jobs []*liveJob, failed func(j *liveJob, err error, protocol bool),
+	queued func(*liveJob, scheduler.QueueRow), accounted func(*liveJob, scheduler.AcctRow, bool)) {
 	cl := m.cfg.Client
 	ids := slurmIDs(jobs)
 	q, qerr := cl.Queue(ctx, ids)
@@ -436,8 +437,8 @@ func (o *observer) listJobs() ([]*liveJob, error) {
 // refresh asks the scheduler about every live job of the workspace (plus
 // this process's jobs whose job dir is gone) and records what it learned
 // in c, the job dirs' timers and, for jobs that ended, by removing their
-// dirs. It never fails: a scheduler that
-// does not answer leaves every job as it was, with a detail saying why.
+// dirs. It never fails: a scheduler that does not answer leaves every job
+// as it was, with a detail saying why.
 func (o *observer) refresh(ctx context.Context, c *cache) {
 	now := o.m.now()
 	c.RefreshedAt = now
