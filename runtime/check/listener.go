@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // listener is check's one-shot TCP listener on the parent's internal port:
@@ -50,19 +52,14 @@ const (
 
 func (l *listener) serve() {
 	defer close(l.done)
-	slots := make(chan struct{}, maxPeers)
+	var peers errgroup.Group
+	peers.SetLimit(maxPeers)
 	for {
 		c, err := l.ln.Accept()
 		if err != nil {
 			return
 		}
-		select {
-		case slots <- struct{}{}:
-			go func() {
-				defer func() { <-slots }()
-				l.answer(c)
-			}()
-		default:
+		if !peers.TryGo(func() error { l.answer(c); return nil }) {
 			c.Close()
 		}
 	}
