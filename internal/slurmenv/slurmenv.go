@@ -42,18 +42,8 @@ var dropped = []string{"PMI_FANOUT", "PMI_FANOUT_OFF_HOST", "PMI_TIME", "LC_ALL"
 
 // isDropped says whether Scrub drops the variable name.
 func isDropped(name string) bool {
-	if slices.Contains(kept, name) {
-		return false
-	}
-	if slices.Contains(dropped, name) {
-		return true
-	}
-	for _, p := range droppedPrefixes {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
+	return !slices.Contains(kept, name) && (slices.Contains(dropped, name) ||
+		slices.ContainsFunc(droppedPrefixes, func(p string) bool { return strings.HasPrefix(name, p) }))
 }
 
 // Scrub returns base ("NAME=value" entries) without the variables that

@@ -62,7 +62,7 @@ func Resolve(p string, euid int) (string, error) {
 	if err != nil || !st.Mode().IsRegular() || unix.Access(real, unix.X_OK) != nil || st.Mode().Perm()&0o111 == 0 {
 		return "", fmt.Errorf("%s (resolved to %s) is not an executable regular file", p, real)
 	}
-	if err := check(real, euid); err != nil {
+	if err := check(real, st, euid); err != nil {
 		return "", fmt.Errorf("%s: %w", p, err)
 	}
 	return real, nil
@@ -126,41 +126,32 @@ func checkLink(link string, euid int) error {
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 && int(sys.Uid) != euid {
 		return fmt.Errorf("the symlink %s is owned by uid %d, neither root nor this account (uid %d), so that account could point it elsewhere; fix: record the program's own path, or a link owned by root or this account", link, sys.Uid, euid)
 	}
-	for dir := filepath.Dir(link); ; dir = filepath.Dir(dir) {
-		dst, err := os.Stat(dir)
-		if err != nil {
-			return fmt.Errorf("cannot check %s, a directory above the symlink %s: %v", dir, link, fsx.Pathless(err))
-		}
-		if err := entry(link, dir, dst, euid, true); err != nil {
-			return err
-		}
-		if dir == "/" || dir == "." {
-			return nil
-		}
-	}
+	return dirsAbove(link, "the symlink "+link, euid)
 }
 
-// check refuses a program (real: its path, symlinks resolved) that another
-// account could replace: the file and every directory above it must be
-// owned by root or by the account that runs it (euid), and none may be
-// writable by another account: not by every account, and not by a group
-// other than root's (gid 0). A sticky directory (like /tmp) may be
-// writable by others, since they cannot rename or remove what they do not
-// own in it.
-func check(real string, euid int) error {
-	st, err := os.Stat(real)
-	if err != nil {
-		return fmt.Errorf("cannot check %s: %v", real, fsx.Pathless(err))
-	}
+// check refuses a program (real: its path, symlinks resolved; st: its
+// stat) that another account could replace: the file and every directory
+// above it must be owned by root or by the account that runs it (euid),
+// and none may be writable by another account: not by every account, and
+// not by a group other than root's (gid 0). A sticky directory (like /tmp)
+// may be writable by others, since they cannot rename or remove what they
+// do not own in it.
+func check(real string, st os.FileInfo, euid int) error {
 	if err := entry(real, real, st, euid, false); err != nil {
 		return err
 	}
-	for dir := filepath.Dir(real); ; dir = filepath.Dir(dir) {
+	return dirsAbove(real, real, euid)
+}
+
+// dirsAbove checks, with entry, every directory above program (what names
+// it in the error of one that cannot be checked), up to the root.
+func dirsAbove(program, what string, euid int) error {
+	for dir := filepath.Dir(program); ; dir = filepath.Dir(dir) {
 		dst, err := os.Stat(dir)
 		if err != nil {
-			return fmt.Errorf("cannot check %s, a directory above %s: %v", dir, real, fsx.Pathless(err))
+			return fmt.Errorf("cannot check %s, a directory above %s: %v", dir, what, fsx.Pathless(err))
 		}
-		if err := entry(real, dir, dst, euid, true); err != nil {
+		if err := entry(program, dir, dst, euid, true); err != nil {
 			return err
 		}
 		if dir == "/" || dir == "." {

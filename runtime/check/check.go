@@ -9,6 +9,7 @@
 package check
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	_ "embed"
@@ -138,16 +139,10 @@ type Summary struct {
 // Summarize counts rows by result.
 func Summarize(rows []Row) Summary {
 	var s Summary
+	count := map[string]*int{pass: &s.Pass, fail: &s.Fail, warn: &s.Warn, skip: &s.Skip}
 	for _, r := range rows {
-		switch r.Result {
-		case pass:
-			s.Pass++
-		case fail:
-			s.Fail++
-		case warn:
-			s.Warn++
-		case skip:
-			s.Skip++
+		if n := count[r.Result]; n != nil {
+			*n++
 		}
 	}
 	return s
@@ -172,10 +167,7 @@ func Run(ctx context.Context, rt *site.Runtime, o Options) ([]Row, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	r := &runner{rt: rt, o: o, progress: o.Progress}
-	if r.progress == nil {
-		r.progress = io.Discard
-	}
+	r := &runner{rt: rt, o: o, progress: cmp.Or[io.Writer](o.Progress, io.Discard)}
 	// The parent's bootstrap checks are the bootstrap row: when they fail,
 	// the probes that need the scheduler are not run (their jobs' results
 	// could never be read), and accounting fails with the reason.

@@ -2,8 +2,10 @@ package check
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,7 +101,7 @@ func TestJudgeSecrets(t *testing.T) {
 		return &outcome{status: done("COMPLETED", 0), seen: s, token: tok,
 			launched: &site.Probe{Artifacts: &compile.Artifacts{BatchScript: []byte("#!/bin/bash\nsource secret.env\n"), Argv: []string{"sbatch", "x"}}, SchedulerEnv: []string{"A=b"}}}
 	}
-	if r, ev := judgeSecrets(good()); r != pass || !strings.Contains(ev, "NVFLARE_JOB_AUTH_TOKEN arrived") || !strings.Contains(ev, "secret.env was gone before the worker started") {
+	if r, ev := worked(judgeSecrets)(good()); r != pass || !strings.Contains(ev, "NVFLARE_JOB_AUTH_TOKEN arrived") || !strings.Contains(ev, "secret.env was gone before the worker started") {
 		t.Errorf("good: %s %s", r, ev)
 	}
 	// Inside a container the worker cannot see its job dir: the row does
@@ -107,7 +109,7 @@ func TestJudgeSecrets(t *testing.T) {
 	// that never exists there).
 	hidden, invisible := good(), false
 	hidden.seen.SecretDirVisible, hidden.seen.SecretFilePresent = &invisible, nil
-	if r, ev := judgeSecrets(hidden); r != pass || strings.Contains(ev, "was gone") || !strings.Contains(ev, "not visible to the worker") {
+	if r, ev := worked(judgeSecrets)(hidden); r != pass || strings.Contains(ev, "was gone") || !strings.Contains(ev, "not visible to the worker") {
 		t.Errorf("container: %s %s", r, ev)
 	}
 	other := sha("other")
@@ -130,7 +132,7 @@ func TestJudgeSecrets(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			o := good()
 			c.mut(o)
-			if r, ev := judgeSecrets(o); r != fail || !strings.Contains(ev, c.want) {
+			if r, ev := worked(judgeSecrets)(o); r != fail || !strings.Contains(ev, c.want) {
 				t.Errorf("got %s %q, want fail with %q", r, ev, c.want)
 			}
 		})
@@ -140,42 +142,42 @@ func TestJudgeSecrets(t *testing.T) {
 func TestJudgeEnvironment(t *testing.T) {
 	o := &outcome{status: done("COMPLETED", 0), seen: seenOn("42")}
 	o.seen.EnvNames = []string{"HOME", compile.ChildProcessEnv}
-	if r, ev := judgeEnvironment(o); r != pass {
+	if r, ev := worked(judgeEnvironment)(o); r != pass {
 		t.Errorf("good: %s %s", r, ev)
 	}
 	o.view = &compile.PlanView{Env: []compile.EnvVar{{Name: "MODE", Value: "a b"}}, ForwardEnv: []string{"HTTP_PROXY", "FWD"}}
 	o.seen.EnvNames = append(o.seen.EnvNames, "FWD")
 	o.seen.Env["MODE"] = "a b"
-	if r, ev := judgeEnvironment(o); r != pass || !strings.Contains(ev, "1 study env values exact; forward_env arrived: FWD; not set after setup: HTTP_PROXY") {
+	if r, ev := worked(judgeEnvironment)(o); r != pass || !strings.Contains(ev, "1 study env values exact; forward_env arrived: FWD; not set after setup: HTTP_PROXY") {
 		t.Errorf("study env and forward_env: %s %s", r, ev)
 	}
 	o.seen.Env["MODE"] = "a  b"
-	if r, ev := judgeEnvironment(o); r != fail || !strings.Contains(ev, `study env MODE is "a  b" (set: true), want "a b"`) {
+	if r, ev := worked(judgeEnvironment)(o); r != fail || !strings.Contains(ev, `study env MODE is "a  b" (set: true), want "a b"`) {
 		t.Errorf("study env changed: %s %s", r, ev)
 	}
 	o.seen.Env["MODE"] = "a b"
 	o.seen.EnvNames = append(o.seen.EnvNames, submitSideEnv)
-	if r, ev := judgeEnvironment(o); r != fail || !strings.Contains(ev, "--export=NIL does not hold") {
+	if r, ev := worked(judgeEnvironment)(o); r != fail || !strings.Contains(ev, "--export=NIL does not hold") {
 		t.Errorf("submit-side variable: %s %s", r, ev)
 	}
 	o = &outcome{status: done("COMPLETED", 0), seen: seenOn("42")}
 	o.seen.Env = map[string]string{}
-	if r, ev := judgeEnvironment(o); r != fail || !strings.Contains(ev, compile.ChildProcessEnv+` is ""`) {
+	if r, ev := worked(judgeEnvironment)(o); r != fail || !strings.Contains(ev, compile.ChildProcessEnv+` is ""`) {
 		t.Errorf("no child marker: %s %s", r, ev)
 	}
 }
 
 func TestJudgeConnectivity(t *testing.T) {
 	o := &outcome{status: done("COMPLETED", 0), seen: seenOn("42")}
-	if r, _ := judgeConnectivity(o); r != fail {
+	if r, _ := worked(judgeConnectivity)(o); r != fail {
 		t.Error("no connect attempt must fail")
 	}
 	o.seen.Connect = &connectSeen{URL: "tcp://h:1", Host: "h", Port: 1, Error: "ConnectionRefusedError: refused"}
-	if r, ev := judgeConnectivity(o); r != fail || !strings.Contains(ev, "could not reach the parent at h:1") || !strings.Contains(ev, "refused") {
+	if r, ev := worked(judgeConnectivity)(o); r != fail || !strings.Contains(ev, "could not reach the parent at h:1") || !strings.Contains(ev, "refused") {
 		t.Errorf("refused: %s %s", r, ev)
 	}
 	o.seen.Connect = &connectSeen{Host: "h", Port: 1, OK: true}
-	if r, ev := judgeConnectivity(o); r != pass || !strings.Contains(ev, "held by another program") {
+	if r, ev := worked(judgeConnectivity)(o); r != pass || !strings.Contains(ev, "held by another program") {
 		t.Errorf("port held by the parent: %s %s", r, ev)
 	}
 	l, err := listen(0)
@@ -184,7 +186,7 @@ func TestJudgeConnectivity(t *testing.T) {
 	}
 	defer l.close()
 	o.listen = l
-	if r, ev := judgeConnectivity(o); r != fail || !strings.Contains(ev, "did not answer") {
+	if r, ev := worked(judgeConnectivity)(o); r != fail || !strings.Contains(ev, "did not answer") {
 		t.Errorf("connected elsewhere: %s %s", r, ev)
 	}
 }
@@ -280,12 +282,10 @@ func TestRequest(t *testing.T) {
 // it knows; a file it did not create keeps the dir.
 func TestRunDir(t *testing.T) {
 	root := t.TempDir()
-	run, err := makeRunDir(root, "check-a-1")
-	if err != nil {
+	if err := makeRunDir(root, "check-a-1"); err != nil {
 		t.Fatal(err)
 	}
-	run.Close()
-	if _, err := makeRunDir(root, "check-a-1"); err == nil {
+	if err := makeRunDir(root, "check-a-1"); err == nil {
 		t.Error("an existing run dir must be refused")
 	}
 	for _, n := range []string{specFile, observedFile, "slurm-12.out"} {
@@ -297,8 +297,7 @@ func TestRunDir(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(root, "check-a-1")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("run dir left: %v", err)
 	}
-	run, _ = makeRunDir(root, "check-b-1")
-	run.Close()
+	makeRunDir(root, "check-b-1")
 	os.WriteFile(filepath.Join(root, "check-b-1", "foreign"), nil, 0o600)
 	if err := removeRunDir(root, "check-b-1"); err == nil || !strings.Contains(err.Error(), "holds foreign, which check did not create") {
 		t.Errorf("foreign file: %v", err)
@@ -359,7 +358,7 @@ func TestJudgeResources(t *testing.T) {
 	} {
 		o := &outcome{status: done("COMPLETED", 0), seen: seenOn("42")}
 		o.seen.CPUs, o.seen.MemLimitBytes = c.cpus, c.lim
-		if r, ev := judgeResources(o); r != c.result || !strings.Contains(ev, c.want) {
+		if r, ev := worked(judgeResources)(o); r != c.result || !strings.Contains(ev, c.want) {
 			t.Errorf("cpus %d limit %v: %s %s, want %s with %q", c.cpus, c.lim, r, ev, c.result, c.want)
 		}
 	}
@@ -368,19 +367,19 @@ func TestJudgeResources(t *testing.T) {
 func TestJudgeGPUs(t *testing.T) {
 	o := &outcome{status: done("COMPLETED", 0), seen: seenOn("42"), opts: Options{GPUs: 2}}
 	o.seen.Env["CUDA_VISIBLE_DEVICES"] = "0,1"
-	if r, ev := judgeGPUs(o); r != pass || !strings.Contains(ev, "nvidia-smi not on the worker's PATH") {
+	if r, ev := worked(judgeGPUs)(o); r != pass || !strings.Contains(ev, "nvidia-smi not on the worker's PATH") {
 		t.Errorf("2 of 2: %s %s", r, ev)
 	}
 	o.seen.NvidiaSMI = []string{"GPU 0: A100"}
-	if r, _ := judgeGPUs(o); r != fail {
+	if r, _ := worked(judgeGPUs)(o); r != fail {
 		t.Error("nvidia-smi listing fewer GPUs must fail")
 	}
 	o.seen.NvidiaSMI = nil
 	o.seen.Env["CUDA_VISIBLE_DEVICES"] = "0"
-	if r, _ := judgeGPUs(o); r != fail {
+	if r, _ := worked(judgeGPUs)(o); r != fail {
 		t.Error("1 of 2 must fail")
 	}
-	if why := skipNoGPUs(nil, Options{}); why == "" {
+	if row := skipped("gpus", Options{}); row.Result != skip || row.Evidence == "" {
 		t.Error("without --gpus the probe is skipped with a reason")
 	}
 }
@@ -442,12 +441,12 @@ func TestJudgeFilesystem(t *testing.T) {
 		}
 		return o
 	}
-	if r, ev := judgeFilesystem(good("apptainer")); r != pass || !strings.Contains(ev, "2 mounts as configured") {
+	if r, ev := worked(judgeFilesystem)(good("apptainer")); r != pass || !strings.Contains(ev, "2 mounts as configured") {
 		t.Errorf("good: %s %s", r, ev)
 	}
 	o := good("none")
 	o.seen.Paths["/ws/startup"] = pathSeen{Exists: true, Dir: true, Writable: true}
-	if r, ev := judgeFilesystem(o); r != pass || !strings.Contains(ev, "startup/ writable (sandbox none") {
+	if r, ev := worked(judgeFilesystem)(o); r != pass || !strings.Contains(ev, "startup/ writable (sandbox none") {
 		t.Errorf("none, writable startup: %s %s", r, ev)
 	}
 	for name, c := range map[string]struct {
@@ -464,7 +463,7 @@ func TestJudgeFilesystem(t *testing.T) {
 	} {
 		o := good("apptainer")
 		c.mut(o)
-		if r, ev := judgeFilesystem(o); r != fail || !strings.Contains(ev, c.want) {
+		if r, ev := worked(judgeFilesystem)(o); r != fail || !strings.Contains(ev, c.want) {
 			t.Errorf("%s: %s %s, want fail with %q", name, r, ev, c.want)
 		}
 	}
@@ -511,11 +510,11 @@ func TestJudgeMultiNode(t *testing.T) {
 	} {
 		o := &outcome{status: done("COMPLETED", 0), seen: seenOn("42"), opts: Options{Nodes: 2}}
 		o.seen.Peers = c.p
-		if r, ev := judgeMultiNode(o); r != c.result || !strings.Contains(ev, c.want) {
+		if r, ev := worked(judgeMultiNode)(o); r != c.result || !strings.Contains(ev, c.want) {
 			t.Errorf("%+v: %s %s, want %s with %q", c.p, r, ev, c.result, c.want)
 		}
 	}
-	if skipOneNode(nil, Options{Nodes: 1}) == "" || skipOneNode(nil, Options{Nodes: 2}) != "" {
+	if skipped("multi-node", Options{Nodes: 1}).Result != skip || probeNamed("multi-node").skipIf(nil, Options{Nodes: 2}) {
 		t.Error("multi-node runs only with --nodes 2 or more")
 	}
 }
@@ -595,4 +594,15 @@ print(json.dumps(ns["cgroup_memory_limit"](sys.argv[2], sys.argv[3])))`
 			}
 		})
 	}
+}
+
+// skipped is the row of probe name when its skipIf applies under o (no job
+// is launched for a skipped probe).
+func skipped(name string, o Options) Row {
+	r := &runner{o: o, progress: io.Discard}
+	return r.run(context.Background(), probeNamed(name))
+}
+
+func probeNamed(name string) *probe {
+	return &probes[slices.IndexFunc(probes, func(p probe) bool { return p.name == name })]
 }

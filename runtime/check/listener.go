@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // listener is check's one-shot TCP listener on the parent's internal port:
@@ -19,7 +21,6 @@ type listener struct {
 	nonce string
 	mu    sync.Mutex
 	from  string // the remote address that sent the nonce
-	wrong int    // connections that sent something else
 	done  chan struct{}
 }
 
@@ -51,23 +52,15 @@ const (
 
 func (l *listener) serve() {
 	defer close(l.done)
-	slots := make(chan struct{}, maxPeers)
+	var peers errgroup.Group
+	peers.SetLimit(maxPeers)
 	for {
 		c, err := l.ln.Accept()
 		if err != nil {
 			return
 		}
-		select {
-		case slots <- struct{}{}:
-			go func() {
-				defer func() { <-slots }()
-				l.answer(c)
-			}()
-		default:
+		if !peers.TryGo(func() error { l.answer(c); return nil }) {
 			c.Close()
-			l.mu.Lock()
-			l.wrong++
-			l.mu.Unlock()
 		}
 	}
 }
@@ -79,13 +72,11 @@ func (l *listener) answer(c net.Conn) {
 	_ = c.SetDeadline(time.Now().Add(answerTimeout))
 	want := l.nonce + "\n"
 	got := make([]byte, len(want))
-	_, err := io.ReadFull(c, got)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err != nil || string(got) != want {
-		l.wrong++
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != want {
 		return
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.from = c.RemoteAddr().String()
 	_, _ = c.Write([]byte("ok\n"))
 }

@@ -15,14 +15,6 @@ import (
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
-// What a probe does between launch and the final wait.
-const (
-	actWait          = iota // wait for the job to end by itself
-	actCancelRunning        // cancel once the probe program runs
-	actCancelPending        // cancel while the job is pending
-	actRestart              // once running, wait for it from a new process
-)
-
 // probe is one row of the acceptance list.
 type probe struct {
 	name, about string
@@ -36,13 +28,18 @@ type probe struct {
 	peers   bool
 	hold    bool // --begin=now+1hour: the job stays pending
 	connect bool // open check's listener on the internal port
-	action  int
+	// seen, when set, is the state (RUNNING once the probe program runs,
+	// or PENDING) in which the job is cancelled or, with restart, waited
+	// for from a new process; otherwise it ends by itself.
+	seen    string
+	restart bool
 	// local, when set, is a probe that submits no job: its row comes from
 	// what opening the workspace found.
 	local func(rt *site.Runtime, bootErr error) (result, evidence string)
-	// skipIf says why the probe does not apply to the workspace ("" when it does).
-	skipIf func(rt *site.Runtime, o Options) string
-	judge  func(o *outcome) (result, evidence string)
+	// skipIf says whether the probe does not apply to the workspace; skipWhy says why.
+	skipIf  func(rt *site.Runtime, o Options) bool
+	skipWhy string
+	judge   func(o *outcome) (result, evidence string)
 }
 
 // longSleep is how long a probe program that must be stopped (timeout,
@@ -63,63 +60,39 @@ var probes = []probe{
 		spec: spec{Sleep: longSleep}, meta: map[string]any{"time": "00:01:00"},
 		judge: expectEnd("TIMEOUT", manager.RCInfrastructure, true)},
 	{name: "pending-abort", about: "a job held pending (--begin=now+1hour) and cancelled ends CANCELLED with return code 9",
-		hold: true, action: actCancelPending, judge: expectEnd("CANCELLED", manager.RCAborted, false)},
+		hold: true, seen: "PENDING", judge: expectEnd("CANCELLED", manager.RCAborted, false)},
 	{name: "pending-timeout", about: "a job held pending past a 1-second pending_timeout is cancelled by the runtime (return code 104)",
 		hold: true, meta: map[string]any{"pending_timeout": 1}, judge: expectEnd("CANCELLED", manager.RCInfrastructure, false)},
 	{name: "running-abort", about: "a running worker cancelled ends CANCELLED with return code 9",
-		spec: spec{Sleep: longSleep}, action: actCancelRunning, judge: expectEnd("CANCELLED", manager.RCAborted, true)},
+		spec: spec{Sleep: longSleep}, seen: "RUNNING", judge: expectEnd("CANCELLED", manager.RCAborted, true)},
 	{name: "restart", about: "a new process (flare-slurm wait) re-attaches to a running job through its persisted handle and gets its result (103)",
-		spec: spec{Sleep: 3, Exit: 103}, action: actRestart, skipIf: skipNoSelf, judge: judgeRestart},
+		spec: spec{Sleep: 3, Exit: 103}, seen: "RUNNING", restart: true, skipIf: func(_ *site.Runtime, o Options) bool { return o.Self == "" },
+		skipWhy: "no flare-slurm executable to start a new process of", judge: judgeRestart},
 	{name: "environment", about: "--export=NIL holds (a submit-side variable is absent); the launcher-owned names are set",
-		judge: judgeEnvironment},
+		judge: worked(judgeEnvironment)},
 	{name: "secrets", about: "a secret reaches the worker; secret.env is gone before it starts; the value is in no script, argv, scheduler environment or output",
-		judge: judgeSecrets},
+		judge: worked(judgeSecrets)},
 	{name: "connectivity", about: "the compute node reaches the parent's internal port (parent_host:internal_port)",
-		connect: true, skipIf: skipSharedFile, judge: judgeConnectivity},
+		connect: true, skipIf: func(rt *site.Runtime, _ Options) bool { return rt.Workspace.InternalScheme == "shared-file" },
+		skipWhy: "the worker link is shared-file (no TCP port to reach)", judge: worked(judgeConnectivity)},
 	{name: "multi-node", about: "with --nodes N, every node of an N-node job (one srun task each) reaches a listener on the first node; skipped without --nodes",
-		peers: true, skipIf: skipOneNode, judge: judgeMultiNode,
+		peers: true, skipIf: func(_ *site.Runtime, o Options) bool { return o.Nodes < 2 },
+		skipWhy: "no --nodes N (N > 1): run check --nodes N on a partition with N nodes (a study's slurm.partition, sandbox none)", judge: worked(judgeMultiNode),
 		metaFor: func(o Options) map[string]any { return map[string]any{"nodes": o.Nodes} }},
 	{name: "filesystem", about: "the workspace is at the same absolute path on the compute node, the run dir is the writable working directory; startup/, local/ and mounts as the sandbox says",
-		judge: judgeFilesystem},
+		judge: worked(judgeFilesystem)},
 	{name: "accounting", about: "sacct records the job with the partition, account and QOS it was submitted with, in the state the runtime reported",
 		placement: true, judge: judgeAccounting},
 	{name: "resources", about: "a job asking for 1 CPU and 256 MiB sees 1 CPU (affinity) and a 256 MiB memory limit; not enforced is a warning",
-		spec: spec{Resources: true}, meta: map[string]any{"cpus_per_node": 1, "mem_per_node": 256}, judge: judgeResources},
+		spec: spec{Resources: true}, meta: map[string]any{"cpus_per_node": 1, "mem_per_node": 256}, judge: worked(judgeResources)},
 	{name: "gpus", about: "a job asking for --gpus N GPUs sees N (CUDA_VISIBLE_DEVICES, nvidia-smi -L when present); skipped without --gpus",
-		spec: spec{Resources: true, ReportEnv: gpuEnv}, skipIf: skipNoGPUs,
-		metaFor: func(o Options) map[string]any { return map[string]any{"gpus_per_node": o.GPUs} }, judge: judgeGPUs},
+		spec: spec{Resources: true, ReportEnv: gpuEnv}, skipIf: func(_ *site.Runtime, o Options) bool { return o.GPUs <= 0 },
+		skipWhy: "no GPUs asked for: the workspace configures no GPU request (gpus_per_node is a job's); run check --gpus N where jobs get GPUs",
+		metaFor: func(o Options) map[string]any { return map[string]any{"gpus_per_node": o.GPUs} }, judge: worked(judgeGPUs)},
 }
 
 // gpuEnv are the device-selection variables the gpus probe reports.
 var gpuEnv = []string{"CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES"}
-
-func skipNoSelf(_ *site.Runtime, o Options) string {
-	if o.Self == "" {
-		return "no flare-slurm executable to start a new process of"
-	}
-	return ""
-}
-
-func skipOneNode(_ *site.Runtime, o Options) string {
-	if o.Nodes < 2 {
-		return "no --nodes N (N > 1): run check --nodes N on a partition with N nodes (a study's slurm.partition, sandbox none)"
-	}
-	return ""
-}
-
-func skipNoGPUs(_ *site.Runtime, o Options) string {
-	if o.GPUs <= 0 {
-		return "no GPUs asked for: the workspace configures no GPU request (gpus_per_node is a job's); run check --gpus N where jobs get GPUs"
-	}
-	return ""
-}
-
-func skipSharedFile(rt *site.Runtime, _ Options) string {
-	if rt.Workspace.InternalScheme == "shared-file" {
-		return "the worker link is shared-file (no TCP port to reach)"
-	}
-	return ""
-}
 
 // ended checks the job's end; it says what happened either way.
 func ended(o *outcome, state string, rc int) (bool, string) {
@@ -178,25 +151,23 @@ func expectEnd(state string, rc int, worker bool) func(o *outcome) (string, stri
 	}
 }
 
-// worked is the common start of the judges that need a job that ended
-// COMPLETED with the probe program's observation.
-func worked(o *outcome) (bool, string) {
-	ok, what := ended(o, "COMPLETED", manager.RCSuccess)
-	if !ok {
-		return false, what
+// worked is a judge that needs a job that ended COMPLETED with the probe
+// program's observation: judge gets the outcome and where the program ran.
+func worked(judge func(o *outcome, where string) (string, string)) func(*outcome) (string, string) {
+	return func(o *outcome) (string, string) {
+		ok, what := ended(o, "COMPLETED", manager.RCSuccess)
+		if !ok {
+			return fail, what
+		}
+		did, where := ran(o)
+		if !did {
+			return fail, what + "; " + where
+		}
+		return judge(o, where)
 	}
-	did, where := ran(o)
-	if !did {
-		return false, what + "; " + where
-	}
-	return true, where
 }
 
-func judgeEnvironment(o *outcome) (string, string) {
-	ok, what := worked(o)
-	if !ok {
-		return fail, what
-	}
+func judgeEnvironment(o *outcome, what string) (string, string) {
 	s := o.seen
 	var bad []string
 	if slices.Contains(s.EnvNames, submitSideEnv) {
@@ -260,11 +231,7 @@ func secretValues(o *outcome) map[string]string {
 	return vals
 }
 
-func judgeSecrets(o *outcome) (string, string) {
-	ok, what := worked(o)
-	if !ok {
-		return fail, what
-	}
+func judgeSecrets(o *outcome, what string) (string, string) {
 	s := o.seen
 	var bad []string
 	vals := secretValues(o)
@@ -315,11 +282,7 @@ func judgeSecrets(o *outcome) (string, string) {
 		what, strings.Join(names, ", "), gone)
 }
 
-func judgeConnectivity(o *outcome) (string, string) {
-	ok, what := worked(o)
-	if !ok {
-		return fail, what
-	}
+func judgeConnectivity(o *outcome, what string) (string, string) {
 	c := o.seen.Connect
 	if c == nil {
 		return fail, "the probe program did not try to connect"
@@ -373,30 +336,25 @@ func judgeRestart(o *outcome) (string, string) {
 		c.Status.State, what)
 }
 
-func judgeFilesystem(o *outcome) (string, string) {
-	ok, what := worked(o)
-	if !ok {
-		return fail, what
-	}
+func judgeFilesystem(o *outcome, what string) (string, string) {
 	v := o.view
 	if v == nil {
 		return fail, "no plan to compare with"
 	}
 	s := o.seen
 	var bad, notes []string
-	at := func(p string) pathSeen { return s.Paths[p] }
-	if ws := at(v.Workspace); !ws.Dir {
+	if ws := s.Paths[v.Workspace]; !ws.Dir {
 		bad = append(bad, fmt.Sprintf("the workspace %s is not a directory on the compute node", v.Workspace))
 	}
 	if s.Cwd != v.RunDir {
 		bad = append(bad, fmt.Sprintf("the working directory is %s, not the run dir %s", s.Cwd, v.RunDir))
 	}
-	if rd := at(v.RunDir); !rd.Writable {
+	if rd := s.Paths[v.RunDir]; !rd.Writable {
 		bad = append(bad, "the run dir is not writable")
 	}
 	container := v.Sandbox != "none"
 	for _, d := range []string{"startup", "local"} {
-		p := at(v.Workspace + "/" + d)
+		p := s.Paths[v.Workspace+"/"+d]
 		switch {
 		case !p.Dir:
 			bad = append(bad, d+"/ is not visible")
@@ -407,7 +365,7 @@ func judgeFilesystem(o *outcome) (string, string) {
 		}
 	}
 	for _, m := range v.Mounts {
-		p := at(m.Destination)
+		p := s.Paths[m.Destination]
 		switch {
 		case !p.Exists:
 			bad = append(bad, fmt.Sprintf("mount %s is missing", m.Destination))
@@ -468,11 +426,7 @@ func judgeAccounting(o *outcome) (string, string) {
 	return pass, got
 }
 
-func judgeResources(o *outcome) (string, string) {
-	ok, what := worked(o)
-	if !ok {
-		return fail, what
-	}
+func judgeResources(o *outcome, what string) (string, string) {
 	s := o.seen
 	const cpus, mib = 1, 256
 	result := pass
@@ -507,11 +461,7 @@ func judgeResources(o *outcome) (string, string) {
 	return result, what + "; " + strings.Join(parts, "; ")
 }
 
-func judgeGPUs(o *outcome) (string, string) {
-	ok, what := worked(o)
-	if !ok {
-		return fail, what
-	}
+func judgeGPUs(o *outcome, what string) (string, string) {
 	s := o.seen
 	want := o.opts.GPUs
 	devs := s.Env["CUDA_VISIBLE_DEVICES"]
@@ -524,20 +474,13 @@ func judgeGPUs(o *outcome) (string, string) {
 		smi = fmt.Sprintf("nvidia-smi -L lists %d", len(s.NvidiaSMI))
 	}
 	got := fmt.Sprintf("%s; CUDA_VISIBLE_DEVICES=%q (%d GPUs), %d asked for; %s", what, devs, n, want, smi)
-	if n != want {
-		return fail, got
-	}
-	if s.NvidiaSMI != nil && len(s.NvidiaSMI) != want {
+	if n != want || s.NvidiaSMI != nil && len(s.NvidiaSMI) != want {
 		return fail, got
 	}
 	return pass, got
 }
 
-func judgeMultiNode(o *outcome) (string, string) {
-	ok, what := worked(o)
-	if !ok {
-		return fail, what
-	}
+func judgeMultiNode(o *outcome, what string) (string, string) {
 	p := o.seen.Peers
 	if p == nil {
 		return fail, "the probe program did not start the multi-node test"

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -16,11 +17,7 @@ func WriteTable(w io.Writer, rows []Row, seconds float64) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROBE\tRESULT\tSECONDS\tSLURM JOB\tEVIDENCE")
 	for _, r := range rows {
-		id := r.SlurmJobID
-		if id == "" {
-			id = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\n", r.Name, r.Result, r.Seconds, id, visible.Lines(r.Evidence))
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\n", r.Name, r.Result, r.Seconds, cmp.Or(r.SlurmJobID, "-"), visible.Lines(r.Evidence))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -2,6 +2,7 @@ package check
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -58,13 +59,11 @@ type spec struct {
 
 // observed is observed.json.
 type observed struct {
-	Probe             string             `json:"probe"`
 	Host              string             `json:"host"`
 	UID               int                `json:"uid"`
 	Cwd               string             `json:"cwd"`
 	Python            string             `json:"python"`
 	SlurmJobID        string             `json:"slurm_job_id"`
-	Argv              []string           `json:"argv"`
 	EnvNames          []string           `json:"env_names"`
 	Env               map[string]string  `json:"env"`
 	SecretSHA256      map[string]*string `json:"secret_sha256"`
@@ -111,7 +110,6 @@ type connectSeen struct {
 
 // outcome is everything a probe's judge looks at.
 type outcome struct {
-	jobID    string
 	status   manager.Status
 	waitErr  error // the wait did not reach a terminal state
 	actErr   error // the probe's action (cancel) failed
@@ -156,11 +154,9 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 		row.Seconds = float64(time.Since(start).Milliseconds()) / 1000
 		r.logf("%-15s %s (%.1f s) %s", p.name, row.Result, row.Seconds, row.Evidence)
 	}()
-	if p.skipIf != nil {
-		if why := p.skipIf(r.rt, r.o); why != "" {
-			row.Result, row.Evidence = skip, why
-			return row
-		}
+	if p.skipIf != nil && p.skipIf(r.rt, r.o) {
+		row.Result, row.Evidence = skip, p.skipWhy
+		return row
 	}
 	if p.local != nil {
 		row.Result, row.Evidence = p.local(r.rt, r.bootErr)
@@ -177,10 +173,9 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 	ws := r.rt.Workspace
 	jobID := jobPrefix + p.name + "-" + randomHex(8)
 	row.JobID = jobID
-	o := &outcome{jobID: jobID, token: "check-token-" + randomHex(32), environ: r.rt.Lookup, opts: r.o}
+	o := &outcome{token: "check-token-" + randomHex(32), environ: r.rt.Lookup, opts: r.o}
 
-	run, err := makeRunDir(ws.Root, jobID)
-	if err != nil {
+	if err := makeRunDir(ws.Root, jobID); err != nil {
 		row.Result, row.Evidence = fail, err.Error()
 		return row
 	}
@@ -203,7 +198,6 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 		l, err := listen(ws.Launcher.InternalPort)
 		if err != nil {
 			row.Result, row.Evidence = fail, err.Error()
-			run.Close()
 			return row
 		}
 		if l != nil {
@@ -212,7 +206,6 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 		}
 		o.listen = l
 	}
-	run.Close()
 
 	meta := p.meta
 	if p.metaFor != nil {
@@ -249,30 +242,19 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 	row.SlurmJobID = h.Info().SlurmJobID
 	defer r.stop(h, &row)
 
-	switch p.action {
-	case actRestart:
-		if err := r.until(ctx, h, jobID, "RUNNING"); err != nil {
-			o.actErr = err
-			break
-		}
-		o.stateSeen = "RUNNING"
-		// The launching process lets go of the job, as if it had exited:
-		// only the persisted handle and the shared observation remain.
-		h.Release()
-		o.released = true
-		o.child = r.waitInNewProcess(ctx, jobID)
-	case actCancelRunning, actCancelPending:
-		want := "RUNNING"
-		if p.action == actCancelPending {
-			want = "PENDING"
-		}
-		if err := r.until(ctx, h, jobID, want); err != nil {
-			o.actErr = err
-			break
-		}
-		o.stateSeen = want
-		if _, err := h.Terminate(ctx); err != nil && !errors.Is(err, manager.ErrCancelPending) {
-			o.actErr = fmt.Errorf("cancel: %w", err)
+	if p.seen != "" {
+		if o.actErr = r.until(ctx, h, jobID, p.seen); o.actErr == nil {
+			o.stateSeen = p.seen
+			if p.restart {
+				// The launching process lets go of the job, as if it had
+				// exited: only the persisted handle and the shared
+				// observation remain.
+				h.Release()
+				o.released = true
+				o.child = r.waitInNewProcess(ctx, jobID)
+			} else if _, err := h.Terminate(ctx); err != nil && !errors.Is(err, manager.ErrCancelPending) {
+				o.actErr = fmt.Errorf("cancel: %w", err)
+			}
 		}
 	}
 	o.status, o.waitErr = h.Wait(ctx)
@@ -287,7 +269,7 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 		}
 	}
 	o.seen, o.seenErr = readObserved(ws.Root, jobID)
-	if data, err := readRunFile(ws.Root, jobID, schema.SlurmOutputName(row.SlurmJobID), 1<<20); err == nil {
+	if data, err := manager.ReadRunFile(ws.Root, jobID, schema.SlurmOutputName(row.SlurmJobID), 1<<20); err == nil {
 		o.output = string(data)
 	}
 	row.Result, row.Evidence = p.judge(o)
@@ -303,10 +285,8 @@ func (r *runner) until(ctx context.Context, h *manager.Handle, jobID, state stri
 	if tick <= 0 || tick > time.Second {
 		tick = time.Second
 	}
-	last := ""
 	for {
 		st, _ := h.Poll(ctx)
-		last = st.State
 		if st.Terminal {
 			return fmt.Errorf("the job ended %s (return code %d) before it was seen %s", st.State, st.ReturnCode, state)
 		}
@@ -314,13 +294,13 @@ func (r *runner) until(ctx context.Context, h *manager.Handle, jobID, state stri
 			if state != "RUNNING" {
 				return nil
 			}
-			if _, err := readRunFile(r.rt.Workspace.Root, jobID, observedFile, 1<<20); err == nil {
+			if _, err := manager.ReadRunFile(r.rt.Workspace.Root, jobID, observedFile, 1<<20); err == nil {
 				return nil
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("not seen %s before the check's timeout (last state %s)", state, last)
+			return fmt.Errorf("not seen %s before the check's timeout (last state %s)", state, st.State)
 		case <-time.After(tick):
 		}
 	}
@@ -377,10 +357,7 @@ func (r *runner) stop(h *manager.Handle, row *Row) {
 // NVFlare parent of the workspace's role would pass, the job's meta (its
 // launcher_spec for the site) and a random auth token.
 func request(ws *schema.Workspace, jobID, study string, slurm map[string]any, token string) ([]byte, error) {
-	siteName := ws.Site
-	if siteName == "" {
-		siteName = "check"
-	}
+	siteName := cmp.Or(ws.Site, "check")
 	sec := ws.ConnectionSecurity
 	scheme := "tcp"
 	if sec == "mtls" {
@@ -416,21 +393,18 @@ func request(ws *schema.Workspace, jobID, study string, slurm map[string]any, to
 
 // makeRunDir creates the probe's run dir <workspace>/<job id> (0700) and
 // writes the probe program into it.
-func makeRunDir(root, jobID string) (*dirfd.Dir, error) {
+func makeRunDir(root, jobID string) error {
 	wsd, err := dirfd.Open(root)
 	if err != nil {
-		return nil, fmt.Errorf("open workspace %s: %w", root, err)
+		return fmt.Errorf("open workspace %s: %w", root, err)
 	}
 	defer wsd.Close()
 	run, err := wsd.Mkdir(jobID, 0o700, true)
 	if err != nil {
-		return nil, fmt.Errorf("create the probe's run dir: %w", err)
+		return fmt.Errorf("create the probe's run dir: %w", err)
 	}
-	if err := writeFile(run, programFile, program); err != nil {
-		run.Close()
-		return nil, err
-	}
-	return run, nil
+	defer run.Close()
+	return writeFile(run, programFile, program)
 }
 
 func writeFile(d *dirfd.Dir, name string, data []byte) error {
@@ -465,10 +439,8 @@ func writeSpec(root, jobID string, sp spec, plan *compile.Plan) error {
 	for _, s := range v.SecretEnv {
 		sp.SecretNames = append(sp.SecretNames, s.Name)
 	}
-	slices.Sort(sp.ReportEnv)
-	sp.ReportEnv = slices.Compact(sp.ReportEnv)
-	slices.Sort(sp.SecretNames)
-	sp.SecretNames = slices.Compact(sp.SecretNames)
+	sp.ReportEnv = slices.Compact(slices.Sorted(slices.Values(sp.ReportEnv)))
+	sp.SecretNames = slices.Compact(slices.Sorted(slices.Values(sp.SecretNames)))
 	data, err := json.MarshalIndent(sp, "", "  ")
 	if err != nil {
 		return err
@@ -486,43 +458,39 @@ func writeSpec(root, jobID string, sp spec, plan *compile.Plan) error {
 	return writeFile(run, specFile, append(data, '\n'))
 }
 
-// secretGone removes the probe job's secret.env if it is still there (the
-// job never started) and says so in the row's evidence; a secret.env that
-// cannot be removed fails the row, naming it.
+// secretGone removes the probe job's secret.env, through directory
+// descriptors, if it is still there (the job never started) and says so in
+// the row's evidence; a secret.env that cannot be removed fails the row,
+// naming it.
 func secretGone(root, jobID string, row *Row) {
-	removed, err := removeSecretFile(root, jobID)
-	switch {
-	case err != nil:
+	err := func() error {
+		wsd, err := dirfd.Open(root)
+		if err != nil {
+			return err
+		}
+		defer wsd.Close()
+		jd, err := wsd.OpenBeneath(filepath.ToSlash(filepath.Join(schema.ControlDir, schema.JobsDir, schema.JobKey(jobID))))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // the runtime removed the job dir: the job ended
+		}
+		if err != nil {
+			return err
+		}
+		defer jd.Close()
+		if err := unix.Unlinkat(jd.Fd(), schema.SecretEnvFile, 0); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				return nil // the batch script removed it
+			}
+			return err
+		}
+		row.Evidence += "; removed the probe job's secret.env (the job never started): no secret is left on disk"
+		return nil
+	}()
+	if err != nil {
 		row.Result = fail
 		row.Evidence += fmt.Sprintf("; the probe job's %s, which holds its credentials and the study's secrets, could not be removed: %v: remove it by hand",
 			filepath.Join(schema.JobDir(root, jobID), schema.SecretEnvFile), err)
-	case removed:
-		row.Evidence += "; removed the probe job's secret.env (the job never started): no secret is left on disk"
 	}
-}
-
-// removeSecretFile removes <job dir>/secret.env of jobID through
-// directory descriptors; removed says whether it was there.
-func removeSecretFile(root, jobID string) (removed bool, err error) {
-	wsd, err := dirfd.Open(root)
-	if err != nil {
-		return false, err
-	}
-	defer wsd.Close()
-	rel := filepath.ToSlash(filepath.Join(schema.ControlDir, schema.JobsDir, schema.JobKey(jobID)))
-	jd, err := wsd.OpenBeneath(rel)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil // the runtime removed the job dir: the job ended
-	}
-	if err != nil {
-		return false, err
-	}
-	defer jd.Close()
-	err = unix.Unlinkat(jd.Fd(), schema.SecretEnvFile, 0)
-	if errors.Is(err, unix.ENOENT) {
-		return false, nil // the batch script removed it
-	}
-	return err == nil, err
 }
 
 // knownRunFiles are the entries check removes from a probe's run dir: what
@@ -574,29 +542,8 @@ func removeRunDir(root, jobID string) error {
 	return nil
 }
 
-// readRunFile reads a regular file of the probe's run dir without following
-// a symlink or blocking on a FIFO (dirfd.OpenRegular), at most limit bytes.
-func readRunFile(root, jobID, name string, limit int64) ([]byte, error) {
-	wsd, err := dirfd.Open(root)
-	if err != nil {
-		return nil, err
-	}
-	defer wsd.Close()
-	run, err := wsd.OpenDir(jobID)
-	if err != nil {
-		return nil, err
-	}
-	defer run.Close()
-	f, err := run.OpenRegular(name, dirfd.Expect{})
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, limit))
-}
-
 func readObserved(root, jobID string) (*observed, error) {
-	data, err := readRunFile(root, jobID, observedFile, 4<<20)
+	data, err := manager.ReadRunFile(root, jobID, observedFile, 4<<20)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			return nil, errors.New("the probe program left no " + observedFile + ": it did not start")

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -188,7 +188,7 @@ func (f *fakeSlurm) sortedJobs() []*fakeJob {
 	for _, j := range f.jobs {
 		js = append(js, j)
 	}
-	sort.Slice(js, func(i, k int) bool { return lessID(js[i].id, js[k].id) })
+	slices.SortFunc(js, func(a, b *fakeJob) int { return cmpID(a.id, b.id) })
 	return js
 }
 

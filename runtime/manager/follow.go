@@ -62,18 +62,9 @@ func (m *Manager) Follow(ctx context.Context, ids <-chan string, progress func(S
 			}
 		}
 		for _, id := range slices.Sorted(maps.Keys(watching)) {
-			h := watching[id]
-			st, err := h.Poll(ctx)
-			if st.Terminal {
+			if st := watching[id].pollReporting(ctx, progress); st.Terminal {
 				delete(watching, id)
 				report(id, st, nil)
-				continue
-			}
-			if err == nil && progress != nil {
-				progress(st)
-			}
-			if err != nil && ctx.Err() == nil {
-				m.log.Warn("poll failed; retrying", "job_id", id, "err", err)
 			}
 		}
 		if ids == nil && len(watching) == 0 {

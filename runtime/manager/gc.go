@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"time"
 
+	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
@@ -54,32 +54,43 @@ func (m *Manager) GC(ctx context.Context, remove bool) ([]GCEntry, error) {
 		out, err = m.gcLocked(ctx, c, remove)
 		return remove, err
 	})
-	// A finished job's dir is removed once its result is on disk (after
-	// the lock): report what is really gone, not what was planned.
 	for i := range out {
-		if e := &out[i]; e.Removed {
+		e := &out[i]
+		// A finished job's dir is removed once its result is on disk (after
+		// the lock): report what is really gone, not what was planned.
+		if e.Removed {
 			if _, serr := os.Lstat(e.Dir); serr == nil || !errors.Is(serr, os.ErrNotExist) {
-				e.Removed, e.Action = false, gcKept
+				e.Removed = false
 				e.Reason += "; its removal failed (the log says why)"
 			}
+		}
+		switch {
+		case e.Removed:
+			e.Action = GCRemoved
+		case e.Verdict == gcFinished && !remove:
+			e.Action = GCWouldRemove
+		default:
+			e.Action = gcKept
 		}
 	}
 	return out, err
 }
 
+// gcLocked is gc's verdict on each job dir, in Dir order (os.ReadDir sorts
+// by name); GC says what it did.
 func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntry, error) {
 	ents, err := os.ReadDir(m.jobsDir)
 	if err != nil {
 		return nil, fmt.Errorf("list job dirs: %w", err)
 	}
 	var withHandle []*liveJob
-	var entries []*GCEntry
+	out := make([]GCEntry, len(ents))
 	byDir := map[string]*GCEntry{}
 	var nameless []*GCEntry
-	for _, e := range ents {
+	for i, e := range ents {
 		dir := filepath.Join(m.jobsDir, e.Name())
-		ge := &GCEntry{Dir: dir, Verdict: gcUnknown}
-		entries = append(entries, ge)
+		ge := &out[i]
+		*ge = GCEntry{Dir: dir, Verdict: gcUnknown}
 		byDir[dir] = ge
 		if !e.IsDir() {
 			ge.Reason = "not a directory; remove it by hand"
@@ -94,13 +105,14 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 		case errors.Is(err, errNoHandle):
 			// A launch in another process writes its artifacts, runs
 			// sbatch (up to submit_timeout) and only then its handle: a
-			// young dir without a handle may be one in progress.
+			// dir without a handle younger than the submit timeout plus a
+			// minute for writing artifacts may be one in progress.
 			st, serr := os.Lstat(dir)
 			if serr != nil {
 				ge.Reason = "cannot inspect: " + serr.Error()
 				continue
 			}
-			if age := m.now().Sub(st.ModTime()); age < m.launchGrace() {
+			if age := m.now().Sub(st.ModTime()); age < m.cfg.Client.Timeouts.Submit+time.Minute {
 				ge.Reason = fmt.Sprintf("no handle.json, created %s ago: a launch may be in progress; run gc again later", age.Round(time.Second))
 				continue
 			}
@@ -111,53 +123,27 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 			ge.Reason = "unreadable handle.json: " + err.Error()
 		}
 	}
-	cl := m.cfg.Client
-	if len(withHandle) > 0 {
-		q, qerr := cl.Queue(ctx, slurmIDs(withHandle))
-		var left []*liveJob
-		for _, j := range withHandle {
-			ge := byDir[j.dir]
-			if qerr != nil {
-				ge.Reason = qerr.Error()
-				continue
-			}
-			row, found, err := q.Lookup(j.info.SlurmJobID, j.info.JobName, m.marker(j.info), cl.UID)
-			switch {
-			case err != nil:
-				ge.Reason = err.Error()
-			case found && !isTerminal(row.State):
-				ge.Verdict, ge.State, ge.Reason = gcLive, row.State, "in the queue"
-			default:
-				left = append(left, j)
-			}
-		}
-		if len(left) > 0 {
-			a, aerr := cl.Accounting(ctx, slurmIDs(left))
-			for _, j := range left {
-				ge := byDir[j.dir]
-				if aerr != nil {
-					ge.Reason = aerr.Error()
-					continue
-				}
-				rec, found, err := a.Lookup(j.info.SlurmJobID, j.info.JobName, cl.User, j.info.SubmitTime)
-				switch {
-				case err != nil:
-					ge.Reason = err.Error()
-				case !found:
-					ge.Reason = "not in the queue and no accounting record: cannot confirm it finished"
-				case !isTerminal(rec.State):
-					ge.Verdict, ge.State, ge.Reason = gcLive, rec.State, "accounting shows it live"
-				default:
-					ge.Verdict, ge.State, ge.Reason = gcFinished, rec.State, "accounting shows it ended"
-					if remove {
-						rc := returnCode(rec.State, rec.Exit, rec.DerivedExit, j.timers.UserAbort)
-						m.obs.finish(c, j, rec.State, rc, "collected by gc", m.now())
-						ge.Removed = true
-					}
-				}
+	m.ask(ctx, withHandle, func(j *liveJob, err error, _ bool) {
+		byDir[j.dir].Reason = err.Error()
+	}, func(j *liveJob, row scheduler.QueueRow) {
+		ge := byDir[j.dir]
+		ge.Verdict, ge.State, ge.Reason = gcLive, row.State, "in the queue"
+	}, func(j *liveJob, rec scheduler.AcctRow, found bool) {
+		ge := byDir[j.dir]
+		switch {
+		case !found:
+			ge.Reason = "not in the queue and no accounting record: cannot confirm it finished"
+		case !isTerminal(rec.State):
+			ge.Verdict, ge.State, ge.Reason = gcLive, rec.State, "accounting shows it live"
+		default:
+			ge.Verdict, ge.State, ge.Reason = gcFinished, rec.State, "accounting shows it ended"
+			if remove {
+				rc := returnCode(rec.State, rec.Exit, rec.DerivedExit, j.timers.UserAbort)
+				m.obs.finish(c, j, rec.State, rc, "collected by gc", m.now())
+				ge.Removed = true
 			}
 		}
-	}
+	})
 	if len(nameless) > 0 {
 		queued, err := m.queuedKeys(ctx)
 		for _, ge := range nameless {
@@ -184,26 +170,7 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 			}
 		}
 	}
-	sort.Slice(entries, func(i, k int) bool { return entries[i].Dir < entries[k].Dir })
-	res := make([]GCEntry, len(entries))
-	for i, e := range entries {
-		switch {
-		case e.Removed:
-			e.Action = GCRemoved
-		case e.Verdict == gcFinished && !remove:
-			e.Action = GCWouldRemove
-		default:
-			e.Action = gcKept
-		}
-		res[i] = *e
-	}
-	return res, nil
-}
-
-// launchGrace is how long a job dir without a handle is taken for a launch
-// in progress: the submit timeout plus a minute for writing artifacts.
-func (m *Manager) launchGrace() time.Duration {
-	return m.cfg.Client.Timeouts.Submit + time.Minute
+	return out, nil
 }
 
 // queuedKeys lists this account's queue and returns the job keys of the

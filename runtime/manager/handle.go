@@ -93,7 +93,7 @@ func (h *Handle) Poll(ctx context.Context) (Status, error) {
 	if f := h.done.Load(); f != nil {
 		return h.info.finished(*f), nil
 	}
-	c, err := h.m.obs.view(ctx, h.m.extraHandles, false, nil, h.covered)
+	c, err := h.m.obs.view(ctx, nil, h.covered)
 	if err != nil {
 		return h.info.unknown(stateSubmitted, err.Error()), err
 	}
@@ -148,20 +148,28 @@ func (h *Handle) Wait(ctx context.Context) (Status, error) {
 // for while it waits.
 func (h *Handle) WaitReporting(ctx context.Context, report func(Status)) (Status, error) {
 	for {
-		st, err := h.Poll(ctx)
+		st := h.pollReporting(ctx, report)
 		if st.Terminal {
 			return st, nil
-		}
-		if err == nil && report != nil {
-			report(st)
-		}
-		if err != nil && ctx.Err() == nil {
-			h.m.log.Warn("poll failed; retrying", "job_id", h.info.JobID, "err", err)
 		}
 		if err := h.m.cfg.Sleep(ctx, h.m.nextWait()); err != nil {
 			return st, err
 		}
 	}
+}
+
+// pollReporting polls once and gives a status short of the end to report
+// (nil: none); a failed poll is logged, for the caller to retry.
+func (h *Handle) pollReporting(ctx context.Context, report func(Status)) Status {
+	st, err := h.Poll(ctx)
+	switch {
+	case st.Terminal:
+	case err == nil && report != nil:
+		report(st)
+	case err != nil && ctx.Err() == nil:
+		h.m.log.Warn("poll failed; retrying", "job_id", h.info.JobID, "err", err)
+	}
+	return st
 }
 
 // nextWait is how long a wait sleeps before its next poll: until the
@@ -216,7 +224,7 @@ func (h *Handle) terminate(ctx context.Context, user bool) (Status, error) {
 	}
 	dir := h.m.JobDir(h.info.JobID)
 	var recorded bool
-	c, err := h.m.obs.view(ctx, h.m.extraHandles, true, func() error {
+	c, err := h.m.obs.view(ctx, func() error {
 		cur, err := readHandle(dir)
 		if errors.Is(err, errNoHandle) {
 			if _, serr := os.Lstat(dir); errors.Is(serr, fs.ErrNotExist) {
@@ -253,13 +261,9 @@ func (h *Handle) terminate(ctx context.Context, user bool) (Status, error) {
 		return st, fmt.Errorf("job %s: its handle vanished before the abort was recorded", h.info.JobID)
 	}
 	h.m.log.Info("user abort requested", "job_id", h.info.JobID, "slurm_job_id", h.info.SlurmJobID)
-	o, inView := c.Jobs[h.info.SlurmJobID]
-	switch {
-	case inView && o.CancelSent:
-		return st, nil
-	case inView && o.Gone:
-		// Out of the queue: nothing to scancel; the result follows from
-		// accounting and maps CANCELLED or COMPLETED to 9.
+	// Out of the queue (Gone) there is nothing to scancel: the result
+	// follows from accounting and maps CANCELLED or COMPLETED to 9.
+	if o := c.Jobs[h.info.SlurmJobID]; o.CancelSent || o.Gone {
 		return st, nil
 	}
 	return st, fmt.Errorf("%w: %s", ErrCancelPending, st.Detail)
@@ -282,15 +286,13 @@ type LiveTermination struct {
 // verified with squeue, then scancel): an operator's cancel --all-live.
 func (m *Manager) TerminateLive(ctx context.Context) ([]LiveTermination, error) {
 	out := []LiveTermination{}
-	err := m.eachJob(ctx, true, func(h *Handle, st Status, openErr error) {
+	err := m.eachJob(ctx, true, func(h *Handle, st Status, err error) {
+		if err == nil {
+			st, err = h.Terminate(ctx)
+		}
 		lt := LiveTermination{Status: st}
-		if openErr == nil {
-			var err error
-			if lt.Status, err = h.Terminate(ctx); err != nil {
-				lt.Error = err.Error()
-			}
-		} else {
-			lt.Error = openErr.Error()
+		if err != nil {
+			lt.Error = err.Error()
 		}
 		out = append(out, lt)
 	})

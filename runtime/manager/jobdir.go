@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/google/renameio/v2"
@@ -30,9 +29,6 @@ const (
 	cacheFile    = "observations.json"
 	handleFormat = 1
 )
-
-// noFollow makes opening a control file through a symlink fail.
-const noFollow = syscall.O_NOFOLLOW
 
 // HandleInfo is the persisted handle of one submitted job (handle.json,
 // mode 0600): what a restarted parent or another CLI process needs to find
@@ -161,12 +157,17 @@ func readNoFollow(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readAll(f, limit)
+}
+
+// readAll reads the regular file f; a limit above zero caps its size.
+func readAll(f *os.File, limit int64) ([]byte, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
 	if limit > 0 && st.Size() > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
+		return nil, fmt.Errorf("%s is larger than %d bytes", f.Name(), limit)
 	}
 	data := make([]byte, st.Size())
 	if _, err := f.ReadAt(data, 0); err != nil && st.Size() > 0 {

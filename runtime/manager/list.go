@@ -2,8 +2,6 @@ package manager
 
 import (
 	"crypto/sha256"
-	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -86,14 +84,11 @@ func readHandleBeneath(jobs *dirfd.Dir, key string) (HandleInfo, error) {
 		return HandleInfo{}, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, listMaxHandleSize+1))
+	data, err := readAll(f, listMaxHandleSize)
 	if err != nil {
 		return HandleInfo{}, err
 	}
-	if len(data) > listMaxHandleSize {
-		return HandleInfo{}, fmt.Errorf("%s: larger than %d bytes", dir.Join(handleFile), listMaxHandleSize)
-	}
-	return parseHandle(dir.Join(handleFile), data)
+	return parseHandle(f.Name(), data)
 }
 
 // isJobKey says whether name has the form of JobKey's result (64 lowercase

@@ -409,12 +409,11 @@ func (m *Manager) Open(jobID string) (*Handle, error) {
 		m.handles[jobID] = h
 		return h, nil
 	}
-	if errors.Is(err, errNoHandle) {
-		if _, serr := os.Lstat(dir); serr == nil {
-			return nil, fmt.Errorf("job %s has artifacts in %s but no handle: its launch is in progress or crashed before the submission was recorded (see 'flare-slurm gc --workspace %s')", jobID, dir, shell.Quote(m.cfg.Workspace))
-		}
-	} else {
+	if !errors.Is(err, errNoHandle) {
 		return nil, err
+	}
+	if _, serr := os.Lstat(dir); serr == nil {
+		return nil, fmt.Errorf("job %s has artifacts in %s but no handle: its launch is in progress or crashed before the submission was recorded (see 'flare-slurm gc --workspace %s')", jobID, dir, shell.Quote(m.cfg.Workspace))
 	}
 	// The job dir is gone: the job may have finished.
 	fin, err := m.recorded(context.Background(), jobID)
@@ -440,23 +439,6 @@ func (m *Manager) recorded(ctx context.Context, jobID string) (*Finished, error)
 		return false, nil
 	})
 	return fin, err
-}
-
-// extraHandles are this process's handles whose job dir is gone, so that
-// the refresh still asks about them.
-func (m *Manager) extraHandles() []*Handle {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []*Handle
-	for _, h := range m.handles {
-		if h == nil || h.done.Load() != nil {
-			continue
-		}
-		if _, err := os.Lstat(filepath.Join(m.JobDir(h.info.JobID), handleFile)); err != nil {
-			out = append(out, h)
-		}
-	}
-	return out
 }
 
 // liveHandles are this process's unfinished handles by Slurm job id.

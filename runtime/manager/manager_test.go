@@ -167,7 +167,7 @@ func TestFiveMissRule(t *testing.T) {
 	// (at 1, 7, 13 and 19 s; the fifth would be at 25 s).
 	for i := 0; i < 24; i++ {
 		e.clock.Advance(time.Second)
-		c, err := e.m.obs.view(context.Background(), nil, true, nil, nil)
+		c, err := e.m.obs.view(context.Background(), func() error { return nil }, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

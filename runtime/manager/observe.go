@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -131,17 +131,12 @@ func (o *observer) fresh(c *cache, now time.Time) bool {
 
 // view returns an observation no older than one poll interval less lead, refreshing
 // it when no process has done so (or when covers says it lacks a job this
-// process must know about). extra, called only for a refresh, lists
-// jobs of this process whose job dir is gone (they are queried too).
-// force refreshes regardless of age;
-// mutate, when set, runs under the lock before the refresh.
-func (o *observer) view(ctx context.Context, extra func() []*Handle, force bool, mutate func() error, covers func(*cache) bool) (*cache, error) {
+// process must know about). mutate, when set, runs under the lock before a
+// refresh that happens regardless of age.
+func (o *observer) view(ctx context.Context, mutate func() error, covers func(*cache) bool) (*cache, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if covers == nil {
-		covers = func(*cache) bool { return true }
-	}
-	if !force && mutate == nil {
+	if mutate == nil {
 		if o.fresh(o.mem, o.m.now()) && covers(o.mem) {
 			return o.mem, nil
 		}
@@ -170,16 +165,11 @@ func (o *observer) view(ctx context.Context, extra func() []*Handle, force bool,
 		if err := mutate(); err != nil {
 			return nil, err
 		}
-	}
-	if !force && o.fresh(c, o.m.now()) && covers(c) {
+	} else if o.fresh(c, o.m.now()) && covers(c) {
 		o.mem = c
 		return c, nil
 	}
-	var more []*Handle
-	if extra != nil {
-		more = extra()
-	}
-	o.refresh(ctx, c, more)
+	o.refresh(ctx, c)
 	err = o.write(c)
 	copy(o.took[1:], o.took[:])
 	o.took[0] = max(o.m.now().Sub(c.RefreshedAt), 0)
@@ -223,7 +213,7 @@ func (o *observer) lock(ctx context.Context) (func(), error) {
 		return nil, err
 	}
 	path := filepath.Join(o.dir, lockFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|noFollow, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600) // never through a symlink
 	if err != nil {
 		return nil, fmt.Errorf("open workspace lock: %w", err)
 	}
@@ -242,13 +232,8 @@ func (o *observer) lock(ctx context.Context) (func(), error) {
 			err = fmt.Errorf("held by another process for more than %s", o.lockPatience().Round(time.Second))
 			break
 		}
-		t := time.NewTimer(lockRetry)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, ctx.Err())
-		case <-t.C:
+		if err = sleepCtx(ctx, lockRetry); err != nil {
+			break
 		}
 	}
 	if err != nil {
@@ -352,6 +337,60 @@ func (j *liveJob) resetMisses() {
 	}
 }
 
+// ask asks squeue about jobs, then sacct about those it no longer lists as
+// live (a terminal row sets queueState: the job exists, so the result comes
+// from accounting, and its absence there is not a miss), and passes each
+// job to queued (its live squeue row), accounted (its accounting record, or
+// its absence) or failed (the command gave no answer, or, protocol true,
+// the job's row broke the protocol).
+func (m *Manager) ask(ctx context.Context, jobs []*liveJob, failed func(j *liveJob, err error, protocol bool),
+	queued func(*liveJob, scheduler.QueueRow), accounted func(*liveJob, scheduler.AcctRow, bool)) {
+	cl := m.cfg.Client
+	ids := slurmIDs(jobs)
+	q, qerr := cl.Queue(ctx, ids)
+	if qerr == nil {
+		asked := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			asked[id] = true
+		}
+		for _, r := range q.Rows {
+			if !asked[r.JobID] {
+				m.log.Warn("ignoring a squeue row of a job that was not asked about", "slurm_job_id", r.JobID, "job_name", r.Name)
+			}
+		}
+	}
+	var left []*liveJob
+	for _, j := range jobs {
+		if qerr != nil {
+			failed(j, qerr, false)
+			continue
+		}
+		row, found, err := q.Lookup(j.info.SlurmJobID, j.info.JobName, m.marker(j.info), cl.UID)
+		switch {
+		case err != nil:
+			failed(j, err, true)
+		case found && !isTerminal(row.State):
+			queued(j, row)
+		default:
+			j.queueState = row.State
+			left = append(left, j)
+		}
+	}
+	a, aerr := cl.Accounting(ctx, slurmIDs(left)) // no sacct for no ids
+	for _, j := range left {
+		if aerr != nil {
+			failed(j, aerr, false)
+			continue
+		}
+		rec, found, err := a.Lookup(j.info.SlurmJobID, j.info.JobName, cl.User, j.info.SubmitTime)
+		if err != nil {
+			failed(j, err, true)
+			continue
+		}
+		accounted(j, rec, found)
+	}
+}
+
 // slurmIDs are the Slurm job ids of jobs, in order.
 func slurmIDs(jobs []*liveJob) []string {
 	ids := make([]string, len(jobs))
@@ -396,10 +435,11 @@ func (o *observer) listJobs() ([]*liveJob, error) {
 }
 
 // refresh asks the scheduler about every live job of the workspace (plus
-// extra) and records what it learned in c, the job dirs' timers and, for
-// jobs that ended, by removing their dirs. It never fails: a scheduler that
-// does not answer leaves every job as it was, with a detail saying why.
-func (o *observer) refresh(ctx context.Context, c *cache, extra []*Handle) {
+// this process's jobs whose job dir is gone) and records what it learned
+// in c, the job dirs' timers and, for jobs that ended, by removing their
+// dirs. It never fails: a scheduler that does not answer leaves every job
+// as it was, with a detail saying why.
+func (o *observer) refresh(ctx context.Context, c *cache) {
 	now := o.m.now()
 	c.RefreshedAt = now
 	jobs, err := o.listJobs()
@@ -415,73 +455,40 @@ func (o *observer) refresh(ctx context.Context, c *cache, extra []*Handle) {
 			j.h = h
 		}
 	}
-	for _, h := range extra {
-		if seen[h.info.SlurmJobID] {
+	for id, h := range mine {
+		if seen[id] {
 			continue
 		}
-		if f, ok := c.Finished[h.info.JobID]; ok && f.SlurmJobID == h.info.SlurmJobID {
+		if f, ok := c.Finished[h.info.JobID]; ok && f.SlurmJobID == id {
 			continue
 		}
-		seen[h.info.SlurmJobID] = true
+		dir := o.m.JobDir(h.info.JobID)
+		if _, err := os.Lstat(filepath.Join(dir, handleFile)); err == nil {
+			continue
+		}
+		seen[id] = true
 		// The job dir is gone (removed by hand): the job is still asked
 		// about, with the clocks this process last saw.
-		jobs = append(jobs, &liveJob{info: h.info, dir: filepath.Join(o.dir, jobsDirName, schema.JobKey(h.info.JobID)), timers: h.timers, h: h})
+		jobs = append(jobs, &liveJob{info: h.info, dir: dir, timers: h.timers, h: h})
 	}
 	// seen holds the id of every job: the views of any other are dropped.
 	maps.DeleteFunc(c.Jobs, func(id string, _ observation) bool { return !seen[id] })
 	if len(jobs) == 0 {
 		return
 	}
-	sort.Slice(jobs, func(i, k int) bool { return lessID(jobs[i].info.SlurmJobID, jobs[k].info.SlurmJobID) })
-	ids := slurmIDs(jobs)
-	cl := o.m.cfg.Client
-	q, qerr := cl.Queue(ctx, ids)
-	if qerr == nil {
-		asked := make(map[string]bool, len(ids))
-		for _, id := range ids {
-			asked[id] = true
+	slices.SortFunc(jobs, func(a, b *liveJob) int { return cmpID(a.info.SlurmJobID, b.info.SlurmJobID) })
+	o.m.ask(ctx, jobs, func(j *liveJob, err error, protocol bool) {
+		if !protocol {
+			o.note(c, j, "", "no fresh answer: "+err.Error(), now)
+			return
 		}
-		for _, r := range q.Rows {
-			if !asked[r.JobID] {
-				o.m.log.Warn("ignoring a squeue row of a job that was not asked about", "slurm_job_id", r.JobID, "job_name", r.Name)
-			}
-		}
-	}
-	var left []*liveJob
-	for _, j := range jobs {
-		if qerr != nil {
-			o.note(c, j, "", "no fresh answer: "+qerr.Error(), now)
-			continue
-		}
-		row, found, err := q.Lookup(j.info.SlurmJobID, j.info.JobName, o.m.marker(j.info), cl.UID)
-		if err != nil {
-			o.m.log.Error("job remains non-terminal after a scheduler protocol error", "job_id", j.info.JobID, "slurm_job_id", j.info.SlurmJobID, "err", err)
-			o.note(c, j, "", err.Error(), now)
-			continue
-		}
-		if !found {
-			left = append(left, j)
-			continue
-		}
-		if isTerminal(row.State) {
-			// Still listed, so the job exists: the result comes from
-			// accounting, and its absence there is not a miss.
-			j.queueState = row.State
-			left = append(left, j)
-			continue
-		}
+		o.m.log.Error("job remains non-terminal after a scheduler protocol error", "job_id", j.info.JobID, "slurm_job_id", j.info.SlurmJobID, "err", err)
+		o.note(c, j, "", err.Error(), now)
+	}, func(j *liveJob, row scheduler.QueueRow) {
 		o.queued(ctx, c, j, row.State, row.Reason, now)
-	}
-	if len(left) > 0 {
-		a, aerr := cl.Accounting(ctx, slurmIDs(left))
-		for _, j := range left {
-			if aerr != nil {
-				o.note(c, j, "", "no fresh answer: "+aerr.Error(), now)
-				continue
-			}
-			o.accounted(c, j, a, now)
-		}
-	}
+	}, func(j *liveJob, rec scheduler.AcctRow, found bool) {
+		o.accounted(c, j, rec, found, now)
+	})
 	for _, j := range jobs {
 		if j.dirty && j.onDisk {
 			if err := writeTimers(j.dir, j.timers); err != nil {
@@ -497,12 +504,7 @@ func (o *observer) refresh(ctx context.Context, c *cache, extra []*Handle) {
 // note records a non-terminal view; an empty state keeps the last one.
 func (o *observer) note(c *cache, j *liveJob, state, detail string, now time.Time) {
 	prev, ok := c.Jobs[j.info.SlurmJobID]
-	if state == "" {
-		state = prev.State
-		if !ok || state == "" {
-			state = stateSubmitted
-		}
-	}
+	state = cmp.Or(state, prev.State, stateSubmitted)
 	at := now
 	if detail != "" && ok {
 		at = prev.ObservedAt
@@ -544,21 +546,24 @@ func (o *observer) queued(ctx context.Context, c *cache, j *liveJob, state, reas
 }
 
 // accounted handles a job that left the queue (or shows a terminal state
-// there) with the accounting answer a.
-func (o *observer) accounted(c *cache, j *liveJob, a *scheduler.Accounting, now time.Time) {
-	rec, found, err := a.Lookup(j.info.SlurmJobID, j.info.JobName, o.m.cfg.Client.User, j.info.SubmitTime)
-	if err != nil {
-		o.m.log.Error("job remains non-terminal after a scheduler protocol error", "job_id", j.info.JobID, "slurm_job_id", j.info.SlurmJobID, "err", err)
-		o.note(c, j, "", err.Error(), now)
-		return
-	}
-	if !found && j.queueState != "" {
+// there) with its accounting record rec (found: there is one).
+func (o *observer) accounted(c *cache, j *liveJob, rec scheduler.AcctRow, found bool, now time.Time) {
+	detail := ""
+	switch {
+	case found:
 		j.resetMisses()
-		o.note(c, j, "", fmt.Sprintf("ended in the queue as %s; waiting for its accounting record", j.queueState), now)
-		o.gone(c, j)
-		return
-	}
-	if !found {
+		if isTerminal(rec.State) {
+			detail = fmt.Sprintf("exit code %d:%d, derived %d:%d", rec.Exit.Status, rec.Exit.Signal, rec.DerivedExit.Status, rec.DerivedExit.Signal)
+			if j.timers.UserAbort {
+				detail += ", user abort"
+			}
+			o.finish(c, j, rec.State, returnCode(rec.State, rec.Exit, rec.DerivedExit, j.timers.UserAbort), detail, now)
+			return
+		}
+	case j.queueState != "":
+		j.resetMisses()
+		detail = fmt.Sprintf("ended in the queue as %s; waiting for its accounting record", j.queueState)
+	default:
 		if j.timers.Misses == 0 || now.Sub(j.timers.LastMiss) >= missSpacing {
 			j.timers.Misses++
 			j.timers.LastMiss = now
@@ -569,22 +574,14 @@ func (o *observer) accounted(c *cache, j *liveJob, a *scheduler.Accounting, now 
 			o.finish(c, j, stateLost, RCInfrastructure, fmt.Sprintf("not in the queue and no accounting record after %d answers", maxMisses), now)
 			return
 		}
-		o.note(c, j, "", fmt.Sprintf("not in the queue; no accounting record yet (%d/%d)", j.timers.Misses, maxMisses), now)
-		o.gone(c, j)
-		return
+		detail = fmt.Sprintf("not in the queue; no accounting record yet (%d/%d)", j.timers.Misses, maxMisses)
 	}
-	j.resetMisses()
-	if !isTerminal(rec.State) {
-		o.note(c, j, rec.State, "", now)
-		o.gone(c, j)
-		return
-	}
-	rc := returnCode(rec.State, rec.Exit, rec.DerivedExit, j.timers.UserAbort)
-	detail := fmt.Sprintf("exit code %d:%d, derived %d:%d", rec.Exit.Status, rec.Exit.Signal, rec.DerivedExit.Status, rec.DerivedExit.Signal)
-	if j.timers.UserAbort {
-		detail += ", user abort"
-	}
-	o.finish(c, j, rec.State, rc, detail, now)
+	// The scheduler answered that the job is no longer live in the queue
+	// (rec.State is "" without a record: the last state stays).
+	o.note(c, j, rec.State, detail, now)
+	obs := c.Jobs[j.info.SlurmJobID]
+	obs.Gone = true
+	c.Jobs[j.info.SlurmJobID] = obs
 }
 
 // finish records a terminal result and removes the job's artifacts.
@@ -603,14 +600,6 @@ func (o *observer) finish(c *cache, j *liveJob, state string, rc int, detail str
 		slog.String("state", state), slog.Int("return_code", rc))
 }
 
-// gone marks j's observation as a scheduler answer that the job is no
-// longer live in the queue.
-func (o *observer) gone(c *cache, j *liveJob) {
-	obs := c.Jobs[j.info.SlurmJobID]
-	obs.Gone = true
-	c.Jobs[j.info.SlurmJobID] = obs
-}
-
 // expiry is when the observation this process last used stops being
 // fresh; zero when it has none.
 func (o *observer) expiry() time.Time {
@@ -622,10 +611,7 @@ func (o *observer) expiry() time.Time {
 	return o.mem.RefreshedAt.Add(o.m.cfg.PollInterval - o.lead())
 }
 
-// lessID orders numeric ids numerically.
-func lessID(a, b string) bool {
-	if len(a) != len(b) {
-		return len(a) < len(b)
-	}
-	return strings.Compare(a, b) < 0
+// cmpID orders numeric ids numerically.
+func cmpID(a, b string) int {
+	return cmp.Or(cmp.Compare(len(a), len(b)), strings.Compare(a, b))
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -42,32 +43,40 @@ func (m *Manager) refineReturnCode(jobID string, rc int) (int, string) {
 }
 
 func readProcessRC(workspace, jobID string) (int, error) {
-	ws, err := dirfd.Open(workspace)
+	data, err := ReadRunFile(workspace, jobID, processRCFile, maxProcessRC+1)
 	if err != nil {
 		return 0, err
 	}
-	defer ws.Close()
-	run, err := ws.OpenDir(jobID)
-	if err != nil {
-		return 0, err
-	}
-	defer run.Close()
-	f, err := run.OpenRegular(processRCFile, dirfd.Expect{})
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxProcessRC+1))
-	if err != nil {
-		return 0, err
-	}
+	name := filepath.Join(workspace, jobID, processRCFile)
 	if len(data) > maxProcessRC {
-		return 0, fmt.Errorf("%s is longer than %d bytes", f.Name(), maxProcessRC)
+		return 0, fmt.Errorf("%s is longer than %d bytes", name, maxProcessRC)
 	}
 	line, _, _ := strings.Cut(string(data), "\n")
 	v, err := strconv.Atoi(strings.TrimSpace(line))
 	if err != nil || v < 0 || v > 255 {
-		return 0, fmt.Errorf("%s: first line %q is not a return code (an integer 0..255)", f.Name(), line)
+		return 0, fmt.Errorf("%s: first line %q is not a return code (an integer 0..255)", name, line)
 	}
 	return v, nil
+}
+
+// ReadRunFile reads at most limit bytes of the regular file name in the
+// run dir <workspace>/<jobID> of a job, through directory descriptors,
+// without following a symlink or blocking on a FIFO (dirfd.OpenRegular).
+func ReadRunFile(workspace, jobID, name string, limit int64) ([]byte, error) {
+	ws, err := dirfd.Open(workspace)
+	if err != nil {
+		return nil, err
+	}
+	defer ws.Close()
+	run, err := ws.OpenDir(jobID)
+	if err != nil {
+		return nil, err
+	}
+	defer run.Close()
+	f, err := run.OpenRegular(name, dirfd.Expect{})
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit))
 }

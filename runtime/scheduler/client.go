@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flare-slurm/flare-slurm/internal/slurmenv"
 	"github.com/flare-slurm/flare-slurm/internal/trust"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
@@ -125,18 +126,23 @@ type Client struct {
 	Paths    Paths
 	UID      int
 	User     string   // the account name sacct prints in User
-	Env      []string // environment for queries and scancel (queryEnv applied by New)
+	Env      []string // environment for queries and scancel (scrubbed by New)
 	Timeouts Timeouts
 	Runner   Runner
 	Location *time.Location // time zone of sacct's Submit column
 }
 
-// New builds a client; env is the caller's environment before scrubbing.
-func New(paths Paths, uid int, user string, env []string, t Timeouts, r Runner) *Client {
+// New builds a client; env is the caller's environment before scrubbing,
+// drop the names it must not pass on besides (those of secrets). The
+// queries get slurmenv.Scrub's environment (contract §8, which drops the
+// caller's SLURM_TIME_FORMAT) with SLURM_TIME_FORMAT=standard, so that
+// sacct's Submit column is always ISO 8601.
+func New(paths Paths, uid int, user string, env []string, t Timeouts, r Runner, drop ...string) *Client {
 	if r == nil {
 		r = execRunner{}
 	}
-	return &Client{Paths: paths, UID: uid, User: user, Env: queryEnv(env), Timeouts: t, Runner: r, Location: time.Local}
+	env = append(slurmenv.Scrub(env, drop...), "SLURM_TIME_FORMAT=standard")
+	return &Client{Paths: paths, UID: uid, User: user, Env: env, Timeouts: t, Runner: r, Location: time.Local}
 }
 
 func (c *Client) run(ctx context.Context, name string, timeout time.Duration, env []string, argv ...string) (Result, error) {
@@ -269,11 +275,7 @@ func (c *Client) Accounting(ctx context.Context, ids []string) (*Accounting, err
 	if err != nil {
 		return nil, err
 	}
-	loc := c.Location
-	if loc == nil {
-		loc = time.Local
-	}
-	return parseAccounting(r.Stdout, loc)
+	return parseAccounting(r.Stdout, c.Location)
 }
 
 // Cancel runs `scancel -Q --me <id>`. The caller verifies ownership first.

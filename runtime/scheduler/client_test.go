@@ -91,7 +91,7 @@ func TestScrubEnv(t *testing.T) {
 	if got != "PATH=/bin SLURM_CONF=/etc/slurm.conf LC_ALL=C" {
 		t.Fatalf("ScrubEnv = %s", got)
 	}
-	got = strings.Join(queryEnv(in), " ")
+	got = strings.Join(New(Paths{}, 1, "u", append(in, "SECRET=s"), Timeouts{}, nil, "SECRET").Env, " ")
 	if got != "PATH=/bin SLURM_CONF=/etc/slurm.conf LC_ALL=C SLURM_TIME_FORMAT=standard" {
 		t.Fatalf("QueryEnv = %s", got)
 	}

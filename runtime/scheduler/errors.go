@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -133,11 +134,8 @@ func rejection(r Result) *RejectedError {
 		if !strings.HasPrefix(line, "sbatch: error:") {
 			continue
 		}
-		low := strings.ToLower(line)
-		for _, c := range connectionErrors {
-			if strings.Contains(low, c) {
-				return nil
-			}
+		if low := strings.ToLower(line); slices.ContainsFunc(connectionErrors, func(c string) bool { return strings.Contains(low, c) }) {
+			return nil
 		}
 		found = append(found, truncate(line, 500))
 	}

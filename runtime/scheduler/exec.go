@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -72,8 +73,7 @@ func (execRunner) Run(ctx context.Context, c Command) Result {
 	cmd.WaitDelay = time.Second
 	stdout := &capWriter{limit: maxStdout}
 	stderr := &capWriter{limit: maxStderr}
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		return Result{ExitCode: -1, StartErr: err}
 	}
@@ -147,14 +147,6 @@ func (w *capWriter) ReadFrom(r io.Reader) (int64, error) {
 }
 
 func (w *capWriter) Write(p []byte) (int, error) {
-	room := w.limit - len(w.buf)
-	if len(p) > room {
-		w.over = true
-		if room > 0 {
-			w.buf = append(w.buf, p[:room]...)
-		}
-		return len(p), nil
-	}
-	w.buf = append(w.buf, p...)
+	_, _ = w.ReadFrom(bytes.NewReader(p)) // a bytes.Reader never fails
 	return len(p), nil
 }

@@ -9,8 +9,8 @@ import (
 	"testing/iotest"
 )
 
-// capWriter.ReadFrom (the path os/exec takes) keeps the same bytes and
-// overflow flag as Write, whatever sizes the reads come in.
+// capWriter.ReadFrom (the path os/exec takes) and Write keep the first
+// limit bytes and flag the overflow, whatever sizes the reads come in.
 func TestCapWriterReadFrom(t *testing.T) {
 	data := bytes.Repeat([]byte("0123456789abcdef"), 300) // 4800 bytes
 	for _, limit := range []int{0, 1, 511, 512, 513, 4799, 4800, 4801, 1 << 20} {
@@ -20,16 +20,23 @@ func TestCapWriterReadFrom(t *testing.T) {
 			"half":     func() io.Reader { return iotest.HalfReader(bytes.NewReader(data)) },
 			"data+EOF": func() io.Reader { return iotest.DataErrReader(bytes.NewReader(data)) },
 		} {
-			var want capWriter
-			want.limit = limit
-			want.Write(data)
+			want, wantOver := data[:min(limit, len(data))], len(data) > limit
 			got := &capWriter{limit: limit}
 			n, err := got.ReadFrom(r())
 			if err != nil || n != int64(len(data)) {
 				t.Fatalf("limit %d, %s: ReadFrom = %d, %v", limit, name, n, err)
 			}
-			if !bytes.Equal(got.buf, want.buf) || got.over != want.over || len(got.buf) > limit {
-				t.Fatalf("limit %d, %s: kept %d bytes over=%v, Write keeps %d over=%v", limit, name, len(got.buf), got.over, len(want.buf), want.over)
+			if !bytes.Equal(got.buf, want) || got.over != wantOver {
+				t.Fatalf("limit %d, %s: kept %d bytes over=%v, want %d over=%v", limit, name, len(got.buf), got.over, len(want), wantOver)
+			}
+			w := &capWriter{limit: limit}
+			for _, p := range [][]byte{data[:100], data[100:]} {
+				if n, err := w.Write(p); n != len(p) || err != nil {
+					t.Fatalf("limit %d: Write = %d, %v", limit, n, err)
+				}
+			}
+			if !bytes.Equal(w.buf, want) || w.over != wantOver {
+				t.Fatalf("limit %d: Write kept %d bytes over=%v, want %d over=%v", limit, len(w.buf), w.over, len(want), wantOver)
 			}
 		}
 	}

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"bytes"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -298,12 +297,10 @@ func parseSubmit(out []byte) (id, cluster string, err error) {
 // lines returns the non-blank lines of out without their line ends.
 func lines(out []byte) []string {
 	var res []string
-	for _, l := range bytes.Split(out, []byte("\n")) {
-		l = bytes.TrimRight(l, "\r")
-		if len(bytes.TrimSpace(l)) == 0 {
-			continue
+	for l := range strings.Lines(string(out)) {
+		if l = strings.TrimRight(l, "\r\n"); strings.TrimSpace(l) != "" {
+			res = append(res, l)
 		}
-		res = append(res, string(l))
 	}
 	return res
 }

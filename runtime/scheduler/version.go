@@ -16,11 +16,6 @@ type Version struct {
 
 func (v Version) String() string { return fmt.Sprintf("%02d.%02d.%d", v.Major, v.Minor, v.Patch) }
 
-// less orders versions.
-func (v Version) less(w Version) bool {
-	return cmp.Or(cmp.Compare(v.Major, w.Major), cmp.Compare(v.Minor, w.Minor), cmp.Compare(v.Patch, w.Patch)) < 0
-}
-
 // MinVersion is the oldest Slurm release flare-slurm runs jobs on.
 var MinVersion = Version{23, 2, 3}
 
@@ -56,7 +51,7 @@ func parseVersion(out string) (Version, error) {
 
 // CheckVersion refuses releases older than MinVersion.
 func CheckVersion(v Version) error {
-	if v.less(MinVersion) {
+	if cmp.Or(cmp.Compare(v.Major, MinVersion.Major), cmp.Compare(v.Minor, MinVersion.Minor), cmp.Compare(v.Patch, MinVersion.Patch)) < 0 {
 		return fmt.Errorf("slurm %s is older than the minimum %s: jobs are submitted with sbatch --export=NIL, which older releases do not honour reliably; upgrade Slurm on the parent host", v, MinVersion)
 	}
 	return nil

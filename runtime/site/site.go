@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/flare-slurm/flare-slurm/generator/compile"
 	"github.com/flare-slurm/flare-slurm/internal/account"
@@ -68,26 +67,27 @@ func Open(ctx context.Context, root string, o Options) (*Runtime, error) {
 	if err := manager.ValidateWorkspace(ws.Root, uid); err != nil {
 		return nil, err
 	}
+	rt := &Runtime{Workspace: ws, environ: o.Environ}
+	path, _ := rt.Lookup("PATH")
 	// os/user, then `getent passwd` (a static build reads only /etc/passwd).
-	username, err := account.Name(ctx, uid, lookup(o.Environ, "PATH"))
+	username, err := account.Name(ctx, uid, path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot find the account name of uid %d (sacct reports jobs by name): %v", uid, err)
 	}
-	paths, err := scheduler.ResolvePaths(ws.Launcher.Executables, lookup(o.Environ, "PATH"), ws.ResourcesFile)
+	paths, err := scheduler.ResolvePaths(ws.Launcher.Executables, path, ws.ResourcesFile)
 	if err != nil {
 		return nil, err
 	}
 	l := ws.Launcher
 	// The query commands (and the bootstrap's sbatch --version) get the
 	// parent's environment without any variable a secret comes from.
-	cl := scheduler.New(paths, uid, username, withoutNames(o.Environ, secretNames(ws.Root)), scheduler.Timeouts{
+	rt.Client = scheduler.New(paths, uid, username, o.Environ, scheduler.Timeouts{
 		Submit: scheduler.Seconds(l.SubmitTimeout),
 		Query:  scheduler.Seconds(l.QueryTimeout),
 		Cancel: scheduler.Seconds(l.CancelTimeout),
-	}, o.Runner)
-	rt := &Runtime{Workspace: ws, Client: cl, environ: o.Environ}
+	}, o.Runner, secretNames(ws.Root)...)
 	if o.CheckScheduler {
-		v, err := manager.CheckScheduler(ctx, cl, nil)
+		v, err := manager.CheckScheduler(ctx, rt.Client, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -95,7 +95,7 @@ func Open(ctx context.Context, root string, o Options) (*Runtime, error) {
 	}
 	cfg := manager.Config{
 		Workspace:      ws.Root,
-		Client:         cl,
+		Client:         rt.Client,
 		PollInterval:   scheduler.Seconds(l.PollInterval),
 		PendingTimeout: scheduler.Seconds(l.PendingTimeout),
 		Logger:         o.Logger,
@@ -186,10 +186,10 @@ func (rt *Runtime) ReviewPlan(file string, data []byte) (*compile.Plan, error) {
 // launch compiles and submits one job; edit, when set, changes the
 // resolved plan before it is compiled (LaunchProbe).
 func (rt *Runtime) launch(ctx context.Context, file string, data []byte, edit func(*compile.Plan) (*compile.Plan, error), attach bool) (*manager.Handle, *Probe, []string, error) {
-	if lookup(rt.environ, compile.ChildProcessEnv) == "1" {
+	env := compile.EnvironFrom(rt.environ)
+	if v, _ := env(compile.ChildProcessEnv); v == "1" {
 		return nil, nil, nil, errNestedLaunch
 	}
-	env := compile.EnvironFrom(rt.environ)
 	plan, _, err := compile.ParseAndResolve(rt.Workspace, file, data, env)
 	if err != nil {
 		return nil, nil, nil, err
@@ -227,35 +227,12 @@ func (rt *Runtime) launch(ctx context.Context, file string, data []byte, edit fu
 }
 
 // secretNames are the environment names that hold secrets at this
-// workspace: the credential names and every study secret_env name and
+// workspace: the credential names (a parent that exports them must not
+// pass them to the scheduler either) and every study secret_env name and
 // source of local/study_runtime.yaml, read without validating it (a wait
-// must stay small: no schema compile; an invalid file still names them). The query commands
-// use them from Open on; a launch's sbatch gets the names of the study
-// runtime it re-read from its plan (Plan.SchedulerEnv).
-func secretNames(root string) map[string]bool {
-	names := map[string]bool{}
-	for _, n := range schema.CredentialEnvNames { // a parent that exports them must not pass them to the scheduler either
-		names[n] = true
-	}
-	for _, n := range schema.StudySecretEnvNames(filepath.Join(root, filepath.FromSlash(schema.StudyRuntimePath))) {
-		names[n] = true
-	}
-	return names
-}
-
-func withoutNames(environ []string, drop map[string]bool) []string {
-	return slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
-		name, _, _ := strings.Cut(kv, "=")
-		return drop[name]
-	})
-}
-
-func lookup(environ []string, name string) string {
-	v := ""
-	for _, kv := range environ {
-		if n, val, ok := strings.Cut(kv, "="); ok && n == name {
-			v = val
-		}
-	}
-	return v
+// must stay small: no schema compile; an invalid file still names them).
+// The query commands use them from Open on; a launch's sbatch gets the
+// names of the study runtime it re-read from its plan (Plan.SchedulerEnv).
+func secretNames(root string) []string {
+	return append(slices.Clone(schema.CredentialEnvNames), schema.StudySecretEnvNames(filepath.Join(root, filepath.FromSlash(schema.StudyRuntimePath)))...)
 }
