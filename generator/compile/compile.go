@@ -192,12 +192,9 @@ func (p *Plan) compile(secrets []secretLine) (*Artifacts, error) {
 		d.ApptainerOptions = append(d.ApptainerOptions, shell.Join(o))
 	}
 	for i, m := range v.Mounts {
-		d.ApptainerOptions = append(d.ApptainerOptions, shell.Join([]string{"--bind", m.Source + ":" + m.Destination + ":" + m.Mode}))
-		if m.Mode == "rw" {
-			mounts[i] = m.Source + ":" + m.Destination
-		} else {
-			mounts[i] = m.Source + ":" + m.Destination + ":" + m.Mode
-		}
+		spec := m.Source + ":" + m.Destination + ":" + m.Mode
+		d.ApptainerOptions = append(d.ApptainerOptions, shell.Join([]string{"--bind", spec}))
+		mounts[i] = strings.TrimSuffix(spec, ":rw") // pyxis: rw is the default
 	}
 	d.PyxisMounts = strings.Join(mounts, ",")
 	// The template ends the setup text with exactly one newline.

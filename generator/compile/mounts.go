@@ -161,7 +161,7 @@ func (r *resolver) attachMount(listenerDir string, ownedDest []string) (m *Mount
 	return &Mount{Source: src, Destination: dest, Mode: "rw"}, true
 }
 
-// realUnderWorkspace is realPath(<workspace>/rel). Once the run dir check
+// realUnderWorkspace is the real path of <workspace>/rel. Once the run dir check
 // has seen that the workspace root is still its own real path, the walk
 // starts there instead of at /.
 func (r *resolver) realUnderWorkspace(rel string) string {
@@ -226,17 +226,6 @@ func checkSource(source, workspace string, cache pathCache) (string, error) {
 	return real, nil
 }
 
-// realPath resolves symlinks like Python's os.path.realpath (non-strict):
-// each component is resolved in one walk from the root; a component that
-// cannot be read (it does not exist here, e.g. a path that only exists on
-// compute nodes) is kept as written, and so is everything below it (which
-// cannot be read either) unless ".." climbs back out. Symlinks are followed
-// even when their target is missing, so a dangling link cannot hide where
-// a mount really points. p must be absolute.
-func realPath(p string) string {
-	return realPathFrom("/", p, nil)
-}
-
 // pathCache remembers, for one resolve, what each looked-up path is, so
 // that mount sources sharing a prefix are not walked again.
 type pathCache map[string]pathEntry
@@ -267,8 +256,14 @@ func (c pathCache) lookup(p string) pathEntry {
 	return e
 }
 
-// realPathFrom is realPath of base/rest for a base that is already a real
-// path (no symlink in it); cache may be nil.
+// realPathFrom resolves the symlinks of base/rest, for a base that is
+// already a real path (no symlink in it; "/" for any absolute rest), like
+// Python's os.path.realpath (non-strict): each component is resolved in one
+// walk from base; a component that cannot be read (it does not exist here,
+// e.g. a path that only exists on compute nodes) is kept as written, and so
+// is everything below it (which cannot be read either) unless ".." climbs
+// back out. Symlinks are followed even when their target is missing, so a
+// dangling link cannot hide where a mount really points. cache may be nil.
 func realPathFrom(base, rest string, cache pathCache) string {
 	resolved := base
 	links, unread := 0, 0 // unread: components appended below an unreadable path

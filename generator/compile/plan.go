@@ -153,12 +153,8 @@ func cloneInt(p *int) *int {
 	return &v
 }
 
-// planJSON renders plan.json: the view, 2-space indented, keys in a fixed
-// order, a trailing newline, no HTML escaping.
-func (p *Plan) planJSON() ([]byte, error) {
-	return marshalJSON(p.view)
-}
-
+// marshalJSON renders plan.json and sbatch.argv.json: 2-space indented,
+// keys in a fixed order, a trailing newline, no HTML escaping.
 func marshalJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

@@ -1,9 +1,11 @@
 package compile
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -145,14 +147,12 @@ func resolve(ws *schema.Workspace, req *Request, env Environ, review bool) (*Pla
 		v.Study = meta.Study
 		r.study = rt.Study(meta.Study)
 		v.StudyConfigured = r.study != nil
-	}
-	if meta != nil {
 		r.effective(p, meta)
 	}
 	r.environment(p)
 	r.parentAndArgv(p)
 	v.PythonEnv = pythonPath(filepath.Join(v.AppDir, "custom"), filepath.Join(ws.Root, "local", "custom"))
-	v.Tools = Tools{Apptainer: orDefault(ws.Launcher.Executables.Apptainer, "apptainer"), Srun: orDefault(ws.Launcher.Executables.Srun, "srun")}
+	v.Tools = Tools{Apptainer: cmp.Or(ws.Launcher.Executables.Apptainer, "apptainer"), Srun: cmp.Or(ws.Launcher.Executables.Srun, "srun")}
 	if r.ps != nil {
 		return nil, r.ps
 	}
@@ -168,13 +168,6 @@ func appDirName(role, site string) string {
 		return "app_server"
 	}
 	return "app_" + site
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // jobSlurmPath returns the path of a job-owned Slurm key as the request
@@ -290,16 +283,9 @@ func (r *resolver) effective(p *Plan, meta *schema.JobMeta) {
 	}
 	jobPath := r.jobSlurmPath(meta)
 
-	v.Sandbox = jl.Sandbox
-	v.PythonPath = jl.PythonPath
-	v.Setup = jl.Setup
+	v.Sandbox, v.PythonPath, v.Setup = jl.Sandbox, jl.PythonPath, jl.Setup
 	if ss != nil {
-		if ss.Sandbox != "" {
-			v.Sandbox = ss.Sandbox
-		}
-		if ss.PythonPath != "" {
-			v.PythonPath = ss.PythonPath
-		}
+		v.Sandbox, v.PythonPath = cmp.Or(ss.Sandbox, v.Sandbox), cmp.Or(ss.PythonPath, v.PythonPath)
 		if ss.Setup != nil {
 			v.Setup = *ss.Setup
 		}
@@ -503,10 +489,7 @@ func (r *resolver) environment(p *Plan) {
 // argv.
 func (r *resolver) parentAndArgv(p *Plan) {
 	v := &p.view
-	args := map[string][]string{}
-	for k, pair := range r.req.JobArgs {
-		args[k] = pair
-	}
+	args := maps.Clone(r.req.JobArgs)
 	listenerDir := r.parentURL(args, v)
 	if v.Sandbox != schema.SandboxNone && v.Sandbox != "" {
 		r.mounts(p, listenerDir)
