@@ -8,6 +8,7 @@
 package dirfd
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -116,10 +117,7 @@ func Open(p string) (*Dir, error) {
 	}
 	rootDir := &Dir{fd: root, path: "/"}
 	defer rootDir.Close()
-	if p == "/" {
-		return rootDir.walk(".", false)
-	}
-	return rootDir.walk(strings.TrimPrefix(p, "/"), false)
+	return rootDir.walk(cmp.Or(strings.TrimPrefix(p, "/"), "."), false)
 }
 
 // OpenBeneath opens the directory at the slash path rel below d: no
@@ -361,26 +359,21 @@ func (d *Dir) Create(name string, perm, mask fs.FileMode) (*os.File, error) {
 
 // Chmod sets the permission bits of d itself.
 func (d *Dir) Chmod(perm fs.FileMode) error {
-	if err := unix.Fchmod(d.fd, uint32(perm.Perm())); err != nil {
-		return &os.PathError{Op: "chmod", Path: d.path, Err: err}
-	}
-	return nil
+	return d.pathError("chmod", unix.Fchmod(d.fd, uint32(perm.Perm())))
 }
 
 // Sync is fsync(2) of d: its entries are durable.
-func (d *Dir) Sync() error {
-	if err := unix.Fsync(d.fd); err != nil {
-		return &os.PathError{Op: "fsync", Path: d.path, Err: err}
-	}
-	return nil
-}
+func (d *Dir) Sync() error { return d.pathError("fsync", unix.Fsync(d.fd)) }
 
 // SyncFilesystem is syncfs(2) of the filesystem that holds d.
-func (d *Dir) SyncFilesystem() error {
-	if err := unix.Syncfs(d.fd); err != nil {
-		return &os.PathError{Op: "syncfs", Path: d.path, Err: err}
+func (d *Dir) SyncFilesystem() error { return d.pathError("syncfs", unix.Syncfs(d.fd)) }
+
+// pathError is err of op on d itself, with d's path; nil for nil.
+func (d *Dir) pathError(op string, err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	return &os.PathError{Op: op, Path: d.path, Err: err}
 }
 
 // ErrLockUnsupported: the filesystem cannot lock this directory (NFS
