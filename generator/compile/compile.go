@@ -181,7 +181,7 @@ func (p *Plan) compile(secrets []secretLine) (*Artifacts, error) {
 		d.ContainerNames = append(d.ContainerNames, s.Name)
 	}
 	slices.Sort(d.ContainerNames)
-	d.PyxisNames = append([]string{childProcessEnv, "PYTHONPATH"}, d.ContainerNames...)
+	d.PyxisNames = append([]string{ChildProcessEnv, "PYTHONPATH"}, d.ContainerNames...)
 	if v.NodeGroup != nil {
 		d.PyxisNames = append(d.PyxisNames, nodeGroupEnv...)
 	}

@@ -39,14 +39,12 @@ func EnvironFrom(list []string) Environ {
 
 // Fixed names and paths (contract §6, §8).
 const (
-	controlDir      = schema.ControlDir
-	batchFile       = schema.BatchScriptFile
-	secretFile      = schema.SecretEnvFile
-	nodeFile        = schema.NodeScriptFile
-	sandboxRootDir  = "sandbox_root"
-	childProcessEnv = ChildProcessEnv
-	resolvConf      = "/etc/resolv.conf"
-	etcHosts        = "/etc/hosts"
+	batchFile      = schema.BatchScriptFile
+	secretFile     = schema.SecretEnvFile
+	nodeFile       = schema.NodeScriptFile
+	sandboxRootDir = "sandbox_root"
+	resolvConf     = "/etc/resolv.conf"
+	etcHosts       = "/etc/hosts"
 )
 
 // ChildProcessEnv is set to 1 in every worker's environment (contract §8):
@@ -102,9 +100,6 @@ func (r *resolver) studyProblem(path, msg, hint string) {
 }
 
 func resolve(ws *schema.Workspace, req *Request, env Environ, review bool) (*Plan, error) {
-	if ws == nil || req == nil {
-		return nil, errors.New("compile: Resolve needs a workspace and a request")
-	}
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
