@@ -99,25 +99,13 @@ func Open(p string) (*Dir, error) {
 	if !filepath.IsAbs(p) {
 		return nil, &os.PathError{Op: "open", Path: p, Err: errors.New("not an absolute path")}
 	}
-	p = filepath.Clean(p)
-	if useOpenat2() {
-		fd, err := openat2(unix.AT_FDCWD, p, dirFlags, unix.RESOLVE_NO_SYMLINKS|unix.RESOLVE_NO_MAGICLINKS)
-		if err == nil {
-			return newDir(fd, p)
-		}
-		if !walkSays(err) {
-			return nil, &os.PathError{Op: "open", Path: p, Err: err}
-		}
-		// A symlink or a non-directory on the way: the walk below says
-		// which component, and what it is.
-	}
 	root, err := unix.Open("/", pathFlags, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: "/", Err: err}
 	}
 	rootDir := &Dir{fd: root, path: "/"}
 	defer rootDir.Close()
-	return rootDir.walk(cmp.Or(strings.TrimPrefix(p, "/"), "."), false)
+	return rootDir.lookup(cmp.Or(strings.TrimPrefix(filepath.Clean(p), "/"), "."), 0, false)
 }
 
 // OpenBeneath opens the directory at the slash path rel below d: no
@@ -131,20 +119,27 @@ func (d *Dir) OpenBeneath(rel string) (*Dir, error) {
 			return nil, &os.PathError{Op: "open", Path: d.Join(rel), Err: errors.New("not a path below the directory")}
 		}
 	}
+	return d.lookup(rel, unix.RESOLVE_BENEATH|unix.RESOLVE_NO_XDEV, true)
+}
+
+// lookup opens the directory rel below d with openat2 (no symlink, and
+// resolve) where the kernel has it, else with the walk (sameDev: no mount
+// point crossed).
+func (d *Dir) lookup(rel string, resolve uint64, sameDev bool) (*Dir, error) {
 	if useOpenat2() {
-		fd, err := openat2(d.fd, rel, dirFlags, unix.RESOLVE_BENEATH|unix.RESOLVE_NO_SYMLINKS|unix.RESOLVE_NO_MAGICLINKS|unix.RESOLVE_NO_XDEV)
-		if err == nil {
+		fd, err := openat2(d.fd, rel, dirFlags, resolve|unix.RESOLVE_NO_SYMLINKS|unix.RESOLVE_NO_MAGICLINKS)
+		switch {
+		case err == nil:
 			return newDir(fd, d.Join(rel))
-		}
-		if errors.Is(err, unix.EXDEV) {
+		case errors.Is(err, unix.EXDEV):
 			return nil, &os.PathError{Op: "open", Path: d.Join(rel), Err: errOtherFilesystem}
-		}
-		if !walkSays(err) {
+		case !walkSays(err):
 			return nil, &os.PathError{Op: "open", Path: d.Join(rel), Err: err}
 		}
-		// The walk says which component is a symlink or not a directory.
+		// A symlink or a non-directory on the way: the walk says which
+		// component, and what it is.
 	}
-	return d.walk(rel, true)
+	return d.walk(rel, sameDev)
 }
 
 // walk opens rel below d one component at a time with O_NOFOLLOW; with
