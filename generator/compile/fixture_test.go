@@ -2,7 +2,6 @@ package compile
 
 import (
 	"encoding/json"
-	"errors"
 	"github.com/flare-slurm/flare-slurm/schema"
 	"os"
 	"path/filepath"
@@ -226,12 +225,11 @@ func (f *fixture) Resolve() (*Plan, error) {
 // returns the plan of effective values, or every problem, placed in the
 // request's text.
 func resolvePlaced(ws *schema.Workspace, req *Request, env Environ) (*Plan, error) {
-	plan, err := resolve(ws, req, env, false)
-	var ps schema.Problems
-	if errors.As(err, &ps) {
+	plan, ps := resolve(ws, req, env, false)
+	if ps != nil {
 		return nil, req.Place(ps)
 	}
-	return plan, err
+	return plan, nil
 }
 
 // MustCompile resolves and compiles, failing the test on any error.

@@ -55,16 +55,9 @@ func parseAndResolve(ws *schema.Workspace, file string, data []byte, env Environ
 	if req == nil || req.JobID == "" || req.Site == "" || req.Role == "" {
 		return nil, req, req.Place(ps)
 	}
-	plan, err := resolve(ws, req, env, review)
-	if err == nil && ps == nil {
+	plan, rps := resolve(ws, req, env, review)
+	if ps = append(ps, rps...); ps == nil {
 		return plan, req, nil
-	}
-	if err != nil {
-		var rps schema.Problems
-		if !errors.As(err, &rps) {
-			return nil, req, err
-		}
-		ps = append(ps, rps...)
 	}
 	return nil, req, req.Place(ps)
 }

@@ -99,7 +99,7 @@ func (r *resolver) studyProblem(path, msg, hint string) {
 	r.ps = append(r.ps, r.stRT.At(schema.Problem{Kind: problem.Rule, File: r.stFile, Path: "studies." + r.study.Name + "." + path, Message: msg, Hint: hint}))
 }
 
-func resolve(ws *schema.Workspace, req *Request, env Environ, review bool) (*Plan, error) {
+func resolve(ws *schema.Workspace, req *Request, env Environ, review bool) (*Plan, schema.Problems) {
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
