@@ -3,14 +3,15 @@ package compile
 import (
 	"errors"
 	"fmt"
-	"github.com/flare-slurm/flare-slurm/schema"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/flare-slurm/flare-slurm/internal/problem"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // mounts builds the container bind mounts (contract §8): launcher-owned
@@ -126,10 +127,8 @@ func (r *resolver) attachMount(listenerDir string, ownedDest []string) (m *Mount
 	}
 	field := schema.AttachSection + ".resources.root_dir"
 	root := a.RootDir
-	for _, part := range strings.Split(root, "/") {
-		if part == ".." {
-			return bad(field, fmt.Sprintf("%q must not contain '..'", root), "name the Client API Attach root by its absolute path")
-		}
+	if slices.Contains(strings.Split(root, "/"), "..") {
+		return bad(field, fmt.Sprintf("%q must not contain '..'", root), "name the Client API Attach root by its absolute path")
 	}
 	if strings.HasPrefix(root, "//") && !strings.HasPrefix(root, "///") {
 		return bad(field, fmt.Sprintf("%q must start with exactly one '/'", root), "")
@@ -188,10 +187,8 @@ func checkDestination(dest string) (string, error) {
 	if trimmed == "" {
 		return "", errors.New("must not be /")
 	}
-	for _, part := range strings.Split(trimmed, "/") {
-		if part == ".." {
-			return "", errors.New("must not contain '..'")
-		}
+	if slices.Contains(strings.Split(trimmed, "/"), "..") {
+		return "", errors.New("must not contain '..'")
 	}
 	clean := path.Clean(dest)
 	if clean != trimmed {

@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -114,10 +115,8 @@ func (d *Dir) OpenBeneath(rel string) (*Dir, error) {
 	if rel == "." || rel == "" {
 		return d.reopen()
 	}
-	for _, c := range strings.Split(rel, "/") {
-		if c == ".." || c == "" {
-			return nil, &os.PathError{Op: "open", Path: d.Join(rel), Err: errors.New("not a path below the directory")}
-		}
+	if cs := strings.Split(rel, "/"); slices.Contains(cs, "..") || slices.Contains(cs, "") {
+		return nil, &os.PathError{Op: "open", Path: d.Join(rel), Err: errors.New("not a path below the directory")}
 	}
 	return d.lookup(rel, unix.RESOLVE_BENEATH|unix.RESOLVE_NO_XDEV, true)
 }
