@@ -224,7 +224,7 @@ func (f *fixture) Resolve() (*Plan, error) {
 // resolvePlaced checks one parsed launch request against the workspace and
 // returns the plan of effective values, or every problem, placed in the
 // request's text.
-func resolvePlaced(ws *schema.Workspace, req *Request, env Environ) (*Plan, error) {
+func resolvePlaced(ws *schema.Workspace, req *schema.LaunchRequest, env Environ) (*Plan, error) {
 	plan, ps := resolve(ws, req, env, false)
 	if ps != nil {
 		return nil, req.Place(ps)

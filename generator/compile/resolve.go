@@ -61,7 +61,7 @@ const serverParentIdentity = "server"
 // resolver collects every problem of one resolve call.
 type resolver struct {
 	ws     *schema.Workspace
-	req    *Request
+	req    *schema.LaunchRequest
 	env    Environ
 	ps     schema.Problems
 	study  *schema.Study
@@ -99,7 +99,7 @@ func (r *resolver) studyProblem(path, msg, hint string) {
 	r.ps = append(r.ps, r.stRT.At(schema.Problem{Kind: problem.Rule, File: r.stFile, Path: "studies." + r.study.Name + "." + path, Message: msg, Hint: hint}))
 }
 
-func resolve(ws *schema.Workspace, req *Request, env Environ, review bool) (*Plan, schema.Problems) {
+func resolve(ws *schema.Workspace, req *schema.LaunchRequest, env Environ, review bool) (*Plan, schema.Problems) {
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
