@@ -213,12 +213,8 @@ func (r *resolver) runDir() string {
 // it runs in; a request made for another workspace would bind this one
 // and run the worker against that one.
 func (r *resolver) requestPaths(appDir string) {
-	want := map[string]string{
-		"workspace":   r.ws.Root,
-		"startup_dir": filepath.Join(r.ws.Root, "startup"),
-		"app_root":    appDir,
-	}
-	for _, name := range []string{"workspace", "startup_dir", "app_root"} {
+	for _, arg := range [][2]string{{"workspace", r.ws.Root}, {"startup_dir", filepath.Join(r.ws.Root, "startup")}, {"app_root", appDir}} {
+		name, want := arg[0], arg[1]
 		pair, ok := r.req.JobArgs[name]
 		if !ok || r.req.Refused("job_args."+name) {
 			continue
@@ -228,8 +224,8 @@ func (r *resolver) requestPaths(appDir string) {
 		case !filepath.IsAbs(got):
 			r.reqProblem("job_args."+name, fmt.Sprintf("%q is not an absolute path (the worker runs in its run directory)", got),
 				"the NVFlare parent passes absolute paths of the workspace it runs in")
-		case !r.samePath(got, want[name]):
-			r.reqProblem("job_args."+name, fmt.Sprintf("%s is not in this workspace: it must be %s", got, want[name]),
+		case !r.samePath(got, want):
+			r.reqProblem("job_args."+name, fmt.Sprintf("%s is not in this workspace: it must be %s", got, want),
 				"the request was made for another workspace: render or launch it with that --workspace, or write this workspace's paths into job_args")
 		}
 	}
