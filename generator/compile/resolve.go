@@ -136,9 +136,7 @@ func resolve(ws *schema.Workspace, req *schema.LaunchRequest, env Environ, revie
 	meta, mps := schema.ParseJobMetaIn(req.File, req.Meta, req.Site, r.req.Embedding("meta"))
 	if mps != nil {
 		r.ps = append(r.ps, mps...)
-		meta = nil
-	}
-	if meta != nil {
+	} else if meta != nil {
 		v.Study = meta.Study
 		r.study = rt.Study(meta.Study)
 		v.StudyConfigured = r.study != nil
