@@ -399,9 +399,9 @@ func (r *resolver) resources(p *Plan, meta *schema.JobMeta, jobPath func(string)
 	}
 	// ParseJobMeta checked the GPU, CPU and memory rules for this site
 	// (schema/job_meta.go): the job asks for what they settled.
-	res.GPUsPerNode = cloneInt(meta.EffectiveGPUsPerNode())
-	res.CPUsPerNode = cloneInt(meta.EffectiveCPUsPerNode())
-	res.MemPerNodeMiB = cloneInt(meta.EffectiveMemMiB())
+	res.GPUsPerNode = clone(meta.EffectiveGPUsPerNode())
+	res.CPUsPerNode = clone(meta.EffectiveCPUsPerNode())
+	res.MemPerNodeMiB = clone(meta.EffectiveMemMiB())
 	site := r.ws.Launcher.PendingTimeout
 	res.PendingTimeout = site
 	if pt := js.PendingTimeout; pt != nil {
