@@ -125,13 +125,7 @@ func (w jobDirWriter) write(a *Artifacts) (err error) {
 // umask narrowed it; fstat is read-only, a chmod would dirty the inode.
 func exactMode(dirfd int, name string, perm uint32) error {
 	var st unix.Stat_t
-	var err error
-	if name == "" {
-		err = unix.Fstat(dirfd, &st)
-	} else {
-		err = unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
-	}
-	if err != nil || st.Mode&0o7777 == perm {
+	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH); err != nil || st.Mode&0o7777 == perm {
 		return err
 	}
 	if name == "" {
