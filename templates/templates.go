@@ -50,17 +50,10 @@ func join(sep string, list []string) string { return strings.Join(list, sep) }
 // (the suffix first, so that it reads `hasSuffix "\n" .`).
 func hasSuffix(suffix, s string) bool { return strings.HasSuffix(s, suffix) }
 
-// Error is the type of every failure to parse or render a template.
-type Error struct {
-	Template string
-	Err      error
+// templateError is every failure to parse or render a template.
+func templateError(file string, err error) error {
+	return fmt.Errorf("template %s: %w (this is a bug in flare-slurm: please report it)", file, err)
 }
-
-func (e *Error) Error() string {
-	return fmt.Sprintf("template %s: %v (this is a bug in flare-slurm: please report it)", e.Template, e.Err)
-}
-
-func (e *Error) Unwrap() error { return e.Err }
 
 // partials is the set of the partials ("_*.tmpl", in sorted order),
 // parsed on first use; each file's set is a clone of it with that file
@@ -68,7 +61,7 @@ func (e *Error) Unwrap() error { return e.Err }
 var partials = lazy.New(func() (*template.Template, error) {
 	names, err := fs.Glob(files, "_*.tmpl")
 	if err != nil {
-		return nil, &Error{Template: "_*.tmpl", Err: err}
+		return nil, templateError("_*.tmpl", err)
 	}
 	sort.Strings(names)
 	return parseSet(template.New("").Funcs(funcMap()).Option("missingkey=error"), names)
@@ -95,7 +88,7 @@ func load(file string) (*template.Template, error) {
 			}
 			set, err := base.Clone()
 			if err != nil {
-				return nil, &Error{Template: file, Err: err}
+				return nil, templateError(file, err)
 			}
 			return parseSet(set, []string{file})
 		})
@@ -120,10 +113,10 @@ func parseSet(root *template.Template, names []string) (*template.Template, erro
 	for _, name := range names {
 		text, err := files.ReadFile(name)
 		if err != nil {
-			return nil, &Error{Template: name, Err: err}
+			return nil, templateError(name, err)
 		}
 		if _, err := root.New(name).Parse(string(text)); err != nil {
-			return nil, &Error{Template: name, Err: err}
+			return nil, templateError(name, err)
 		}
 	}
 	return root, nil
@@ -139,7 +132,7 @@ func Render(name string, data any) ([]byte, error) {
 // file the block belongs to, for error messages.
 func renderBlock(file, block string, data any) ([]byte, error) {
 	if strings.HasPrefix(file, "_") && file == block {
-		return nil, &Error{Template: file, Err: fmt.Errorf("partials are not rendered on their own")}
+		return nil, templateError(file, fmt.Errorf("partials are not rendered on their own"))
 	}
 	root, err := load(file)
 	if err != nil {
@@ -147,11 +140,11 @@ func renderBlock(file, block string, data any) ([]byte, error) {
 	}
 	t := root.Lookup(block)
 	if t == nil {
-		return nil, &Error{Template: file, Err: fmt.Errorf("no template named %q", block)}
+		return nil, templateError(file, fmt.Errorf("no template named %q", block))
 	}
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, data); err != nil {
-		return nil, &Error{Template: file, Err: err}
+		return nil, templateError(file, err)
 	}
 	return buf.Bytes(), nil
 }

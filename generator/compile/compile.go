@@ -105,13 +105,7 @@ const redacted = "<redacted>"
 // Compile renders the artifacts of the plan. Secret values are read here,
 // from env (study secret_env sources) and from the request's credentials,
 // and go into SecretEnv only.
-func (p *Plan) Compile(env Environ) (*Artifacts, error) {
-	secrets, err := p.secretValues(env)
-	if err != nil {
-		return nil, err
-	}
-	return p.compile(secrets)
-}
+func (p *Plan) Compile(env Environ) (*Artifacts, error) { return p.compile(env, false) }
 
 // CompileRedacted renders the artifacts with every secret value replaced by
 // Redacted; it still requires every secret source to be set, exactly as a
@@ -121,17 +115,12 @@ func (p *Plan) CompileRedacted(env Environ) (*Artifacts, error) {
 	if p.review {
 		env = func(string) (string, bool) { return redacted, true }
 	}
-	secrets, err := p.secretValues(env)
-	if err != nil {
-		return nil, err
-	}
-	for i := range secrets {
-		secrets[i].Value = redacted
-	}
-	return p.compile(secrets)
+	return p.compile(env, true)
 }
 
-func (p *Plan) secretValues(env Environ) ([]secretLine, error) {
+// secretValues are the lines of secret.env, every value redacted with
+// redact.
+func (p *Plan) secretValues(env Environ, redact bool) ([]secretLine, error) {
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
@@ -152,11 +141,20 @@ func (p *Plan) secretValues(env Environ) ([]secretLine, error) {
 	for _, c := range p.credentials {
 		out = append(out, secretLine{Name: c.name, Value: c.value})
 	}
+	if redact {
+		for i := range out {
+			out[i].Value = redacted
+		}
+	}
 	slices.SortFunc(out, func(a, b secretLine) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
-func (p *Plan) compile(secrets []secretLine) (*Artifacts, error) {
+func (p *Plan) compile(env Environ, redact bool) (*Artifacts, error) {
+	secrets, err := p.secretValues(env, redact)
+	if err != nil {
+		return nil, err
+	}
 	v := p.view
 	d := batchData{
 		Sandbox:    v.Sandbox,
@@ -181,7 +179,7 @@ func (p *Plan) compile(secrets []secretLine) (*Artifacts, error) {
 		d.ContainerNames = append(d.ContainerNames, s.Name)
 	}
 	slices.Sort(d.ContainerNames)
-	d.PyxisNames = append([]string{childProcessEnv, "PYTHONPATH"}, d.ContainerNames...)
+	d.PyxisNames = append([]string{ChildProcessEnv, "PYTHONPATH"}, d.ContainerNames...)
 	if v.NodeGroup != nil {
 		d.PyxisNames = append(d.PyxisNames, nodeGroupEnv...)
 	}
@@ -192,12 +190,9 @@ func (p *Plan) compile(secrets []secretLine) (*Artifacts, error) {
 		d.ApptainerOptions = append(d.ApptainerOptions, shell.Join(o))
 	}
 	for i, m := range v.Mounts {
-		d.ApptainerOptions = append(d.ApptainerOptions, shell.Join([]string{"--bind", m.Source + ":" + m.Destination + ":" + m.Mode}))
-		if m.Mode == "rw" {
-			mounts[i] = m.Source + ":" + m.Destination
-		} else {
-			mounts[i] = m.Source + ":" + m.Destination + ":" + m.Mode
-		}
+		spec := m.Source + ":" + m.Destination + ":" + m.Mode
+		d.ApptainerOptions = append(d.ApptainerOptions, shell.Join([]string{"--bind", spec}))
+		mounts[i] = strings.TrimSuffix(spec, ":rw") // pyxis: rw is the default
 	}
 	d.PyxisMounts = strings.Join(mounts, ",")
 	// The template ends the setup text with exactly one newline.
@@ -210,7 +205,6 @@ func (p *Plan) compile(secrets []secretLine) (*Artifacts, error) {
 		d.PortStart, d.PortWidth = ng.PortStart, ng.PortEnd-ng.PortStart+1
 		d.NodeGroupNames, d.Command, d.AppDir = nodeGroupEnv, ng.Command, v.AppDir
 		d.DropNames, d.Bootstrap = p.secretNamesAll(), nodeGroupBootstrap
-		var err error
 		if nodeScript, err = templates.Render("node.sh.tmpl", d); err != nil {
 			return nil, err
 		}

@@ -242,7 +242,7 @@ func TestLoadWorkspaceRejects(t *testing.T) {
 // the parse tests and benchmarks need it (ParseAndResolve is what runs):
 // field errors come back as schema.Problems, all of them at once, with the
 // line and column of the field in data.
-func ParseRequest(file string, data []byte) (*Request, error) {
+func ParseRequest(file string, data []byte) (*schema.LaunchRequest, error) {
 	req, ps := schema.ParseLaunchRequest(file, data, "")
 	if ps != nil {
 		return nil, req.Place(ps)

@@ -2,7 +2,6 @@ package compile
 
 import (
 	"encoding/json"
-	"errors"
 	"github.com/flare-slurm/flare-slurm/schema"
 	"os"
 	"path/filepath"
@@ -225,13 +224,12 @@ func (f *fixture) Resolve() (*Plan, error) {
 // resolvePlaced checks one parsed launch request against the workspace and
 // returns the plan of effective values, or every problem, placed in the
 // request's text.
-func resolvePlaced(ws *schema.Workspace, req *Request, env Environ) (*Plan, error) {
-	plan, err := resolve(ws, req, env, false)
-	var ps schema.Problems
-	if errors.As(err, &ps) {
+func resolvePlaced(ws *schema.Workspace, req *schema.LaunchRequest, env Environ) (*Plan, error) {
+	plan, ps := resolve(ws, req, env, false)
+	if ps != nil {
 		return nil, req.Place(ps)
 	}
-	return plan, err
+	return plan, nil
 }
 
 // MustCompile resolves and compiles, failing the test on any error.

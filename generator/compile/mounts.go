@@ -3,14 +3,15 @@ package compile
 import (
 	"errors"
 	"fmt"
-	"github.com/flare-slurm/flare-slurm/schema"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/flare-slurm/flare-slurm/internal/problem"
+	"github.com/flare-slurm/flare-slurm/schema"
 )
 
 // mounts builds the container bind mounts (contract §8): launcher-owned
@@ -126,10 +127,8 @@ func (r *resolver) attachMount(listenerDir string, ownedDest []string) (m *Mount
 	}
 	field := schema.AttachSection + ".resources.root_dir"
 	root := a.RootDir
-	for _, part := range strings.Split(root, "/") {
-		if part == ".." {
-			return bad(field, fmt.Sprintf("%q must not contain '..'", root), "name the Client API Attach root by its absolute path")
-		}
+	if slices.Contains(strings.Split(root, "/"), "..") {
+		return bad(field, fmt.Sprintf("%q must not contain '..'", root), "name the Client API Attach root by its absolute path")
 	}
 	if strings.HasPrefix(root, "//") && !strings.HasPrefix(root, "///") {
 		return bad(field, fmt.Sprintf("%q must start with exactly one '/'", root), "")
@@ -161,7 +160,7 @@ func (r *resolver) attachMount(listenerDir string, ownedDest []string) (m *Mount
 	return &Mount{Source: src, Destination: dest, Mode: "rw"}, true
 }
 
-// realUnderWorkspace is realPath(<workspace>/rel). Once the run dir check
+// realUnderWorkspace is the real path of <workspace>/rel. Once the run dir check
 // has seen that the workspace root is still its own real path, the walk
 // starts there instead of at /.
 func (r *resolver) realUnderWorkspace(rel string) string {
@@ -188,10 +187,8 @@ func checkDestination(dest string) (string, error) {
 	if trimmed == "" {
 		return "", errors.New("must not be /")
 	}
-	for _, part := range strings.Split(trimmed, "/") {
-		if part == ".." {
-			return "", errors.New("must not contain '..'")
-		}
+	if slices.Contains(strings.Split(trimmed, "/"), "..") {
+		return "", errors.New("must not contain '..'")
 	}
 	clean := path.Clean(dest)
 	if clean != trimmed {
@@ -226,17 +223,6 @@ func checkSource(source, workspace string, cache pathCache) (string, error) {
 	return real, nil
 }
 
-// realPath resolves symlinks like Python's os.path.realpath (non-strict):
-// each component is resolved in one walk from the root; a component that
-// cannot be read (it does not exist here, e.g. a path that only exists on
-// compute nodes) is kept as written, and so is everything below it (which
-// cannot be read either) unless ".." climbs back out. Symlinks are followed
-// even when their target is missing, so a dangling link cannot hide where
-// a mount really points. p must be absolute.
-func realPath(p string) string {
-	return realPathFrom("/", p, nil)
-}
-
 // pathCache remembers, for one resolve, what each looked-up path is, so
 // that mount sources sharing a prefix are not walked again.
 type pathCache map[string]pathEntry
@@ -267,8 +253,14 @@ func (c pathCache) lookup(p string) pathEntry {
 	return e
 }
 
-// realPathFrom is realPath of base/rest for a base that is already a real
-// path (no symlink in it); cache may be nil.
+// realPathFrom resolves the symlinks of base/rest, for a base that is
+// already a real path (no symlink in it; "/" for any absolute rest), like
+// Python's os.path.realpath (non-strict): each component is resolved in one
+// walk from base; a component that cannot be read (it does not exist here,
+// e.g. a path that only exists on compute nodes) is kept as written, and so
+// is everything below it (which cannot be read either) unless ".." climbs
+// back out. Symlinks are followed even when their target is missing, so a
+// dangling link cannot hide where a mount really points. cache may be nil.
 func realPathFrom(base, rest string, cache pathCache) string {
 	resolved := base
 	links, unread := 0, 0 // unread: components appended below an unreadable path

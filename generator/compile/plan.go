@@ -124,41 +124,32 @@ type Tools struct {
 // View returns a deep copy of the plan's reviewable values.
 func (p *Plan) View() PlanView {
 	v := p.view
-	if v.Image != nil {
-		img := *v.Image
-		v.Image = &img
-	}
+	v.Image = clone(v.Image)
 	v.Directives = slices.Clone(v.Directives)
-	v.Resources.GPUsPerNode = cloneInt(v.Resources.GPUsPerNode)
-	v.Resources.CPUsPerNode = cloneInt(v.Resources.CPUsPerNode)
-	v.Resources.MemPerNodeMiB = cloneInt(v.Resources.MemPerNodeMiB)
+	v.Resources.GPUsPerNode = clone(v.Resources.GPUsPerNode)
+	v.Resources.CPUsPerNode = clone(v.Resources.CPUsPerNode)
+	v.Resources.MemPerNodeMiB = clone(v.Resources.MemPerNodeMiB)
 	v.Env = slices.Clone(v.Env)
 	v.SecretEnv = slices.Clone(v.SecretEnv)
 	v.ForwardEnv = slices.Clone(v.ForwardEnv)
 	v.Mounts = slices.Clone(v.Mounts)
 	v.WorkerArgv = slices.Clone(v.WorkerArgv)
-	if v.NodeGroup != nil {
-		ng := *v.NodeGroup
-		ng.Command = slices.Clone(ng.Command)
-		v.NodeGroup = &ng
+	if v.NodeGroup = clone(v.NodeGroup); v.NodeGroup != nil {
+		v.NodeGroup.Command = slices.Clone(v.NodeGroup.Command)
 	}
 	return v
 }
 
-func cloneInt(p *int) *int {
+// clone is a pointer to a copy of *p, or nil.
+func clone[T any](p *T) *T {
 	if p == nil {
 		return nil
 	}
-	v := *p
-	return &v
+	return new(*p)
 }
 
-// planJSON renders plan.json: the view, 2-space indented, keys in a fixed
-// order, a trailing newline, no HTML escaping.
-func (p *Plan) planJSON() ([]byte, error) {
-	return marshalJSON(p.view)
-}
-
+// marshalJSON renders plan.json and sbatch.argv.json: 2-space indented,
+// keys in a fixed order, a trailing newline, no HTML escaping.
 func marshalJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

@@ -39,14 +39,11 @@ func (p *Plan) WithProbeWorker(script string, extra ...Directive) (*Plan, error)
 			}
 		}
 	}
-	argv := append([]string{v.WorkerArgv[0], "-u", script}, v.WorkerArgv[4:]...)
-	v.WorkerArgv = argv
+	v.WorkerArgv = append([]string{v.WorkerArgv[0], "-u", script}, v.WorkerArgv[4:]...)
 	v.WorkerModule = ""
 	v.Directives = append(v.Directives, extra...)
+	// The rest is shared: a Plan is never changed once resolved.
 	q := *p
 	q.view = v
-	q.studySecrets = slices.Clone(p.studySecrets)
-	q.workspaceSecrets = slices.Clone(p.workspaceSecrets)
-	q.credentials = slices.Clone(p.credentials)
 	return &q, nil
 }

@@ -54,7 +54,7 @@ func TestRealPath(t *testing.T) {
 	cache := pathCache{} // shared, as within one Resolve: same answers
 	for round := 0; round < 2; round++ {
 		for _, c := range cases {
-			got := realPath(filepath.Join(base, c.in))
+			got := realPathFrom("/", filepath.Join(base, c.in), nil)
 			if want := filepath.Join(base, c.want); got != want {
 				t.Errorf("realPath(%s) = %s, want %s", c.in, got, want)
 			}
@@ -73,12 +73,12 @@ func TestRealPath(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := realPath(p); got != want {
+		if got := realPathFrom("/", p, nil); got != want {
 			t.Errorf("realPath(%s) = %s, EvalSymlinks %s", p, got, want)
 		}
 	}
 	// A loop ends the walk without hanging.
-	if got := realPath(filepath.Join(base, "loop1", "x")); !strings.HasPrefix(got, base) {
+	if got := realPathFrom("/", filepath.Join(base, "loop1", "x"), nil); !strings.HasPrefix(got, base) {
 		t.Errorf("loop: %s", got)
 	}
 }

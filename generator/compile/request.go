@@ -17,10 +17,6 @@ import (
 	"os"
 )
 
-// Request is one launch request (contract §12), read by
-// schema.ParseLaunchRequest.
-type Request = schema.LaunchRequest
-
 // Worker modules per role (contract §8).
 const (
 	clientModule = "nvflare.private.fed.app.client.worker_process"
@@ -34,7 +30,7 @@ const (
 // problems too. Job argument names are checked against the workspace's
 // role, so a wrong role is one problem, not one per argument. The request
 // comes back when it parsed as a JSON object (for its job id).
-func ParseAndResolve(ws *schema.Workspace, file string, data []byte, env Environ) (*Plan, *Request, error) {
+func ParseAndResolve(ws *schema.Workspace, file string, data []byte, env Environ) (*Plan, *schema.LaunchRequest, error) {
 	return parseAndResolve(ws, file, data, env, false)
 }
 
@@ -43,11 +39,11 @@ func ParseAndResolve(ws *schema.Workspace, file string, data []byte, env Environ
 // sources that are not set in this environment are not refused;
 // Plan.Notes says they were not checked. Compile of such a plan fails;
 // CompileRedacted redacts them.
-func ParseAndResolveReview(ws *schema.Workspace, file string, data []byte, env Environ) (*Plan, *Request, error) {
+func ParseAndResolveReview(ws *schema.Workspace, file string, data []byte, env Environ) (*Plan, *schema.LaunchRequest, error) {
 	return parseAndResolve(ws, file, data, env, true)
 }
 
-func parseAndResolve(ws *schema.Workspace, file string, data []byte, env Environ, review bool) (*Plan, *Request, error) {
+func parseAndResolve(ws *schema.Workspace, file string, data []byte, env Environ, review bool) (*Plan, *schema.LaunchRequest, error) {
 	if ws == nil {
 		return nil, nil, errors.New("compile: ParseAndResolve needs a workspace")
 	}
@@ -55,16 +51,9 @@ func parseAndResolve(ws *schema.Workspace, file string, data []byte, env Environ
 	if req == nil || req.JobID == "" || req.Site == "" || req.Role == "" {
 		return nil, req, req.Place(ps)
 	}
-	plan, err := resolve(ws, req, env, review)
-	if err == nil && ps == nil {
+	plan, rps := resolve(ws, req, env, review)
+	if ps = append(ps, rps...); ps == nil {
 		return plan, req, nil
-	}
-	if err != nil {
-		var rps schema.Problems
-		if !errors.As(err, &rps) {
-			return nil, req, err
-		}
-		ps = append(ps, rps...)
 	}
 	return nil, req, req.Place(ps)
 }

@@ -1,9 +1,11 @@
 package compile
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,14 +39,12 @@ func EnvironFrom(list []string) Environ {
 
 // Fixed names and paths (contract §6, §8).
 const (
-	controlDir      = schema.ControlDir
-	batchFile       = schema.BatchScriptFile
-	secretFile      = schema.SecretEnvFile
-	nodeFile        = schema.NodeScriptFile
-	sandboxRootDir  = "sandbox_root"
-	childProcessEnv = ChildProcessEnv
-	resolvConf      = "/etc/resolv.conf"
-	etcHosts        = "/etc/hosts"
+	batchFile      = schema.BatchScriptFile
+	secretFile     = schema.SecretEnvFile
+	nodeFile       = schema.NodeScriptFile
+	sandboxRootDir = "sandbox_root"
+	resolvConf     = "/etc/resolv.conf"
+	etcHosts       = "/etc/hosts"
 )
 
 // ChildProcessEnv is set to 1 in every worker's environment (contract §8):
@@ -61,7 +61,7 @@ const serverParentIdentity = "server"
 // resolver collects every problem of one resolve call.
 type resolver struct {
 	ws     *schema.Workspace
-	req    *Request
+	req    *schema.LaunchRequest
 	env    Environ
 	ps     schema.Problems
 	study  *schema.Study
@@ -99,10 +99,7 @@ func (r *resolver) studyProblem(path, msg, hint string) {
 	r.ps = append(r.ps, r.stRT.At(schema.Problem{Kind: problem.Rule, File: r.stFile, Path: "studies." + r.study.Name + "." + path, Message: msg, Hint: hint}))
 }
 
-func resolve(ws *schema.Workspace, req *Request, env Environ, review bool) (*Plan, error) {
-	if ws == nil || req == nil {
-		return nil, errors.New("compile: Resolve needs a workspace and a request")
-	}
+func resolve(ws *schema.Workspace, req *schema.LaunchRequest, env Environ, review bool) (*Plan, schema.Problems) {
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
@@ -139,20 +136,16 @@ func resolve(ws *schema.Workspace, req *Request, env Environ, review bool) (*Pla
 	meta, mps := schema.ParseJobMetaIn(req.File, req.Meta, req.Site, r.req.Embedding("meta"))
 	if mps != nil {
 		r.ps = append(r.ps, mps...)
-		meta = nil
-	}
-	if meta != nil {
+	} else if meta != nil {
 		v.Study = meta.Study
 		r.study = rt.Study(meta.Study)
 		v.StudyConfigured = r.study != nil
-	}
-	if meta != nil {
 		r.effective(p, meta)
 	}
 	r.environment(p)
 	r.parentAndArgv(p)
 	v.PythonEnv = pythonPath(filepath.Join(v.AppDir, "custom"), filepath.Join(ws.Root, "local", "custom"))
-	v.Tools = Tools{Apptainer: orDefault(ws.Launcher.Executables.Apptainer, "apptainer"), Srun: orDefault(ws.Launcher.Executables.Srun, "srun")}
+	v.Tools = Tools{Apptainer: cmp.Or(ws.Launcher.Executables.Apptainer, "apptainer"), Srun: cmp.Or(ws.Launcher.Executables.Srun, "srun")}
 	if r.ps != nil {
 		return nil, r.ps
 	}
@@ -168,13 +161,6 @@ func appDirName(role, site string) string {
 		return "app_server"
 	}
 	return "app_" + site
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // jobSlurmPath returns the path of a job-owned Slurm key as the request
@@ -225,12 +211,8 @@ func (r *resolver) runDir() string {
 // it runs in; a request made for another workspace would bind this one
 // and run the worker against that one.
 func (r *resolver) requestPaths(appDir string) {
-	want := map[string]string{
-		"workspace":   r.ws.Root,
-		"startup_dir": filepath.Join(r.ws.Root, "startup"),
-		"app_root":    appDir,
-	}
-	for _, name := range []string{"workspace", "startup_dir", "app_root"} {
+	for _, arg := range [][2]string{{"workspace", r.ws.Root}, {"startup_dir", filepath.Join(r.ws.Root, "startup")}, {"app_root", appDir}} {
+		name, want := arg[0], arg[1]
 		pair, ok := r.req.JobArgs[name]
 		if !ok || r.req.Refused("job_args."+name) {
 			continue
@@ -240,8 +222,8 @@ func (r *resolver) requestPaths(appDir string) {
 		case !filepath.IsAbs(got):
 			r.reqProblem("job_args."+name, fmt.Sprintf("%q is not an absolute path (the worker runs in its run directory)", got),
 				"the NVFlare parent passes absolute paths of the workspace it runs in")
-		case !r.samePath(got, want[name]):
-			r.reqProblem("job_args."+name, fmt.Sprintf("%s is not in this workspace: it must be %s", got, want[name]),
+		case !r.samePath(got, want):
+			r.reqProblem("job_args."+name, fmt.Sprintf("%s is not in this workspace: it must be %s", got, want),
 				"the request was made for another workspace: render or launch it with that --workspace, or write this workspace's paths into job_args")
 		}
 	}
@@ -290,16 +272,9 @@ func (r *resolver) effective(p *Plan, meta *schema.JobMeta) {
 	}
 	jobPath := r.jobSlurmPath(meta)
 
-	v.Sandbox = jl.Sandbox
-	v.PythonPath = jl.PythonPath
-	v.Setup = jl.Setup
+	v.Sandbox, v.PythonPath, v.Setup = jl.Sandbox, jl.PythonPath, jl.Setup
 	if ss != nil {
-		if ss.Sandbox != "" {
-			v.Sandbox = ss.Sandbox
-		}
-		if ss.PythonPath != "" {
-			v.PythonPath = ss.PythonPath
-		}
+		v.Sandbox, v.PythonPath = cmp.Or(ss.Sandbox, v.Sandbox), cmp.Or(ss.PythonPath, v.PythonPath)
 		if ss.Setup != nil {
 			v.Setup = *ss.Setup
 		}
@@ -424,9 +399,9 @@ func (r *resolver) resources(p *Plan, meta *schema.JobMeta, jobPath func(string)
 	}
 	// ParseJobMeta checked the GPU, CPU and memory rules for this site
 	// (schema/job_meta.go): the job asks for what they settled.
-	res.GPUsPerNode = cloneInt(meta.EffectiveGPUsPerNode())
-	res.CPUsPerNode = cloneInt(meta.EffectiveCPUsPerNode())
-	res.MemPerNodeMiB = cloneInt(meta.EffectiveMemMiB())
+	res.GPUsPerNode = clone(meta.EffectiveGPUsPerNode())
+	res.CPUsPerNode = clone(meta.EffectiveCPUsPerNode())
+	res.MemPerNodeMiB = clone(meta.EffectiveMemMiB())
 	site := r.ws.Launcher.PendingTimeout
 	res.PendingTimeout = site
 	if pt := js.PendingTimeout; pt != nil {
@@ -503,10 +478,7 @@ func (r *resolver) environment(p *Plan) {
 // argv.
 func (r *resolver) parentAndArgv(p *Plan) {
 	v := &p.view
-	args := map[string][]string{}
-	for k, pair := range r.req.JobArgs {
-		args[k] = pair
-	}
+	args := maps.Clone(r.req.JobArgs)
 	listenerDir := r.parentURL(args, v)
 	if v.Sandbox != schema.SandboxNone && v.Sandbox != "" {
 		r.mounts(p, listenerDir)

@@ -27,7 +27,7 @@ func (p *Plan) ReviewFiles(a *Artifacts) ([]ReviewFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, err := p.planJSON()
+	plan, err := marshalJSON(p.view)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func CheckReviewOutput(ws *schema.Workspace, dir string) error {
 	if err != nil {
 		return fmt.Errorf("output %s: %w", dir, err)
 	}
-	if real := realPath(abs); overlaps(real, ws.Root) {
+	if real := realPathFrom("/", abs, nil); overlaps(real, ws.Root) {
 		return fmt.Errorf("output %s resolves to %s, inside the workspace %s: render writes nothing into the workspace", dir, real, ws.Dir)
 	}
 	return nil

@@ -45,7 +45,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 					f.args()[arg] = []any{pair[0], secrets[arg]}
 				}
 				p, a := f.MustCompile()
-				plan, err := p.planJSON()
+				plan, err := marshalJSON(p.view)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -37,7 +37,6 @@ type jobDirWriter struct {
 }
 
 func (w jobDirWriter) write(a *Artifacts) (err error) {
-	sync := w.sync
 	if a == nil || a.JobDir == "" || !filepath.IsAbs(a.JobDir) {
 		return errors.New("compile: WriteJobDir needs artifacts with an absolute job dir")
 	}
@@ -102,26 +101,21 @@ func (w jobDirWriter) write(a *Artifacts) (err error) {
 	}
 	for _, f := range files {
 		path := filepath.Join(a.JobDir, f.name)
-		if err := w.createFile(dirfd, f.name, f.data, f.mode, sync); err != nil {
+		if err := w.createFile(dirfd, f.name, f.data, f.mode, w.sync); err != nil {
 			return fmt.Errorf("write %s: %w", path, &os.PathError{Op: "create", Path: path, Err: err})
 		}
 		created = append(created, path)
 	}
-	if sync {
+	if w.sync {
 		if err := unix.Fsync(dirfd); err != nil {
 			return fmt.Errorf("fsync directory %s: %w", a.JobDir, err)
 		}
 		// The new job dir's entry; .nvflare_slurm/ only when jobs/ is new
 		// (an unchanged directory's fsync still costs a device flush).
-		syncDirs := []string{jobsDir}
-		if jobsMade {
-			syncDirs = append(syncDirs, controlDir)
+		if err := w.syncDir(jobsDir); err != nil || !jobsMade {
+			return err
 		}
-		for _, dir := range syncDirs {
-			if err := w.syncDir(dir); err != nil {
-				return err
-			}
-		}
+		return w.syncDir(controlDir)
 	}
 	return nil
 }
@@ -131,13 +125,7 @@ func (w jobDirWriter) write(a *Artifacts) (err error) {
 // umask narrowed it; fstat is read-only, a chmod would dirty the inode.
 func exactMode(dirfd int, name string, perm uint32) error {
 	var st unix.Stat_t
-	var err error
-	if name == "" {
-		err = unix.Fstat(dirfd, &st)
-	} else {
-		err = unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
-	}
-	if err != nil || st.Mode&0o7777 == perm {
+	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH); err != nil || st.Mode&0o7777 == perm {
 		return err
 	}
 	if name == "" {

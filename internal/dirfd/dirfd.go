@@ -8,11 +8,13 @@
 package dirfd
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -98,28 +100,13 @@ func Open(p string) (*Dir, error) {
 	if !filepath.IsAbs(p) {
 		return nil, &os.PathError{Op: "open", Path: p, Err: errors.New("not an absolute path")}
 	}
-	p = filepath.Clean(p)
-	if useOpenat2() {
-		fd, err := openat2(unix.AT_FDCWD, p, dirFlags, unix.RESOLVE_NO_SYMLINKS|unix.RESOLVE_NO_MAGICLINKS)
-		if err == nil {
-			return newDir(fd, p)
-		}
-		if !walkSays(err) {
-			return nil, &os.PathError{Op: "open", Path: p, Err: err}
-		}
-		// A symlink or a non-directory on the way: the walk below says
-		// which component, and what it is.
-	}
 	root, err := unix.Open("/", pathFlags, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: "/", Err: err}
 	}
 	rootDir := &Dir{fd: root, path: "/"}
 	defer rootDir.Close()
-	if p == "/" {
-		return rootDir.walk(".", false)
-	}
-	return rootDir.walk(strings.TrimPrefix(p, "/"), false)
+	return rootDir.lookup(cmp.Or(strings.TrimPrefix(filepath.Clean(p), "/"), "."), 0, false)
 }
 
 // OpenBeneath opens the directory at the slash path rel below d: no
@@ -128,25 +115,30 @@ func (d *Dir) OpenBeneath(rel string) (*Dir, error) {
 	if rel == "." || rel == "" {
 		return d.reopen()
 	}
-	for _, c := range strings.Split(rel, "/") {
-		if c == ".." || c == "" {
-			return nil, &os.PathError{Op: "open", Path: d.Join(rel), Err: errors.New("not a path below the directory")}
-		}
+	if cs := strings.Split(rel, "/"); slices.Contains(cs, "..") || slices.Contains(cs, "") {
+		return nil, &os.PathError{Op: "open", Path: d.Join(rel), Err: errors.New("not a path below the directory")}
 	}
+	return d.lookup(rel, unix.RESOLVE_BENEATH|unix.RESOLVE_NO_XDEV, true)
+}
+
+// lookup opens the directory rel below d with openat2 (no symlink, and
+// resolve) where the kernel has it, else with the walk (sameDev: no mount
+// point crossed).
+func (d *Dir) lookup(rel string, resolve uint64, sameDev bool) (*Dir, error) {
 	if useOpenat2() {
-		fd, err := openat2(d.fd, rel, dirFlags, unix.RESOLVE_BENEATH|unix.RESOLVE_NO_SYMLINKS|unix.RESOLVE_NO_MAGICLINKS|unix.RESOLVE_NO_XDEV)
-		if err == nil {
+		fd, err := openat2(d.fd, rel, dirFlags, resolve|unix.RESOLVE_NO_SYMLINKS|unix.RESOLVE_NO_MAGICLINKS)
+		switch {
+		case err == nil:
 			return newDir(fd, d.Join(rel))
-		}
-		if errors.Is(err, unix.EXDEV) {
+		case errors.Is(err, unix.EXDEV):
 			return nil, &os.PathError{Op: "open", Path: d.Join(rel), Err: errOtherFilesystem}
-		}
-		if !walkSays(err) {
+		case !walkSays(err):
 			return nil, &os.PathError{Op: "open", Path: d.Join(rel), Err: err}
 		}
-		// The walk says which component is a symlink or not a directory.
+		// A symlink or a non-directory on the way: the walk says which
+		// component, and what it is.
 	}
-	return d.walk(rel, true)
+	return d.walk(rel, sameDev)
 }
 
 // walk opens rel below d one component at a time with O_NOFOLLOW; with
@@ -361,26 +353,21 @@ func (d *Dir) Create(name string, perm, mask fs.FileMode) (*os.File, error) {
 
 // Chmod sets the permission bits of d itself.
 func (d *Dir) Chmod(perm fs.FileMode) error {
-	if err := unix.Fchmod(d.fd, uint32(perm.Perm())); err != nil {
-		return &os.PathError{Op: "chmod", Path: d.path, Err: err}
-	}
-	return nil
+	return d.pathError("chmod", unix.Fchmod(d.fd, uint32(perm.Perm())))
 }
 
 // Sync is fsync(2) of d: its entries are durable.
-func (d *Dir) Sync() error {
-	if err := unix.Fsync(d.fd); err != nil {
-		return &os.PathError{Op: "fsync", Path: d.path, Err: err}
-	}
-	return nil
-}
+func (d *Dir) Sync() error { return d.pathError("fsync", unix.Fsync(d.fd)) }
 
 // SyncFilesystem is syncfs(2) of the filesystem that holds d.
-func (d *Dir) SyncFilesystem() error {
-	if err := unix.Syncfs(d.fd); err != nil {
-		return &os.PathError{Op: "syncfs", Path: d.path, Err: err}
+func (d *Dir) SyncFilesystem() error { return d.pathError("syncfs", unix.Syncfs(d.fd)) }
+
+// pathError is err of op on d itself, with d's path; nil for nil.
+func (d *Dir) pathError(op string, err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	return &os.PathError{Op: op, Path: d.path, Err: err}
 }
 
 // ErrLockUnsupported: the filesystem cannot lock this directory (NFS

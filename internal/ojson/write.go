@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -87,12 +88,9 @@ func writeString(buf *bytes.Buffer, s string) {
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		i += size
-		if r > 0xFFFF {
-			r -= 0x10000
-			fmt.Fprintf(buf, `\u%04x\u%04x`, 0xD800+(r>>10)&0x3FF, 0xDC00+r&0x3FF)
-			continue
+		for _, u := range utf16.AppendRune(nil, r) {
+			fmt.Fprintf(buf, `\u%04x`, u)
 		}
-		fmt.Fprintf(buf, `\u%04x`, r)
 	}
 	buf.WriteByte('"')
 }

@@ -111,3 +111,6 @@ func TestKindsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// kinds lists every kind, in the order docs/conventions.md lists them.
+var kinds = []Kind{Read, Syntax, Structure, Schema, Rule, Layout, Drift}

@@ -7,8 +7,9 @@
 package problem
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -47,9 +48,6 @@ const (
 	// produce from its kit and config (prepare --check).
 	Drift Kind = "drift"
 )
-
-// kinds lists every kind, in the order docs/conventions.md lists them.
-var kinds = []Kind{Read, Syntax, Structure, Schema, Rule, Layout, Drift}
 
 // Problem is one thing wrong with one input file. Every check, schema or Go,
 // reports in this shape so that a user sees all problems at once. In JSON
@@ -113,26 +111,13 @@ func (ps Problems) Error() string {
 	return strings.Join(lines, "\n")
 }
 
-// Sort orders problems by file, line, column, path and message.
+// Sort orders problems by file, line, column, path and message; the note
+// on a file's left-out problems comes last among that file's.
 func (ps Problems) Sort() {
-	sort.SliceStable(ps, func(i, j int) bool {
-		a, b := ps[i], ps[j]
-		if a.File != b.File {
-			return a.File < b.File
-		}
-		if (a.Omitted > 0) != (b.Omitted > 0) {
-			return b.Omitted > 0 // the note on left-out problems comes last
-		}
-		if a.Line != b.Line {
-			return a.Line < b.Line
-		}
-		if a.Column != b.Column {
-			return a.Column < b.Column
-		}
-		if a.Path != b.Path {
-			return a.Path < b.Path
-		}
-		return a.Message < b.Message
+	isNote := func(p Problem) int { return min(max(p.Omitted, 0), 1) }
+	slices.SortStableFunc(ps, func(a, b Problem) int {
+		return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(isNote(a), isNote(b)), cmp.Compare(a.Line, b.Line),
+			cmp.Compare(a.Column, b.Column), strings.Compare(a.Path, b.Path), strings.Compare(a.Message, b.Message))
 	})
 }
 
@@ -166,7 +151,6 @@ func Cap(ps Problems) Problems {
 	type fileCount struct {
 		listed, omitted int
 		kind            Kind
-		seen            bool
 	}
 	counts := map[string]*fileCount{}
 	var order []string
@@ -179,11 +163,10 @@ func Cap(ps Problems) Problems {
 			order = append(order, p.File)
 		}
 		if p.Omitted > 0 || c.listed >= MaxPerFile {
-			n := max(p.Omitted, 1)
-			if !c.seen {
-				c.kind, c.seen = p.Kind, true
+			if c.omitted == 0 {
+				c.kind = p.Kind
 			}
-			c.omitted += n
+			c.omitted += max(p.Omitted, 1)
 			continue
 		}
 		c.listed++

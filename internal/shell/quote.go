@@ -13,7 +13,7 @@ func Quote(s string) string {
 	if s == "" {
 		return "''"
 	}
-	if isSafe(s) {
+	if strings.Trim(s, safeChars) == "" {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
@@ -28,15 +28,6 @@ func Join(words []string) string {
 	return strings.Join(quoted, " ")
 }
 
-func isSafe(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("@%+=:,./-_", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+// safeChars are the characters shlex.quote leaves bare (its [\w@%+=:,./-]
+// with re.ASCII); any other character, non-ASCII ones included, is quoted.
+const safeChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-"

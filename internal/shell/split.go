@@ -47,13 +47,8 @@ func Split(s string) ([]string, error) {
 			i += end + 1
 			inWord = true
 		case '"':
-			closed := false
-			for i++; i < len(s); i++ {
+			for i++; i < len(s) && s[i] != '"'; i++ {
 				d := s[i]
-				if d == '"' {
-					closed = true
-					break
-				}
 				if d == '\\' {
 					if i+1 >= len(s) {
 						return nil, errTrailingEscape
@@ -66,7 +61,7 @@ func Split(s string) ([]string, error) {
 				}
 				cur.WriteByte(d)
 			}
-			if !closed {
+			if i >= len(s) {
 				return nil, errUnclosedQuote
 			}
 			inWord = true
