@@ -315,11 +315,9 @@ func (r *runner) waitInNewProcess(ctx context.Context, jobID string) *childWait 
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	c := &childWait{Stderr: oneLine(errb.String())}
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 		c.Exit = ee.ExitCode()
-	case err != nil:
+	} else if err != nil {
 		c.Err = err
 		return c
 	}

@@ -62,20 +62,14 @@ func Open(root, jobID, slurmJobID string, uid int) (*os.File, error) {
 	case err != nil:
 		return nil, err
 	}
-	fd := int(f.Fd())
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		f.Close()
 		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
 	if int(st.Uid) != uid {
 		f.Close()
 		return nil, fmt.Errorf("%s is owned by uid %d, not by the runtime account uid %d: not read", path, st.Uid, uid)
-	}
-	// Blocking reads from here on (a regular file never blocks).
-	if err := unix.SetNonblock(fd, false); err != nil {
-		f.Close()
-		return nil, &os.PathError{Op: "fcntl", Path: path, Err: err}
 	}
 	return f, nil
 }

@@ -13,11 +13,11 @@ func (e *hintError) Unwrap() error { return e.Err }
 
 // Hint returns the hint of the first hintError in err's chain, or "".
 func Hint(err error) string {
-	var h *hintError
-	if errors.As(err, &h) {
-		return h.Hint
+	h, _ := errors.AsType[*hintError](err)
+	if h == nil {
+		return ""
 	}
-	return ""
+	return h.Hint
 }
 
 func withHint(err error, hint string) error { return &hintError{Err: err, Hint: hint} }

@@ -231,16 +231,14 @@ func (m *Manager) launch(ctx context.Context, job Job) (*Handle, error) {
 	ctx = context.WithoutCancel(ctx)
 	submitted := m.now()
 	id, cluster, err := m.cfg.Client.Submit(ctx, job.Argv, job.Env)
-	var late *scheduler.SubmittedError
-	if errors.As(err, &late) {
+	if late, ok := errors.AsType[*scheduler.SubmittedError](err); ok {
 		// The job exists in Slurm: track it like any other (NVFlare does
 		// the same); never say "not launched" about a job that runs.
 		m.log.Warn("sbatch printed a job id and then failed; the job exists in Slurm and is tracked",
 			"job_id", job.JobID, "slurm_job_id", id, "sbatch", late.Diag)
 		err = nil
 	}
-	var unparsed *scheduler.UnparsedSubmitError
-	if errors.As(err, &unparsed) {
+	if _, ok := errors.AsType[*scheduler.UnparsedSubmitError](err); ok {
 		// sbatch succeeded: Slurm may have taken the job although its
 		// answer is not a job id. Find it by name and marker and cancel it
 		// (never say "not launched" about a job that may run).
@@ -252,8 +250,7 @@ func (m *Manager) launch(ctx context.Context, job Job) (*Handle, error) {
 	}
 	if err != nil {
 		m.cleanup(job.Dir)
-		var rej *scheduler.RejectedError
-		if errors.As(err, &rej) {
+		if _, ok := errors.AsType[*scheduler.RejectedError](err); ok {
 			return nil, withHint(fmt.Errorf("Slurm rejected job %s: %w", job.JobID, err),
 				"check the job's resources and directives (resource_spec, launcher_spec slurm options, 'flare-slurm render' shows them) against the partition's limits ('scontrol show partition'); nothing was launched and the job dir was removed")
 		}

@@ -189,7 +189,7 @@ func (c *Client) Submit(ctx context.Context, argv []string, env []string) (id, c
 		// status: say so with the id (*SubmittedError).
 		if IsUnavailable(err) && r.StartErr == nil {
 			if id, cluster, perr := parseSubmit(r.Stdout); perr == nil {
-				return id, cluster, &SubmittedError{ID: id, Cluster: cluster, Diag: diagnostic(r)}
+				return id, cluster, &SubmittedError{ID: id, Diag: diagnostic(r)}
 			}
 		}
 		if rej := rejection(r); rej != nil && IsUnavailable(err) {

@@ -25,8 +25,8 @@ func (e *unavailableError) Error() string {
 // returns it with the id, so that the caller tracks the job (as NVFlare's
 // launcher does) instead of reporting "not launched" while it runs.
 type SubmittedError struct {
-	ID, Cluster string
-	Diag        string // "rc=1 stderr=…"
+	ID   string
+	Diag string // "rc=1 stderr=…"
 }
 
 func (e *SubmittedError) Error() string {
@@ -61,8 +61,8 @@ func protocolf(cmd, format string, args ...any) error {
 
 // IsUnavailable says whether err is (or wraps) an unavailableError.
 func IsUnavailable(err error) bool {
-	var u *unavailableError
-	return errors.As(err, &u)
+	_, ok := errors.AsType[*unavailableError](err)
+	return ok
 }
 
 // diagnostic renders a result for a log line: the exit status (or

@@ -134,15 +134,12 @@ func (rt *Runtime) LaunchWithNotes(ctx context.Context, file string, data []byte
 // true instead of being submitted again. The request must still compile.
 func (rt *Runtime) LaunchOrAttach(ctx context.Context, file string, data []byte) (h *manager.Handle, attached bool, notes []string, err error) {
 	h, _, notes, err = rt.launch(ctx, file, data, nil, true)
-	var running *manager.RunningError
-	var finished *manager.FinishedError
 	id := ""
-	switch {
-	case errors.As(err, &running):
+	if running, ok := errors.AsType[*manager.RunningError](err); ok {
 		id = running.Info.JobID
-	case errors.As(err, &finished):
+	} else if finished, ok := errors.AsType[*manager.FinishedError](err); ok {
 		id = finished.JobID
-	default:
+	} else {
 		return h, false, notes, err
 	}
 	if h, err = rt.Manager.Open(id); err != nil {
