@@ -69,20 +69,20 @@ func getent(ctx context.Context, uid int, path string, timeout time.Duration) (s
 	cmd := exec.CommandContext(ctx, bin, "passwd", strconv.Itoa(uid))
 	cmd.Env = []string{}
 	cmd.WaitDelay = time.Second
-	out := &limitedBuffer{limit: maxGetentOutput}
+	out := &trust.Output{Limit: maxGetentOutput}
 	cmd.Stdout = out
 	err = cmd.Run()
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
 		return "", fmt.Errorf("%s did not answer within %v", bin, timeout)
-	case out.over:
+	case out.Over:
 		return "", fmt.Errorf("%s printed more than %d bytes", bin, maxGetentOutput)
 	case cmd.ProcessState != nil && cmd.ProcessState.ExitCode() == 2:
 		return "", fmt.Errorf("%s knows no account with uid %d", bin, uid)
 	case err != nil:
 		return "", fmt.Errorf("%s: %v", bin, err)
 	}
-	return parsePasswdLine(out.buf, uid)
+	return parsePasswdLine(out.Buf, uid)
 }
 
 // parsePasswdLine reads getent's answer: exactly one line
@@ -129,22 +129,4 @@ func truncate(b []byte) string {
 		return string(b[:120]) + "..."
 	}
 	return string(b)
-}
-
-// limitedBuffer keeps the first limit bytes written to it and records
-// whether more came; it never fails a write, so the child runs to its end.
-type limitedBuffer struct {
-	buf   []byte
-	limit int
-	over  bool
-}
-
-func (w *limitedBuffer) Write(p []byte) (int, error) {
-	keep := p
-	if room := w.limit - len(w.buf); len(keep) > room {
-		w.over = true
-		keep = keep[:max(room, 0)]
-	}
-	w.buf = append(w.buf, keep...)
-	return len(p), nil
 }

@@ -7,11 +7,14 @@
 package trust
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -234,4 +237,57 @@ func aclWriter(path string, euid int) string {
 		}
 	}
 	return ""
+}
+
+// Output keeps the first Limit bytes a program writes to it and records
+// whether more arrived (Over); it never fails, so the child is not killed
+// by EPIPE. The Slurm commands' and getent's output is read through it.
+type Output struct {
+	Buf   []byte
+	Limit int
+	Over  bool
+}
+
+// ReadFrom reads r to its end, keeping the first limit bytes. os/exec
+// copies a child's output through it, so a run reads straight into the
+// result instead of through a 32 KiB buffer per stream (most of what a
+// polling process allocated).
+func (w *Output) ReadFrom(r io.Reader) (int64, error) {
+	var total int64
+	var discard []byte // what arrives past the limit
+	for {
+		var dst []byte
+		room := w.Limit - len(w.Buf)
+		if room > 0 {
+			if len(w.Buf) == cap(w.Buf) {
+				w.Buf = slices.Grow(w.Buf, min(max(512, len(w.Buf)), room))
+			}
+			dst = w.Buf[len(w.Buf):min(cap(w.Buf), w.Limit)]
+		} else {
+			if discard == nil {
+				discard = make([]byte, 32<<10)
+			}
+			dst = discard
+		}
+		n, err := r.Read(dst)
+		if n > 0 {
+			total += int64(n)
+			if room > 0 {
+				w.Buf = w.Buf[:len(w.Buf)+n]
+			} else {
+				w.Over = true
+			}
+		}
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+}
+
+func (w *Output) Write(p []byte) (int, error) {
+	_, _ = w.ReadFrom(bytes.NewReader(p)) // a bytes.Reader never fails
+	return len(p), nil
 }

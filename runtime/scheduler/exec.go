@@ -1,14 +1,13 @@
 package scheduler
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
 	"os/exec"
-	"slices"
 	"syscall"
 	"time"
+
+	"github.com/flare-slurm/flare-slurm/internal/trust"
 )
 
 // Output caps of contract §9: more stdout than maxStdout is a protocol
@@ -71,20 +70,20 @@ func (execRunner) Run(ctx context.Context, c Command) Result {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// A grandchild holding the pipes open must not hang us past the limit.
 	cmd.WaitDelay = time.Second
-	stdout := &capWriter{limit: maxStdout}
-	stderr := &capWriter{limit: maxStderr}
+	stdout := &trust.Output{Limit: maxStdout}
+	stderr := &trust.Output{Limit: maxStderr}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		return Result{ExitCode: -1, StartErr: err}
 	}
 	err := cmd.Wait()
 	res := Result{
-		Stdout:         stdout.buf,
-		Stderr:         string(stderr.buf),
+		Stdout:         stdout.Buf,
+		Stderr:         string(stderr.Buf),
 		ExitCode:       -1,
-		StdoutOverflow: stdout.over,
+		StdoutOverflow: stdout.Over,
 	}
-	if stderr.over {
+	if stderr.Over {
 		res.Stderr += stderrTruncated
 	}
 	if ctx.Err() == context.DeadlineExceeded {
@@ -97,56 +96,4 @@ func (execRunner) Run(ctx context.Context, c Command) Result {
 		res.StartErr = err
 	}
 	return res
-}
-
-// capWriter keeps the first limit bytes written to it and records whether
-// more arrived; it never fails, so the child is not killed by EPIPE.
-type capWriter struct {
-	buf   []byte
-	limit int
-	over  bool
-}
-
-// ReadFrom reads r to its end, keeping the first limit bytes. os/exec
-// copies a child's output through it, so a run reads straight into the
-// result instead of through a 32 KiB buffer per stream (most of what a
-// polling process allocated).
-func (w *capWriter) ReadFrom(r io.Reader) (int64, error) {
-	var total int64
-	var discard []byte // what arrives past the limit
-	for {
-		var dst []byte
-		room := w.limit - len(w.buf)
-		if room > 0 {
-			if len(w.buf) == cap(w.buf) {
-				w.buf = slices.Grow(w.buf, min(max(512, len(w.buf)), room))
-			}
-			dst = w.buf[len(w.buf):min(cap(w.buf), w.limit)]
-		} else {
-			if discard == nil {
-				discard = make([]byte, 32<<10)
-			}
-			dst = discard
-		}
-		n, err := r.Read(dst)
-		if n > 0 {
-			total += int64(n)
-			if room > 0 {
-				w.buf = w.buf[:len(w.buf)+n]
-			} else {
-				w.over = true
-			}
-		}
-		if err == io.EOF {
-			return total, nil
-		}
-		if err != nil {
-			return total, err
-		}
-	}
-}
-
-func (w *capWriter) Write(p []byte) (int, error) {
-	_, _ = w.ReadFrom(bytes.NewReader(p)) // a bytes.Reader never fails
-	return len(p), nil
 }

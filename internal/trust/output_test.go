@@ -1,4 +1,4 @@
-package scheduler
+package trust
 
 import (
 	"bytes"
@@ -9,9 +9,9 @@ import (
 	"testing/iotest"
 )
 
-// capWriter.ReadFrom (the path os/exec takes) and Write keep the first
+// Output.ReadFrom (the path os/exec takes) and Write keep the first
 // limit bytes and flag the overflow, whatever sizes the reads come in.
-func TestCapWriterReadFrom(t *testing.T) {
+func TestOutputReadFrom(t *testing.T) {
 	data := bytes.Repeat([]byte("0123456789abcdef"), 300) // 4800 bytes
 	for _, limit := range []int{0, 1, 511, 512, 513, 4799, 4800, 4801, 1 << 20} {
 		for name, r := range map[string]func() io.Reader{
@@ -21,28 +21,28 @@ func TestCapWriterReadFrom(t *testing.T) {
 			"data+EOF": func() io.Reader { return iotest.DataErrReader(bytes.NewReader(data)) },
 		} {
 			want, wantOver := data[:min(limit, len(data))], len(data) > limit
-			got := &capWriter{limit: limit}
+			got := &Output{Limit: limit}
 			n, err := got.ReadFrom(r())
 			if err != nil || n != int64(len(data)) {
 				t.Fatalf("limit %d, %s: ReadFrom = %d, %v", limit, name, n, err)
 			}
-			if !bytes.Equal(got.buf, want) || got.over != wantOver {
-				t.Fatalf("limit %d, %s: kept %d bytes over=%v, want %d over=%v", limit, name, len(got.buf), got.over, len(want), wantOver)
+			if !bytes.Equal(got.Buf, want) || got.Over != wantOver {
+				t.Fatalf("limit %d, %s: kept %d bytes over=%v, want %d over=%v", limit, name, len(got.Buf), got.Over, len(want), wantOver)
 			}
-			w := &capWriter{limit: limit}
+			w := &Output{Limit: limit}
 			for _, p := range [][]byte{data[:100], data[100:]} {
 				if n, err := w.Write(p); n != len(p) || err != nil {
 					t.Fatalf("limit %d: Write = %d, %v", limit, n, err)
 				}
 			}
-			if !bytes.Equal(w.buf, want) || w.over != wantOver {
-				t.Fatalf("limit %d: Write kept %d bytes over=%v, want %d over=%v", limit, len(w.buf), w.over, len(want), wantOver)
+			if !bytes.Equal(w.Buf, want) || w.Over != wantOver {
+				t.Fatalf("limit %d: Write kept %d bytes over=%v, want %d over=%v", limit, len(w.Buf), w.Over, len(want), wantOver)
 			}
 		}
 	}
 	boom := errors.New("boom")
-	got := &capWriter{limit: 10}
-	if _, err := got.ReadFrom(io.MultiReader(strings.NewReader("abc"), iotest.ErrReader(boom))); !errors.Is(err, boom) || string(got.buf) != "abc" {
-		t.Fatalf("read error: %v, kept %q", err, got.buf)
+	got := &Output{Limit: 10}
+	if _, err := got.ReadFrom(io.MultiReader(strings.NewReader("abc"), iotest.ErrReader(boom))); !errors.Is(err, boom) || string(got.Buf) != "abc" {
+		t.Fatalf("read error: %v, kept %q", err, got.Buf)
 	}
 }
