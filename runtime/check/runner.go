@@ -154,20 +154,19 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 		row.Seconds = float64(time.Since(start).Milliseconds()) / 1000
 		r.logf("%-15s %s (%.1f s) %s", p.name, row.Result, row.Seconds, row.Evidence)
 	}()
-	if p.skipIf != nil && p.skipIf(r.rt, r.o) {
-		row.Result, row.Evidence = skip, p.skipWhy
+	end := func(result, evidence string) Row {
+		row.Result, row.Evidence = result, evidence
 		return row
 	}
-	if p.local != nil {
-		row.Result, row.Evidence = p.local(r.rt, r.bootErr)
-		return row
-	}
-	if r.bootErr != nil {
-		row.Result, row.Evidence = skip, "not run: the bootstrap checks failed"
-		if p.placement {
-			row.Result, row.Evidence = fail, "not run: the bootstrap checks failed: "+oneLine(r.bootErr.Error())
-		}
-		return row
+	switch {
+	case p.skipIf != nil && p.skipIf(r.rt, r.o):
+		return end(skip, p.skipWhy)
+	case p.local != nil:
+		return end(p.local(r.rt, r.bootErr))
+	case r.bootErr != nil && p.placement:
+		return end(fail, "not run: the bootstrap checks failed: "+oneLine(r.bootErr.Error()))
+	case r.bootErr != nil:
+		return end(skip, "not run: the bootstrap checks failed")
 	}
 	r.logf("%-15s started", p.name)
 	ws := r.rt.Workspace
@@ -176,8 +175,7 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 	o := &outcome{token: "check-token-" + randomHex(32), environ: r.rt.Lookup, opts: r.o}
 
 	if err := makeRunDir(ws.Root, jobID); err != nil {
-		row.Result, row.Evidence = fail, err.Error()
-		return row
+		return end(fail, err.Error())
 	}
 	defer func() {
 		if r.o.Keep {
@@ -197,8 +195,7 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 		sp.Connect, sp.ConnectTimeout = true, 10
 		l, err := listen(ws.Launcher.InternalPort)
 		if err != nil {
-			row.Result, row.Evidence = fail, err.Error()
-			return row
+			return end(fail, err.Error())
 		}
 		if l != nil {
 			defer l.close()
@@ -213,8 +210,7 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 	}
 	req, err := request(ws, jobID, r.o.Study, meta, o.token)
 	if err != nil {
-		row.Result, row.Evidence = fail, err.Error()
-		return row
+		return end(fail, err.Error())
 	}
 	var extra []compile.Directive
 	if p.hold {
@@ -233,8 +229,7 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 	// r.stop cancels the job.
 	h, pr, err := r.rt.LaunchProbe(context.WithoutCancel(ctx), "check:"+p.name, req, filepath.Join(ws.Root, jobID, programFile), ready, extra...)
 	if err != nil {
-		row.Result, row.Evidence = fail, "launch: "+oneLine(err.Error())
-		return row
+		return end(fail, "launch: "+oneLine(err.Error()))
 	}
 	o.launched = pr
 	v := pr.Plan.View()
@@ -272,9 +267,8 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 	if data, err := manager.ReadRunFile(ws.Root, jobID, schema.SlurmOutputName(row.SlurmJobID), 1<<20); err == nil {
 		o.output = string(data)
 	}
-	row.Result, row.Evidence = p.judge(o)
-	row.Evidence = fmt.Sprintf("Slurm job %s: %s", row.SlurmJobID, oneLine(row.Evidence))
-	return row
+	result, evidence := p.judge(o)
+	return end(result, fmt.Sprintf("Slurm job %s: %s", row.SlurmJobID, oneLine(evidence)))
 }
 
 // until polls the job's shared observation until it shows state (and, for
