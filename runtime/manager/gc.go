@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
+	"github.com/flare-slurm/flare-slurm/internal/fsx"
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
 	"github.com/flare-slurm/flare-slurm/schema"
 )
@@ -150,7 +153,7 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 			// A temp handle that was never published (the launch crashed
 			// while recording it) is no handle: the same rules apply.
 			noHandle := "no handle.json"
-			if hasTempHandle(ge.Dir) {
+			if ents, err := os.ReadDir(ge.Dir); err == nil && slices.ContainsFunc(ents, func(e fs.DirEntry) bool { return fsx.IsTempOf(e.Name(), handleFile) }) {
 				noHandle = "no handle.json (only an unpublished handle temp file)"
 			}
 			switch {

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/google/renameio/v2"
@@ -73,13 +72,6 @@ func writeHandle(dir string, h HandleInfo, sync bool, staged func(tmp string)) e
 		return nil
 	}
 	return fsx.SyncDir(dir)
-}
-
-// hasTempHandle says whether dir holds a handle temp file that was never
-// published (its launch crashed while recording the submission).
-func hasTempHandle(dir string) bool {
-	ents, err := os.ReadDir(dir)
-	return err == nil && slices.ContainsFunc(ents, func(e fs.DirEntry) bool { return fsx.IsTempOf(e.Name(), handleFile) })
 }
 
 // errNoHandle: the job dir exists without handle.json (a launch in
