@@ -5,6 +5,7 @@
 package manager
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/google/renameio/v2"
 
 	"github.com/flare-slurm/flare-slurm/internal/shell"
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
@@ -61,8 +64,8 @@ type Manager struct {
 	// file and publishing it: where a crash leaves only the temp file.
 	handleStaged func(tmp string)
 	// writeCache replaces the observation cache atomically
-	// (writeCacheFileDefault; tests make it fail).
-	writeCache func(path string, data []byte, perm os.FileMode) error
+	// (renameio.WriteFile; tests make it fail).
+	writeCache func(path string, data []byte, perm os.FileMode, _ ...renameio.Option) error
 }
 
 // New opens a validated workspace: it creates .nvflare_slurm/jobs (0700)
@@ -83,9 +86,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Jitter == nil {
 		cfg.Jitter = func() float64 { return rand.Float64()*2 - 1 }
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	control := filepath.Join(cfg.Workspace, controlDir)
 	jobs := filepath.Join(control, jobsDirName)
 	for _, d := range []string{control, jobs} {
@@ -93,7 +94,7 @@ func New(cfg Config) (*Manager, error) {
 			return nil, err
 		}
 	}
-	m := &Manager{cfg: cfg, log: cfg.Logger, jobsDir: jobs, handles: map[string]*Handle{}, writeCache: writeCacheFileDefault}
+	m := &Manager{cfg: cfg, log: cfg.Logger, jobsDir: jobs, handles: map[string]*Handle{}, writeCache: renameio.WriteFile}
 	m.obs = &observer{m: m, dir: control}
 	return m, nil
 }

@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/renameio/v2"
 	"golang.org/x/sys/unix"
 
 	"github.com/flare-slurm/flare-slurm/runtime/scheduler"
@@ -308,12 +307,6 @@ func (o *observer) pruneFinished(c *cache) {
 	for _, k := range oldest[:len(oldest)-finishedMax] {
 		delete(c.Finished, k)
 	}
-}
-
-// writeCacheFileDefault replaces the observation cache atomically
-// (Manager.writeCache).
-func writeCacheFileDefault(path string, data []byte, perm os.FileMode) error {
-	return renameio.WriteFile(path, data, perm)
 }
 
 // liveJob is one job the refresh looks at.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/renameio/v2"
 	"golang.org/x/sys/unix"
 )
 
@@ -62,7 +63,7 @@ func TestJobDirOutlivesAnUnrecordedResult(t *testing.T) {
 	h := e.launch("j")
 	e.poll(h)
 	e.slurm.set("101", "COMPLETED", false, "0:0")
-	e.m.writeCache = func(string, []byte, os.FileMode) error { return errors.New("disk full") }
+	e.m.writeCache = func(string, []byte, os.FileMode, ...renameio.Option) error { return errors.New("disk full") }
 	e.clock.Advance(10 * time.Second)
 	_, err := h.Poll(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "disk full") {
@@ -71,7 +72,7 @@ func TestJobDirOutlivesAnUnrecordedResult(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.m.JobDir("j"), handleFile)); err != nil {
 		t.Fatalf("job dir removed although its result was not recorded: %v", err)
 	}
-	e.m.writeCache = writeCacheFileDefault
+	e.m.writeCache = renameio.WriteFile
 	other := e.manager()
 	h2, err := other.Open("j")
 	if err != nil {
@@ -98,7 +99,7 @@ func TestUnwritableCacheKeepsOneRefreshPerInterval(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	h := e.launch("j")
-	e.m.writeCache = func(string, []byte, os.FileMode) error { return errors.New("disk full") }
+	e.m.writeCache = func(string, []byte, os.FileMode, ...renameio.Option) error { return errors.New("disk full") }
 	for i := 0; i < 10; i++ {
 		e.clock.Advance(time.Second)
 		if s, err := h.Poll(context.Background()); err == nil || s.Terminal {
