@@ -252,7 +252,7 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 			}
 		}
 	}
-	o.status, o.waitErr = h.Wait(ctx)
+	o.status, o.waitErr = h.WaitReporting(ctx, nil)
 	if o.waitErr == nil && !o.status.Terminal {
 		o.waitErr = errors.New("the wait ended before the job did")
 	}
@@ -340,7 +340,7 @@ func (r *runner) stop(h *manager.Handle, row *Row) {
 		row.Evidence += "; cancelling the probe job failed: " + oneLine(err.Error())
 		return
 	}
-	if st, err := h.Wait(ctx); err != nil || !st.Terminal {
+	if st, err := h.WaitReporting(ctx, nil); err != nil || !st.Terminal {
 		row.Evidence += fmt.Sprintf("; the probe job was cancelled but had not ended after %v", budget)
 	}
 }

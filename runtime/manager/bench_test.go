@@ -130,7 +130,7 @@ func TestSchedulerCallsBound(t *testing.T) {
 }
 
 // BenchmarkHandlesRSS reports the process RSS with 1,000 live handles,
-// each with a goroutine blocked in Wait (target ≤ 64 MiB).
+// each with a goroutine blocked in WaitReporting (target ≤ 64 MiB).
 func BenchmarkHandlesRSS(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		e := newEnv(b)
@@ -140,7 +140,7 @@ func BenchmarkHandlesRSS(b *testing.B) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{}, len(hs))
 		for _, h := range hs {
-			go func() { h.Wait(ctx); done <- struct{}{} }()
+			go func() { h.WaitReporting(ctx, nil); done <- struct{}{} }()
 		}
 		time.Sleep(200 * time.Millisecond)
 		runtime.GC()

@@ -136,16 +136,11 @@ func (i HandleInfo) finished(f Finished) Status {
 	return Status{JobID: i.JobID, SlurmJobID: f.SlurmJobID, State: f.State, Terminal: true, ReturnCode: f.ReturnCode, Detail: f.Detail}
 }
 
-// Wait polls until the job is terminal or ctx ends, sleeping one poll
-// interval ±10 % between polls. Errors of a single poll (a lock or file
-// problem) are logged and retried; they never end the wait.
-func (h *Handle) Wait(ctx context.Context) (Status, error) {
-	return h.WaitReporting(ctx, nil)
-}
-
-// WaitReporting is Wait that calls report with each status a poll sees
-// before the end (nil: none), so that a caller can say what the job waits
-// for while it waits.
+// WaitReporting polls until the job is terminal or ctx ends, sleeping
+// until the next poll (nextWait) in between, and calls report with each
+// status a poll sees before the end (nil: none), so that a caller can say
+// what the job waits for while it waits. Errors of a single poll (a lock
+// or file problem) are logged and retried; they never end the wait.
 func (h *Handle) WaitReporting(ctx context.Context, report func(Status)) (Status, error) {
 	for {
 		st := h.pollReporting(ctx, report)

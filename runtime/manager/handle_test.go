@@ -55,7 +55,7 @@ func TestHandleWithoutJobDirKeepsTimers(t *testing.T) {
 	if n := e.slurm.count("scancel"); n != 1 {
 		t.Fatalf("scancel calls = %d after the pending timeout, want 1", n)
 	}
-	if s, _ := h.Wait(e.deadline()); !s.Terminal || s.ReturnCode != RCInfrastructure {
+	if s, _ := h.WaitReporting(e.deadline(), nil); !s.Terminal || s.ReturnCode != RCInfrastructure {
 		t.Fatalf("pending timeout: %+v", s)
 	}
 
@@ -72,7 +72,7 @@ func TestHandleWithoutJobDirKeepsTimers(t *testing.T) {
 		t.Fatal(err)
 	}
 	e2.slurm.squeueFail = false
-	if s, _ := h2.Wait(e.deadline()); !s.Terminal || s.ReturnCode != RCAborted {
+	if s, _ := h2.WaitReporting(e.deadline(), nil); !s.Terminal || s.ReturnCode != RCAborted {
 		t.Fatalf("abort, then dir removed: %+v", s)
 	}
 }
@@ -89,7 +89,7 @@ func TestWaitSeesResultWithinOneInterval(t *testing.T) {
 		e.poll(h) // refreshed now
 		changed := e.clock.Now()
 		e.slurm.set("101", "COMPLETED", false, "0:0")
-		s, err := h.Wait(e.deadline())
+		s, err := h.WaitReporting(e.deadline(), nil)
 		if err != nil || !s.Terminal || s.ReturnCode != 0 {
 			t.Fatalf("jitter %v: %+v %v", jit, s, err)
 		}
@@ -124,7 +124,7 @@ func TestWaitWakesWhenAnotherProcesssRefreshExpires(t *testing.T) {
 			t.Fatalf("poll: %+v %v", s, err)
 		}
 		e.slurm.set("101", "COMPLETED", false, "0:0")
-		s, err := h.Wait(e.deadline())
+		s, err := h.WaitReporting(e.deadline(), nil)
 		if err != nil || !s.Terminal {
 			t.Fatalf("jitter %v: %+v %v", jit, s, err)
 		}

@@ -113,7 +113,7 @@ func TestWorkerCodesThroughWait(t *testing.T) {
 		e.slurm.set("101", "RUNNING", true, "")
 		e.poll(h)
 		e.slurm.set("101", c.state, false, c.exit)
-		st, err := h.Wait(e.deadline())
+		st, err := h.WaitReporting(e.deadline(), nil)
 		if err != nil || !st.Terminal || st.ReturnCode != c.want {
 			t.Errorf("%s %s: %+v %v, want %d", c.state, c.exit, st, err, c.want)
 		}
@@ -240,7 +240,7 @@ func TestPendingTimeoutCancels(t *testing.T) {
 	if e.slurm.count("scancel") != 1 {
 		t.Fatalf("scancel calls = %d, want 1", e.slurm.count("scancel"))
 	}
-	s, _ := h.Wait(e.deadline())
+	s, _ := h.WaitReporting(e.deadline(), nil)
 	if !s.Terminal || s.ReturnCode != 104 || s.State != "CANCELLED" {
 		t.Fatalf("pending timeout: %+v", s)
 	}
@@ -265,7 +265,7 @@ func TestUserAbort(t *testing.T) {
 		if e.slurm.count("scancel") != 1 {
 			t.Fatalf("scancel calls = %d", e.slurm.count("scancel"))
 		}
-		s, _ := h.Wait(e.deadline())
+		s, _ := h.WaitReporting(e.deadline(), nil)
 		if !s.Terminal || s.ReturnCode != 9 {
 			t.Fatalf("running=%v: %+v", running, s)
 		}
@@ -294,7 +294,7 @@ func TestReleaseLetsAnotherProcessWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.slurm.set("101", "COMPLETED", true, "0:0")
-	s, err := other.Wait(e.deadline())
+	s, err := other.WaitReporting(e.deadline(), nil)
 	if err != nil || !s.Terminal || s.ReturnCode != 0 {
 		t.Fatalf("another process's wait: %+v %v", s, err)
 	}
@@ -310,7 +310,7 @@ func TestAbortRaceCompleted(t *testing.T) {
 	if e.slurm.count("scancel") != 0 {
 		t.Fatal("scancel of a job no longer in the queue")
 	}
-	if s, _ := h.Wait(e.deadline()); s.ReturnCode != 9 {
+	if s, _ := h.WaitReporting(e.deadline(), nil); s.ReturnCode != 9 {
 		t.Fatalf("completed after abort: %+v", s)
 	}
 }
@@ -687,7 +687,7 @@ func TestConcurrentWaiters(t *testing.T) {
 	}
 	done := make(chan Status, len(hs)*2)
 	for _, h := range hs {
-		go func() { st, _ := h.Wait(e.deadline()); done <- st }()
+		go func() { st, _ := h.WaitReporting(e.deadline(), nil); done <- st }()
 		go func() { st, _ := h.Terminate(context.Background()); done <- st }()
 	}
 	for i := 0; i < len(hs)*2; i++ {
@@ -718,7 +718,7 @@ func TestTerminateWhileSchedulerDown(t *testing.T) {
 	if e.slurm.count("scancel") != 1 {
 		t.Fatalf("scancel calls = %d after the scheduler returned", e.slurm.count("scancel"))
 	}
-	if s, _ := h.Wait(e.deadline()); s.ReturnCode != 9 {
+	if s, _ := h.WaitReporting(e.deadline(), nil); s.ReturnCode != 9 {
 		t.Fatalf("%+v", s)
 	}
 }

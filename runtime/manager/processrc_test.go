@@ -58,7 +58,7 @@ func TestReturnCodeRefinedFromProcessRC(t *testing.T) {
 			}
 			h := e.launch("j")
 			e.slurm.set("101", c.state, false, c.exit)
-			st, err := h.Wait(e.deadline())
+			st, err := h.WaitReporting(e.deadline(), nil)
 			if err != nil || !st.Terminal || st.ReturnCode != c.want {
 				t.Fatalf("%+v %v, want return code %d", st, err, c.want)
 			}

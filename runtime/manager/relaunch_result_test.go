@@ -21,7 +21,7 @@ func TestRelaunchForgetsPreviousResult(t *testing.T) {
 	e := newEnv(t)
 	h := e.launch("j")
 	e.slurm.set("101", "COMPLETED", false, "0:0")
-	if st, err := h.Wait(e.deadline()); err != nil || st.ReturnCode != 0 || st.SlurmJobID != "101" {
+	if st, err := h.WaitReporting(e.deadline(), nil); err != nil || st.ReturnCode != 0 || st.SlurmJobID != "101" {
 		t.Fatalf("first run: %+v %v", st, err)
 	}
 	h2 := e.launch("j")
@@ -68,7 +68,7 @@ func TestFailedRelaunchKeepsPreviousResult(t *testing.T) {
 	e := newEnv(t)
 	h := e.launch("j")
 	e.slurm.set("101", "COMPLETED", false, "0:0")
-	if st, err := h.Wait(e.deadline()); err != nil || st.ReturnCode != 0 {
+	if st, err := h.WaitReporting(e.deadline(), nil); err != nil || st.ReturnCode != 0 {
 		t.Fatalf("first run: %+v %v", st, err)
 	}
 	e.slurm.sbatchFail = true
