@@ -87,11 +87,9 @@ func Open(ctx context.Context, root string, o Options) (*Runtime, error) {
 		Cancel: scheduler.Seconds(l.CancelTimeout),
 	}, o.Runner, secretNames(ws.Root)...)
 	if o.CheckScheduler {
-		v, err := manager.CheckScheduler(ctx, rt.Client, nil)
-		if err != nil {
+		if rt.Version, err = manager.CheckScheduler(ctx, rt.Client, nil); err != nil {
 			return nil, err
 		}
-		rt.Version = v
 	}
 	cfg := manager.Config{
 		Workspace:      ws.Root,
