@@ -282,10 +282,12 @@ func TestRequest(t *testing.T) {
 // it knows; a file it did not create keeps the dir.
 func TestRunDir(t *testing.T) {
 	root := t.TempDir()
-	if err := makeRunDir(root, "check-a-1"); err != nil {
+	run, err := makeRunDir(root, "check-a-1")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := makeRunDir(root, "check-a-1"); err == nil {
+	run.Close()
+	if _, err := makeRunDir(root, "check-a-1"); err == nil {
 		t.Error("an existing run dir must be refused")
 	}
 	for _, n := range []string{specFile, observedFile, "slurm-12.out"} {
@@ -297,7 +299,9 @@ func TestRunDir(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(root, "check-a-1")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("run dir left: %v", err)
 	}
-	makeRunDir(root, "check-b-1")
+	if run, err := makeRunDir(root, "check-b-1"); err == nil {
+		run.Close()
+	}
 	os.WriteFile(filepath.Join(root, "check-b-1", "foreign"), nil, 0o600)
 	if err := removeRunDir(root, "check-b-1"); err == nil || !strings.Contains(err.Error(), "holds foreign, which check did not create") {
 		t.Errorf("foreign file: %v", err)

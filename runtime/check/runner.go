@@ -174,9 +174,11 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 	row.JobID = jobID
 	o := &outcome{token: "check-token-" + randomHex(32), environ: r.rt.Lookup, opts: r.o}
 
-	if err := makeRunDir(ws.Root, jobID); err != nil {
+	run, err := makeRunDir(ws.Root, jobID)
+	if err != nil {
 		return end(fail, err.Error())
 	}
+	defer run.Close()
 	defer func() {
 		if r.o.Keep {
 			return
@@ -216,7 +218,7 @@ func (r *runner) run(ctx context.Context, p *probe) (row Row) {
 	if p.hold {
 		extra = append(extra, compile.Directive{Key: "begin", Value: "now+1hour"})
 	}
-	ready := func(plan *compile.Plan) error { return writeSpec(ws.Root, jobID, sp, plan) }
+	ready := func(plan *compile.Plan) error { return writeSpec(run, sp, plan) }
 	// The job's secret.env holds the credentials and the study's secrets
 	// until its batch script starts: a probe job that never started (held,
 	// cancelled while pending, kept live by --keep, or check interrupted)
@@ -383,20 +385,24 @@ func request(ws *schema.Workspace, jobID, study string, slurm map[string]any, to
 	return json.Marshal(map[string]any{"job_id": jobID, "site": siteName, "role": ws.Role, "meta": meta, "job_args": args})
 }
 
-// makeRunDir creates the probe's run dir <workspace>/<job id> (0700) and
-// writes the probe program into it.
-func makeRunDir(root, jobID string) error {
+// makeRunDir creates the probe's run dir <workspace>/<job id> (0700),
+// writes the probe program into it and returns it open: the probe's spec
+// is written through this descriptor, never by path again.
+func makeRunDir(root, jobID string) (*dirfd.Dir, error) {
 	wsd, err := dirfd.Open(root)
 	if err != nil {
-		return fmt.Errorf("open workspace %s: %w", root, err)
+		return nil, fmt.Errorf("open workspace %s: %w", root, err)
 	}
 	defer wsd.Close()
 	run, err := wsd.Mkdir(jobID, 0o700, true)
 	if err != nil {
-		return fmt.Errorf("create the probe's run dir: %w", err)
+		return nil, fmt.Errorf("create the probe's run dir: %w", err)
 	}
-	defer run.Close()
-	return writeFile(run, programFile, program)
+	if err := writeFile(run, programFile, program); err != nil {
+		run.Close()
+		return nil, err
+	}
+	return run, nil
 }
 
 func writeFile(d *dirfd.Dir, name string, data []byte) error {
@@ -415,7 +421,7 @@ func writeFile(d *dirfd.Dir, name string, data []byte) error {
 // with the names the probe's plan makes interesting added — the study env
 // names (reported with their values) and every secret name (reported as
 // SHA-256 only).
-func writeSpec(root, jobID string, sp spec, plan *compile.Plan) error {
+func writeSpec(run *dirfd.Dir, sp spec, plan *compile.Plan) error {
 	v := plan.View()
 	if sp.Peers > 0 {
 		sp.Srun = v.Tools.Srun
@@ -437,16 +443,6 @@ func writeSpec(root, jobID string, sp spec, plan *compile.Plan) error {
 	if err != nil {
 		return err
 	}
-	wsd, err := dirfd.Open(root)
-	if err != nil {
-		return err
-	}
-	defer wsd.Close()
-	run, err := wsd.OpenDir(jobID)
-	if err != nil {
-		return err
-	}
-	defer run.Close()
 	return writeFile(run, specFile, append(data, '\n'))
 }
 
