@@ -6,6 +6,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -138,11 +139,8 @@ type Client struct {
 // caller's SLURM_TIME_FORMAT) with SLURM_TIME_FORMAT=standard, so that
 // sacct's Submit column is always ISO 8601.
 func New(paths Paths, uid int, user string, env []string, t Timeouts, r Runner, drop ...string) *Client {
-	if r == nil {
-		r = execRunner{}
-	}
 	env = append(slurmenv.Scrub(env, drop...), "SLURM_TIME_FORMAT=standard")
-	return &Client{Paths: paths, UID: uid, User: user, Env: env, Timeouts: t, Runner: r, Location: time.Local}
+	return &Client{Paths: paths, UID: uid, User: user, Env: env, Timeouts: t, Runner: cmp.Or[Runner](r, execRunner{}), Location: time.Local}
 }
 
 func (c *Client) run(ctx context.Context, name string, timeout time.Duration, env []string, argv ...string) (Result, error) {
