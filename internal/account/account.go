@@ -8,6 +8,7 @@ package account
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,10 +46,7 @@ func lookup(ctx context.Context, uid int, path string, lookupID func(string) (*u
 	if gerr == nil {
 		return name, nil
 	}
-	if err == nil {
-		err = errors.New("no account name")
-	}
-	return "", fmt.Errorf("uid %d: %v; getent: %v", uid, err, gerr)
+	return "", fmt.Errorf("uid %d: %v; getent: %v", uid, cmp.Or(err, errors.New("no account name")), gerr)
 }
 
 // getent runs `getent passwd UID` and reads its one line strictly. getent

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -75,11 +76,7 @@ func diagnostic(r Result) string {
 	case r.StartErr != nil:
 		rc = "not started (" + r.StartErr.Error() + ")"
 	}
-	clean := printable(r.Stderr)
-	if clean == "" {
-		clean = "<empty>"
-	}
-	return fmt.Sprintf("rc=%s stderr=%s", rc, truncate(clean, 2000))
+	return fmt.Sprintf("rc=%s stderr=%s", rc, truncate(cmp.Or(printable(r.Stderr), "<empty>"), 2000))
 }
 
 // printable is s on one line: every unprintable character a space, runs of
