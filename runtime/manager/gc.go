@@ -126,7 +126,7 @@ func (m *Manager) gcLocked(ctx context.Context, c *cache, remove bool) ([]GCEntr
 			ge.Reason = "unreadable handle.json: " + err.Error()
 		}
 	}
-	m.ask(ctx, withHandle, func(j *liveJob, err error, _ bool) {
+	m.ask(ctx, withHandle, false, func(j *liveJob, err error, _ bool) {
 		byDir[j.dir].Reason = err.Error()
 	}, func(j *liveJob, row scheduler.QueueRow) {
 		ge := byDir[j.dir]

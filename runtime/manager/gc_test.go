@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -33,5 +34,28 @@ func TestGCKeepsYoungHandlelessDir(t *testing.T) {
 	entries, _ = e.m.GC(context.Background(), true)
 	if len(entries) != 1 || !entries[0].Removed {
 		t.Fatalf("old dir: %+v", entries)
+	}
+}
+
+// A status refresh logs a squeue row of a job it did not ask about; gc,
+// which shares the asking with it, says nothing of such a row (its
+// output is the entries, and it has always been quiet about strays).
+func TestOnlyRefreshWarnsOfAStrayRow(t *testing.T) {
+	e := newEnv(t)
+	h := e.launch("live")
+	var logs strings.Builder
+	e.m.log = slog.New(slog.NewTextHandler(&logs, nil))
+	e.slurm.mu.Lock()
+	e.slurm.squeueExtra = "555|RUNNING|1000|nvfl:x|y|None\n"
+	e.slurm.mu.Unlock()
+	if _, err := e.m.GC(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	if logs.Len() != 0 {
+		t.Fatalf("gc logged: %s", logs.String())
+	}
+	e.poll(h)
+	if !strings.Contains(logs.String(), "not asked about") || !strings.Contains(logs.String(), "slurm_job_id=555") {
+		t.Fatalf("refresh did not log the stray row: %q", logs.String())
 	}
 }

@@ -335,13 +335,14 @@ func (j *liveJob) resetMisses() {
 // from accounting, and its absence there is not a miss), and passes each
 // job to queued (its live squeue row), accounted (its accounting record, or
 // its absence) or failed (the command gave no answer, or, protocol true,
-// the job's row broke the protocol).
-func (m *Manager) ask(ctx context.Context, jobs []*liveJob, failed func(j *liveJob, err error, protocol bool),
+// the job's row broke the protocol). With warnUnasked (a status refresh,
+// not gc), a squeue row of a job it did not ask about is logged.
+func (m *Manager) ask(ctx context.Context, jobs []*liveJob, warnUnasked bool, failed func(j *liveJob, err error, protocol bool),
 	queued func(*liveJob, scheduler.QueueRow), accounted func(*liveJob, scheduler.AcctRow, bool)) {
 	cl := m.cfg.Client
 	ids := slurmIDs(jobs)
 	q, qerr := cl.Queue(ctx, ids)
-	if qerr == nil {
+	if qerr == nil && warnUnasked {
 		asked := make(map[string]bool, len(ids))
 		for _, id := range ids {
 			asked[id] = true
@@ -470,7 +471,7 @@ func (o *observer) refresh(ctx context.Context, c *cache) {
 		return
 	}
 	slices.SortFunc(jobs, func(a, b *liveJob) int { return cmpID(a.info.SlurmJobID, b.info.SlurmJobID) })
-	o.m.ask(ctx, jobs, func(j *liveJob, err error, protocol bool) {
+	o.m.ask(ctx, jobs, true, func(j *liveJob, err error, protocol bool) {
 		if !protocol {
 			o.note(c, j, "", "no fresh answer: "+err.Error(), now)
 			return
