@@ -61,14 +61,11 @@ var walkOnly atomic.Bool
 // (Linux 5.6+, and not blocked by a seccomp filter).
 var hasOpenat2 = sync.OnceValue(func() bool {
 	fd, err := unix.Openat2(unix.AT_FDCWD, "/", &unix.OpenHow{Flags: pathFlags, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
-	if err != nil {
-		return false
+	if err == nil {
+		unix.Close(fd)
 	}
-	unix.Close(fd)
-	return true
+	return err == nil
 })
-
-func useOpenat2() bool { return !walkOnly.Load() && hasOpenat2() }
 
 // DisableOpenat2ForTesting makes this process resolve paths with the
 // openat(O_NOFOLLOW) walk that kernels without openat2 get, until restore
@@ -78,8 +75,8 @@ func DisableOpenat2ForTesting() (restore func()) {
 	return func() { walkOnly.Store(old) }
 }
 
-// UsesOpenat2 says whether lookups use openat2 (for test logs).
-func UsesOpenat2() bool { return useOpenat2() }
+// UsesOpenat2 says whether lookups use openat2.
+func UsesOpenat2() bool { return !walkOnly.Load() && hasOpenat2() }
 
 func newDir(fd int, path string) (*Dir, error) {
 	d := &Dir{fd: fd, path: path}
@@ -125,7 +122,7 @@ func (d *Dir) OpenBeneath(rel string) (*Dir, error) {
 // resolve) where the kernel has it, else with the walk (sameDev: no mount
 // point crossed).
 func (d *Dir) lookup(rel string, resolve uint64, sameDev bool) (*Dir, error) {
-	if useOpenat2() {
+	if UsesOpenat2() {
 		fd, err := openat2(d.fd, rel, dirFlags, resolve|unix.RESOLVE_NO_SYMLINKS|unix.RESOLVE_NO_MAGICLINKS)
 		switch {
 		case err == nil:
