@@ -156,7 +156,7 @@ func (p *parser) object(depth int) (*Value, error) {
 	// this object's are keys[start:], dropped when it ends.
 	start := len(p.found.keys)
 	if !p.scan {
-		obj = NewObject()
+		obj, index = NewObject(), map[string]int{}
 	} else if p.dups {
 		defer func() { p.found.keys = p.found.keys[:start] }()
 	}
@@ -190,9 +190,6 @@ func (p *parser) object(depth int) (*Value, error) {
 		if !p.scan {
 			// A repeated key keeps its first position and its last value,
 			// as a Python dict built from the pairs does.
-			if index == nil {
-				index = map[string]int{}
-			}
 			if i, dup := index[key]; dup {
 				obj.Members[i].Value = val
 			} else {
