@@ -144,7 +144,13 @@ func resolve(ws *schema.Workspace, req *schema.LaunchRequest, env Environ, revie
 	}
 	r.environment(p)
 	r.parentAndArgv(p)
-	v.PythonEnv = pythonPath(filepath.Join(v.AppDir, "custom"), filepath.Join(ws.Root, "local", "custom"))
+	var pyDirs []string // the two are distinct: the app's custom/ is two levels below the workspace
+	for _, d := range []string{filepath.Join(v.AppDir, "custom"), filepath.Join(ws.Root, "local", "custom")} {
+		if info, err := os.Stat(d); err == nil && info.IsDir() {
+			pyDirs = append(pyDirs, d)
+		}
+	}
+	v.PythonEnv = strings.Join(pyDirs, ":")
 	v.Tools = Tools{Apptainer: cmp.Or(ws.Launcher.Executables.Apptainer, "apptainer"), Srun: cmp.Or(ws.Launcher.Executables.Srun, "srun")}
 	if r.ps != nil {
 		return nil, r.ps
@@ -507,14 +513,4 @@ func (r *resolver) parentAndArgv(p *Plan) {
 		argv = append(argv, words...)
 	}
 	v.WorkerArgv = argv
-}
-
-func pythonPath(dirs ...string) string {
-	var keep []string
-	for _, d := range dirs {
-		if info, err := os.Stat(d); err == nil && info.IsDir() && !slices.Contains(keep, d) {
-			keep = append(keep, d)
-		}
-	}
-	return strings.Join(keep, ":")
 }
