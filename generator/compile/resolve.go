@@ -169,19 +169,6 @@ func appDirName(role, site string) string {
 	return "app_" + site
 }
 
-// jobSlurmPath returns the path of a job-owned Slurm key as the request
-// spells it: where the value used came from (launcher_spec.<site>.slurm,
-// launcher_spec.default.slurm or the legacy resource_spec.<site>.slurm),
-// else the site's launcher_spec path.
-func (r *resolver) jobSlurmPath(meta *schema.JobMeta) func(string) string {
-	return func(key string) string {
-		if p, ok := meta.SlurmPaths[key]; ok {
-			return "meta." + p
-		}
-		return "meta.launcher_spec." + r.req.Site + ".slurm." + key
-	}
-}
-
 // runDir checks <workspace>/<job_id>: an existing, non-symlink directory
 // that is an immediate child of the workspace.
 func (r *resolver) runDir() string {
@@ -228,21 +215,13 @@ func (r *resolver) requestPaths(appDir string) {
 		case !filepath.IsAbs(got):
 			r.reqProblem("job_args."+name, fmt.Sprintf("%q is not an absolute path (the worker runs in its run directory)", got),
 				"the NVFlare parent passes absolute paths of the workspace it runs in")
-		case !r.samePath(got, want):
+		// want is a real path; a parent may reach the workspace through a
+		// symlink: got names it when equal once cleaned, or once resolved.
+		case filepath.Clean(got) != want && realPathFrom("/", got, r.paths) != realPathFrom("/", want, r.paths):
 			r.reqProblem("job_args."+name, fmt.Sprintf("%s is not in this workspace: it must be %s", got, want),
 				"the request was made for another workspace: render or launch it with that --workspace, or write this workspace's paths into job_args")
 		}
 	}
-}
-
-// samePath says whether path names want: equal once cleaned, or once its
-// symlinks are resolved (want is a real path; a parent may reach the
-// workspace through a symlink).
-func (r *resolver) samePath(path, want string) bool {
-	if filepath.Clean(path) == want {
-		return true
-	}
-	return realPathFrom("/", path, r.paths) == realPathFrom("/", want, r.paths)
 }
 
 // loadStudyRuntime re-reads local/study_runtime.yaml (contract §5).
@@ -276,7 +255,16 @@ func (r *resolver) effective(p *Plan, meta *schema.JobMeta) {
 	if st != nil {
 		ss = st.Slurm
 	}
-	jobPath := r.jobSlurmPath(meta)
+	// jobPath is the path of a job-owned Slurm key as the request spells
+	// it: where the value used came from (launcher_spec.<site>.slurm,
+	// launcher_spec.default.slurm or the legacy resource_spec.<site>.slurm),
+	// else the site's launcher_spec path.
+	jobPath := func(key string) string {
+		if p, ok := meta.SlurmPaths[key]; ok {
+			return "meta." + p
+		}
+		return "meta.launcher_spec." + r.req.Site + ".slurm." + key
+	}
 
 	v.Sandbox, v.PythonPath, v.Setup = jl.Sandbox, jl.PythonPath, jl.Setup
 	if ss != nil {

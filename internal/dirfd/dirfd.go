@@ -109,8 +109,12 @@ func Open(p string) (*Dir, error) {
 // OpenBeneath opens the directory at the slash path rel below d: no
 // symlink, no "..", no mount point is crossed.
 func (d *Dir) OpenBeneath(rel string) (*Dir, error) {
-	if rel == "." || rel == "" {
-		return d.reopen()
+	if rel == "." || rel == "" { // d again: a new file description, its own offset
+		fd, err := openat(d.fd, ".", dirFlags, 0)
+		if err != nil {
+			return nil, &os.PathError{Op: "open", Path: d.path, Err: err}
+		}
+		return newDir(fd, d.path)
 	}
 	if cs := strings.Split(rel, "/"); slices.Contains(cs, "..") || slices.Contains(cs, "") {
 		return nil, &os.PathError{Op: "open", Path: d.Join(rel), Err: errors.New("not a path below the directory")}
@@ -129,11 +133,11 @@ func (d *Dir) lookup(rel string, resolve uint64, sameDev bool) (*Dir, error) {
 			return newDir(fd, d.Join(rel))
 		case errors.Is(err, unix.EXDEV):
 			return nil, &os.PathError{Op: "open", Path: d.Join(rel), Err: errOtherFilesystem}
-		case !walkSays(err):
+		case !errors.Is(err, unix.ELOOP) && !errors.Is(err, unix.ENOTDIR) && !errors.Is(err, errUseWalk):
 			return nil, &os.PathError{Op: "open", Path: d.Join(rel), Err: err}
 		}
 		// A symlink or a non-directory on the way: the walk says which
-		// component, and what it is.
+		// component, and what it is (or, after retries, resolves it).
 	}
 	return d.walk(rel, sameDev)
 }
@@ -209,21 +213,6 @@ func openat(dirfd int, name string, flags int, mode uint32) (int, error) {
 
 // errUseWalk: openat2 kept asking for a retry; resolve with the walk.
 var errUseWalk = errors.New("openat2 asked for retries")
-
-// walkSays says whether an openat2 error is one the walk explains better
-// (which component is a symlink or not a directory) or must retry.
-func walkSays(err error) bool {
-	return errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, errUseWalk)
-}
-
-// reopen opens d again (a new file description, own offset).
-func (d *Dir) reopen() (*Dir, error) {
-	fd, err := openat(d.fd, ".", dirFlags, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: d.path, Err: err}
-	}
-	return newDir(fd, d.path)
-}
 
 // Path is the path d was opened as (for messages).
 func (d *Dir) Path() string { return d.path }
