@@ -53,14 +53,22 @@ func (w jobDirWriter) write(a *Artifacts) (err error) {
 		}
 	}()
 	for _, dir := range []string{controlDir, jobsDir} {
-		made, derr := ensureDir(dir)
-		if derr != nil {
-			return derr
+		// Made (0700) unless it is already a real directory; a symlink or
+		// a non-directory there is an error.
+		info, err := os.Lstat(dir)
+		switch {
+		case err == nil && info.IsDir():
+			continue
+		case err == nil:
+			return fmt.Errorf("%s is not a directory (symlinks are refused)", dir)
+		case !errors.Is(err, fs.ErrNotExist):
+			return err
 		}
-		if made {
-			created = append(created, dir)
-			jobsMade = dir == jobsDir
+		if err := fsx.MkdirExclusive(dir, 0o700); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
 		}
+		created = append(created, dir)
+		jobsMade = dir == jobsDir
 	}
 	if err := unix.Mkdir(a.JobDir, 0o700); err != nil {
 		if errors.Is(err, fs.ErrExist) {
@@ -158,22 +166,4 @@ func createExclusive(dirfd int, name string, data []byte, perm uint32, sync bool
 		return err
 	}
 	return f.Sync()
-}
-
-// ensureDir makes dir (0700) unless it is already a real directory; a
-// symlink or a non-directory there is an error.
-func ensureDir(dir string) (bool, error) {
-	info, err := os.Lstat(dir)
-	switch {
-	case err == nil && info.IsDir():
-		return false, nil
-	case err == nil:
-		return false, fmt.Errorf("%s is not a directory (symlinks are refused)", dir)
-	case !errors.Is(err, fs.ErrNotExist):
-		return false, err
-	}
-	if err := fsx.MkdirExclusive(dir, 0o700); err != nil {
-		return false, fmt.Errorf("create %s: %w", dir, err)
-	}
-	return true, nil
 }
