@@ -49,9 +49,7 @@ func WriteTemp(path string, data []byte, perm os.FileMode, sync bool) (string, e
 	dir, base := filepath.Split(path)
 	for range 4 {
 		var r [8]byte
-		if _, err := rand.Read(r[:]); err != nil {
-			return "", err
-		}
+		rand.Read(r[:]) // never fails (it crashes the program instead)
 		tmp := filepath.Join(dir, "."+base+tempInfix+hex.EncodeToString(r[:]))
 		err := WriteExclusive(tmp, data, perm, sync)
 		if err == nil {

@@ -96,10 +96,7 @@ func (t *Target) Stage(opts Options) (_ *Staging, err error) {
 	s.parent = parent
 	s.cleanStale(parent)
 
-	s.name, err = stagingName(t.Path)
-	if err != nil {
-		return nil, stagingErr(ioFailed, err, "", "cannot name a staging directory: %v", err)
-	}
+	s.name = stagingName(t.Path)
 	s.path = parent.Join(s.name)
 	dir, err := parent.Mkdir(s.name, 0o700, true)
 	if err != nil {
