@@ -391,17 +391,11 @@ func Unsupported(err error) bool {
 // with flags (RENAME_EXCHANGE, RENAME_NOREPLACE, or 0 for rename(2)).
 func Rename(from *Dir, fromName string, to *Dir, toName string, flags uint) error {
 	if err := unix.Renameat2(from.fd, fromName, to.fd, toName, flags); err != nil {
-		return &os.LinkError{Op: renameOp(flags), Old: from.Join(fromName), New: to.Join(toName), Err: err}
+		return &os.LinkError{Op: cmp.Or(renameOps[flags], "rename"), Old: from.Join(fromName), New: to.Join(toName), Err: err}
 	}
 	return nil
 }
 
-func renameOp(flags uint) string {
-	switch {
-	case flags&unix.RENAME_EXCHANGE != 0:
-		return "exchange"
-	case flags&unix.RENAME_NOREPLACE != 0:
-		return "rename (no replace)"
-	}
-	return "rename"
-}
+// renameOps name Rename's operation by its flag in its errors (the kernel
+// refuses the two together).
+var renameOps = map[uint]string{unix.RENAME_EXCHANGE: "exchange", unix.RENAME_NOREPLACE: "rename (no replace)"}
