@@ -17,7 +17,6 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
-	"sort"
 	"strings"
 	"sync"
 	"text/template"
@@ -63,48 +62,36 @@ var partials = lazy.New(func() (*template.Template, error) {
 	if err != nil {
 		return nil, templateError("_*.tmpl", err)
 	}
-	sort.Strings(names)
 	return parseSet(template.New("").Funcs(funcMap()).Option("missingkey=error"), names)
 })
 
-// sets holds, per template file, the set it renders from: the partials
-// and that file, parsed on first use. prepare renders three small files
-// and the compiler three others; parsing all of them for either cost
-// prepare a sixth of its memory (issue 27 item 4).
-var (
-	setsMu sync.Mutex
-	sets   = map[string]*lazy.Value[*template.Template]{}
-)
+// sets holds, per template file, the set it renders from (a
+// *lazy.Value): the partials and that file, parsed on first use. prepare
+// renders three small files and the compiler three others; parsing all of
+// them for either cost prepare a sixth of its memory (issue 27 item 4).
+var sets sync.Map
 
 // load returns the template set file renders from.
 func load(file string) (*template.Template, error) {
-	setsMu.Lock()
-	set := sets[file]
-	if set == nil {
-		set = lazy.New(func() (*template.Template, error) {
-			base, err := partials.Get()
-			if err != nil || strings.HasPrefix(file, "_") {
-				return base, err
-			}
-			set, err := base.Clone()
-			if err != nil {
-				return nil, templateError(file, err)
-			}
-			return parseSet(set, []string{file})
-		})
-		sets[file] = set
-	}
-	setsMu.Unlock()
-	return set.Get()
+	set, _ := sets.LoadOrStore(file, lazy.New(func() (*template.Template, error) {
+		base, err := partials.Get()
+		if err != nil || strings.HasPrefix(file, "_") {
+			return base, err
+		}
+		set, err := base.Clone()
+		if err != nil {
+			return nil, templateError(file, err)
+		}
+		return parseSet(set, []string{file})
+	}))
+	return set.(*lazy.Value[*template.Template]).Get()
 }
 
 // Forget drops the parsed templates; the next render parses what it needs
 // again. The launcher bridge's follower launches in bursts and watches
 // for hours in between: it forgets them when idle (wait --follow).
 func Forget() {
-	setsMu.Lock()
-	clear(sets)
-	setsMu.Unlock()
+	sets.Clear()
 	partials.Forget()
 }
 

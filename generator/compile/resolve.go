@@ -144,7 +144,13 @@ func resolve(ws *schema.Workspace, req *schema.LaunchRequest, env Environ, revie
 	}
 	r.environment(p)
 	r.parentAndArgv(p)
-	v.PythonEnv = pythonPath(filepath.Join(v.AppDir, "custom"), filepath.Join(ws.Root, "local", "custom"))
+	var pyDirs []string // the two are distinct: the app's custom/ is two levels below the workspace
+	for _, d := range []string{filepath.Join(v.AppDir, "custom"), filepath.Join(ws.Root, "local", "custom")} {
+		if info, err := os.Stat(d); err == nil && info.IsDir() {
+			pyDirs = append(pyDirs, d)
+		}
+	}
+	v.PythonEnv = strings.Join(pyDirs, ":")
 	v.Tools = Tools{Apptainer: cmp.Or(ws.Launcher.Executables.Apptainer, "apptainer"), Srun: cmp.Or(ws.Launcher.Executables.Srun, "srun")}
 	if r.ps != nil {
 		return nil, r.ps
@@ -161,19 +167,6 @@ func appDirName(role, site string) string {
 		return "app_server"
 	}
 	return "app_" + site
-}
-
-// jobSlurmPath returns the path of a job-owned Slurm key as the request
-// spells it: where the value used came from (launcher_spec.<site>.slurm,
-// launcher_spec.default.slurm or the legacy resource_spec.<site>.slurm),
-// else the site's launcher_spec path.
-func (r *resolver) jobSlurmPath(meta *schema.JobMeta) func(string) string {
-	return func(key string) string {
-		if p, ok := meta.SlurmPaths[key]; ok {
-			return "meta." + p
-		}
-		return "meta.launcher_spec." + r.req.Site + ".slurm." + key
-	}
 }
 
 // runDir checks <workspace>/<job_id>: an existing, non-symlink directory
@@ -222,21 +215,13 @@ func (r *resolver) requestPaths(appDir string) {
 		case !filepath.IsAbs(got):
 			r.reqProblem("job_args."+name, fmt.Sprintf("%q is not an absolute path (the worker runs in its run directory)", got),
 				"the NVFlare parent passes absolute paths of the workspace it runs in")
-		case !r.samePath(got, want):
+		// want is a real path; a parent may reach the workspace through a
+		// symlink: got names it when equal once cleaned, or once resolved.
+		case filepath.Clean(got) != want && realPathFrom("/", got, r.paths) != realPathFrom("/", want, r.paths):
 			r.reqProblem("job_args."+name, fmt.Sprintf("%s is not in this workspace: it must be %s", got, want),
 				"the request was made for another workspace: render or launch it with that --workspace, or write this workspace's paths into job_args")
 		}
 	}
-}
-
-// samePath says whether path names want: equal once cleaned, or once its
-// symlinks are resolved (want is a real path; a parent may reach the
-// workspace through a symlink).
-func (r *resolver) samePath(path, want string) bool {
-	if filepath.Clean(path) == want {
-		return true
-	}
-	return realPathFrom("/", path, r.paths) == realPathFrom("/", want, r.paths)
 }
 
 // loadStudyRuntime re-reads local/study_runtime.yaml (contract §5).
@@ -270,7 +255,16 @@ func (r *resolver) effective(p *Plan, meta *schema.JobMeta) {
 	if st != nil {
 		ss = st.Slurm
 	}
-	jobPath := r.jobSlurmPath(meta)
+	// jobPath is the path of a job-owned Slurm key as the request spells
+	// it: where the value used came from (launcher_spec.<site>.slurm,
+	// launcher_spec.default.slurm or the legacy resource_spec.<site>.slurm),
+	// else the site's launcher_spec path.
+	jobPath := func(key string) string {
+		if p, ok := meta.SlurmPaths[key]; ok {
+			return "meta." + p
+		}
+		return "meta.launcher_spec." + r.req.Site + ".slurm." + key
+	}
 
 	v.Sandbox, v.PythonPath, v.Setup = jl.Sandbox, jl.PythonPath, jl.Setup
 	if ss != nil {
@@ -507,14 +501,4 @@ func (r *resolver) parentAndArgv(p *Plan) {
 		argv = append(argv, words...)
 	}
 	v.WorkerArgv = argv
-}
-
-func pythonPath(dirs ...string) string {
-	var keep []string
-	for _, d := range dirs {
-		if info, err := os.Stat(d); err == nil && info.IsDir() && !slices.Contains(keep, d) {
-			keep = append(keep, d)
-		}
-	}
-	return strings.Join(keep, ":")
 }

@@ -11,7 +11,8 @@ import (
 	"github.com/flare-slurm/flare-slurm/schema"
 )
 
-// ReviewFile is one file of a reviewer's dry run (flare-slurm render).
+// ReviewFile is one file of a reviewer's dry run (flare-slurm render), or
+// of a job dir (WriteJobDir).
 type ReviewFile struct {
 	Name string
 	Data []byte

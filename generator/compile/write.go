@@ -53,14 +53,22 @@ func (w jobDirWriter) write(a *Artifacts) (err error) {
 		}
 	}()
 	for _, dir := range []string{controlDir, jobsDir} {
-		made, derr := ensureDir(dir)
-		if derr != nil {
-			return derr
+		// Made (0700) unless it is already a real directory; a symlink or
+		// a non-directory there is an error.
+		info, err := os.Lstat(dir)
+		switch {
+		case err == nil && info.IsDir():
+			continue
+		case err == nil:
+			return fmt.Errorf("%s is not a directory (symlinks are refused)", dir)
+		case !errors.Is(err, fs.ErrNotExist):
+			return err
 		}
-		if made {
-			created = append(created, dir)
-			jobsMade = dir == jobsDir
+		if err := fsx.MkdirExclusive(dir, 0o700); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
 		}
+		created = append(created, dir)
+		jobsMade = dir == jobsDir
 	}
 	if err := unix.Mkdir(a.JobDir, 0o700); err != nil {
 		if errors.Is(err, fs.ErrExist) {
@@ -90,18 +98,13 @@ func (w jobDirWriter) write(a *Artifacts) (err error) {
 			return &os.PathError{Op: "chmod", Path: path, Err: err}
 		}
 	}
-	type file struct {
-		name string
-		data []byte
-		mode uint32
-	}
-	files := []file{{secretFile, a.SecretEnv, 0o600}, {batchFile, a.BatchScript, 0o700}}
+	files := []ReviewFile{{secretFile, a.SecretEnv, 0o600}, {batchFile, a.BatchScript, 0o700}}
 	if a.NodeScript != nil {
-		files = append(files, file{nodeFile, a.NodeScript, 0o700})
+		files = append(files, ReviewFile{nodeFile, a.NodeScript, 0o700})
 	}
 	for _, f := range files {
-		path := filepath.Join(a.JobDir, f.name)
-		if err := w.createFile(dirfd, f.name, f.data, f.mode, w.sync); err != nil {
+		path := filepath.Join(a.JobDir, f.Name)
+		if err := w.createFile(dirfd, f.Name, f.Data, uint32(f.Mode), w.sync); err != nil {
 			return fmt.Errorf("write %s: %w", path, &os.PathError{Op: "create", Path: path, Err: err})
 		}
 		created = append(created, path)
@@ -145,47 +148,22 @@ func createExclusive(dirfd int, name string, data []byte, perm uint32, sync bool
 	if err != nil {
 		return err
 	}
+	// os.File retries EINTR and short writes; its errors lose the name
+	// (the caller names the path).
+	f := os.NewFile(uintptr(fd), name)
 	defer func() {
-		if cerr := unix.Close(fd); err == nil {
+		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
-		if err != nil {
+		if err = fsx.Pathless(err); err != nil {
 			unix.Unlinkat(dirfd, name, 0)
 		}
 	}()
 	if err := exactMode(fd, "", perm); err != nil {
 		return err
 	}
-	for len(data) > 0 {
-		n, err := unix.Write(fd, data)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		data = data[n:]
+	if _, err := f.Write(data); err != nil || !sync {
+		return err
 	}
-	if sync {
-		return unix.Fsync(fd)
-	}
-	return nil
-}
-
-// ensureDir makes dir (0700) unless it is already a real directory; a
-// symlink or a non-directory there is an error.
-func ensureDir(dir string) (bool, error) {
-	info, err := os.Lstat(dir)
-	switch {
-	case err == nil && info.IsDir():
-		return false, nil
-	case err == nil:
-		return false, fmt.Errorf("%s is not a directory (symlinks are refused)", dir)
-	case !errors.Is(err, fs.ErrNotExist):
-		return false, err
-	}
-	if err := fsx.MkdirExclusive(dir, 0o700); err != nil {
-		return false, fmt.Errorf("create %s: %w", dir, err)
-	}
-	return true, nil
+	return f.Sync()
 }

@@ -512,8 +512,7 @@ func (w *Workspace) open(f *File) (io.ReadCloser, error) {
 }
 
 func (w *Workspace) readError(f *File, err error) error {
-	var pe *Error
-	if errors.As(err, &pe) {
+	if _, ok := errors.AsType[*Error](err); ok {
 		return err
 	}
 	if w.keptSource(f.Source) {
@@ -628,8 +627,7 @@ func (t *diskTree) sample(rel string, e diskEntry) (sample, error) {
 }
 
 func (t *diskTree) readError(rel string, err error) error {
-	var pe *Error
-	if errors.As(err, &pe) {
+	if _, ok := errors.AsType[*Error](err); ok {
 		return err
 	}
 	return &Error{Code: errcode.PrepareFailed, Message: fmt.Sprintf("cannot read %s: %v", t.names.name(t.root.Join(rel)), fsx.Pathless(err)),

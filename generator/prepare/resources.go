@@ -51,8 +51,7 @@ func (w *Workspace) loadObject(rel string) (*ojson.Value, bool, error) {
 	v, err := ojson.Parse(data)
 	if err != nil {
 		p := schema.Problem{Kind: problem.Syntax, File: file, Message: "not valid JSON: " + err.Error(), Hint: "fix the startup kit JSON"}
-		var se *ojson.SyntaxError
-		if errors.As(err, &se) {
+		if se, ok := errors.AsType[*ojson.SyntaxError](err); ok {
 			p.Line, p.Column, p.Message = se.Line, se.Column, "not valid JSON: "+se.Msg
 		}
 		return nil, true, kitProblem(p)

@@ -70,11 +70,7 @@ func write(ctx context.Context, w *Workspace) (err error) {
 			pe.Message += "; " + cerr.Error()
 		}
 	}()
-	files := make([]staging.File, len(w.Files))
-	for i, f := range w.Files {
-		files[i] = *f
-	}
-	if err := stage.Fill(ctx, files); err != nil {
+	if err := stage.Fill(ctx, w.Files); err != nil {
 		return w.fillFailure(ctx, err)
 	}
 	if err := stage.Sync(); err != nil {

@@ -61,14 +61,11 @@ var walkOnly atomic.Bool
 // (Linux 5.6+, and not blocked by a seccomp filter).
 var hasOpenat2 = sync.OnceValue(func() bool {
 	fd, err := unix.Openat2(unix.AT_FDCWD, "/", &unix.OpenHow{Flags: pathFlags, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
-	if err != nil {
-		return false
+	if err == nil {
+		unix.Close(fd)
 	}
-	unix.Close(fd)
-	return true
+	return err == nil
 })
-
-func useOpenat2() bool { return !walkOnly.Load() && hasOpenat2() }
 
 // DisableOpenat2ForTesting makes this process resolve paths with the
 // openat(O_NOFOLLOW) walk that kernels without openat2 get, until restore
@@ -78,8 +75,8 @@ func DisableOpenat2ForTesting() (restore func()) {
 	return func() { walkOnly.Store(old) }
 }
 
-// UsesOpenat2 says whether lookups use openat2 (for test logs).
-func UsesOpenat2() bool { return useOpenat2() }
+// UsesOpenat2 says whether lookups use openat2.
+func UsesOpenat2() bool { return !walkOnly.Load() && hasOpenat2() }
 
 func newDir(fd int, path string) (*Dir, error) {
 	d := &Dir{fd: fd, path: path}
@@ -112,8 +109,12 @@ func Open(p string) (*Dir, error) {
 // OpenBeneath opens the directory at the slash path rel below d: no
 // symlink, no "..", no mount point is crossed.
 func (d *Dir) OpenBeneath(rel string) (*Dir, error) {
-	if rel == "." || rel == "" {
-		return d.reopen()
+	if rel == "." || rel == "" { // d again: a new file description, its own offset
+		fd, err := openat(d.fd, ".", dirFlags, 0)
+		if err != nil {
+			return nil, &os.PathError{Op: "open", Path: d.path, Err: err}
+		}
+		return newDir(fd, d.path)
 	}
 	if cs := strings.Split(rel, "/"); slices.Contains(cs, "..") || slices.Contains(cs, "") {
 		return nil, &os.PathError{Op: "open", Path: d.Join(rel), Err: errors.New("not a path below the directory")}
@@ -125,18 +126,18 @@ func (d *Dir) OpenBeneath(rel string) (*Dir, error) {
 // resolve) where the kernel has it, else with the walk (sameDev: no mount
 // point crossed).
 func (d *Dir) lookup(rel string, resolve uint64, sameDev bool) (*Dir, error) {
-	if useOpenat2() {
+	if UsesOpenat2() {
 		fd, err := openat2(d.fd, rel, dirFlags, resolve|unix.RESOLVE_NO_SYMLINKS|unix.RESOLVE_NO_MAGICLINKS)
 		switch {
 		case err == nil:
 			return newDir(fd, d.Join(rel))
 		case errors.Is(err, unix.EXDEV):
 			return nil, &os.PathError{Op: "open", Path: d.Join(rel), Err: errOtherFilesystem}
-		case !walkSays(err):
+		case !errors.Is(err, unix.ELOOP) && !errors.Is(err, unix.ENOTDIR) && !errors.Is(err, errUseWalk):
 			return nil, &os.PathError{Op: "open", Path: d.Join(rel), Err: err}
 		}
 		// A symlink or a non-directory on the way: the walk says which
-		// component, and what it is.
+		// component, and what it is (or, after retries, resolves it).
 	}
 	return d.walk(rel, sameDev)
 }
@@ -212,21 +213,6 @@ func openat(dirfd int, name string, flags int, mode uint32) (int, error) {
 
 // errUseWalk: openat2 kept asking for a retry; resolve with the walk.
 var errUseWalk = errors.New("openat2 asked for retries")
-
-// walkSays says whether an openat2 error is one the walk explains better
-// (which component is a symlink or not a directory) or must retry.
-func walkSays(err error) bool {
-	return errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, errUseWalk)
-}
-
-// reopen opens d again (a new file description, own offset).
-func (d *Dir) reopen() (*Dir, error) {
-	fd, err := openat(d.fd, ".", dirFlags, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: d.path, Err: err}
-	}
-	return newDir(fd, d.path)
-}
 
 // Path is the path d was opened as (for messages).
 func (d *Dir) Path() string { return d.path }
@@ -405,17 +391,11 @@ func Unsupported(err error) bool {
 // with flags (RENAME_EXCHANGE, RENAME_NOREPLACE, or 0 for rename(2)).
 func Rename(from *Dir, fromName string, to *Dir, toName string, flags uint) error {
 	if err := unix.Renameat2(from.fd, fromName, to.fd, toName, flags); err != nil {
-		return &os.LinkError{Op: renameOp(flags), Old: from.Join(fromName), New: to.Join(toName), Err: err}
+		return &os.LinkError{Op: cmp.Or(renameOps[flags], "rename"), Old: from.Join(fromName), New: to.Join(toName), Err: err}
 	}
 	return nil
 }
 
-func renameOp(flags uint) string {
-	switch {
-	case flags&unix.RENAME_EXCHANGE != 0:
-		return "exchange"
-	case flags&unix.RENAME_NOREPLACE != 0:
-		return "rename (no replace)"
-	}
-	return "rename"
-}
+// renameOps name Rename's operation by its flag in its errors (the kernel
+// refuses the two together).
+var renameOps = map[uint]string{unix.RENAME_EXCHANGE: "exchange", unix.RENAME_NOREPLACE: "rename (no replace)"}

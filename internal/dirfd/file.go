@@ -100,21 +100,11 @@ func openRegularAt(dirfd int, name, display string, want Expect) (*os.File, erro
 }
 
 // ModeOf turns a stat mode into an fs.FileMode (type and permission bits).
-func ModeOf(m uint32) fs.FileMode {
-	mode := fs.FileMode(m & 0o777)
-	switch m & unix.S_IFMT {
-	case unix.S_IFDIR:
-		mode |= fs.ModeDir
-	case unix.S_IFLNK:
-		mode |= fs.ModeSymlink
-	case unix.S_IFIFO:
-		mode |= fs.ModeNamedPipe
-	case unix.S_IFSOCK:
-		mode |= fs.ModeSocket
-	case unix.S_IFCHR:
-		mode |= fs.ModeDevice | fs.ModeCharDevice
-	case unix.S_IFBLK:
-		mode |= fs.ModeDevice
-	}
-	return mode
+func ModeOf(m uint32) fs.FileMode { return fs.FileMode(m&0o777) | modeTypes[m&unix.S_IFMT] }
+
+// modeTypes are the fs.FileMode type bits of each stat file type (none
+// for a regular file).
+var modeTypes = map[uint32]fs.FileMode{
+	unix.S_IFDIR: fs.ModeDir, unix.S_IFLNK: fs.ModeSymlink, unix.S_IFIFO: fs.ModeNamedPipe, unix.S_IFSOCK: fs.ModeSocket,
+	unix.S_IFCHR: fs.ModeDevice | fs.ModeCharDevice, unix.S_IFBLK: fs.ModeDevice,
 }

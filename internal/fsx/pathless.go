@@ -9,8 +9,7 @@ import (
 // (that error's own Err), for a message that names the path already; any
 // other error is returned as it is.
 func Pathless(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		return pe.Err
 	}
 	return err

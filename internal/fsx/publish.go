@@ -49,9 +49,7 @@ func WriteTemp(path string, data []byte, perm os.FileMode, sync bool) (string, e
 	dir, base := filepath.Split(path)
 	for range 4 {
 		var r [8]byte
-		if _, err := rand.Read(r[:]); err != nil {
-			return "", err
-		}
+		rand.Read(r[:]) // never fails (it crashes the program instead)
 		tmp := filepath.Join(dir, "."+base+tempInfix+hex.EncodeToString(r[:]))
 		err := WriteExclusive(tmp, data, perm, sync)
 		if err == nil {
@@ -68,11 +66,7 @@ func WriteTemp(path string, data []byte, perm os.FileMode, sync bool) (string, e
 // a file named base.
 func IsTempOf(name, base string) bool {
 	suffix, ok := strings.CutPrefix(name, "."+base+tempInfix)
-	if !ok || len(suffix) != 16 {
-		return false
-	}
-	_, err := hex.DecodeString(suffix)
-	return err == nil && strings.ToLower(suffix) == suffix
+	return ok && len(suffix) == 16 && strings.Trim(suffix, "0123456789abcdef") == ""
 }
 
 // publisher holds the system calls Publish makes: renameNoReplace

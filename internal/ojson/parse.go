@@ -90,7 +90,7 @@ func Position(data []byte, offset int) (line, column int) {
 func (p *parser) skipSpace() { p.pos = SkipSpace(p.data, p.pos) }
 
 // literals are the words Python's json.loads reads as values, in the
-// order of their first bytes in bareValue.
+// order of their first bytes in value.
 var literals = []struct {
 	word  string
 	value Value
@@ -100,17 +100,14 @@ var literals = []struct {
 	{"-Infinity", Value{Kind: Number, Num: "-Infinity"}},
 }
 
-func (p *parser) value(depth int) (*Value, error) {
-	start := p.pos
-	v, err := p.bareValue(depth)
-	if v != nil {
-		v.Offset = start
-	}
-	return v, err
-}
-
-// bareValue reads a value (nil when the parser only scans).
-func (p *parser) bareValue(depth int) (*Value, error) {
+// value reads a value (nil when the parser only scans), noting its
+// offset.
+func (p *parser) value(depth int) (v *Value, err error) {
+	defer func(start int) {
+		if v != nil {
+			v.Offset = start
+		}
+	}(p.pos)
 	if depth > maxDepth {
 		return nil, p.errorf("nesting deeper than %d levels", maxDepth)
 	}
@@ -156,7 +153,7 @@ func (p *parser) object(depth int) (*Value, error) {
 	// this object's are keys[start:], dropped when it ends.
 	start := len(p.found.keys)
 	if !p.scan {
-		obj = NewObject()
+		obj, index = NewObject(), map[string]int{}
 	} else if p.dups {
 		defer func() { p.found.keys = p.found.keys[:start] }()
 	}
@@ -190,9 +187,6 @@ func (p *parser) object(depth int) (*Value, error) {
 		if !p.scan {
 			// A repeated key keeps its first position and its last value,
 			// as a Python dict built from the pairs does.
-			if index == nil {
-				index = map[string]int{}
-			}
 			if i, dup := index[key]; dup {
 				obj.Members[i].Value = val
 			} else {

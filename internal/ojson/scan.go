@@ -182,10 +182,7 @@ var errStop = errors.New("stop")
 // SkipSpace returns the offset of the first byte at or after off that is
 // not JSON whitespace.
 func SkipSpace(data []byte, off int) int {
-	for off < len(data) && (data[off] == ' ' || data[off] == '\t' || data[off] == '\n' || data[off] == '\r') {
-		off++
-	}
-	return off
+	return len(data) - len(bytes.TrimLeft(data[off:], " \t\n\r"))
 }
 
 // KeyText is the decoded key whose opening quote is at off.

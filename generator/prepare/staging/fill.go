@@ -43,10 +43,9 @@ type File struct {
 // file created with O_CREAT|O_EXCL|O_NOFOLLOW relative to its directory's
 // descriptor, then the directories' own modes, deepest first. A cancelled
 // ctx stops it between files.
-func (s *Staging) Fill(ctx context.Context, files []File) error {
+func (s *Staging) Fill(ctx context.Context, files []*File) error {
 	var dirs, regular []*File
-	for i := range files {
-		f := &files[i]
+	for _, f := range files {
 		switch {
 		case f.Path == ".":
 		case f.Dir:

@@ -22,8 +22,8 @@ func markerJSON(output string) []byte {
 
 // tree is a small workspace for output: the marker, a file saying tag, a
 // read-only directory (as kits have) and a nested file.
-func tree(output, tag string) []File {
-	return []File{
+func tree(output, tag string) []*File {
+	return []*File{
 		{Path: ".", Dir: true, Mode: 0o700},
 		{Path: "local", Dir: true, Mode: 0o755},
 		{Path: schema.ResourcesDefaultPath, Mode: 0o644, Data: markerJSON(output)},
@@ -37,7 +37,7 @@ func tree(output, tag string) []File {
 
 // stageOnce runs a whole staging of files at output (open, check, stage,
 // fill, sync, install, close) and returns the warnings.
-func stageOnce(t testing.TB, output string, files []File, force bool, opts Options) ([]string, error) {
+func stageOnce(t testing.TB, output string, files []*File, force bool, opts Options) ([]string, error) {
 	t.Helper()
 	var warnings []string
 	opts.Warn = func(m string) { warnings = append(warnings, m) }

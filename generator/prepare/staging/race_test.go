@@ -29,13 +29,13 @@ func TestMain(m *testing.M) {
 
 // bigTree is tree plus n files in a few directories, so that a fill takes
 // long enough for an attacker to act in the middle of it.
-func bigTree(output, tag string, n int) []File {
+func bigTree(output, tag string, n int) []*File {
 	files := tree(output, tag)
 	for i := range 4 {
-		files = append(files, File{Path: fmt.Sprintf("transfer/d%d", i), Dir: true, Mode: 0o755})
+		files = append(files, &File{Path: fmt.Sprintf("transfer/d%d", i), Dir: true, Mode: 0o755})
 	}
 	for i := range n {
-		files = append(files, File{Path: fmt.Sprintf("transfer/d%d/f%03d", i%4, i), Mode: 0o644, Data: []byte(tag + strings.Repeat("x", i))})
+		files = append(files, &File{Path: fmt.Sprintf("transfer/d%d/f%03d", i%4, i), Mode: 0o644, Data: []byte(tag + strings.Repeat("x", i))})
 	}
 	return files
 }

@@ -218,9 +218,6 @@ func (t *Target) List(rel string) ([]string, error) {
 
 // Close releases the descriptors of t.
 func (t *Target) Close() {
-	if t == nil {
-		return
-	}
 	t.out.Close()
 	t.ancestor.Close()
 }

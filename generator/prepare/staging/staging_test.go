@@ -657,7 +657,7 @@ func TestFillRefusesSourcesSwappedAfterTheScan(t *testing.T) {
 			if err := unix.Stat(src, &st); err != nil {
 				t.Fatal(err)
 			}
-			files := append(tree(out, "one"), File{Path: "transfer/kit-file", Mode: 0o644, Source: src, Expect: dirfd.ExpectOf(&st)})
+			files := append(tree(out, "one"), &File{Path: "transfer/kit-file", Mode: 0o644, Source: src, Expect: dirfd.ExpectOf(&st)})
 			if err := swap(); err != nil {
 				t.Fatal(err)
 			}
@@ -698,7 +698,7 @@ func TestFillRefusesSourcesSwappedAfterTheScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	mtime := time.Unix(1234567890, 123456789)
-	files := append(tree(out, "one"), File{Path: "transfer/kit-file", Mode: 0o640, Source: src, Expect: dirfd.ExpectOf(&st), ModTime: mtime})
+	files := append(tree(out, "one"), &File{Path: "transfer/kit-file", Mode: 0o640, Source: src, Expect: dirfd.ExpectOf(&st), ModTime: mtime})
 	if _, err := stageOnce(t, out, files, false, Options{}); err != nil {
 		t.Fatal(err)
 	}
@@ -840,7 +840,7 @@ func TestFillCopiesNothingOfASourceScannedEmpty(t *testing.T) {
 	if st.Size != 0 {
 		t.Skipf("%s reports %d bytes here", src, st.Size)
 	}
-	files := append(tree(out, "one"), File{Path: "transfer/status", Mode: 0o644, Source: src, Expect: dirfd.ExpectOf(&st)})
+	files := append(tree(out, "one"), &File{Path: "transfer/status", Mode: 0o644, Source: src, Expect: dirfd.ExpectOf(&st)})
 	if _, err := stageOnce(t, out, files, false, Options{}); err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ package staging
 // clear error (nothing is lost).
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -99,17 +100,11 @@ func ownerAlive(pid int, start string) bool {
 }
 
 // stagingName is a new staging directory name for output.
-func stagingName(output string) (string, error) {
+func stagingName(output string) string {
 	var rnd [6]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		return "", err
-	}
+	rand.Read(rnd[:]) // never fails (it crashes the program instead)
 	pid := os.Getpid()
-	start := startTime(pid)
-	if start == "" {
-		start = "0"
-	}
-	return fmt.Sprintf("%sh%sp%ds%s-%s", Prefix(output), hostTag(), pid, start, hex.EncodeToString(rnd[:])), nil
+	return fmt.Sprintf("%sh%sp%ds%s-%s", Prefix(output), hostTag(), pid, cmp.Or(startTime(pid), "0"), hex.EncodeToString(rnd[:]))
 }
 
 // asideName is the entry of a staging directory that holds the old

@@ -24,21 +24,6 @@ type Options struct {
 	syncDirs func(ds ...*dirfd.Dir) error
 }
 
-func (o *Options) defaults() {
-	if o.rename == nil {
-		o.rename = dirfd.Rename
-	}
-	if o.remove == nil {
-		o.remove = (*dirfd.Dir).RemoveAll
-	}
-	if o.tryLock == nil {
-		o.tryLock = (*dirfd.Dir).TryLock
-	}
-	if o.syncDirs == nil {
-		o.syncDirs = syncDirs
-	}
-}
-
 // Staging is one staging directory beside an output: made and locked by
 // Stage, filled by Fill, made durable by Sync, swapped into place by
 // Install, removed (with the old workspace) by Close.
@@ -78,7 +63,18 @@ func (s *Staging) warnf(format string, args ...any) {
 // directory just made and locked until Close. On error everything it
 // created is gone again.
 func (t *Target) Stage(opts Options) (_ *Staging, err error) {
-	opts.defaults()
+	if opts.rename == nil {
+		opts.rename = dirfd.Rename
+	}
+	if opts.remove == nil {
+		opts.remove = (*dirfd.Dir).RemoveAll
+	}
+	if opts.tryLock == nil {
+		opts.tryLock = (*dirfd.Dir).TryLock
+	}
+	if opts.syncDirs == nil {
+		opts.syncDirs = syncDirs
+	}
 	s := &Staging{target: t, opts: opts, dirs: map[string]dirfd.FileID{}}
 	defer func() {
 		if err != nil {
@@ -100,10 +96,7 @@ func (t *Target) Stage(opts Options) (_ *Staging, err error) {
 	s.parent = parent
 	s.cleanStale(parent)
 
-	s.name, err = stagingName(t.Path)
-	if err != nil {
-		return nil, stagingErr(ioFailed, err, "", "cannot name a staging directory: %v", err)
-	}
+	s.name = stagingName(t.Path)
 	s.path = parent.Join(s.name)
 	dir, err := parent.Mkdir(s.name, 0o700, true)
 	if err != nil {
