@@ -58,13 +58,17 @@ func SmallHeap() { debug.SetGCPercent(SmallHeapGOGC) }
 // kernel now (the garbage of start-up), and then every interval until ctx
 // is done; before each release after the first it calls forget, when not
 // nil, to drop what the process can make again (wait --follow: the
-// compiled schemas and parsed templates once no launch runs).
-func ReleaseEvery(ctx context.Context, interval time.Duration, forget func()) {
+// compiled schemas and parsed templates once no launch runs). The channel
+// it returns is closed once no release runs or will run.
+func ReleaseEvery(ctx context.Context, interval time.Duration, forget func()) <-chan struct{} {
 	debug.FreeOSMemory()
+	stopped := make(chan struct{})
 	if interval <= 0 {
-		return
+		close(stopped)
+		return stopped
 	}
 	go func() {
+		defer close(stopped)
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
@@ -79,4 +83,5 @@ func ReleaseEvery(ctx context.Context, interval time.Duration, forget func()) {
 			}
 		}
 	}()
+	return stopped
 }

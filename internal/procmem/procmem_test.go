@@ -42,7 +42,7 @@ func TestReleaseEveryCollectsEachIntervalUntilDone(t *testing.T) {
 	before := forcedGCs()
 	var forgets atomic.Int32
 	var gcsAtForget atomic.Uint64
-	ReleaseEvery(ctx, 20*time.Millisecond, func() {
+	stopped := ReleaseEvery(ctx, 20*time.Millisecond, func() {
 		forgets.Add(1)
 		gcsAtForget.Store(forcedGCs())
 	})
@@ -60,13 +60,17 @@ func TestReleaseEveryCollectsEachIntervalUntilDone(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	cancel()
-	time.Sleep(50 * time.Millisecond) // a tick already due may still run
-	stopped, forgotten := forcedGCs(), forgets.Load()
-	if stopped <= gcsAtForget.Load() {
-		t.Errorf("no collection after the last forget (%d forced collections at it, %d now)", gcsAtForget.Load(), stopped)
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the releases went on 10 s after the context ended")
 	}
-	time.Sleep(200 * time.Millisecond)
-	if got := forcedGCs(); got != stopped || forgets.Load() != forgotten {
-		t.Fatalf("%d collections and %d forgets after the context ended", got-stopped, forgets.Load()-forgotten)
+	atStop, forgotten := forcedGCs(), forgets.Load()
+	if atStop <= gcsAtForget.Load() {
+		t.Errorf("no collection after the last forget (%d forced collections at it, %d now)", gcsAtForget.Load(), atStop)
+	}
+	time.Sleep(100 * time.Millisecond) // more than four intervals
+	if got := forcedGCs(); got != atStop || forgets.Load() != forgotten {
+		t.Fatalf("%d collections and %d forgets after the releases stopped", got-atStop, forgets.Load()-forgotten)
 	}
 }
