@@ -65,17 +65,11 @@ func LoadSlurmConfigOffline(path string) (*SlurmConfig, Problems, Problems) {
 // loadSlurmConfig is LoadSlurmConfig; offline skips the checks that need
 // this host and returns each one skipped.
 func loadSlurmConfig(path string, offline bool) (*SlurmConfig, Problems, Problems) {
-	data, probs := readInput(path)
+	data, _, probs := ReadInput(path, false)
 	if probs != nil {
 		return nil, probs, nil
 	}
 	return parseSlurmConfig(path, data, offline)
-}
-
-// readInput reads a whole input file, reporting an unreadable one.
-func readInput(path string) ([]byte, Problems) {
-	data, _, ps := ReadInput(path, false)
-	return data, ps
 }
 
 // ReadInput reads the regular file at path, at most MaxInputBytes, and

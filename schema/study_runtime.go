@@ -70,7 +70,7 @@ func loadStudyRuntime(path string, parse func(string, []byte) (*StudyRuntime, Pr
 			}}
 		}
 	}
-	data, probs := readInput(path)
+	data, _, probs := ReadInput(path, false)
 	if probs != nil {
 		return nil, append(legacy, probs...)
 	}
@@ -350,7 +350,7 @@ func (rt *StudyRuntime) SecretEnvNames() []string {
 // the safe side for a list of names to drop. A file that cannot be read
 // or parsed gives nil.
 func StudySecretEnvNames(path string) []string {
-	data, probs := readInput(path)
+	data, _, probs := ReadInput(path, false)
 	if probs != nil {
 		return nil
 	}

@@ -405,7 +405,7 @@ func ReadingWarnings(kind, path string) Problems {
 		if st, err := os.Lstat(f); err != nil || !st.Mode().IsRegular() {
 			continue
 		}
-		data, probs := readInput(f)
+		data, _, probs := ReadInput(f, false)
 		if probs != nil {
 			continue
 		}
