@@ -120,8 +120,11 @@ func explainIn(name string, root *ojson.Value, path string) (*Explanation, *ErrN
 	}
 	for _, m := range members(node.Get("properties")) {
 		f := resolveRef(root, m.Value)
-		x.Fields = append(x.Fields, Field{Name: m.Key, Type: typeText(root, f), Required: isRequired(node, m.Key),
-			Summary: firstSentence(str(f.Get("description")))})
+		summary, _, cut := strings.Cut(str(f.Get("description")), ". ") // its first sentence
+		if cut {
+			summary += "."
+		}
+		x.Fields = append(x.Fields, Field{Name: m.Key, Type: typeText(root, f), Required: isRequired(node, m.Key), Summary: summary})
 	}
 	return x, nil
 }
@@ -256,12 +259,4 @@ func plainJSON(v *ojson.Value) string {
 		return v.Str
 	}
 	return string(ojson.Marshal(v))
-}
-
-// firstSentence is text up to its first ". " (or all of it).
-func firstSentence(text string) string {
-	if i := strings.Index(text, ". "); i >= 0 {
-		return text[:i+1]
-	}
-	return text
 }

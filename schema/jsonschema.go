@@ -345,11 +345,14 @@ func (r *schemaReporter) message(e *jsonschema.ValidationError, path string, n *
 
 // defaultMessage phrases a leaf error the same way for every kind.
 func (r *schemaReporter) defaultMessage(e *jsonschema.ValidationError, n *yaml.Node) string {
-	custom := ""
-	if kw := e.ErrorKind.KeywordPath(); len(kw) > 0 {
-		custom = customMessage(r.schemaNode(e.SchemaURL), kw[0])
+	node, custom := r.schemaNode(e.SchemaURL), ""
+	if kw := e.ErrorKind.KeywordPath(); len(kw) > 0 && kw[0] == "pattern" {
+		custom, _ = node[patternMessageKeyword].(string)
+	} else if len(kw) > 0 {
+		msgs, _ := node[messagesKeyword].(map[string]any)
+		custom, _ = msgs[kw[0]].(string)
 	}
-	unit, _ := r.schemaNode(e.SchemaURL)[unitKeyword].(string)
+	unit, _ := node[unitKeyword].(string)
 	if unit != "" {
 		unit = " " + unit
 	}
@@ -361,7 +364,7 @@ func (r *schemaReporter) defaultMessage(e *jsonschema.ValidationError, n *yaml.N
 		}
 		// An enum's type is there for editors; name the values, as for a
 		// wrong value of the right type.
-		if want, ok := r.schemaNode(e.SchemaURL)["enum"].([]any); ok {
+		if want, ok := node["enum"].([]any); ok {
 			if n != nil && n.Kind == yaml.ScalarNode {
 				got = n.Value
 			}
@@ -438,11 +441,7 @@ func typeList(want []string) string {
 		if w == "null" && len(want) > 1 {
 			continue
 		}
-		if a, ok := typeArticles[w]; ok {
-			parts = append(parts, a)
-		} else {
-			parts = append(parts, w)
-		}
+		parts = append(parts, cmp.Or(typeArticles[w], w))
 	}
 	switch len(parts) {
 	case 0:
@@ -515,15 +514,4 @@ func unitFor(n *big.Rat, unit string) string {
 		}
 	}
 	return unit
-}
-
-// customMessage is the schema node's own message for a failed keyword, or "".
-func customMessage(node map[string]any, keyword string) string {
-	if keyword == "pattern" {
-		msg, _ := node[patternMessageKeyword].(string)
-		return msg
-	}
-	msgs, _ := node[messagesKeyword].(map[string]any)
-	msg, _ := msgs[keyword].(string)
-	return msg
 }
