@@ -196,7 +196,7 @@ func ValidateData(kind, name string, data []byte, o ValidateOptions) (probs, ski
 			if kit == nil {
 				break
 			}
-			cfg, p, sk := loadSlurmConfig(cfgPath, o.Offline)
+			cfg, p, sk := LoadSlurmConfig(cfgPath, o.Offline)
 			probs, skipped = append(probs, p...), append(skipped, sk...)
 			if kit.Role != "" {
 				probs = append(probs, CheckConfigForKit(cfg, kit)...)
@@ -213,7 +213,7 @@ func ValidateData(kind, name string, data []byte, o ValidateOptions) (probs, ski
 // name when data is nil.
 func loadConfig(name string, data []byte, offline bool) (*SlurmConfig, Problems, Problems) {
 	if data == nil {
-		return loadSlurmConfig(name, offline)
+		return LoadSlurmConfig(name, offline)
 	}
 	return parseSlurmConfig(name, data, offline)
 }

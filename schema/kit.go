@@ -36,20 +36,13 @@ const (
 // Every independent problem is reported at once; a check is left out only
 // when it depends on an earlier one that failed (no leaf certificate to
 // read when the role is unknown, nothing to read in a missing startup/).
-func LoadKit(dir string) (*Kit, Problems) {
-	return loadKitValid(dir, kitOptions{})
-}
-
-// LoadKitWithoutSecrets is LoadKit for a kit checked out without its
-// secret files (a CI repository): a missing leaf private key
-// (startup/client.key, startup/server.key) is not a problem. Every other
-// rule holds; prepare --check --exclude-secrets uses it.
-func LoadKitWithoutSecrets(dir string) (*Kit, Problems) {
-	return loadKitValid(dir, kitOptions{keyOptional: true})
-}
-
-func loadKitValid(dir string, o kitOptions) (*Kit, Problems) {
-	kit, probs, _ := loadKit(dir, o)
+//
+// withoutSecrets is for a kit checked out without its secret files (a CI
+// repository): a missing leaf private key (startup/client.key,
+// startup/server.key) is not a problem. Every other rule holds; prepare
+// --check --exclude-secrets uses it.
+func LoadKit(dir string, withoutSecrets bool) (*Kit, Problems) {
+	kit, probs, _ := loadKit(dir, kitOptions{keyOptional: withoutSecrets})
 	if probs != nil {
 		return nil, probs
 	}

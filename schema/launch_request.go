@@ -72,10 +72,6 @@ var jobIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(j
 // JobIDHint says what job IDs may be.
 const JobIDHint = "job IDs match " + jobIDPattern + " and are not the name of a workspace directory"
 
-// ValidJobID says whether id is a valid NVFlare job ID that does not name
-// a directory of the workspace.
-func ValidJobID(id string) bool { return JobIDProblem(id) == "" }
-
 // JobIDProblem says what is wrong with job ID id ("" when nothing): it must
 // match jobIDPattern and must not be one of reservedJobIDs, whose run
 // directory WS/<id> is a directory of the workspace itself.

@@ -50,21 +50,9 @@ func DefaultMultiNodePortRange(internalPort int) PortRange {
 	return PortRange{Start: defaultPortRangeStart, End: defaultPortRangeEnd}
 }
 
-// LoadSlurmConfig reads and validates a slurm.yaml.
-func LoadSlurmConfig(path string) (*SlurmConfig, Problems) {
-	cfg, probs, _ := loadSlurmConfig(path, false)
-	return cfg, probs
-}
-
-// LoadSlurmConfigOffline is LoadSlurmConfig without the checks that need
-// this host (the image file); it returns each check it skipped.
-func LoadSlurmConfigOffline(path string) (*SlurmConfig, Problems, Problems) {
-	return loadSlurmConfig(path, true)
-}
-
-// loadSlurmConfig is LoadSlurmConfig; offline skips the checks that need
-// this host and returns each one skipped.
-func loadSlurmConfig(path string, offline bool) (*SlurmConfig, Problems, Problems) {
+// LoadSlurmConfig reads and validates a slurm.yaml; offline skips the
+// checks that need this host (the image file) and returns each one skipped.
+func LoadSlurmConfig(path string, offline bool) (*SlurmConfig, Problems, Problems) {
 	data, _, probs := ReadInput(path, false)
 	if probs != nil {
 		return nil, probs, nil
@@ -425,10 +413,7 @@ func optInt(n *yaml.Node, def int) int {
 // CheckConfigForKit reports config settings the kit's role does not allow:
 // a parent block belongs to client kits only.
 func CheckConfigForKit(cfg *SlurmConfig, kit *Kit) Problems {
-	if cfg == nil || kit == nil {
-		return nil
-	}
-	if kit.Role != "server" || cfg.Parent == nil {
+	if cfg == nil || kit == nil || kit.Role != "server" || cfg.Parent == nil {
 		return nil
 	}
 	return Problems{{Kind: problem.Rule,
