@@ -235,9 +235,10 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 		return
 	}
 	l := r.t.locate(tokens)
+	props, _ := r.schemaNode(e.SchemaURL)["properties"].(map[string]any) // of the mapping, for a key's error
 	switch k := e.ErrorKind.(type) {
 	case *kind.AdditionalProperties:
-		allowed := r.allowedKeys(e.SchemaURL)
+		allowed := slices.Sorted(maps.Keys(props))
 		for _, key := range slices.Sorted(slices.Values(k.Properties)) {
 			if r.t.full() {
 				r.t.omit(problem.Schema)
@@ -258,7 +259,9 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 	case *kind.Required:
 		n := cmp.Or(l.key, l.val)
 		for _, key := range slices.Sorted(slices.Values(k.Missing)) {
-			r.t.add(problem.Schema, n, joinPath(l.path, key), "is required", r.requiredHint(e.SchemaURL, key))
+			prop, _ := props[key].(map[string]any)
+			desc, _ := prop["description"].(string) // the hint
+			r.t.add(problem.Schema, n, joinPath(l.path, key), "is required", strings.TrimSuffix(desc, "."))
 		}
 	case *kind.Enum:
 		hint := ""
@@ -317,20 +320,6 @@ func (r *schemaReporter) schemaNode(schemaURL string) map[string]any {
 	}
 	m, _ := cur.(map[string]any)
 	return m
-}
-
-// allowedKeys lists the properties of the schema at schemaURL, sorted.
-func (r *schemaReporter) allowedKeys(schemaURL string) []string {
-	props, _ := r.schemaNode(schemaURL)["properties"].(map[string]any)
-	return slices.Sorted(maps.Keys(props))
-}
-
-// requiredHint is the description of a missing required property.
-func (r *schemaReporter) requiredHint(schemaURL, key string) string {
-	props, _ := r.schemaNode(schemaURL)["properties"].(map[string]any)
-	prop, _ := props[key].(map[string]any)
-	desc, _ := prop["description"].(string)
-	return strings.TrimSuffix(desc, ".")
 }
 
 // message phrases a leaf error for people; the hint is the valueHook's.
