@@ -104,8 +104,9 @@ func ParseLaunchRequest(file string, data []byte, workspaceRole string) (*Launch
 	if !ok {
 		return nil, t.result()
 	}
-	if data[scan.Root.Offset] != '{' {
-		t.add(problem.Structure, nil, "", "not a valid launch request: got a JSON "+jsonKindAt(data, scan.Root.Offset)+" where an object is required", requestHint)
+	if v := data[scan.Root.Offset]; v != '{' {
+		got := cmp.Or(map[byte]string{'[': "array", '"': "string", 't': "boolean", 'f': "boolean", 'n': "null"}[v], "number")
+		t.add(problem.Structure, nil, "", "not a valid launch request: got a JSON "+got+" where an object is required", requestHint)
 		return nil, t.result()
 	}
 	for range read.omitted {
@@ -340,12 +341,6 @@ func (r *LaunchRequest) decode(v map[string]any) {
 	if err != nil || r.JobArgs == nil {
 		r.JobArgs = map[string][]string{}
 	}
-}
-
-// jsonKindAt names the JSON type of the value at off ("array", …).
-func jsonKindAt(data []byte, off int) string {
-	kinds := map[byte]string{'{': "object", '[': "array", '"': "string", 't': "boolean", 'f': "boolean", 'n': "null"}
-	return cmp.Or(kinds[data[off]], "number")
 }
 
 // Invalid says whether the request itself had problems (as opposed to the

@@ -235,7 +235,11 @@ func (t *tree) checkJobLauncher(jl *yaml.Node) {
 		}
 	}
 	if r := get(jl, "multi_node_port_range"); r != nil {
-		t.checkPortRange(r, optInt(get(jl, "internal_port"), defaultInternalPort))
+		port, ok := intValue(get(jl, "internal_port"))
+		if !ok {
+			port = defaultInternalPort
+		}
+		t.checkPortRange(r, port)
 	}
 }
 
@@ -323,34 +327,19 @@ func (t *tree) checkPortRange(n *yaml.Node, internalPort int) {
 	}
 }
 
-// parsePortRange reads the text form "START-END" of multi_node_port_range
-// (at most five digits each, no sign, no spaces); ok is false otherwise.
-func parsePortRange(s string) (PortRange, bool) {
-	a, b, found := strings.Cut(s, "-")
-	if !found || len(a) == 0 || len(a) > 5 || len(b) == 0 || len(b) > 5 {
-		return PortRange{}, false
-	}
-	start, err1 := strconv.Atoi(a)
-	end, err2 := strconv.Atoi(b)
-	if err1 != nil || err2 != nil || strings.ContainsAny(a+b, "+-") {
-		return PortRange{}, false
-	}
-	return PortRange{Start: start, End: end}, true
-}
-
-// portRangeOf reads "START-END" or [START, END]; ok is false for any other
-// shape.
+// portRangeOf reads "START-END" (at most five digits each, no sign, no
+// spaces) or [START, END]; ok is false for any other shape.
 func portRangeOf(n *yaml.Node) (PortRange, bool) {
-	switch n.Kind {
-	case yaml.ScalarNode:
-		if !isString(n) {
+	switch {
+	case isString(n):
+		a, b, found := strings.Cut(n.Value, "-")
+		start, err1 := strconv.Atoi(a) // "" is an error
+		end, err2 := strconv.Atoi(b)
+		if !found || len(a) > 5 || len(b) > 5 || err1 != nil || err2 != nil || strings.ContainsAny(a+b, "+-") {
 			return PortRange{}, false
 		}
-		return parsePortRange(n.Value)
-	case yaml.SequenceNode:
-		if len(n.Content) != 2 {
-			return PortRange{}, false
-		}
+		return PortRange{Start: start, End: end}, true
+	case n.Kind == yaml.SequenceNode && len(n.Content) == 2:
 		start, ok1 := intValue(n.Content[0])
 		end, ok2 := intValue(n.Content[1])
 		if !ok1 || !ok2 || n.Content[0].ShortTag() != "!!int" || n.Content[1].ShortTag() != "!!int" {
@@ -401,13 +390,6 @@ func optString(n *yaml.Node) string {
 		return ""
 	}
 	return n.Value
-}
-
-func optInt(n *yaml.Node, def int) int {
-	if v, ok := intValue(n); ok {
-		return v
-	}
-	return def
 }
 
 // CheckConfigForKit reports config settings the kit's role does not allow:
