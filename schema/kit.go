@@ -337,16 +337,16 @@ func walkKit(dir, abs string) Problems {
 		}
 		if d.Type().IsRegular() {
 			if info, err := d.Info(); err == nil {
-				if msg := KitFileSize(info.Size()); msg != "" {
-					bad(problem.Layout, p, msg, "a provisioned kit holds small files: remove it from the kit")
+				if msg, hint := KitSize(info.Size(), false); msg != "" {
+					bad(problem.Layout, p, msg, hint)
 				}
 				total += info.Size()
 			}
 		}
 		return nil
 	})
-	if msg := KitSize(total); msg != "" {
-		probs = append(probs, Problem{Kind: problem.Layout, File: dir, Message: msg, Hint: "a provisioned kit is a few hundred kilobytes: remove what does not belong to it"})
+	if msg, hint := KitSize(total, true); msg != "" {
+		probs = append(probs, Problem{Kind: problem.Layout, File: dir, Message: msg, Hint: hint})
 	}
 	return probs
 }
