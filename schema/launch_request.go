@@ -31,10 +31,12 @@ type LaunchRequest struct {
 	Meta json.RawMessage `json:"-"`
 	// JobArgs maps an argument name to its [flag, value] pair.
 	JobArgs map[string][]string `json:"job_args"`
+	// Invalid says whether the request itself had problems (as opposed to
+	// the problems a plan finds).
+	Invalid bool `json:"-"`
 
 	data    []byte          // the request's text, for the positions of later problems
 	refused map[string]bool // the paths of the request's problems
-	invalid bool            // the request had problems
 }
 
 // launchRequestKeys are the keys of a launch request, in the order the
@@ -127,7 +129,7 @@ func ParseLaunchRequest(file string, data []byte, workspaceRole string) (*Launch
 	t.collapseJobArgs()
 	t.checkLaunchRequest(role)
 	ps := t.result()
-	r := &LaunchRequest{File: file, Meta: json.RawMessage("{}"), data: data, refused: map[string]bool{}, invalid: ps != nil}
+	r := &LaunchRequest{File: file, Meta: json.RawMessage("{}"), data: data, refused: map[string]bool{}, Invalid: ps != nil}
 	for _, p := range ps {
 		if p.Kind != problem.Structure { // a repeated key keeps its value
 			r.refused[p.Path] = true
@@ -343,10 +345,6 @@ func (r *LaunchRequest) decode(v map[string]any) {
 	}
 }
 
-// Invalid says whether the request itself had problems (as opposed to the
-// problems a plan finds).
-func (r *LaunchRequest) Invalid() bool { return r.invalid }
-
 // Refused says whether the request gave path (or the field holding it) in
 // a form that was reported already.
 func (r *LaunchRequest) Refused(path string) bool {
@@ -356,12 +354,6 @@ func (r *LaunchRequest) Refused(path string) bool {
 		}
 	}
 	return false
-}
-
-// Problem is a problem of kind k about the request field path; Place gives
-// it its position.
-func (r *LaunchRequest) Problem(k problem.Kind, path, msg, hint string) Problem {
-	return Problem{Kind: k, File: r.File, Path: path, Message: msg, Hint: hint}
 }
 
 // Embedding places the document at path of the request (its meta) inside
