@@ -192,14 +192,11 @@ func resolveRef(root, n *ojson.Value) *ojson.Value {
 // null", "string, one of a, b", "string or list".
 func typeText(root, n *ojson.Value) string {
 	var types []string
-	switch t := n.Get("type"); {
-	case t == nil:
-	case t.Kind == ojson.String:
+	if t := n.Get("type"); t != nil && t.Kind == ojson.String {
 		types = []string{t.Str}
-	default:
-		for _, it := range t.Items {
-			types = append(types, it.Str)
-		}
+	}
+	for _, it := range items(n.Get("type")) {
+		types = append(types, it.Str)
 	}
 	for _, alt := range alternatives(n) {
 		for _, t := range strings.Split(typeText(root, resolveRef(root, alt)), " or ") {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"embed"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math/big"
@@ -449,17 +448,14 @@ func plainValue(v any) string {
 	return gotValue(v)
 }
 
-// gotValue renders a value found in the file.
+// gotValue renders a value found in the file (a bool or json.Number as
+// fmt prints it).
 func gotValue(v any) string {
 	switch v := v.(type) {
 	case string:
 		return fmt.Sprintf("%q", v)
 	case nil:
 		return "null"
-	case bool:
-		return fmt.Sprint(v)
-	case json.Number:
-		return string(v)
 	case map[string]any:
 		return "a mapping"
 	case []any:
