@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -391,10 +390,7 @@ func ReadingWarnings(kind, path string) Problems {
 	}
 	var out Problems
 	for _, f := range files {
-		if st, err := os.Lstat(f); err != nil || !st.Mode().IsRegular() {
-			continue
-		}
-		data, _, probs := ReadInput(f, false)
+		data, _, probs := ReadInput(f, true) // a regular file itself, not through a symlink
 		if probs != nil {
 			continue
 		}
