@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -75,9 +76,7 @@ func Explain(name, path string) (*Explanation, error) {
 		if x != nil {
 			return x, nil
 		}
-		if nearest == nil {
-			nearest = miss
-		}
+		nearest = cmp.Or(nearest, miss)
 	}
 	return nil, nearest
 }

@@ -144,9 +144,7 @@ func (t *tree) checkText(doc map[string]any) {
 					}
 					cs = extra
 				}
-				if cs != nil {
-					walk(v[k], child, cs)
-				}
+				walk(v[k], child, cs) // nothing to check when cs is nil
 			}
 		case []any:
 			items, _ := s["items"].(map[string]any)
