@@ -247,14 +247,11 @@ func (t *tree) checkJobLauncher(jl *yaml.Node) {
 // skipped-check list of validate --offline shows it.
 const imageFileCheck = "the image file exists on this host"
 
-// skip records a host check that offline validation did not run.
+// skip records a host check that offline validation did not run, of the
+// value n (a string both callers checked).
 func (t *tree) skip(n *yaml.Node, path, check string) {
-	p := Problem{Kind: problem.Rule, File: t.file, Path: path, Message: "not checked (offline): " + check,
-		Hint: "run validate without --offline on the host that runs the jobs"}
-	if n != nil {
-		p.Line, p.Column = n.Line, n.Column
-	}
-	t.skipped = append(t.skipped, p)
+	t.skipped = append(t.skipped, Problem{Kind: problem.Rule, File: t.file, Line: n.Line, Column: n.Column, Path: path,
+		Message: "not checked (offline): " + check, Hint: "run validate without --offline on the host that runs the jobs"})
 }
 
 // checkImageFile says what is wrong with a container image path on this
