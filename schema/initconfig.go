@@ -27,8 +27,7 @@ func InitSlurmConfig(role, site string) []byte {
 	if site != "" {
 		fmt.Fprintf(&b, " for the %s kit %s", role, site)
 	}
-	b.WriteString(".\n# Check it with 'flare-slurm validate --kit KIT slurm.yaml'; every key:\n# 'flare-slurm explain job_launcher' (or 'flare-slurm explain job_launcher.KEY').\n")
-	b.WriteString("runtime: slurm\n")
+	b.WriteString(".\n# Check it with 'flare-slurm validate --kit KIT slurm.yaml'; every key:\n# 'flare-slurm explain job_launcher' (or 'flare-slurm explain job_launcher.KEY').\nruntime: slurm\n")
 	jl := resolveRef(root, root.Get("properties").Get("job_launcher"))
 	fmt.Fprintf(&b, "%s\njob_launcher:\n", Wrap("#", str(jl.Get("description")), 100))
 	for _, m := range members(jl.Get("properties")) {

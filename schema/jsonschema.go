@@ -418,7 +418,6 @@ var typeArticles = map[string]string{
 	"boolean": "a boolean",
 	"object":  "a mapping",
 	"array":   "a list",
-	"null":    "null",
 }
 
 // typeList phrases the wanted types, leaving out null when something else
