@@ -274,9 +274,7 @@ const (
 
 // reservedJobIDs are the names a job ID must not have: the workspace's own
 // top-level directories.
-func reservedJobIDs() []string {
-	return []string{StartupDir, LocalDir, transferDir, ControlDir, SnapshotStorageDir, JobsStorageDir}
-}
+var reservedJobIDs = []string{StartupDir, LocalDir, transferDir, ControlDir, SnapshotStorageDir, JobsStorageDir}
 
 // Where prepare's default output lies in a kit (contract §4): KIT/prepared
 // holds the prepared workspaces of every runtime, and is left out of the

@@ -81,9 +81,9 @@ func JobIDProblem(id string) string {
 	if !jobIDRE().MatchString(id) {
 		return fmt.Sprintf("%q is not a valid job ID", id)
 	}
-	if slices.Contains(reservedJobIDs(), id) {
+	if slices.Contains(reservedJobIDs, id) {
 		return fmt.Sprintf("%q names a directory of the workspace (%s), which would be the job's run directory",
-			id, strings.Join(reservedJobIDs(), ", "))
+			id, strings.Join(reservedJobIDs, ", "))
 	}
 	return ""
 }
