@@ -93,7 +93,7 @@ func BenchmarkLoadKit(b *testing.B) {
 	dir := makeKit(b, "client", "site-1", files)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, probs := LoadKit(dir); probs != nil {
+		if _, probs := LoadKit(dir, false); probs != nil {
 			b.Fatal(probs)
 		}
 	}

@@ -36,22 +36,28 @@ func DetectKind(path string) (string, Problems) {
 	if k := kindByName(path); k != "" {
 		return k, nil
 	}
-	data, probs := readInput(path)
+	data, _, probs := ReadInput(path, false)
 	if probs != nil {
 		return "", probs
 	}
-	return DetectKindFile(path, data)
+	return DetectKindData(path, data, true)
 }
 
-// DetectKindFile is DetectKind for a file whose content data the caller
-// has already read (once, as it will use it): the name, then the content.
-func DetectKindFile(path string, data []byte) (string, Problems) {
-	if k := kindByName(path); k != "" {
+// DetectKindData is DetectKind for content data the caller has already
+// read (once, as it will use it). From a file (fromFile), the name decides,
+// then the content. Content that has no file name (standard input, shown as
+// name) is decided by its top-level keys, and content that is not a YAML
+// mapping comes back with its problems.
+func DetectKindData(name string, data []byte, fromFile bool) (string, Problems) {
+	if !fromFile {
+		return detectData(name, "", true, data)
+	}
+	if k := kindByName(name); k != "" {
 		return k, nil
 	}
-	ext := strings.ToLower(filepath.Ext(path))
+	ext := strings.ToLower(filepath.Ext(name))
 	inputName := ext == ".yaml" || ext == ".yml" || ext == ".json"
-	return detectData(path, ext, inputName, data)
+	return detectData(name, ext, inputName, data)
 }
 
 // kindByName is the kind a file's name alone tells, or "".
@@ -72,13 +78,6 @@ func kindByName(path string) string {
 func IsKitPath(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && st.IsDir()
-}
-
-// DetectKindData is DetectKind for content that has no file name (standard
-// input, shown as name): its top-level keys decide, and content that is not
-// a YAML mapping comes back with its problems.
-func DetectKindData(name string, data []byte) (string, Problems) {
-	return detectData(name, "", true, data)
 }
 
 // detectData decides the kind of data read from path by its top-level keys.
@@ -174,7 +173,7 @@ func ValidateData(kind, name string, data []byte, o ValidateOptions) (probs, ski
 		probs, skipped = validateStudyRuntime(name, data, o.hostChecks())
 	case kindJobMeta:
 		if data == nil {
-			if data, probs = readInput(name); probs != nil {
+			if data, _, probs = ReadInput(name, false); probs != nil {
 				return probs, nil
 			}
 		}
@@ -197,7 +196,7 @@ func ValidateData(kind, name string, data []byte, o ValidateOptions) (probs, ski
 			if kit == nil {
 				break
 			}
-			cfg, p, sk := loadSlurmConfig(cfgPath, o.Offline)
+			cfg, p, sk := LoadSlurmConfig(cfgPath, o.Offline)
 			probs, skipped = append(probs, p...), append(skipped, sk...)
 			if kit.Role != "" {
 				probs = append(probs, CheckConfigForKit(cfg, kit)...)
@@ -214,7 +213,7 @@ func ValidateData(kind, name string, data []byte, o ValidateOptions) (probs, ski
 // name when data is nil.
 func loadConfig(name string, data []byte, offline bool) (*SlurmConfig, Problems, Problems) {
 	if data == nil {
-		return loadSlurmConfig(name, offline)
+		return LoadSlurmConfig(name, offline)
 	}
 	return parseSlurmConfig(name, data, offline)
 }

@@ -58,7 +58,7 @@ func TestDetectKindJSONTopLevelKeys(t *testing.T) {
 		{"a.yaml", "# comment\n{\"job_launcher\": {}}", KindSlurmConfig},
 		{"a.yaml", "{\"launcher_spec\": {}, \"a\": [1, {\"studies\": 2}]}", kindJobMeta},
 	} {
-		kind, probs := DetectKindFile(tc.name, []byte(tc.content))
+		kind, probs := DetectKindData(tc.name, []byte(tc.content), true)
 		if kind != tc.kind || probs != nil {
 			t.Errorf("%s %q: kind %q problems %q, want %q", tc.name, tc.content, kind, problemLines(probs), tc.kind)
 		}
@@ -88,7 +88,7 @@ func BenchmarkDetectKindJobMetaJSON(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if kind, probs := DetectKindFile("big.json", data); kind != kindJobMeta || probs != nil {
+		if kind, probs := DetectKindData("big.json", data, true); kind != kindJobMeta || probs != nil {
 			b.Fatalf("kind %q problems %v", kind, problemLines(probs))
 		}
 	}

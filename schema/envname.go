@@ -18,21 +18,9 @@ const (
 var CredentialEnvNames = []string{EnvJobAuthToken, envJobTokenSignature, envJobSSID}
 
 // launcherOwnedNames are the environment names the launcher sets or relies
-// on in a worker's environment (contract §6).
-var launcherOwnedNames = map[string]bool{
-	"PYTHONPATH":                    true,
-	"NVFL_WORKSPACE_OWNER_FQCN":     true,
-	"NVFL_WORKSPACE_TRANSFER_TOKEN": true,
-	EnvJobAuthToken:                 true,
-	envJobTokenSignature:            true,
-	envJobSSID:                      true,
-	"BASHOPTS":                      true,
-	"EUID":                          true,
-	"SHELLOPTS":                     true,
-	"UID":                           true,
-	"NVFL_APPTAINER":                true,
-	"NVFL_SRUN":                     true,
-}
+// on in a worker's environment (contract §6), with CredentialEnvNames.
+var launcherOwnedNames = []string{"PYTHONPATH", "NVFL_WORKSPACE_OWNER_FQCN", "NVFL_WORKSPACE_TRANSFER_TOKEN",
+	"BASHOPTS", "EUID", "SHELLOPTS", "UID", "NVFL_APPTAINER", "NVFL_SRUN"}
 
 // launcherOwnedPrefixes are the name prefixes the launcher owns (contract §6).
 var launcherOwnedPrefixes = []string{
@@ -61,7 +49,7 @@ func IsValidEnvName(name string) bool {
 // neither a site (forward_env) nor a study (env, secret_env) may set it
 // (contract §6).
 func IsLauncherOwnedEnvName(name string) bool {
-	return launcherOwnedNames[name] || slices.ContainsFunc(launcherOwnedPrefixes, func(p string) bool { return strings.HasPrefix(name, p) })
+	return slices.Contains(launcherOwnedNames, name) || slices.Contains(CredentialEnvNames, name) || slices.ContainsFunc(launcherOwnedPrefixes, func(p string) bool { return strings.HasPrefix(name, p) })
 }
 
 // launcherOwnedHint explains a launcher-owned name.

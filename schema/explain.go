@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -75,9 +76,7 @@ func Explain(name, path string) (*Explanation, error) {
 		if x != nil {
 			return x, nil
 		}
-		if nearest == nil {
-			nearest = miss
-		}
+		nearest = cmp.Or(nearest, miss)
 	}
 	return nil, nearest
 }
@@ -120,8 +119,11 @@ func explainIn(name string, root *ojson.Value, path string) (*Explanation, *ErrN
 	}
 	for _, m := range members(node.Get("properties")) {
 		f := resolveRef(root, m.Value)
-		x.Fields = append(x.Fields, Field{Name: m.Key, Type: typeText(root, f), Required: isRequired(node, m.Key),
-			Summary: firstSentence(str(f.Get("description")))})
+		summary, _, cut := strings.Cut(str(f.Get("description")), ". ") // its first sentence
+		if cut {
+			summary += "."
+		}
+		x.Fields = append(x.Fields, Field{Name: m.Key, Type: typeText(root, f), Required: isRequired(node, m.Key), Summary: summary})
 	}
 	return x, nil
 }
@@ -189,14 +191,11 @@ func resolveRef(root, n *ojson.Value) *ojson.Value {
 // null", "string, one of a, b", "string or list".
 func typeText(root, n *ojson.Value) string {
 	var types []string
-	switch t := n.Get("type"); {
-	case t == nil:
-	case t.Kind == ojson.String:
+	if t := n.Get("type"); t != nil && t.Kind == ojson.String {
 		types = []string{t.Str}
-	default:
-		for _, it := range t.Items {
-			types = append(types, it.Str)
-		}
+	}
+	for _, it := range items(n.Get("type")) {
+		types = append(types, it.Str)
 	}
 	for _, alt := range alternatives(n) {
 		for _, t := range strings.Split(typeText(root, resolveRef(root, alt)), " or ") {
@@ -256,12 +255,4 @@ func plainJSON(v *ojson.Value) string {
 		return v.Str
 	}
 	return string(ojson.Marshal(v))
-}
-
-// firstSentence is text up to its first ". " (or all of it).
-func firstSentence(text string) string {
-	if i := strings.Index(text, ". "); i >= 0 {
-		return text[:i+1]
-	}
-	return text
 }

@@ -64,18 +64,16 @@ func KitEntry(path string, mode fs.FileMode) (message, hint string) {
 	return FileKind(mode) + "; a kit holds regular files and directories only", "remove it from the kit"
 }
 
-// KitFileSize says what is wrong with a kit file of size bytes, or "".
-func KitFileSize(size int64) string {
-	if size > MaxKitFileBytes {
-		return fmt.Sprintf("is %d bytes; prepare copies files of at most %d bytes (512 MiB)", size, MaxKitFileBytes)
+// KitSize says what is wrong, with a hint, with a kit file of n bytes, or
+// with a whole kit (whole) whose files hold n bytes; "" when nothing.
+func KitSize(n int64, whole bool) (message, hint string) {
+	switch {
+	case whole && n > MaxKitBytes:
+		return fmt.Sprintf("holds %d bytes of files; prepare copies at most %d bytes (2 GiB) from a kit", n, MaxKitBytes),
+			"a provisioned kit is a few hundred kilobytes: remove what does not belong to it"
+	case !whole && n > MaxKitFileBytes:
+		return fmt.Sprintf("is %d bytes; prepare copies files of at most %d bytes (512 MiB)", n, MaxKitFileBytes),
+			"a provisioned kit holds small files: remove it from the kit"
 	}
-	return ""
-}
-
-// KitSize says what is wrong with a kit whose files hold total bytes, or "".
-func KitSize(total int64) string {
-	if total > MaxKitBytes {
-		return fmt.Sprintf("holds %d bytes of files; prepare copies at most %d bytes (2 GiB) from a kit", total, MaxKitBytes)
-	}
-	return ""
+	return "", ""
 }

@@ -27,23 +27,22 @@ func InitSlurmConfig(role, site string) []byte {
 	if site != "" {
 		fmt.Fprintf(&b, " for the %s kit %s", role, site)
 	}
-	b.WriteString(".\n# Check it with 'flare-slurm validate --kit KIT slurm.yaml'; every key:\n# 'flare-slurm explain job_launcher' (or 'flare-slurm explain job_launcher.KEY').\n")
-	b.WriteString("runtime: slurm\n")
+	b.WriteString(".\n# Check it with 'flare-slurm validate --kit KIT slurm.yaml'; every key:\n# 'flare-slurm explain job_launcher' (or 'flare-slurm explain job_launcher.KEY').\nruntime: slurm\n")
 	jl := resolveRef(root, root.Get("properties").Get("job_launcher"))
-	fmt.Fprintf(&b, "%s\njob_launcher:\n", comment("", str(jl.Get("description"))))
+	fmt.Fprintf(&b, "%s\njob_launcher:\n", Wrap("#", str(jl.Get("description")), 100))
 	for _, m := range members(jl.Get("properties")) {
 		writeInitKey(&b, root, "  ", m.Key, resolveRef(root, m.Value))
 	}
 	if role != "server" {
 		parent := resolveRef(root, root.Get("properties").Get("parent"))
-		fmt.Fprintf(&b, "\n%s\n# parent:\n", comment("", str(parent.Get("description"))+" Uncomment it when the parent runs as a Slurm job (then leave parent_host unset)."))
+		fmt.Fprintf(&b, "\n%s\n# parent:\n", Wrap("#", str(parent.Get("description"))+" Uncomment it when the parent runs as a Slurm job (then leave parent_host unset).", 100))
 		for _, m := range members(parent.Get("properties")) {
 			n := resolveRef(root, m.Value)
 			ex := example(m.Key, n)
 			if m.Key == "sbatch_directives" {
 				ex = `{partition: service, account: proj123, time: "7-00:00:00"}`
 			}
-			fmt.Fprintf(&b, "%s\n#   %s: %s\n", comment("#   ", str(n.Get("description"))), m.Key, ex)
+			fmt.Fprintf(&b, "%s\n#   %s: %s\n", Wrap("#   #", str(n.Get("description")), 100), m.Key, ex)
 		}
 	}
 	return []byte(b.String())
@@ -63,7 +62,7 @@ func writeInitKey(b *strings.Builder, root *ojson.Value, indent, key string, n *
 	if d := n.Get("default"); d != nil && !(d.Kind == ojson.String && d.Str == "") && !(d.Kind == ojson.Object && len(d.Members) == 0) {
 		text += " Default: " + strings.TrimSpace(plainJSON(d)) + "."
 	}
-	fmt.Fprintf(b, "\n%s\n", comment(indent, text))
+	fmt.Fprintf(b, "\n%s\n", Wrap(indent+"#", text, 100))
 	switch key {
 	case "sandbox":
 		fmt.Fprintf(b, "%ssandbox: none\n", indent)
@@ -101,14 +100,16 @@ func example(key string, n *ojson.Value) string {
 	return ""
 }
 
-// comment is text as YAML comment lines of at most 100 columns.
-func comment(indent, text string) string {
+// Wrap fills text into lines of at most width columns, each prefix then
+// its words, each after a space: YAML comment lines with prefix "#", or
+// text indented four columns with prefix "   " (flare-slurm explain).
+func Wrap(prefix, text string, width int) string {
 	var lines []string
-	line := indent + "#"
+	line := prefix
 	for _, w := range strings.Fields(text) {
-		if len(line) > len(indent)+1 && len(line)+1+len(w) > 100 {
+		if len(line) > len(prefix) && len(line)+1+len(w) > width {
 			lines = append(lines, line)
-			line = indent + "#"
+			line = prefix
 		}
 		line += " " + w
 	}

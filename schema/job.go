@@ -102,12 +102,11 @@ func JobIDOfComment(comment string) (jobID, workspaceID string, ok bool) {
 
 // firstRunes is the first n characters of s.
 func firstRunes(s string, n int) string {
-	i := 0
 	for pos := range s {
-		if i == n {
+		if n == 0 {
 			return s[:pos]
 		}
-		i++
+		n--
 	}
 	return s
 }

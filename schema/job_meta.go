@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -40,7 +41,7 @@ const AdditionalNodeCommandKey = "additional_node_command"
 // commas and raw control characters in strings are syntax errors, not
 // YAML that happens to parse.
 func ParseJobMeta(file string, data []byte, site string) (*JobMeta, Problems) {
-	if isJSONName(file) {
+	if strings.EqualFold(filepath.Ext(file), ".json") {
 		return parseJobMeta(jsonMetaTree(file, data, site, Embedding{}), site)
 	}
 	return parseJobMeta(parseTree(file, data), site)
@@ -51,11 +52,6 @@ func ParseJobMeta(file string, data []byte, site string) (*JobMeta, Problems) {
 // enclosing file gives it.
 func ParseJobMetaIn(file string, data []byte, site string, embed Embedding) (*JobMeta, Problems) {
 	return parseJobMeta(jsonMetaTree(file, data, site, embed), site)
-}
-
-// isJSONName says whether a file is JSON by its name.
-func isJSONName(file string) bool {
-	return strings.EqualFold(filepath.Ext(file), ".json")
 }
 
 func parseJobMeta(t *tree, site string) (*JobMeta, Problems) {
@@ -381,13 +377,10 @@ func (t *tree) checkPortableValues(portable map[string]slot) {
 			continue
 		}
 		switch k {
-		case "num_of_gpus":
-			if v, ok := intValue(sl.val); !ok || v < 0 || sl.val.ShortTag() != "!!int" {
-				t.add(problem.Schema, sl.val, sl.path, "must be an integer of at least 0", "")
-			}
-		case "num_of_cpus":
-			if v, ok := intValue(sl.val); !ok || v < 1 || sl.val.ShortTag() != "!!int" {
-				t.add(problem.Schema, sl.val, sl.path, "must be an integer of at least 1", "")
+		case "num_of_gpus", "num_of_cpus":
+			least := map[string]int{"num_of_gpus": 0, "num_of_cpus": 1}[k]
+			if v, ok := intValue(sl.val); !ok || v < least || sl.val.ShortTag() != "!!int" {
+				t.add(problem.Schema, sl.val, sl.path, fmt.Sprintf("must be an integer of at least %d", least), "")
 			}
 		case "memory":
 			if _, ok := MemoryMiB(sl.val.Value); !ok || !isString(sl.val) {
@@ -507,18 +500,12 @@ func (m *JobMeta) EffectiveGPUsPerNode() *int {
 
 // EffectiveCPUsPerNode is num_of_cpus, else cpus_per_node; nil means none.
 func (m *JobMeta) EffectiveCPUsPerNode() *int {
-	if m.Resources.NumOfCPUs != nil {
-		return m.Resources.NumOfCPUs
-	}
-	return m.Slurm.CPUsPerNode
+	return cmp.Or(m.Resources.NumOfCPUs, m.Slurm.CPUsPerNode)
 }
 
 // EffectiveMemMiB is memory, else mem_per_node; nil means none.
 func (m *JobMeta) EffectiveMemMiB() *int {
-	if m.Resources.MemoryMiB != nil {
-		return m.Resources.MemoryMiB
-	}
-	return m.Slurm.MemPerNodeMiB
+	return cmp.Or(m.Resources.MemoryMiB, m.Slurm.MemPerNodeMiB)
 }
 
 // onceKey is one rule's problem at one position: rule names a rule of

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"embed"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math/big"
@@ -235,9 +234,10 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 		return
 	}
 	l := r.t.locate(tokens)
+	props, _ := r.schemaNode(e.SchemaURL)["properties"].(map[string]any) // of the mapping, for a key's error
 	switch k := e.ErrorKind.(type) {
 	case *kind.AdditionalProperties:
-		allowed := r.allowedKeys(e.SchemaURL)
+		allowed := slices.Sorted(maps.Keys(props))
 		for _, key := range slices.Sorted(slices.Values(k.Properties)) {
 			if r.t.full() {
 				r.t.omit(problem.Schema)
@@ -258,7 +258,9 @@ func (r *schemaReporter) walk(e *jsonschema.ValidationError) {
 	case *kind.Required:
 		n := cmp.Or(l.key, l.val)
 		for _, key := range slices.Sorted(slices.Values(k.Missing)) {
-			r.t.add(problem.Schema, n, joinPath(l.path, key), "is required", r.requiredHint(e.SchemaURL, key))
+			prop, _ := props[key].(map[string]any)
+			desc, _ := prop["description"].(string) // the hint
+			r.t.add(problem.Schema, n, joinPath(l.path, key), "is required", strings.TrimSuffix(desc, "."))
 		}
 	case *kind.Enum:
 		hint := ""
@@ -319,20 +321,6 @@ func (r *schemaReporter) schemaNode(schemaURL string) map[string]any {
 	return m
 }
 
-// allowedKeys lists the properties of the schema at schemaURL, sorted.
-func (r *schemaReporter) allowedKeys(schemaURL string) []string {
-	props, _ := r.schemaNode(schemaURL)["properties"].(map[string]any)
-	return slices.Sorted(maps.Keys(props))
-}
-
-// requiredHint is the description of a missing required property.
-func (r *schemaReporter) requiredHint(schemaURL, key string) string {
-	props, _ := r.schemaNode(schemaURL)["properties"].(map[string]any)
-	prop, _ := props[key].(map[string]any)
-	desc, _ := prop["description"].(string)
-	return strings.TrimSuffix(desc, ".")
-}
-
 // message phrases a leaf error for people; the hint is the valueHook's.
 func (r *schemaReporter) message(e *jsonschema.ValidationError, path string, n *yaml.Node) (string, string) {
 	if r.onValue != nil {
@@ -345,11 +333,14 @@ func (r *schemaReporter) message(e *jsonschema.ValidationError, path string, n *
 
 // defaultMessage phrases a leaf error the same way for every kind.
 func (r *schemaReporter) defaultMessage(e *jsonschema.ValidationError, n *yaml.Node) string {
-	custom := ""
-	if kw := e.ErrorKind.KeywordPath(); len(kw) > 0 {
-		custom = customMessage(r.schemaNode(e.SchemaURL), kw[0])
+	node, custom := r.schemaNode(e.SchemaURL), ""
+	if kw := e.ErrorKind.KeywordPath(); len(kw) > 0 && kw[0] == "pattern" {
+		custom, _ = node[patternMessageKeyword].(string)
+	} else if len(kw) > 0 {
+		msgs, _ := node[messagesKeyword].(map[string]any)
+		custom, _ = msgs[kw[0]].(string)
 	}
-	unit, _ := r.schemaNode(e.SchemaURL)[unitKeyword].(string)
+	unit, _ := node[unitKeyword].(string)
 	if unit != "" {
 		unit = " " + unit
 	}
@@ -361,7 +352,7 @@ func (r *schemaReporter) defaultMessage(e *jsonschema.ValidationError, n *yaml.N
 		}
 		// An enum's type is there for editors; name the values, as for a
 		// wrong value of the right type.
-		if want, ok := r.schemaNode(e.SchemaURL)["enum"].([]any); ok {
+		if want, ok := node["enum"].([]any); ok {
 			if n != nil && n.Kind == yaml.ScalarNode {
 				got = n.Value
 			}
@@ -427,7 +418,6 @@ var typeArticles = map[string]string{
 	"boolean": "a boolean",
 	"object":  "a mapping",
 	"array":   "a list",
-	"null":    "null",
 }
 
 // typeList phrases the wanted types, leaving out null when something else
@@ -438,11 +428,7 @@ func typeList(want []string) string {
 		if w == "null" && len(want) > 1 {
 			continue
 		}
-		if a, ok := typeArticles[w]; ok {
-			parts = append(parts, a)
-		} else {
-			parts = append(parts, w)
-		}
+		parts = append(parts, cmp.Or(typeArticles[w], w))
 	}
 	switch len(parts) {
 	case 0:
@@ -461,17 +447,14 @@ func plainValue(v any) string {
 	return gotValue(v)
 }
 
-// gotValue renders a value found in the file.
+// gotValue renders a value found in the file (a bool or json.Number as
+// fmt prints it).
 func gotValue(v any) string {
 	switch v := v.(type) {
 	case string:
 		return fmt.Sprintf("%q", v)
 	case nil:
 		return "null"
-	case bool:
-		return fmt.Sprint(v)
-	case json.Number:
-		return string(v)
 	case map[string]any:
 		return "a mapping"
 	case []any:
@@ -515,15 +498,4 @@ func unitFor(n *big.Rat, unit string) string {
 		}
 	}
 	return unit
-}
-
-// customMessage is the schema node's own message for a failed keyword, or "".
-func customMessage(node map[string]any, keyword string) string {
-	if keyword == "pattern" {
-		msg, _ := node[patternMessageKeyword].(string)
-		return msg
-	}
-	msgs, _ := node[messagesKeyword].(map[string]any)
-	msg, _ := msgs[keyword].(string)
-	return msg
 }

@@ -36,20 +36,13 @@ const (
 // Every independent problem is reported at once; a check is left out only
 // when it depends on an earlier one that failed (no leaf certificate to
 // read when the role is unknown, nothing to read in a missing startup/).
-func LoadKit(dir string) (*Kit, Problems) {
-	return loadKitValid(dir, kitOptions{})
-}
-
-// LoadKitWithoutSecrets is LoadKit for a kit checked out without its
-// secret files (a CI repository): a missing leaf private key
-// (startup/client.key, startup/server.key) is not a problem. Every other
-// rule holds; prepare --check --exclude-secrets uses it.
-func LoadKitWithoutSecrets(dir string) (*Kit, Problems) {
-	return loadKitValid(dir, kitOptions{keyOptional: true})
-}
-
-func loadKitValid(dir string, o kitOptions) (*Kit, Problems) {
-	kit, probs, _ := loadKit(dir, o)
+//
+// withoutSecrets is for a kit checked out without its secret files (a CI
+// repository): a missing leaf private key (startup/client.key,
+// startup/server.key) is not a problem. Every other rule holds; prepare
+// --check --exclude-secrets uses it.
+func LoadKit(dir string, withoutSecrets bool) (*Kit, Problems) {
+	kit, probs, _ := loadKit(dir, kitOptions{keyOptional: withoutSecrets})
 	if probs != nil {
 		return nil, probs
 	}
@@ -73,8 +66,8 @@ func loadKit(dir string, o kitOptions) (*Kit, Problems, Problems) {
 		return nil, Problems{{Kind: problem.Read, File: dir, Message: "cannot resolve path: " + err.Error()}}, nil
 	}
 	var probs Problems
-	bad := func(k problem.Kind, file, path, msg, hint string) {
-		probs = append(probs, Problem{Kind: k, File: file, Path: path, Message: msg, Hint: hint})
+	bad := func(k problem.Kind, file, msg, hint string) {
+		probs = append(probs, Problem{Kind: k, File: file, Message: msg, Hint: hint})
 	}
 	st, err := os.Stat(abs)
 	if err != nil {
@@ -92,7 +85,7 @@ func loadKit(dir string, o kitOptions) (*Kit, Problems, Problems) {
 	isDir := func(d string) bool {
 		st, err := os.Lstat(d) // a symlink is walkKit's problem, and not followed
 		if err != nil || !st.IsDir() {
-			bad(problem.Layout, d, "", "must be a directory of the startup kit", "is this the top folder of a provisioned kit?")
+			bad(problem.Layout, d, "must be a directory of the startup kit", "is this the top folder of a provisioned kit?")
 			return false
 		}
 		return true
@@ -119,7 +112,7 @@ func loadKit(dir string, o kitOptions) (*Kit, Problems, Problems) {
 // checkStartup checks startup/: exactly one role file (it sets kit.Role and
 // kit.Name), rootCA.pem, and the leaf certificate, key and organisation of
 // the role.
-func checkStartup(kit *Kit, startup string, keyOptional bool, bad func(k problem.Kind, file, path, msg, hint string), report func(Problem)) {
+func checkStartup(kit *Kit, startup string, keyOptional bool, bad func(k problem.Kind, file, msg, hint string), report func(Problem)) {
 	var roles []string
 	for _, f := range []string{serverRoleFile, clientRoleFile, adminRoleFile} {
 		if isKitFile(filepath.Join(startup, f)) {
@@ -128,11 +121,11 @@ func checkStartup(kit *Kit, startup string, keyOptional bool, bad func(k problem
 	}
 	switch {
 	case len(roles) == 0:
-		bad(problem.Layout, startup, "", "holds no role file (fed_server.json, fed_client.json or fed_admin.json)", "is this a provisioned startup kit?")
+		bad(problem.Layout, startup, "holds no role file (fed_server.json, fed_client.json or fed_admin.json)", "is this a provisioned startup kit?")
 	case len(roles) > 1:
-		bad(problem.Layout, startup, "", "holds more than one role file ("+strings.Join(roles, ", ")+")", "keep exactly one")
+		bad(problem.Layout, startup, "holds more than one role file ("+strings.Join(roles, ", ")+")", "keep exactly one")
 	case roles[0] == adminRoleFile:
-		bad(problem.Layout, filepath.Join(startup, adminRoleFile), "", "this is an admin kit: prepare does not take admin kits", "use the kit of a server or client site")
+		bad(problem.Layout, filepath.Join(startup, adminRoleFile), "this is an admin kit: prepare does not take admin kits", "use the kit of a server or client site")
 	case roles[0] == serverRoleFile:
 		kit.Role = "server"
 	default:
@@ -146,7 +139,7 @@ func checkStartup(kit *Kit, startup string, keyOptional bool, bad func(k problem
 			leaf := leafName(kit.Role)
 			what = "a " + kit.Role + " kit needs startup/rootCA.pem, " + leaf + ".crt and " + leaf + ".key"
 		}
-		bad(problem.Layout, p, "", "is missing: "+what, "")
+		bad(problem.Layout, p, "is missing: "+what, "")
 	}
 	if kit.Role == "" {
 		return // the site name and the leaf material depend on the role
@@ -158,9 +151,9 @@ func checkStartup(kit *Kit, startup string, keyOptional bool, bad func(k problem
 	var nameNode *yaml.Node
 	var namePath string
 	if data, err := readKitFile(roleFile); err != nil {
-		bad(problem.Read, roleFile, "", "cannot read file: "+fsx.Pathless(err).Error(), "")
+		bad(problem.Read, roleFile, "cannot read file: "+fsx.Pathless(err).Error(), "")
 	} else if err := json.Unmarshal(data, &roleDoc); err != nil || roleDoc == nil {
-		bad(problem.Structure, roleFile, "", "is not a JSON object", "")
+		bad(problem.Structure, roleFile, "is not a JSON object", "")
 	} else if nameNode, namePath = siteNameNode(kit.Role, parseTree(roleFile, data).root); nameNode != nil {
 		kit.Name = nameNode.Value
 	}
@@ -178,14 +171,14 @@ func checkStartup(kit *Kit, startup string, keyOptional bool, bad func(k problem
 	leaf := leafName(kit.Role)
 	for _, f := range []string{leaf + ".crt", leaf + ".key"} {
 		if p := filepath.Join(startup, f); !isKitFile(p) && !(keyOptional && f == leaf+".key" && !exists(p)) {
-			bad(problem.Layout, p, "", "is missing: a "+kit.Role+" kit needs startup/rootCA.pem, "+leaf+".crt and "+leaf+".key", "")
+			bad(problem.Layout, p, "is missing: a "+kit.Role+" kit needs startup/rootCA.pem, "+leaf+".crt and "+leaf+".key", "")
 		}
 	}
 	certPath := filepath.Join(startup, leaf+".crt")
 	if isKitFile(certPath) {
 		org, msg := certOrganization(certPath)
 		if msg != "" {
-			bad(problem.Rule, certPath, "", msg, "provision the kit with an organisation for this site")
+			bad(problem.Rule, certPath, msg, "provision the kit with an organisation for this site")
 		}
 		kit.Organization = org
 	}
@@ -281,9 +274,7 @@ const (
 
 // reservedJobIDs are the names a job ID must not have: the workspace's own
 // top-level directories.
-func reservedJobIDs() []string {
-	return []string{StartupDir, LocalDir, transferDir, ControlDir, SnapshotStorageDir, JobsStorageDir}
-}
+var reservedJobIDs = []string{StartupDir, LocalDir, transferDir, ControlDir, SnapshotStorageDir, JobsStorageDir}
 
 // Where prepare's default output lies in a kit (contract §4): KIT/prepared
 // holds the prepared workspaces of every runtime, and is left out of the
@@ -344,16 +335,16 @@ func walkKit(dir, abs string) Problems {
 		}
 		if d.Type().IsRegular() {
 			if info, err := d.Info(); err == nil {
-				if msg := KitFileSize(info.Size()); msg != "" {
-					bad(problem.Layout, p, msg, "a provisioned kit holds small files: remove it from the kit")
+				if msg, hint := KitSize(info.Size(), false); msg != "" {
+					bad(problem.Layout, p, msg, hint)
 				}
 				total += info.Size()
 			}
 		}
 		return nil
 	})
-	if msg := KitSize(total); msg != "" {
-		probs = append(probs, Problem{Kind: problem.Layout, File: dir, Message: msg, Hint: "a provisioned kit is a few hundred kilobytes: remove what does not belong to it"})
+	if msg, hint := KitSize(total, true); msg != "" {
+		probs = append(probs, Problem{Kind: problem.Layout, File: dir, Message: msg, Hint: hint})
 	}
 	return probs
 }

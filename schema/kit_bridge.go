@@ -15,10 +15,7 @@ import (
 // no problem here.
 func kitBridgeProblems(dir string) Problems {
 	res := filepath.Join(dir, LocalDir, resourcesDefaultFile)
-	if !isKitFile(res) {
-		return nil
-	}
-	data, err := readKitFile(res)
+	data, err := readKitFile(res) // a regular file itself, or an error
 	if err != nil {
 		return nil // checkLocal reports it
 	}

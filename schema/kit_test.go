@@ -93,7 +93,7 @@ func makeKit(t testing.TB, role, name string, files map[string][]byte) string {
 
 func TestLoadKitValid(t *testing.T) {
 	client := makeKit(t, "client", "site-1", nil)
-	kit, probs := LoadKit(client)
+	kit, probs := LoadKit(client, false)
 	if probs != nil {
 		t.Fatal(probs)
 	}
@@ -103,7 +103,7 @@ func TestLoadKitValid(t *testing.T) {
 	}
 
 	server := makeKit(t, "server", "srv", map[string][]byte{"local/study_runtime.yaml": []byte("format_version: 2\nstudies:\n")})
-	kit, probs = LoadKit(server)
+	kit, probs = LoadKit(server, false)
 	if probs != nil {
 		t.Fatal(probs)
 	}
@@ -127,7 +127,7 @@ func TestKitSiteNameFallbacks(t *testing.T) {
 		if tc.role == "server" {
 			file = "startup/" + serverRoleFile
 		}
-		kit, probs := LoadKit(makeKit(t, tc.role, "kitdir", map[string][]byte{file: []byte(tc.roleJSON)}))
+		kit, probs := LoadKit(makeKit(t, tc.role, "kitdir", map[string][]byte{file: []byte(tc.roleJSON)}), false)
 		if probs != nil {
 			t.Fatal(probs)
 		}
@@ -181,7 +181,7 @@ func TestLoadKitProblems(t *testing.T) {
 				tc.want = []string{`startup/client.crt: certificate subject "CN=site-1" has no organisation (O=) (provision the kit with an organisation for this site)`}
 			}
 			dir := makeKit(t, tc.role, "site-1", files)
-			kit, probs := LoadKit(dir)
+			kit, probs := LoadKit(dir, false)
 			if kit != nil {
 				t.Error("got a kit despite problems")
 			}
@@ -198,7 +198,7 @@ func TestLoadKitProblems(t *testing.T) {
 
 func TestLoadKitLayout(t *testing.T) {
 	dir := t.TempDir()
-	_, probs := LoadKit(filepath.Join(dir, "missing"))
+	_, probs := LoadKit(filepath.Join(dir, "missing"), false)
 	if got := problemLines(probs); len(got) != 1 || got[0] != filepath.Join(dir, "missing")+": cannot read startup kit: no such file or directory" {
 		t.Errorf("missing: %q", got)
 	}
@@ -206,11 +206,11 @@ func TestLoadKitLayout(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, probs = LoadKit(file)
+	_, probs = LoadKit(file, false)
 	if got := problemLines(probs); len(got) != 1 || got[0] != file+": is not a directory; a startup kit is a folder with startup/ and local/" {
 		t.Errorf("file: %q", got)
 	}
-	_, probs = LoadKit(dir)
+	_, probs = LoadKit(dir, false)
 	want := []string{
 		filepath.Join(dir, "local") + ": must be a directory of the startup kit (is this the top folder of a provisioned kit?)",
 		filepath.Join(dir, "startup") + ": must be a directory of the startup kit (is this the top folder of a provisioned kit?)",
@@ -231,7 +231,7 @@ func TestLoadKitReportsIndependentProblems(t *testing.T) {
 		"local/study_runtime.yaml":     []byte("format_version: 3\n"),
 	})
 	os.Remove(filepath.Join(dir, "startup/rootCA.pem"))
-	kit, probs := LoadKit(dir)
+	kit, probs := LoadKit(dir, false)
 	if kit != nil {
 		t.Error("got a kit despite problems")
 	}
@@ -250,7 +250,7 @@ func TestLoadKitReportsIndependentProblems(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(dir, "startup")); err != nil {
 		t.Fatal(err)
 	}
-	_, probs = LoadKit(dir)
+	_, probs = LoadKit(dir, false)
 	want = []string{
 		dir + "/local/resources.json.default: must be a JSON object",
 		dir + "/startup: must be a directory of the startup kit (is this the top folder of a provisioned kit?)",
@@ -312,7 +312,7 @@ func TestLoadKitWalk(t *testing.T) {
 	must(err)
 	defer l.Close()
 
-	_, probs := LoadKit(dir)
+	_, probs := LoadKit(dir, false)
 	linkProblem := func(name, to string) string {
 		return dir + "/" + name + ": symlink (to \"" + to + "\"); a kit holds no symlinks: prepare would copy what it points at, from anywhere on this host (replace the symlink with the file or directory itself; NVFlare's provisioned kits hold none)"
 	}
@@ -332,14 +332,14 @@ func TestLoadKitWalk(t *testing.T) {
 	// end the walk of the top level (startup/ and transfer/ sort after it).
 	must(os.RemoveAll(filepath.Join(dir, "prepared")))
 	must(syscall.Mkfifo(filepath.Join(dir, "prepared"), 0o600))
-	if got := problemLines(func() Problems { _, p := LoadKit(dir); return p }()); !reflect.DeepEqual(got, want) {
+	if got := problemLines(func() Problems { _, p := LoadKit(dir, false); return p }()); !reflect.DeepEqual(got, want) {
 		t.Errorf("prepared as a FIFO:\n got %q\nwant %q", got, want)
 	}
 
 	// A kit named through a symlink is walked too, with paths as named.
 	link := filepath.Join(t.TempDir(), "kit-link")
 	must(os.Symlink(dir, link))
-	_, probs = LoadKit(link)
+	_, probs = LoadKit(link, false)
 	if len(probs) != len(want) || probs[0].File != link+"/dangling" {
 		t.Errorf("kit through a symlink: %q", problemLines(probs))
 	}
@@ -354,7 +354,7 @@ func TestLoadKitFIFOStudyRuntime(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, probs := LoadKit(dir)
+	_, probs := LoadKit(dir, false)
 	want := []string{
 		dir + "/local/resources.json.default: named pipe (FIFO); a kit holds regular files and directories only (remove it from the kit)",
 		dir + "/local/study_runtime.yaml: named pipe (FIFO); a kit holds regular files and directories only (remove it from the kit)",
@@ -389,7 +389,7 @@ func TestLoadKitSizeLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	sparse("huge", 51<<30)
-	_, probs := LoadKit(dir)
+	_, probs := LoadKit(dir, false)
 	got := problemLines(probs)
 	if len(got) != 2 || !strings.Contains(got[1], "transfer/huge: is 54760833024 bytes; prepare copies files of at most 536870912 bytes (512 MiB)") ||
 		!strings.Contains(got[0], "holds 54760") {
@@ -401,7 +401,7 @@ func TestLoadKitSizeLimits(t *testing.T) {
 	for i := range 5 {
 		sparse(fmt.Sprintf("part%d", i), MaxKitFileBytes)
 	}
-	_, probs = LoadKit(dir)
+	_, probs = LoadKit(dir, false)
 	if got := problemLines(probs); len(got) != 1 || !strings.Contains(got[0], "prepare copies at most 2147483648 bytes (2 GiB) from a kit") {
 		t.Errorf("2.5 GiB of files: %q", got)
 	}

@@ -31,10 +31,12 @@ type LaunchRequest struct {
 	Meta json.RawMessage `json:"-"`
 	// JobArgs maps an argument name to its [flag, value] pair.
 	JobArgs map[string][]string `json:"job_args"`
+	// Invalid says whether the request itself had problems (as opposed to
+	// the problems a plan finds).
+	Invalid bool `json:"-"`
 
 	data    []byte          // the request's text, for the positions of later problems
 	refused map[string]bool // the paths of the request's problems
-	invalid bool            // the request had problems
 }
 
 // launchRequestKeys are the keys of a launch request, in the order the
@@ -72,10 +74,6 @@ var jobIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(j
 // JobIDHint says what job IDs may be.
 const JobIDHint = "job IDs match " + jobIDPattern + " and are not the name of a workspace directory"
 
-// ValidJobID says whether id is a valid NVFlare job ID that does not name
-// a directory of the workspace.
-func ValidJobID(id string) bool { return JobIDProblem(id) == "" }
-
 // JobIDProblem says what is wrong with job ID id ("" when nothing): it must
 // match jobIDPattern and must not be one of reservedJobIDs, whose run
 // directory WS/<id> is a directory of the workspace itself.
@@ -83,9 +81,9 @@ func JobIDProblem(id string) string {
 	if !jobIDRE().MatchString(id) {
 		return fmt.Sprintf("%q is not a valid job ID", id)
 	}
-	if slices.Contains(reservedJobIDs(), id) {
+	if slices.Contains(reservedJobIDs, id) {
 		return fmt.Sprintf("%q names a directory of the workspace (%s), which would be the job's run directory",
-			id, strings.Join(reservedJobIDs(), ", "))
+			id, strings.Join(reservedJobIDs, ", "))
 	}
 	return ""
 }
@@ -108,8 +106,9 @@ func ParseLaunchRequest(file string, data []byte, workspaceRole string) (*Launch
 	if !ok {
 		return nil, t.result()
 	}
-	if data[scan.Root.Offset] != '{' {
-		t.add(problem.Structure, nil, "", "not a valid launch request: got a JSON "+jsonKindAt(data, scan.Root.Offset)+" where an object is required", requestHint)
+	if v := data[scan.Root.Offset]; v != '{' {
+		got := cmp.Or(map[byte]string{'[': "array", '"': "string", 't': "boolean", 'f': "boolean", 'n': "null"}[v], "number")
+		t.add(problem.Structure, nil, "", "not a valid launch request: got a JSON "+got+" where an object is required", requestHint)
 		return nil, t.result()
 	}
 	for range read.omitted {
@@ -130,7 +129,7 @@ func ParseLaunchRequest(file string, data []byte, workspaceRole string) (*Launch
 	t.collapseJobArgs()
 	t.checkLaunchRequest(role)
 	ps := t.result()
-	r := &LaunchRequest{File: file, Meta: json.RawMessage("{}"), data: data, refused: map[string]bool{}, invalid: ps != nil}
+	r := &LaunchRequest{File: file, Meta: json.RawMessage("{}"), data: data, refused: map[string]bool{}, Invalid: ps != nil}
 	for _, p := range ps {
 		if p.Kind != problem.Structure { // a repeated key keeps its value
 			r.refused[p.Path] = true
@@ -346,16 +345,6 @@ func (r *LaunchRequest) decode(v map[string]any) {
 	}
 }
 
-// jsonKindAt names the JSON type of the value at off ("array", …).
-func jsonKindAt(data []byte, off int) string {
-	kinds := map[byte]string{'{': "object", '[': "array", '"': "string", 't': "boolean", 'f': "boolean", 'n': "null"}
-	return cmp.Or(kinds[data[off]], "number")
-}
-
-// Invalid says whether the request itself had problems (as opposed to the
-// problems a plan finds).
-func (r *LaunchRequest) Invalid() bool { return r.invalid }
-
 // Refused says whether the request gave path (or the field holding it) in
 // a form that was reported already.
 func (r *LaunchRequest) Refused(path string) bool {
@@ -365,12 +354,6 @@ func (r *LaunchRequest) Refused(path string) bool {
 		}
 	}
 	return false
-}
-
-// Problem is a problem of kind k about the request field path; Place gives
-// it its position.
-func (r *LaunchRequest) Problem(k problem.Kind, path, msg, hint string) Problem {
-	return Problem{Kind: k, File: r.File, Path: path, Message: msg, Hint: hint}
 }
 
 // Embedding places the document at path of the request (its meta) inside

@@ -139,7 +139,7 @@ func TestLaunchRequestProblems(t *testing.T) {
 	if _, ok := got["job_args.job_id"]; ok {
 		t.Errorf("job_args.job_id compared with a refused job_id: %s", got["job_args.job_id"])
 	}
-	if r == nil || r.JobID != "" || r.Site != "" || r.Role != "client" || len(r.JobArgs) != 1 || !r.Invalid() ||
+	if r == nil || r.JobID != "" || r.Site != "" || r.Role != "client" || len(r.JobArgs) != 1 || !r.Invalid ||
 		!r.Refused("job_args.scheme") || r.Refused("job_args.job_id") || r.JobArgs["job_id"][1] != "other" {
 		t.Errorf("decoded %+v", r)
 	}

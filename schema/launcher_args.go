@@ -202,8 +202,10 @@ func decodeLauncherArgs(file string, n *yaml.Node, v map[string]any) (LauncherAr
 	clamped := map[string]float64{}
 	for _, d := range timeouts(&JobLauncher{}) {
 		key, bound := d.key, d.bound
-		f, ok := floatValue(get(n, key))
-		if !ok || f <= 0 || bound.Check(f) == "" {
+		// numberValue is "" or a finite number, which ParseFloat reads
+		// (ErrRange past float64).
+		f, err := strconv.ParseFloat(string(numberValue(get(n, key))), 64)
+		if err != nil || f <= 0 || bound.Check(f) == "" {
 			continue // in bounds, or the schema refuses it
 		}
 		c := bound.clamp(f)

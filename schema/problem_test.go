@@ -42,10 +42,10 @@ func TestProblemKinds(t *testing.T) {
 		}
 		return ks
 	}
-	if _, ps := LoadSlurmConfig(filepath.Join(dir, "missing.yaml")); !reflect.DeepEqual(kinds(ps), []problem.Kind{problem.Read}) {
+	if _, ps, _ := LoadSlurmConfig(filepath.Join(dir, "missing.yaml"), false); !reflect.DeepEqual(kinds(ps), []problem.Kind{problem.Read}) {
 		t.Errorf("missing file: %v %v", ps, kinds(ps))
 	}
-	if _, ps := LoadSlurmConfig(dir); !reflect.DeepEqual(kinds(ps), []problem.Kind{problem.Layout}) {
+	if _, ps, _ := LoadSlurmConfig(dir, false); !reflect.DeepEqual(kinds(ps), []problem.Kind{problem.Layout}) {
 		t.Errorf("a directory as a file: %v %v", ps, kinds(ps))
 	}
 	if _, ps := parseSlurm("c.yaml", []byte("a: [\n")); !reflect.DeepEqual(kinds(ps), []problem.Kind{problem.Syntax}) {
@@ -54,7 +54,7 @@ func TestProblemKinds(t *testing.T) {
 	if _, ps := parseSlurm("c.yaml", []byte("- a\n")); !reflect.DeepEqual(kinds(ps), []problem.Kind{problem.Structure}) {
 		t.Errorf("top level: %v %v", ps, kinds(ps))
 	}
-	if _, ps := LoadKit(dir); len(ps) == 0 || slices.ContainsFunc(ps, func(p Problem) bool { return p.Kind != problem.Layout }) {
+	if _, ps := LoadKit(dir, false); len(ps) == 0 || slices.ContainsFunc(ps, func(p Problem) bool { return p.Kind != problem.Layout }) {
 		t.Errorf("an empty kit is a layout problem: %v %v", ps, kinds(ps))
 	}
 	if SchemaOf(KindKit, "k/config.yaml") != KindSlurmConfig || SchemaOf(KindKit, "k/local/study_runtime.yaml") != KindStudyRuntime ||

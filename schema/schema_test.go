@@ -72,7 +72,7 @@ func TestSchemasValidAgainstMetaschema(t *testing.T) {
 // a property has one, is a value the property accepts (an editor inserts it:
 // yaml-language-server wrote `image: "null"` for a `"default": null` on a
 // string); an optional property without a default is simply unset. Custom
-// messages use the keywords editors understand (customMessage): no
+// messages use the keywords editors understand (defaultMessage): no
 // ajv-errors "errorMessage" object, which editors show raw; a
 // patternErrorMessage only next to a pattern; x-errorMessages only for
 // keywords of the same node. An enum carries its type, or editors skip it

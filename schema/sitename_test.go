@@ -57,7 +57,7 @@ func TestKitSiteNameRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kit := makeKit(t, tc.role, "kit", map[string][]byte{"startup/" + tc.roleFile: []byte(tc.json)})
-			_, probs := LoadKit(kit)
+			_, probs := LoadKit(kit, false)
 			tc.want.File = filepath.Join(kit, "startup", tc.roleFile)
 			if !reflect.DeepEqual(probs, Problems{tc.want}) {
 				t.Errorf("problems:\n got %#v\nwant %#v", probs, Problems{tc.want})
@@ -67,7 +67,7 @@ func TestKitSiteNameRefused(t *testing.T) {
 	// Without a name in the role file, the kit folder's name is the site
 	// name, and must follow the same rule.
 	kit := makeKit(t, "client", "my kit", map[string][]byte{"startup/" + clientRoleFile: []byte(`{"client": {}}`)})
-	_, probs := LoadKit(kit)
+	_, probs := LoadKit(kit, false)
 	if len(probs) != 1 || probs[0].File != kit || !strings.Contains(probs[0].Message, `site name "my kit" holds whitespace ' ' at character 3`) ||
 		!strings.Contains(probs[0].Hint, SiteNameAllowed) {
 		t.Errorf("kit folder name: %v", probs)

@@ -50,32 +50,14 @@ func DefaultMultiNodePortRange(internalPort int) PortRange {
 	return PortRange{Start: defaultPortRangeStart, End: defaultPortRangeEnd}
 }
 
-// LoadSlurmConfig reads and validates a slurm.yaml.
-func LoadSlurmConfig(path string) (*SlurmConfig, Problems) {
-	cfg, probs, _ := loadSlurmConfig(path, false)
-	return cfg, probs
-}
-
-// LoadSlurmConfigOffline is LoadSlurmConfig without the checks that need
-// this host (the image file); it returns each check it skipped.
-func LoadSlurmConfigOffline(path string) (*SlurmConfig, Problems, Problems) {
-	return loadSlurmConfig(path, true)
-}
-
-// loadSlurmConfig is LoadSlurmConfig; offline skips the checks that need
-// this host and returns each one skipped.
-func loadSlurmConfig(path string, offline bool) (*SlurmConfig, Problems, Problems) {
-	data, probs := readInput(path)
+// LoadSlurmConfig reads and validates a slurm.yaml; offline skips the
+// checks that need this host (the image file) and returns each one skipped.
+func LoadSlurmConfig(path string, offline bool) (*SlurmConfig, Problems, Problems) {
+	data, _, probs := ReadInput(path, false)
 	if probs != nil {
 		return nil, probs, nil
 	}
 	return parseSlurmConfig(path, data, offline)
-}
-
-// readInput reads a whole input file, reporting an unreadable one.
-func readInput(path string) ([]byte, Problems) {
-	data, _, ps := ReadInput(path, false)
-	return data, ps
 }
 
 // ReadInput reads the regular file at path, at most MaxInputBytes, and
@@ -253,7 +235,11 @@ func (t *tree) checkJobLauncher(jl *yaml.Node) {
 		}
 	}
 	if r := get(jl, "multi_node_port_range"); r != nil {
-		t.checkPortRange(r, optInt(get(jl, "internal_port"), defaultInternalPort))
+		port, ok := intValue(get(jl, "internal_port"))
+		if !ok {
+			port = defaultInternalPort
+		}
+		t.checkPortRange(r, port)
 	}
 }
 
@@ -261,14 +247,11 @@ func (t *tree) checkJobLauncher(jl *yaml.Node) {
 // skipped-check list of validate --offline shows it.
 const imageFileCheck = "the image file exists on this host"
 
-// skip records a host check that offline validation did not run.
+// skip records a host check that offline validation did not run, of the
+// value n (a string both callers checked).
 func (t *tree) skip(n *yaml.Node, path, check string) {
-	p := Problem{Kind: problem.Rule, File: t.file, Path: path, Message: "not checked (offline): " + check,
-		Hint: "run validate without --offline on the host that runs the jobs"}
-	if n != nil {
-		p.Line, p.Column = n.Line, n.Column
-	}
-	t.skipped = append(t.skipped, p)
+	t.skipped = append(t.skipped, Problem{Kind: problem.Rule, File: t.file, Line: n.Line, Column: n.Column, Path: path,
+		Message: "not checked (offline): " + check, Hint: "run validate without --offline on the host that runs the jobs"})
 }
 
 // checkImageFile says what is wrong with a container image path on this
@@ -341,34 +324,19 @@ func (t *tree) checkPortRange(n *yaml.Node, internalPort int) {
 	}
 }
 
-// parsePortRange reads the text form "START-END" of multi_node_port_range
-// (at most five digits each, no sign, no spaces); ok is false otherwise.
-func parsePortRange(s string) (PortRange, bool) {
-	a, b, found := strings.Cut(s, "-")
-	if !found || len(a) == 0 || len(a) > 5 || len(b) == 0 || len(b) > 5 {
-		return PortRange{}, false
-	}
-	start, err1 := strconv.Atoi(a)
-	end, err2 := strconv.Atoi(b)
-	if err1 != nil || err2 != nil || strings.ContainsAny(a+b, "+-") {
-		return PortRange{}, false
-	}
-	return PortRange{Start: start, End: end}, true
-}
-
-// portRangeOf reads "START-END" or [START, END]; ok is false for any other
-// shape.
+// portRangeOf reads "START-END" (at most five digits each, no sign, no
+// spaces) or [START, END]; ok is false for any other shape.
 func portRangeOf(n *yaml.Node) (PortRange, bool) {
-	switch n.Kind {
-	case yaml.ScalarNode:
-		if !isString(n) {
+	switch {
+	case isString(n):
+		a, b, found := strings.Cut(n.Value, "-")
+		start, err1 := strconv.Atoi(a) // "" is an error
+		end, err2 := strconv.Atoi(b)
+		if !found || len(a) > 5 || len(b) > 5 || err1 != nil || err2 != nil || strings.ContainsAny(a+b, "+-") {
 			return PortRange{}, false
 		}
-		return parsePortRange(n.Value)
-	case yaml.SequenceNode:
-		if len(n.Content) != 2 {
-			return PortRange{}, false
-		}
+		return PortRange{Start: start, End: end}, true
+	case n.Kind == yaml.SequenceNode && len(n.Content) == 2:
 		start, ok1 := intValue(n.Content[0])
 		end, ok2 := intValue(n.Content[1])
 		if !ok1 || !ok2 || n.Content[0].ShortTag() != "!!int" || n.Content[1].ShortTag() != "!!int" {
@@ -421,20 +389,10 @@ func optString(n *yaml.Node) string {
 	return n.Value
 }
 
-func optInt(n *yaml.Node, def int) int {
-	if v, ok := intValue(n); ok {
-		return v
-	}
-	return def
-}
-
 // CheckConfigForKit reports config settings the kit's role does not allow:
 // a parent block belongs to client kits only.
 func CheckConfigForKit(cfg *SlurmConfig, kit *Kit) Problems {
-	if cfg == nil || kit == nil {
-		return nil
-	}
-	if kit.Role != "server" || cfg.Parent == nil {
+	if cfg == nil || kit == nil || kit.Role != "server" || cfg.Parent == nil {
 		return nil
 	}
 	return Problems{{Kind: problem.Rule,

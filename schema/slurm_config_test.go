@@ -86,7 +86,7 @@ func TestParseSlurmConfigFull(t *testing.T) {
 }
 
 func TestSlurmConfigDefaults(t *testing.T) {
-	cfg, probs := LoadSlurmConfig("testdata/slurm-minimal.yaml")
+	cfg, probs, _ := LoadSlurmConfig("testdata/slurm-minimal.yaml", false)
 	if probs != nil {
 		t.Fatal(probs)
 	}
@@ -341,11 +341,11 @@ job_launcher:
 func TestLoadSlurmConfigUnreadable(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "nope.yaml")
-	_, probs := LoadSlurmConfig(missing)
+	_, probs, _ := LoadSlurmConfig(missing, false)
 	if got := problemLines(probs); len(got) != 1 || got[0] != missing+": cannot read file: no such file or directory" {
 		t.Errorf("missing file: %q", got)
 	}
-	_, probs = LoadSlurmConfig(dir)
+	_, probs, _ = LoadSlurmConfig(dir, false)
 	if got := problemLines(probs); len(got) != 1 || got[0] != dir+": is a directory, not a file" {
 		t.Errorf("directory: %q", got)
 	}

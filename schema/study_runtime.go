@@ -38,18 +38,16 @@ const (
 // validateStudyRuntime is loadStudyRuntime (or, for data that is not nil,
 // parseStudyRuntime) with validate's host checks; it returns the problems
 // and the checks it skipped.
-func validateStudyRuntime(path string, data []byte, host hostChecks) (Problems, Problems) {
-	var skipped Problems
-	parse := func(file string, d []byte) (*StudyRuntime, Problems) {
-		sr, probs, sk := parseStudyRuntimeHost(file, d, host)
-		skipped = sk
+func validateStudyRuntime(path string, data []byte, host hostChecks) (probs, skipped Problems) {
+	parse := func(file string, d []byte) (sr *StudyRuntime, probs Problems) {
+		sr, probs, skipped = parseStudyRuntimeHost(file, d, host)
 		return sr, probs
 	}
 	if data != nil {
-		_, probs := parse(path, data)
-		return probs, skipped
+		_, probs = parse(path, data)
+	} else {
+		_, probs = loadStudyRuntime(path, parse)
 	}
-	_, probs := loadStudyRuntime(path, parse)
 	return probs, skipped
 }
 
@@ -70,7 +68,7 @@ func loadStudyRuntime(path string, parse func(string, []byte) (*StudyRuntime, Pr
 			}}
 		}
 	}
-	data, probs := readInput(path)
+	data, _, probs := ReadInput(path, false)
 	if probs != nil {
 		return nil, append(legacy, probs...)
 	}
@@ -350,7 +348,7 @@ func (rt *StudyRuntime) SecretEnvNames() []string {
 // the safe side for a list of names to drop. A file that cannot be read
 // or parsed gives nil.
 func StudySecretEnvNames(path string) []string {
-	data, probs := readInput(path)
+	data, _, probs := ReadInput(path, false)
 	if probs != nil {
 		return nil
 	}

@@ -144,9 +144,7 @@ func (t *tree) checkText(doc map[string]any) {
 					}
 					cs = extra
 				}
-				if cs != nil {
-					walk(v[k], child, cs)
-				}
+				walk(v[k], child, cs) // nothing to check when cs is nil
 			}
 		case []any:
 			items, _ := s["items"].(map[string]any)
@@ -182,7 +180,11 @@ func (t *tree) checkTagHere(n *yaml.Node) bool {
 	tag := n.ShortTag()
 	allowed := coreTags[n.Kind]
 	if !slices.Contains(allowed, tag) {
-		t.addHere(problem.Structure, n, fmt.Sprintf(msgTag+"%s is not supported on a %s", quoteTag(n.Tag), nodeKindName(n)),
+		written := n.Tag // as written, quoted when it holds anything but printable ASCII
+		if strings.ContainsFunc(written, func(r rune) bool { return r <= ' ' || r > '~' }) {
+			written = strconv.Quote(written)
+		}
+		t.addHere(problem.Structure, n, fmt.Sprintf(msgTag+"%s is not supported on a %s", written, nodeKindName(n)),
 			"remove the tag; the allowed explicit tags are "+strings.Join(allowed, ", "))
 		return false
 	}
@@ -207,13 +209,4 @@ func (t *tree) checkTagHere(n *yaml.Node) bool {
 		return false
 	}
 	return true
-}
-
-// quoteTag shows a tag as written, quoted when it holds anything but
-// printable ASCII.
-func quoteTag(tag string) string {
-	if strings.ContainsFunc(tag, func(r rune) bool { return r <= ' ' || r > '~' }) {
-		return fmt.Sprintf("%q", tag)
-	}
-	return tag
 }

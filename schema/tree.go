@@ -2,6 +2,7 @@ package schema
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -506,10 +507,7 @@ func nodeKindName(n *yaml.Node) string {
 	case yaml.AliasNode:
 		return "alias"
 	}
-	if name, ok := scalarKindNames[n.ShortTag()]; ok {
-		return name
-	}
-	return "string"
+	return cmp.Or(scalarKindNames[n.ShortTag()], "string")
 }
 
 // scalarKindNames name the scalars that are not strings, for messages.
@@ -612,15 +610,6 @@ func intValue(n *yaml.Node) (int, bool) {
 		return 0, false
 	}
 	return int(r.Num().Int64()), true
-}
-
-// floatValue reads a finite number scalar.
-func floatValue(n *yaml.Node) (float64, bool) {
-	f, err := strconv.ParseFloat(string(numberValue(n)), 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return 0, false
-	}
-	return f, true
 }
 
 // scalarText is the string form of a string, integer, float or boolean

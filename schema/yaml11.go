@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -327,8 +326,10 @@ func readingDifferences(file string, data []byte, textPaths func(path string) bo
 		case directive && r.kind != "str" && r.kind != "int":
 			msg = fmt.Sprintf("%s(NVFlare's PyYAML) read %s as %s, which NVFlare refuses (a directive must be a string or an integer); flare-slurm (YAML 1.2) passes %s",
 				msgYAML11Prefix, n.Value, r.describe(), strconv.Quote(scalarText(n)))
-		default:
-			hint += numberHint(n)
+		case n.ShortTag() == "!!int" && numberValue(n) != "":
+			// the plain spelling of the number this tool reads, which
+			// both readers read alike
+			hint += fmt.Sprintf(", or %s if you mean the number %[1]s", numberValue(n))
 		}
 		out = append(out, readingDiff{Problem{Kind: problem.Schema, File: file, Line: n.Line, Column: n.Column, Path: path, Message: msg, Hint: hint, Code: WarnYAML11Reading}, n})
 	}
@@ -351,19 +352,6 @@ func readingDifferences(file string, data []byte, textPaths func(path string) bo
 	}
 	walk(doc.Content[0], "")
 	return out
-}
-
-// numberHint adds, for a value this tool reads as a number, the plain
-// spelling of that number (which both readers read alike).
-func numberHint(n *yaml.Node) string {
-	v, ok := scalarValue(n)
-	if !ok {
-		return ""
-	}
-	if _, isNum := v.(interface{ Int64() (int64, error) }); isNum && n.ShortTag() == "!!int" {
-		return fmt.Sprintf(", or %v if you mean the number %v", v, v)
-	}
-	return ""
 }
 
 // isDirectiveValue says whether dotted path names an sbatch directive's
@@ -402,10 +390,7 @@ func ReadingWarnings(kind, path string) Problems {
 	}
 	var out Problems
 	for _, f := range files {
-		if st, err := os.Lstat(f); err != nil || !st.Mode().IsRegular() {
-			continue
-		}
-		data, probs := readInput(f)
+		data, _, probs := ReadInput(f, true) // a regular file itself, not through a symlink
 		if probs != nil {
 			continue
 		}

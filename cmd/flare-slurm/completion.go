@@ -225,7 +225,7 @@ func completeJobIDs(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.
 	}
 	var out []cobra.Completion
 	for _, h := range handles {
-		if !schema.ValidJobID(h.JobID) || !strings.HasPrefix(h.JobID, toComplete) {
+		if schema.JobIDProblem(h.JobID) != "" || !strings.HasPrefix(h.JobID, toComplete) {
 			continue
 		}
 		out = append(out, cobra.CompletionWithDesc(h.JobID,

@@ -73,7 +73,7 @@ func printExplanation(w io.Writer, x *schema.Explanation) {
 		}
 	}
 	if x.Description != "" {
-		fmt.Fprintf(w, "\nDESCRIPTION:\n%s\n", wrap(x.Description, "    ", 92))
+		fmt.Fprintf(w, "\nDESCRIPTION:\n%s\n", schema.Wrap("   ", x.Description, 92))
 	}
 	if len(x.Fields) > 0 {
 		fmt.Fprintln(w, "\nFIELDS:")
@@ -88,26 +88,8 @@ func printExplanation(w io.Writer, x *schema.Explanation) {
 			}
 			fmt.Fprintf(w, "    %-*s  <%s>%s\n", width, f.Name, f.Type, req)
 			if f.Summary != "" {
-				fmt.Fprintf(w, "%s\n", wrap(f.Summary, "        ", 92))
+				fmt.Fprintf(w, "%s\n", schema.Wrap("       ", f.Summary, 92))
 			}
 		}
 	}
-}
-
-// wrap fills text into lines of at most width columns, each starting with
-// indent.
-func wrap(text, indent string, width int) string {
-	var lines []string
-	line := indent
-	for _, w := range strings.Fields(text) {
-		if len(line) > len(indent) && len(line)+1+len(w) > width {
-			lines = append(lines, line)
-			line = indent
-		}
-		if len(line) > len(indent) {
-			line += " "
-		}
-		line += w
-	}
-	return strings.Join(append(lines, line), "\n")
 }

@@ -36,13 +36,13 @@ func TestProblemRuleOfRealProblems(t *testing.T) {
 		ps, _ := schema.ValidateData(schema.KindSlurmConfig, "c.yaml", []byte(text), schema.ValidateOptions{})
 		return ps
 	}
-	_, missing := schema.LoadSlurmConfig(filepath.Join(dir, "missing.yaml"))
-	_, isDir := schema.LoadSlurmConfig(dir)
+	_, missing, _ := schema.LoadSlurmConfig(filepath.Join(dir, "missing.yaml"), false)
+	_, isDir, _ := schema.LoadSlurmConfig(dir, false)
 	kit := filepath.Join(dir, "kit")
 	if err := os.Mkdir(kit, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, layout := schema.LoadKit(kit)
+	_, layout := schema.LoadKit(kit, false)
 	drift := (&prepare.Drift{Output: dir, Changes: []prepare.Change{{Path: "local/x", Detail: "cannot read file: differs"}}}).Problems()
 	for _, tc := range []struct {
 		name string

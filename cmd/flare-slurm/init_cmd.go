@@ -31,7 +31,7 @@ one that exists (--force replaces a regular file; never a symlink).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			role, site := "client", ""
 			if len(args) == 1 {
-				kit, probs := schema.LoadKit(args[0])
+				kit, probs := schema.LoadKit(args[0], false)
 				if probs != nil {
 					return failure(errcode.InvalidKit, fmt.Sprintf("%s is not a usable startup kit", args[0]),
 						"fix every problem listed, or run init without KIT", probs)

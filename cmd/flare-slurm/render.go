@@ -63,7 +63,7 @@ func newRenderCommand(a *app) *cobra.Command {
 			env := compile.Environ(os.LookupEnv)
 			plan, req, err := compile.ParseAndResolveReview(ws, request, data, env)
 			if err != nil {
-				if req == nil || req.Invalid() {
+				if req == nil || req.Invalid {
 					return compileFailure(errcode.InvalidRequest, "the launch request "+request+" is invalid", "fix every problem listed (contract §12 describes the request); nothing was written", err)
 				}
 				return compileFailure(errcode.LaunchRefused, "job "+req.JobID+" cannot be launched as requested", "fix the fields named above; nothing was written", err)

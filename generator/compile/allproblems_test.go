@@ -31,7 +31,7 @@ func TestParseAndResolveReportsEverything(t *testing.T) {
 	if !errors.As(err, &ps) {
 		t.Fatalf("err = %v", err)
 	}
-	if req == nil || !req.Invalid() {
+	if req == nil || !req.Invalid {
 		t.Fatalf("request not marked invalid: %+v", req)
 	}
 	got := map[string]string{}
@@ -67,7 +67,7 @@ func TestParseAndResolveReportsEverything(t *testing.T) {
 	// Without structural problems, plan problems still come with positions.
 	f.Request["job_args"].(map[string]any)["parent_conn_sec"] = []any{"--parent_conn_sec", "mtls"}
 	_, req, err = ParseAndResolve(ws, "req.json", f.Write(), f.environ())
-	if !errors.As(err, &ps) || req.Invalid() || len(ps) != 1 || ps[0].Path != "job_args.parent_conn_sec" || ps[0].Line == 0 {
+	if !errors.As(err, &ps) || req.Invalid || len(ps) != 1 || ps[0].Path != "job_args.parent_conn_sec" || ps[0].Line == 0 {
 		t.Fatalf("plan problem: %v", err)
 	}
 

@@ -287,7 +287,7 @@ func FuzzParseRequest(f *testing.F) {
 			}
 			return
 		}
-		if !schema.ValidJobID(req.JobID) || (req.Role != "client" && req.Role != "server") || req.Site == "" {
+		if schema.JobIDProblem(req.JobID) != "" || (req.Role != "client" && req.Role != "server") || req.Site == "" {
 			t.Fatalf("accepted an invalid request: %+v", req)
 		}
 		for name, pair := range req.JobArgs {

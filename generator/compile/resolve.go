@@ -78,7 +78,7 @@ type resolver struct {
 }
 
 func (r *resolver) reqProblem(path, msg, hint string) {
-	r.ps = append(r.ps, r.req.Problem(problem.Rule, path, msg, hint))
+	r.ps = append(r.ps, schema.Problem{Kind: problem.Rule, File: r.req.File, Path: path, Message: msg, Hint: hint})
 }
 
 // wsProblem is a problem of the workspace's launcher settings. Their file

@@ -147,7 +147,7 @@ func TestSymlinkedPreparedIsAKitProblem(t *testing.T) {
 			if err := os.Symlink(target, linkPath); err != nil {
 				t.Fatal(err)
 			}
-			_, problems := schema.LoadKit(f.kit)
+			_, problems := schema.LoadKit(f.kit, false)
 			if !strings.Contains(problems.Error(), linkPath+": symlink (to "+target+"); prepare's default output prepared/slurm must lie inside the kit") {
 				t.Errorf("validate does not report the symlink:\n%v", problems)
 			}

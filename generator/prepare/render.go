@@ -162,13 +162,7 @@ func Render(opts Options) (*Workspace, error) {
 				Hint:    hint}
 		}
 	}
-	var cfg *schema.SlurmConfig
-	var cfgProblems schema.Problems
-	if opts.ImageAsWritten {
-		cfg, cfgProblems, _ = schema.LoadSlurmConfigOffline(configPath) // the image is checked below
-	} else {
-		cfg, cfgProblems = schema.LoadSlurmConfig(configPath)
-	}
+	cfg, cfgProblems, _ := schema.LoadSlurmConfig(configPath, opts.ImageAsWritten) // as written: the image is checked below
 	names.problems(cfgProblems)
 	k, kitProblems := loadKit(kit, opts, names)
 	if len(cfgProblems) > 0 || len(kitProblems) > 0 {
@@ -409,11 +403,7 @@ func within(path, dir string) bool {
 // loadKit validates the kit as opts ask: without its secret files for a
 // drift check that excludes them.
 func loadKit(kit string, opts Options, names givenPaths) (*schema.Kit, schema.Problems) {
-	load := schema.LoadKit
-	if opts.ExcludeSecrets {
-		load = schema.LoadKitWithoutSecrets
-	}
-	k, ps := load(kit)
+	k, ps := schema.LoadKit(kit, opts.ExcludeSecrets)
 	return k, names.problems(ps)
 }
 

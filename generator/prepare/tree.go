@@ -87,8 +87,8 @@ func (w *Workspace) scanKit() error {
 				sub.Close()
 				continue
 			}
-			if msg := schema.KitFileSize(st.Size); msg != "" {
-				bad(problem.Layout, childAbs, msg, "a provisioned kit holds small files: remove it from the kit")
+			if msg, hint := schema.KitSize(st.Size, false); msg != "" {
+				bad(problem.Layout, childAbs, msg, hint)
 				continue
 			}
 			total += st.Size
@@ -96,8 +96,8 @@ func (w *Workspace) scanKit() error {
 		}
 	}
 	scan(root, w.Kit, ".")
-	if msg := schema.KitSize(total); msg != "" {
-		bad(problem.Layout, w.Kit, msg, "a provisioned kit is a few hundred kilobytes: remove what does not belong to it")
+	if msg, hint := schema.KitSize(total, true); msg != "" {
+		bad(problem.Layout, w.Kit, msg, hint)
 	}
 	if len(problems) > 0 {
 		return &Error{Code: errcode.InvalidKit, Problems: problems,

@@ -102,7 +102,7 @@ func Run(paths []string, opts Options) *Result {
 		}
 		if probs == nil && k == "" {
 			if data != nil {
-				k, probs = schema.DetectKindData(name, data)
+				k, probs = schema.DetectKindData(name, data, false)
 			} else {
 				k, probs = schema.DetectKind(p)
 			}

@@ -73,11 +73,7 @@ func Format(p string, opts Options) Outcome {
 		}
 	}
 	if k == "" {
-		if p == "-" {
-			k, probs = schema.DetectKindData(name, data)
-		} else {
-			k, probs = schema.DetectKindFile(p, data)
-		}
+		k, probs = schema.DetectKindData(name, data, p != "-")
 		if probs == nil && k == "" {
 			probs = schema.Problems{{Kind: problem.Rule, File: name, Message: "cannot tell what kind of file this is",
 				Hint: "pass --kind slurm-config or --kind study-runtime"}}
