@@ -1,9 +1,9 @@
 package procbench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,14 +88,8 @@ func withImage(root, dir, name, image string) (string, error) {
 }
 
 func (f *Fixture) findNVFlare(ctx context.Context) {
-	python := os.Getenv("NVFLARE_PYTHON")
-	if python == "" {
-		python = "python3"
-	}
-	src := os.Getenv("NVFLARE_SRC")
-	if src == "" {
-		src = filepath.Join(f.Root, "..", "shared", "nvflare")
-	}
+	python := cmp.Or(os.Getenv("NVFLARE_PYTHON"), "python3")
+	src := cmp.Or(os.Getenv("NVFLARE_SRC"), filepath.Join(f.Root, "..", "shared", "nvflare"))
 	if _, err := os.Stat(filepath.Join(src, "nvflare", "tool", "deploy", "deploy_commands.py")); err != nil {
 		f.NVFlareMissing = "no NVFlare source at " + src + " (set NVFLARE_SRC)"
 		return
@@ -227,27 +221,9 @@ func (f *Fixture) buildLargeKit() (string, error) {
 		return f.largeKit, nil
 	}
 	kit := filepath.Join(f.Dir, "large-kit")
-	src := filepath.Join(f.Root, "examples", "site-1")
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		dst := filepath.Join(kit, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return os.MkdirAll(dst, info.Mode().Perm())
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, data, info.Mode().Perm())
-	})
-	if err != nil {
+	// os.CopyFS's modes (0666, or 0777 with an execute bit, less the
+	// umask) are git's for the checked-out example.
+	if err := os.CopyFS(kit, os.DirFS(filepath.Join(f.Root, "examples", "site-1"))); err != nil {
 		return "", err
 	}
 	const files, total = 10000, 200 << 20
