@@ -121,7 +121,7 @@ func (a *app) waitFollow(cmd *cobra.Command, t jobTarget) error {
 			f.write(envelope{Status: "ok", Data: st})
 		} else {
 			f.mu.Lock()
-			f.writeErr = errors.Join(f.writeErr, a.printStatus(st, false))
+			printStatus(a.stdout, st)
 			f.mu.Unlock()
 		}
 	})
@@ -227,19 +227,17 @@ func (f *follower) launch(line []byte) {
 	f.launches.Add(1)
 	f.launchMu.Unlock()
 	go func() {
-		defer f.launches.Done()
-		defer func() {
-			f.launchMu.Lock()
-			delete(f.stops, tag)
-			f.launchMu.Unlock()
-			cancel()
-		}()
 		defer func() {
 			// One launch's panic must not end the watching of every job.
 			if r := recover(); r != nil {
 				f.answer(tag, nil, failure(errcode.LaunchFailed, fmt.Sprintf("the launch failed with an internal error: %v", r),
 					"run 'flare-slurm status --all-live' to see whether it was submitted, and report the error", nil))
 			}
+			f.launchMu.Lock()
+			delete(f.stops, tag)
+			f.launchMu.Unlock()
+			cancel()
+			f.launches.Done()
 		}()
 		rt, err := openSite(lctx, f.a, f.workspace, false, environ)
 		if err != nil {
