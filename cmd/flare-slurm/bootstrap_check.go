@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -123,9 +124,5 @@ func bootstrapCommand(workspace string) string {
 // runtimeFailure reports a runtime error with its own hint when it
 // carries one (manager.Hint), else with fallback.
 func runtimeFailure(code string, err error, fallback string) error {
-	hint := manager.Hint(err)
-	if hint == "" {
-		hint = fallback
-	}
-	return failure(code, err.Error(), hint, nil)
+	return failure(code, err.Error(), cmp.Or(manager.Hint(err), fallback), nil)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -58,11 +59,7 @@ No KEY explains a file's top level.`,
 // printExplanation prints x as kubectl explain does: headed lines, the
 // description wrapped, then the fields.
 func printExplanation(w io.Writer, x *schema.Explanation) {
-	key := x.Path
-	if key == "" {
-		key = "(the whole file)"
-	}
-	fmt.Fprintf(w, "SCHEMA:   %s\nKEY:      %s\nTYPE:     %s\n", x.Schema, key, x.Type)
+	fmt.Fprintf(w, "SCHEMA:   %s\nKEY:      %s\nTYPE:     %s\n", x.Schema, cmp.Or(x.Path, "(the whole file)"), x.Type)
 	required := ""
 	if x.Required {
 		required = "yes"

@@ -98,9 +98,6 @@ var escapeData = strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A")
 // escapes plus the separators of the property list (: and ,).
 var escapeProperty = strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C")
 
-// sarifSchemaURI is the schema the SARIF log names.
-const sarifSchemaURI = "https://json.schemastore.org/sarif-2.1.0.json"
-
 // SARIF writes one SARIF 2.1.0 log with one run of tool. Each finding is a
 // result of its level (error unless it is a warning) whose rule is its class (rules lists the classes;
 // only those used are written); the file and line:column are its physical
@@ -152,7 +149,7 @@ func SARIF(w io.Writer, tool Tool, rules []Rule, fs []Finding) error {
 		results = append(results, r)
 	}
 	log := sarifLog{
-		Schema:  sarifSchemaURI,
+		Schema:  "https://json.schemastore.org/sarif-2.1.0.json",
 		Version: "2.1.0",
 		Runs: []sarifRun{{
 			Tool:    sarifTool{Driver: sarifDriver{Name: tool.Name, Version: tool.Version, InformationURI: tool.InformationURI, Rules: sr}},

@@ -1,6 +1,7 @@
 package procbench
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -102,18 +103,14 @@ func (f *Fixture) findNVFlare(ctx context.Context) {
 	check := exec.CommandContext(ctx, python, "-c", "import nvflare.tool.deploy.deploy_commands")
 	check.Env = env
 	if out, err := check.CombinedOutput(); err != nil {
+		out = bytes.TrimSpace(out) // its last line says why
 		f.NVFlareMissing = fmt.Sprintf("%s cannot import NVFlare's deploy code with PYTHONPATH=%s (%v): %s "+
 			"(NVFlare's README lists the Python packages it needs; set NVFLARE_PYTHON or NVFLARE_PYTHONPATH)",
-			python, path, err, lastLine(out))
+			python, path, err, out[bytes.LastIndexByte(out, '\n')+1:])
 		return
 	}
 	f.NVFlare = []string{python, "-c", nvflarePrepare}
 	f.NVFlareEnv = env
-}
-
-func lastLine(b []byte) string {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	return lines[len(lines)-1]
 }
 
 // Scenario is one paired comparison and its target: the median of the
