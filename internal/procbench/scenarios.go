@@ -35,7 +35,6 @@ type Fixture struct {
 	NVFlare        []string
 	NVFlareEnv     []string
 	NVFlareMissing string
-	largeKit       string
 }
 
 // NewFixture builds the binaries into dir and lays out the inputs. NVFlare
@@ -211,12 +210,9 @@ func (f *Fixture) Scenarios(large bool) ([]Scenario, error) {
 	return list, nil
 }
 
-// buildLargeKit builds, once, a client kit of the example site-1 files plus
+// buildLargeKit builds a client kit of the example site-1 files plus
 // 10,000 files totalling 200 MiB in 100 directories.
 func (f *Fixture) buildLargeKit() (string, error) {
-	if f.largeKit != "" {
-		return f.largeKit, nil
-	}
 	kit := filepath.Join(f.Dir, "large-kit")
 	// os.CopyFS's modes (0666, or 0777 with an execute bit, less the
 	// umask) are git's for the checked-out example.
@@ -241,6 +237,5 @@ func (f *Fixture) buildLargeKit() (string, error) {
 		}
 	}
 	syscall.Sync()
-	f.largeKit = kit
 	return kit, nil
 }
