@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -33,18 +32,29 @@ func newStatusCommand(a *app) *cobra.Command {
 			if all && allLive {
 				return usageErrorf("--all and --all-live exclude each other")
 			}
-			if all {
-				return a.statusList(cmd, t, "--all", (*manager.Manager).AllStatuses, func(st manager.Status) { printStatus(a.stdout, st) },
-					"no job in the workspace (results are kept for 7 days)")
-			}
-			if allLive {
-				// A job not finished: no return code, no detail.
-				return a.statusList(cmd, t, "--all-live", (*manager.Manager).LiveStatuses, func(st manager.Status) {
-					fmt.Fprintf(a.stdout, "job %s (Slurm job %s): %s, not finished\n", st.JobID, st.SlurmJobID, st.State)
-					if p := st.Pending(time.Now()); p != "" {
-						fmt.Fprintf(a.stdout, "  %s\n", visible.Lines(p))
+			if all || allLive {
+				// One line (or one JSON entry) per job, none when there is no job.
+				flag, list, none := "--all", (*manager.Manager).AllStatuses, "no job in the workspace (results are kept for 7 days)"
+				line := func(st manager.Status) { printStatus(a.stdout, st) }
+				if allLive {
+					// A job not finished: no return code, no detail.
+					flag, list, none = "--all-live", (*manager.Manager).LiveStatuses, "no live job in the workspace"
+					line = func(st manager.Status) {
+						fmt.Fprintf(a.stdout, "job %s (Slurm job %s): %s, not finished\n", st.JobID, st.SlurmJobID, st.State)
+						if p := st.Pending(time.Now()); p != "" {
+							fmt.Fprintf(a.stdout, "  %s\n", visible.Lines(p))
+						}
 					}
-				}, "no live job in the workspace")
+				}
+				rt, err := t.openAll(cmd, a, flag)
+				if err != nil {
+					return err
+				}
+				jobs, err := list(rt.Manager, cmd.Context())
+				if err != nil {
+					return runtimeFailure(errcode.StatusFailed, err, "check the workspace with "+bootstrapCommand(t.workspace))
+				}
+				return printJobs(a, cmd, jobs, line, none)
 			}
 			h, err := t.open(cmd, a)
 			if err != nil {
@@ -60,22 +70,6 @@ func newStatusCommand(a *app) *cobra.Command {
 	cmd.Flags().BoolVar(&allLive, "all-live", false, "print every job of the workspace that has not ended (instead of --job-id)")
 	cmd.Flags().BoolVar(&all, "all", false, "print every job the workspace knows, live and recorded results (instead of --job-id)")
 	return cmd
-}
-
-// statusList is status --all-live (manager.LiveStatuses, line: the
-// state of a job not finished) and --all (manager.AllStatuses, line:
-// printStatus): one line (or one JSON entry) per job, none when there is
-// no job.
-func (a *app) statusList(cmd *cobra.Command, t jobTarget, flag string, list func(*manager.Manager, context.Context) ([]manager.Status, error), line func(manager.Status), none string) error {
-	rt, err := t.openAll(cmd, a, flag)
-	if err != nil {
-		return err
-	}
-	jobs, err := list(rt.Manager, cmd.Context())
-	if err != nil {
-		return runtimeFailure(errcode.StatusFailed, err, "check the workspace with "+bootstrapCommand(t.workspace))
-	}
-	return printJobs(a, cmd, jobs, line, none)
 }
 
 // printJobs prints the jobs of a listing: {"jobs": [...]} with --json,
