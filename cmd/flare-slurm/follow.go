@@ -60,7 +60,8 @@ func (a *app) waitFollow(cmd *cobra.Command, t jobTarget) error {
 	if err != nil {
 		return err
 	}
-	f := &follower{a: a, ctx: ctx, workspace: t.workspace, stops: map[string]context.CancelFunc{}, forget: forgetLaunchCaches}
+	f := &follower{a: a, ctx: ctx, workspace: t.workspace, stops: map[string]context.CancelFunc{},
+		forget: func() { schema.Forget(); templates.Forget() }}
 	procmem.ReleaseEvery(ctx, memoryReleaseInterval, f.forgetIfIdle)
 	if t.asJSON {
 		// The first line: the launcher bridge sends launch lines only to a
@@ -162,7 +163,7 @@ type follower struct {
 	// last forgetIfIdle.
 	started, startedSeen int
 
-	forget func() // forgetIfIdle's: forgetLaunchCaches
+	forget func() // forgetIfIdle's: drops what a launch compiles and parses on first use
 }
 
 // forgetIfIdle drops what launches keep (the compiled schemas and the
@@ -179,12 +180,6 @@ func (f *follower) forgetIfIdle() {
 	if idle {
 		f.forget()
 	}
-}
-
-// forgetLaunchCaches drops what a launch compiles and parses on first use.
-func forgetLaunchCaches() {
-	schema.Forget()
-	templates.Forget()
 }
 
 func (f *follower) write(v any) {
