@@ -63,7 +63,11 @@ func timeRun(ctx context.Context, c Command) (time.Duration, error) {
 	err := cmd.Run()
 	elapsed := time.Since(start)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %v\n%s", strings.Join(c.Argv, " "), err, tail(out.Bytes()))
+		tail := out.Bytes() // its last 2000 bytes
+		if len(tail) > 2000 {
+			tail = append([]byte("..."), tail[len(tail)-2000:]...)
+		}
+		return 0, fmt.Errorf("%s: %v\n%s", strings.Join(c.Argv, " "), err, tail)
 	}
 	return elapsed, nil
 }
@@ -137,11 +141,4 @@ func Load() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
-}
-
-func tail(b []byte) string {
-	if len(b) > 2000 {
-		return "..." + string(b[len(b)-2000:])
-	}
-	return string(b)
 }
