@@ -98,7 +98,6 @@ func (a *app) writeReport(format string, r report) error {
 	return nil
 }
 
-// printWarnings prints the "warning:" and "skipped:" lines on stderr.
 func (a *app) printWarnings(warnings, skipped schema.Problems) {
 	for _, w := range warnings {
 		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", schema.WarningText(w))
@@ -108,14 +107,11 @@ func (a *app) printWarnings(warnings, skipped schema.Problems) {
 	}
 }
 
-// bindIgnoreWarning adds --ignore-warning CODE (repeatable, or
-// comma-separated) to cmd.
 func bindIgnoreWarning(cmd *cobra.Command, codes *[]string) {
 	cmd.Flags().StringSliceVar(codes, "ignore-warning", nil,
 		"do not report the warnings of `CODE` (repeatable; one of "+strings.Join(schema.WarningCodes, ", ")+")")
 }
 
-// checkWarningCodes refuses an --ignore-warning code that is not one.
 func checkWarningCodes(codes []string) error {
 	for _, c := range codes {
 		if !schema.IsWarningCode(c) {

@@ -110,7 +110,6 @@ func executable(argv0 string) (string, error) {
 	return filepath.Abs(real)
 }
 
-// sameFile says whether a and b name the same file.
 func sameFile(a, b string) bool {
 	sa, err := os.Stat(a)
 	if err != nil {
