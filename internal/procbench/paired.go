@@ -123,12 +123,8 @@ func Median(xs []float64) float64 {
 // every figure: other work on the machine moves whole-process timings.
 func Load() string {
 	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
+	if f := strings.Fields(string(data)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
 	}
-	f := strings.Fields(string(data))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
+	return "unknown"
 }
