@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/google/renameio/v2"
@@ -133,7 +134,7 @@ func bindFormat(cmd *cobra.Command) {
 // effect.
 func resolveFormat(cmd *cobra.Command) (string, error) {
 	format, _ := cmd.Flags().GetString("format")
-	if !cireport.ValidFormat(format) {
+	if !slices.Contains(cireport.Formats, format) {
 		return "", usageErrorf("unknown --format %q (one of %s)", format, strings.Join(cireport.Formats, ", "))
 	}
 	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON && format != "text" && format != "json" {
@@ -148,7 +149,7 @@ func outputFormat(cmd *cobra.Command) string {
 	if f := cmd.Flags().Lookup("json"); f != nil && f.Value.String() == "true" {
 		return "json"
 	}
-	if f := cmd.Flags().Lookup("format"); f != nil && cireport.ValidFormat(f.Value.String()) {
+	if f := cmd.Flags().Lookup("format"); f != nil && slices.Contains(cireport.Formats, f.Value.String()) {
 		return f.Value.String()
 	}
 	return "text"

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"strings"
 )
 
@@ -340,6 +339,3 @@ type junitSkipped struct {
 
 // Formats are the values of a --format flag, in the order help lists them.
 var Formats = []string{"text", "json", "github", "sarif"}
-
-// ValidFormat says whether f is one of Formats.
-func ValidFormat(f string) bool { return slices.Contains(Formats, f) }
