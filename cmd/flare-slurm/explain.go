@@ -29,14 +29,10 @@ schemas are searched in this order: slurm-config, study-runtime, job-meta, launc
 No KEY explains a file's top level.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			key := ""
-			if len(args) == 1 {
-				key = args[0]
-			}
 			if name != "" && !slices.Contains(schema.Names(), name) {
 				return usageErrorf("--schema %q is not a schema (one of %s)%s", name, strings.Join(schema.Names(), ", "), suggestion(name, schema.Names()))
 			}
-			x, err := schema.Explain(name, key)
+			x, err := schema.Explain(name, cmp.Or(args...)) // KEY, or "" for none
 			var nk *schema.ErrNoKey
 			if errors.As(err, &nk) {
 				hint := "the keys there: " + strings.Join(nk.Allowed, ", ")
