@@ -8,7 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
+	"regexp"
 	"syscall"
 )
 
@@ -77,14 +77,9 @@ func withImage(root, dir, name, image string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	lines := strings.Split(string(data), "\n")
-	for i, l := range lines {
-		if strings.HasPrefix(l, "  image: ") {
-			lines[i] = "  image: " + image
-		}
-	}
+	data = regexp.MustCompile(`(?m)^  image: .*$`).ReplaceAllLiteral(data, []byte("  image: "+image))
 	p := filepath.Join(dir, name)
-	return p, os.WriteFile(p, []byte(strings.Join(lines, "\n")), 0o644)
+	return p, os.WriteFile(p, data, 0o644)
 }
 
 func (f *Fixture) findNVFlare(ctx context.Context) {
