@@ -286,15 +286,11 @@ func JUnit(w io.Writer, suite string, cases []Case) error {
 	}
 	s.Time = fmt.Sprintf("%.3f", seconds)
 	doc := junitSuites{junitCounts: s.junitCounts, Suites: []junitSuite{s}}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
+	out, err := xml.MarshalIndent(doc, "", "  ")
+	if err != nil {
 		return err
 	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
+	_, err = io.WriteString(w, xml.Header+string(out)+"\n")
 	return err
 }
 
