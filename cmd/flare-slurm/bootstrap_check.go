@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,13 +35,6 @@ func newBootstrapCheckCommand(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			// The bridge's parent runs the binary the workspace records.
-			if b := rt.Workspace.Binary; b != "" {
-				if msg := bridge.CheckBinary(b); msg != "" {
-					return failure(errcode.BootstrapFailed, fmt.Sprintf("workspace %s: the parent's launcher cannot run flare-slurm", rt.Workspace.Root),
-						bridge.BinaryHint, schema.Problems{{Kind: problem.Rule, File: rt.Workspace.ResourcesFile, Path: "slurm_launcher.args." + bridge.BinaryArg, Message: msg}})
-				}
-			}
 			p := rt.Client.Paths
 			data := map[string]any{
 				"workspace":     rt.Workspace.Root,
@@ -51,8 +45,13 @@ func newBootstrapCheckCommand(a *app) *cobra.Command {
 				"accounting":    "ok",
 				"jobs_dir":      rt.Manager.JobsDir(),
 			}
-			if rt.Workspace.Binary != "" {
-				data["flare_slurm"] = rt.Workspace.Binary
+			// The bridge's parent runs the binary the workspace records.
+			if b := rt.Workspace.Binary; b != "" {
+				if msg := bridge.CheckBinary(b); msg != "" {
+					return failure(errcode.BootstrapFailed, fmt.Sprintf("workspace %s: the parent's launcher cannot run flare-slurm", rt.Workspace.Root),
+						bridge.BinaryHint, schema.Problems{{Kind: problem.Rule, File: rt.Workspace.ResourcesFile, Path: "slurm_launcher.args." + bridge.BinaryArg, Message: msg}})
+				}
+				data["flare_slurm"] = b
 			}
 			return a.emit(cmd, data, func(w io.Writer) {
 				fmt.Fprintf(w, "workspace %s (%s %s) is ready\n", rt.Workspace.Root, rt.Workspace.Role, rt.Workspace.Site)
@@ -123,9 +122,5 @@ func bootstrapCommand(workspace string) string {
 // runtimeFailure reports a runtime error with its own hint when it
 // carries one (manager.Hint), else with fallback.
 func runtimeFailure(code string, err error, fallback string) error {
-	hint := manager.Hint(err)
-	if hint == "" {
-		hint = fallback
-	}
-	return failure(code, err.Error(), hint, nil)
+	return failure(code, err.Error(), cmp.Or(manager.Hint(err), fallback), nil)
 }

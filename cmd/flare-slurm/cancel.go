@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -48,7 +49,7 @@ func newCancelCommand(a *app) *cobra.Command {
 					return failure(errcode.CancelFailed, fmt.Sprintf("%d of %d live jobs could not be cancelled: %s", len(failed), len(done), strings.Join(failed, "; ")),
 						"run cancel --all-live again; check the jobs with 'flare-slurm status --workspace "+shell.Quote(t.workspace)+" --all-live' (and 'squeue --me') first", nil)
 				}
-				return printJobs(a, t.asJSON, done, func(d manager.LiveTermination) {
+				return printJobs(a, cmd, done, func(d manager.LiveTermination) {
 					fmt.Fprintf(a.stdout, "job %s (Slurm job %s): %s, return code %d\n", d.JobID, d.SlurmJobID, d.State, d.ReturnCode)
 				}, "no live job in the workspace")
 			}
@@ -68,7 +69,7 @@ func newCancelCommand(a *app) *cobra.Command {
 			if err != nil {
 				return runtimeFailure(errcode.CancelFailed, err, "run cancel again; check the job with 'flare-slurm status --workspace "+shell.Quote(t.workspace)+" --job-id "+shell.Quote(t.jobID)+"' (and 'squeue --me') first")
 			}
-			return a.printStatus(st, t.asJSON)
+			return a.emit(cmd, st, func(w io.Writer) { printStatus(w, st) })
 		},
 	})
 	cmd.Flags().BoolVar(&allLive, "all-live", false, "cancel every job of the workspace that has not ended (instead of --job-id)")

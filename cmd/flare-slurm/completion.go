@@ -102,15 +102,15 @@ var flagCompletions = map[string]cobra.CompletionFunc{
 	"keep-local":     cobra.NoFileCompletions, // a path in the workspace, not here
 	"config":         cobra.FixedCompletions([]string{"yaml", "yml"}, cobra.ShellCompDirectiveFilterFileExt),
 	"request":        cobra.FixedCompletions([]string{"json"}, cobra.ShellCompDirectiveFilterFileExt),
-	"kind":           completeWords(schema.Kinds()),
+	"kind":           completeWords(schema.Kinds(), false),
 	"job-id":         completeJobIDs,
 	"site":           cobra.NoFileCompletions, // a name in the job meta: free text
 	"format":         cobra.FixedCompletions(cireport.Formats, cobra.ShellCompDirectiveNoFileComp),
 	"junit":          cobra.FixedCompletions([]string{"xml"}, cobra.ShellCompDirectiveFilterFileExt),
-	"ignore-warning": completeWords(schema.WarningCodes),
+	"ignore-warning": completeWords(schema.WarningCodes, false),
 	"launcher":       cobra.FixedCompletions(bridge.Launchers, cobra.ShellCompDirectiveNoFileComp),
-	"only":           completeProbes,
-	"skip":           completeProbes,
+	"only":           completeWords(check.Names(), true),
+	"skip":           completeWords(check.Names(), true),
 	"timeout":        cobra.NoFileCompletions, // a duration: free text
 	"study":          cobra.NoFileCompletions, // a study name of the workspace: free text
 	"gpus":           cobra.NoFileCompletions, // a count
@@ -119,19 +119,6 @@ var flagCompletions = map[string]cobra.CompletionFunc{
 		return completeSchemaNames(cmd, nil, toComplete) // explain --schema
 	},
 	"binary": completeFiles,
-}
-
-// completeProbes offers check's probe names for the last element of a
-// comma-separated --only/--skip list.
-func completeProbes(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	i := strings.LastIndexByte(toComplete, ',') + 1
-	var out []cobra.Completion
-	for _, n := range check.Names() {
-		if strings.HasPrefix(n, toComplete[i:]) {
-			out = append(out, toComplete[:i]+n)
-		}
-	}
-	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
 // argCompletions completes the positional arguments of the command of
@@ -172,13 +159,18 @@ func addCompletions(root *cobra.Command) {
 }
 
 // completeWords offers the words that start with what was typed (the
-// kinds of --kind, the codes of --ignore-warning).
-func completeWords(words []string) cobra.CompletionFunc {
+// kinds of --kind, the codes of --ignore-warning); in a list, for the last
+// element of a comma-separated list (check's probes for --only/--skip).
+func completeWords(words []string, list bool) cobra.CompletionFunc {
 	return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		i := 0
+		if list {
+			i = strings.LastIndexByte(toComplete, ',') + 1
+		}
 		var out []cobra.Completion
 		for _, w := range words {
-			if strings.HasPrefix(w, toComplete) {
-				out = append(out, w)
+			if strings.HasPrefix(w, toComplete[i:]) {
+				out = append(out, toComplete[:i]+w)
 			}
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp

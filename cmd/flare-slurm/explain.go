@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -28,14 +29,10 @@ schemas are searched in this order: slurm-config, study-runtime, job-meta, launc
 No KEY explains a file's top level.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			key := ""
-			if len(args) == 1 {
-				key = args[0]
-			}
 			if name != "" && !slices.Contains(schema.Names(), name) {
 				return usageErrorf("--schema %q is not a schema (one of %s)%s", name, strings.Join(schema.Names(), ", "), suggestion(name, schema.Names()))
 			}
-			x, err := schema.Explain(name, key)
+			x, err := schema.Explain(name, cmp.Or(args...)) // KEY, or "" for none
 			var nk *schema.ErrNoKey
 			if errors.As(err, &nk) {
 				hint := "the keys there: " + strings.Join(nk.Allowed, ", ")
@@ -58,11 +55,7 @@ No KEY explains a file's top level.`,
 // printExplanation prints x as kubectl explain does: headed lines, the
 // description wrapped, then the fields.
 func printExplanation(w io.Writer, x *schema.Explanation) {
-	key := x.Path
-	if key == "" {
-		key = "(the whole file)"
-	}
-	fmt.Fprintf(w, "SCHEMA:   %s\nKEY:      %s\nTYPE:     %s\n", x.Schema, key, x.Type)
+	fmt.Fprintf(w, "SCHEMA:   %s\nKEY:      %s\nTYPE:     %s\n", x.Schema, cmp.Or(x.Path, "(the whole file)"), x.Type)
 	required := ""
 	if x.Required {
 		required = "yes"

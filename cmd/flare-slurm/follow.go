@@ -60,7 +60,8 @@ func (a *app) waitFollow(cmd *cobra.Command, t jobTarget) error {
 	if err != nil {
 		return err
 	}
-	f := &follower{a: a, ctx: ctx, workspace: t.workspace, stops: map[string]context.CancelFunc{}, forget: forgetLaunchCaches}
+	f := &follower{a: a, ctx: ctx, workspace: t.workspace, stops: map[string]context.CancelFunc{},
+		forget: func() { schema.Forget(); templates.Forget() }}
 	procmem.ReleaseEvery(ctx, memoryReleaseInterval, f.forgetIfIdle)
 	if t.asJSON {
 		// The first line: the launcher bridge sends launch lines only to a
@@ -121,7 +122,7 @@ func (a *app) waitFollow(cmd *cobra.Command, t jobTarget) error {
 			f.write(envelope{Status: "ok", Data: st})
 		} else {
 			f.mu.Lock()
-			f.writeErr = errors.Join(f.writeErr, a.printStatus(st, false))
+			printStatus(a.stdout, st)
 			f.mu.Unlock()
 		}
 	})
@@ -162,7 +163,7 @@ type follower struct {
 	// last forgetIfIdle.
 	started, startedSeen int
 
-	forget func() // forgetIfIdle's: forgetLaunchCaches
+	forget func() // forgetIfIdle's: drops what a launch compiles and parses on first use
 }
 
 // forgetIfIdle drops what launches keep (the compiled schemas and the
@@ -179,12 +180,6 @@ func (f *follower) forgetIfIdle() {
 	if idle {
 		f.forget()
 	}
-}
-
-// forgetLaunchCaches drops what a launch compiles and parses on first use.
-func forgetLaunchCaches() {
-	schema.Forget()
-	templates.Forget()
 }
 
 func (f *follower) write(v any) {
@@ -227,19 +222,17 @@ func (f *follower) launch(line []byte) {
 	f.launches.Add(1)
 	f.launchMu.Unlock()
 	go func() {
-		defer f.launches.Done()
-		defer func() {
-			f.launchMu.Lock()
-			delete(f.stops, tag)
-			f.launchMu.Unlock()
-			cancel()
-		}()
 		defer func() {
 			// One launch's panic must not end the watching of every job.
 			if r := recover(); r != nil {
 				f.answer(tag, nil, failure(errcode.LaunchFailed, fmt.Sprintf("the launch failed with an internal error: %v", r),
 					"run 'flare-slurm status --all-live' to see whether it was submitted, and report the error", nil))
 			}
+			f.launchMu.Lock()
+			delete(f.stops, tag)
+			f.launchMu.Unlock()
+			cancel()
+			f.launches.Done()
 		}()
 		rt, err := openSite(lctx, f.a, f.workspace, false, environ)
 		if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/google/renameio/v2"
@@ -15,30 +16,21 @@ import (
 	"github.com/flare-slurm/flare-slurm/internal/problem"
 )
 
-// The problem classes of the SARIF rules table: a problem's class is its
-// rule id, stable across runs so code scanning matches alerts.
-const (
-	ruleRead   = "read"
-	ruleSyntax = "syntax"
-	ruleSchema = "schema"
-	ruleCheck  = "check"
-	ruleDrift  = "drift"
-	ruleYAML11 = "yaml11"
-)
-
-// sarifRules describe the classes; each result adds its own hint.
+// sarifRules describe the problem classes; a problem's class is its rule
+// id, stable across runs so code scanning matches alerts. Each result adds
+// its own hint.
 var sarifRules = []cireport.Rule{
-	{ID: ruleRead, Name: "UnreadableInput", Short: "An input file or startup kit cannot be read.",
+	{ID: "read", Name: "UnreadableInput", Short: "An input file or startup kit cannot be read.",
 		Help: "Check that the path exists, is a regular file (or a kit directory) and is readable by the account that runs flare-slurm."},
-	{ID: ruleSyntax, Name: "SyntaxError", Short: "An input file is not valid YAML or JSON.",
+	{ID: "syntax", Name: "SyntaxError", Short: "An input file is not valid YAML or JSON.",
 		Help: "Fix the syntax at the position shown; YAML forbids tabs for indentation."},
-	{ID: ruleSchema, Name: "SchemaViolation", Short: "A key or value that the file's JSON Schema does not allow.",
+	{ID: "schema", Name: "SchemaViolation", Short: "A key or value that the file's JSON Schema does not allow.",
 		Help: "Run 'flare-slurm schema NAME' to see every key such a file may hold, with its type, default and allowed values."},
-	{ID: ruleCheck, Name: "RuleViolation", Short: "A rule that holds across keys, files or the host (contract rules no schema can express).",
+	{ID: "check", Name: "RuleViolation", Short: "A rule that holds across keys, files or the host (contract rules no schema can express).",
 		Help: "The message names the rule and the hint says what to change; docs/contract.md states every rule."},
-	{ID: ruleDrift, Name: "WorkspaceDrift", Short: "The prepared workspace differs from what prepare would produce from the kit and config.",
+	{ID: "drift", Name: "WorkspaceDrift", Short: "The prepared workspace differs from what prepare would produce from the kit and config.",
 		Help: "Run 'flare-slurm prepare' without --check to update the workspace, or change the kit or config back."},
-	{ID: ruleYAML11, Name: "YAML11Reading", Level: cireport.LevelWarning,
+	{ID: "yaml11", Name: "YAML11Reading", Level: cireport.LevelWarning,
 		Short: "A plain YAML value that NVFlare's YAML 1.1 reader reads differently from flare-slurm's YAML 1.2 reader.",
 		Help:  "Quote the value as the hint shows, so that NVFlare and flare-slurm read the same text; --strict makes this an error."},
 }
@@ -50,16 +42,12 @@ var sarifRules = []cireport.Rule{
 // keeps every problem's kind set).
 func problemRule(p problem.Problem) string {
 	switch {
-	case p.Kind == problem.Drift:
-		return ruleDrift
-	case p.Kind == problem.Read:
-		return ruleRead
-	case p.Kind == problem.Syntax:
-		return ruleSyntax
+	case p.Kind == problem.Drift || p.Kind == problem.Read || p.Kind == problem.Syntax:
+		return string(p.Kind) // these kinds name their class
 	case p.InSchema():
-		return ruleSchema
+		return "schema"
 	}
-	return ruleCheck
+	return "check"
 }
 
 func findings(ps schema.Problems) []cireport.Finding {
@@ -76,9 +64,9 @@ func findings(ps schema.Problems) []cireport.Finding {
 func warningFindings(ws schema.Problems) []cireport.Finding {
 	out := findings(ws)
 	for i := range out {
-		out[i].Rule, out[i].Level = ruleYAML11, cireport.LevelWarning
+		out[i].Rule, out[i].Level = "yaml11", cireport.LevelWarning
 		if ws[i].Kind == problem.Drift {
-			out[i].Rule = ruleDrift
+			out[i].Rule = "drift"
 		}
 	}
 	return out
@@ -111,7 +99,6 @@ func (a *app) writeReport(format string, r report) error {
 	return nil
 }
 
-// printWarnings prints the "warning:" and "skipped:" lines on stderr.
 func (a *app) printWarnings(warnings, skipped schema.Problems) {
 	for _, w := range warnings {
 		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", schema.WarningText(w))
@@ -121,14 +108,11 @@ func (a *app) printWarnings(warnings, skipped schema.Problems) {
 	}
 }
 
-// bindIgnoreWarning adds --ignore-warning CODE (repeatable, or
-// comma-separated) to cmd.
 func bindIgnoreWarning(cmd *cobra.Command, codes *[]string) {
 	cmd.Flags().StringSliceVar(codes, "ignore-warning", nil,
 		"do not report the warnings of `CODE` (repeatable; one of "+strings.Join(schema.WarningCodes, ", ")+")")
 }
 
-// checkWarningCodes refuses an --ignore-warning code that is not one.
 func checkWarningCodes(codes []string) error {
 	for _, c := range codes {
 		if !schema.IsWarningCode(c) {
@@ -150,7 +134,7 @@ func bindFormat(cmd *cobra.Command) {
 // effect.
 func resolveFormat(cmd *cobra.Command) (string, error) {
 	format, _ := cmd.Flags().GetString("format")
-	if !cireport.ValidFormat(format) {
+	if !slices.Contains(cireport.Formats, format) {
 		return "", usageErrorf("unknown --format %q (one of %s)", format, strings.Join(cireport.Formats, ", "))
 	}
 	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON && format != "text" && format != "json" {
@@ -165,7 +149,7 @@ func outputFormat(cmd *cobra.Command) string {
 	if f := cmd.Flags().Lookup("json"); f != nil && f.Value.String() == "true" {
 		return "json"
 	}
-	if f := cmd.Flags().Lookup("format"); f != nil && cireport.ValidFormat(f.Value.String()) {
+	if f := cmd.Flags().Lookup("format"); f != nil && slices.Contains(cireport.Formats, f.Value.String()) {
 		return f.Value.String()
 	}
 	return "text"

@@ -50,15 +50,15 @@ func TestProblemRuleOfRealProblems(t *testing.T) {
 		kind problem.Kind
 		rule string
 	}{
-		{"missing file", one(missing), problem.Read, ruleRead},
-		{"a directory as a file", one(isDir), problem.Layout, ruleCheck},
-		{"syntax", one(slurm("a: [\n")), problem.Syntax, ruleSyntax},
-		{"alias", at(slurm("runtime: &a slurm\nparent: *a\n"), "parent"), problem.Structure, ruleCheck},
-		{"top level", one(slurm("- a\n")), problem.Structure, ruleCheck},
-		{"unknown key", at(slurm("runtime: slurm\njob_launcher: {sandbox: none, python_path: /p}\nbogus: 1\n"), "bogus"), problem.Schema, ruleSchema},
-		{"rule at a key", at(slurm("runtime: slurm\njob_launcher: {sandbox: none, python_path: /p, image: /x.sif}\n"), "job_launcher.image"), problem.Rule, ruleSchema},
-		{"kit layout", one(layout), problem.Layout, ruleCheck},
-		{"drift", one(drift), problem.Drift, ruleDrift},
+		{"missing file", one(missing), problem.Read, "read"},
+		{"a directory as a file", one(isDir), problem.Layout, "check"},
+		{"syntax", one(slurm("a: [\n")), problem.Syntax, "syntax"},
+		{"alias", at(slurm("runtime: &a slurm\nparent: *a\n"), "parent"), problem.Structure, "check"},
+		{"top level", one(slurm("- a\n")), problem.Structure, "check"},
+		{"unknown key", at(slurm("runtime: slurm\njob_launcher: {sandbox: none, python_path: /p}\nbogus: 1\n"), "bogus"), problem.Schema, "schema"},
+		{"rule at a key", at(slurm("runtime: slurm\njob_launcher: {sandbox: none, python_path: /p, image: /x.sif}\n"), "job_launcher.image"), problem.Rule, "schema"},
+		{"kit layout", one(layout), problem.Layout, "check"},
+		{"drift", one(drift), problem.Drift, "drift"},
 	} {
 		if tc.p.Kind != tc.kind || problemRule(tc.p) != tc.rule {
 			t.Errorf("%s: %v: kind %q rule %q, want kind %q rule %q", tc.name, tc.p, tc.p.Kind, problemRule(tc.p), tc.kind, tc.rule)
@@ -74,15 +74,15 @@ func TestProblemRuleByKindNotMessage(t *testing.T) {
 		p    problem.Problem
 		rule string
 	}{
-		{problem.Problem{Kind: problem.Schema, File: "f", Path: "a", Message: "cannot read file: no such file or directory"}, ruleSchema},
-		{problem.Problem{Kind: problem.Rule, File: "f", Message: "not valid YAML: found a tab"}, ruleCheck},
-		{problem.Problem{Kind: problem.Read, File: "f", Path: "a", Message: "unknown key (allowed: b)"}, ruleRead},
-		{problem.Problem{Kind: problem.Syntax, File: "f", Path: "a", Message: "duplicate key (first defined at line 1)"}, ruleSyntax},
-		{problem.Problem{Kind: problem.Structure, File: "f", Path: "a", Message: "must be an integer"}, ruleCheck},
-		{problem.Problem{Kind: problem.Layout, File: "f", Path: "a", Message: "is required"}, ruleCheck},
-		{problem.Problem{Kind: problem.Schema, File: "f", Message: "is required"}, ruleCheck}, // about the whole file
-		{problem.Problem{Kind: problem.Drift, File: "f", Path: "a", Message: "unknown key"}, ruleDrift},
-		{problem.Problem{File: "f", Path: "a", Message: "cannot read file: x"}, ruleCheck}, // no kind
+		{problem.Problem{Kind: problem.Schema, File: "f", Path: "a", Message: "cannot read file: no such file or directory"}, "schema"},
+		{problem.Problem{Kind: problem.Rule, File: "f", Message: "not valid YAML: found a tab"}, "check"},
+		{problem.Problem{Kind: problem.Read, File: "f", Path: "a", Message: "unknown key (allowed: b)"}, "read"},
+		{problem.Problem{Kind: problem.Syntax, File: "f", Path: "a", Message: "duplicate key (first defined at line 1)"}, "syntax"},
+		{problem.Problem{Kind: problem.Structure, File: "f", Path: "a", Message: "must be an integer"}, "check"},
+		{problem.Problem{Kind: problem.Layout, File: "f", Path: "a", Message: "is required"}, "check"},
+		{problem.Problem{Kind: problem.Schema, File: "f", Message: "is required"}, "check"}, // about the whole file
+		{problem.Problem{Kind: problem.Drift, File: "f", Path: "a", Message: "unknown key"}, "drift"},
+		{problem.Problem{File: "f", Path: "a", Message: "cannot read file: x"}, "check"}, // no kind
 	} {
 		if got := problemRule(tc.p); got != tc.rule {
 			t.Errorf("%v (kind %q): rule %q, want %q", tc.p, tc.p.Kind, got, tc.rule)

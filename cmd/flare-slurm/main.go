@@ -67,7 +67,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		ce = &cliError{exit: exitUsage, Code: errcode.Usage, Message: err.Error()}
 	}
 	if ce.Code == errcode.Usage && ce.Hint == "" {
-		ce.Hint = usageHint(cmd)
+		// The help of the subcommand that was run (flare-slurm validate
+		// --help), the root's only when no subcommand was recognised.
+		ce.Hint = "run '" + cmd.CommandPath() + " --help' for usage"
 	}
 	a.reportError(cmd, ce)
 	return ce.exit

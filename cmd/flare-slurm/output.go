@@ -48,16 +48,9 @@ const (
 )
 
 // usageErrorf reports a usage error (exit 2). Main names the help of the
-// subcommand that failed in its hint (usageHint).
+// subcommand that failed in its hint.
 func usageErrorf(format string, args ...any) error {
 	return &cliError{exit: exitUsage, Code: errcode.Usage, Message: fmt.Sprintf(format, args...)}
-}
-
-// usageHint is the hint of a usage error raised by cmd: the help of the
-// subcommand that was run (flare-slurm validate --help), the root's only
-// when no subcommand was recognised.
-func usageHint(cmd *cobra.Command) string {
-	return fmt.Sprintf("run '%s --help' for usage", cmd.CommandPath())
 }
 
 // suggestion is ": did you mean `x`?" for a command-line value close to one

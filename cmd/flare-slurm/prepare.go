@@ -232,7 +232,6 @@ func (a *app) prepareCheck(opts prepare.Options, against, format, junit string) 
 		Skipped:  skipped}
 }
 
-// warnLines prints prepare's warnings on stderr.
 func (a *app) warnLines(warnings []string) {
 	for _, w := range warnings {
 		fmt.Fprintf(a.stderr, "flare-slurm: warning: %s\n", visible.Lines(w))

@@ -68,9 +68,9 @@ func newRenderCommand(a *app) *cobra.Command {
 				}
 				return compileFailure(errcode.LaunchRefused, "job "+req.JobID+" cannot be launched as requested", "fix the fields named above; nothing was written", err)
 			}
-			compileFn := plan.CompileRedacted
+			compileFn, secretEnv := plan.CompileRedacted, "redacted"
 			if reveal {
-				compileFn = plan.Compile
+				compileFn, secretEnv = plan.Compile, "revealed"
 			}
 			art, err := compileFn(env)
 			if err != nil {
@@ -84,11 +84,8 @@ func newRenderCommand(a *app) *cobra.Command {
 				return failure(errcode.WriteFailed, err.Error(), "choose a new or empty --output directory, or add --force to replace the review files", nil)
 			}
 			res := renderResult{JobID: req.JobID, JobName: art.JobName, JobDir: art.JobDir, Sandbox: plan.Sandbox(),
-				Output: output, SecretEnv: "redacted", SbatchArgv: art.Argv, Notes: orEmpty(plan.Notes())}
+				Output: output, SecretEnv: secretEnv, SbatchArgv: art.Argv, Notes: orEmpty(plan.Notes())}
 			a.printNotes(res.Notes)
-			if reveal {
-				res.SecretEnv = "revealed"
-			}
 			for _, f := range files {
 				res.Files = append(res.Files, filepath.Join(output, f.Name))
 			}

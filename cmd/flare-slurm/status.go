@@ -1,8 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -32,18 +32,29 @@ func newStatusCommand(a *app) *cobra.Command {
 			if all && allLive {
 				return usageErrorf("--all and --all-live exclude each other")
 			}
-			if all {
-				return a.statusList(cmd, t, "--all", (*manager.Manager).AllStatuses, func(st manager.Status) { _ = a.printStatus(st, false) },
-					"no job in the workspace (results are kept for 7 days)")
-			}
-			if allLive {
-				// A job not finished: no return code, no detail.
-				return a.statusList(cmd, t, "--all-live", (*manager.Manager).LiveStatuses, func(st manager.Status) {
-					fmt.Fprintf(a.stdout, "job %s (Slurm job %s): %s, not finished\n", st.JobID, st.SlurmJobID, st.State)
-					if p := st.Pending(time.Now()); p != "" {
-						fmt.Fprintf(a.stdout, "  %s\n", visible.Lines(p))
+			if all || allLive {
+				// One line (or one JSON entry) per job, none when there is no job.
+				flag, list, none := "--all", (*manager.Manager).AllStatuses, "no job in the workspace (results are kept for 7 days)"
+				line := func(st manager.Status) { printStatus(a.stdout, st) }
+				if allLive {
+					// A job not finished: no return code, no detail.
+					flag, list, none = "--all-live", (*manager.Manager).LiveStatuses, "no live job in the workspace"
+					line = func(st manager.Status) {
+						fmt.Fprintf(a.stdout, "job %s (Slurm job %s): %s, not finished\n", st.JobID, st.SlurmJobID, st.State)
+						if p := st.Pending(time.Now()); p != "" {
+							fmt.Fprintf(a.stdout, "  %s\n", visible.Lines(p))
+						}
 					}
-				}, "no live job in the workspace")
+				}
+				rt, err := t.openAll(cmd, a, flag)
+				if err != nil {
+					return err
+				}
+				jobs, err := list(rt.Manager, cmd.Context())
+				if err != nil {
+					return runtimeFailure(errcode.StatusFailed, err, "check the workspace with "+bootstrapCommand(t.workspace))
+				}
+				return printJobs(a, cmd, jobs, line, none)
 			}
 			h, err := t.open(cmd, a)
 			if err != nil {
@@ -53,7 +64,7 @@ func newStatusCommand(a *app) *cobra.Command {
 			if err != nil {
 				return runtimeFailure(errcode.StatusFailed, err, "the job keeps its last known state; run status again, or "+bootstrapCommand(t.workspace)+" to check the Slurm commands")
 			}
-			return a.printStatus(st, t.asJSON)
+			return a.emit(cmd, st, func(w io.Writer) { printStatus(w, st) })
 		},
 	})
 	cmd.Flags().BoolVar(&allLive, "all-live", false, "print every job of the workspace that has not ended (instead of --job-id)")
@@ -61,53 +72,32 @@ func newStatusCommand(a *app) *cobra.Command {
 	return cmd
 }
 
-// statusList is status --all-live (manager.LiveStatuses, line: the
-// state of a job not finished) and --all (manager.AllStatuses, line:
-// printStatus): one line (or one JSON entry) per job, none when there is
-// no job.
-func (a *app) statusList(cmd *cobra.Command, t jobTarget, flag string, list func(*manager.Manager, context.Context) ([]manager.Status, error), line func(manager.Status), none string) error {
-	rt, err := t.openAll(cmd, a, flag)
-	if err != nil {
-		return err
-	}
-	jobs, err := list(rt.Manager, cmd.Context())
-	if err != nil {
-		return runtimeFailure(errcode.StatusFailed, err, "check the workspace with "+bootstrapCommand(t.workspace))
-	}
-	return printJobs(a, t.asJSON, jobs, line, none)
-}
-
 // printJobs prints the jobs of a listing: {"jobs": [...]} with --json,
 // else line per job, or none when there is no job.
-func printJobs[J any](a *app, asJSON bool, jobs []J, line func(J), none string) error {
-	if asJSON {
-		return a.printOK(map[string]any{"jobs": jobs})
-	}
-	for _, j := range jobs {
-		line(j)
-	}
-	if len(jobs) == 0 {
-		fmt.Fprintln(a.stdout, none)
-	}
-	return nil
+func printJobs[J any](a *app, cmd *cobra.Command, jobs []J, line func(J), none string) error {
+	return a.emit(cmd, map[string]any{"jobs": jobs}, func(w io.Writer) {
+		for _, j := range jobs {
+			line(j)
+		}
+		if len(jobs) == 0 {
+			fmt.Fprintln(w, none)
+		}
+	})
 }
 
-func (a *app) printStatus(st manager.Status, asJSON bool) error {
-	if asJSON {
-		return a.printOK(st)
+// printStatus is a job's status as text (status, wait, cancel).
+func printStatus(w io.Writer, st manager.Status) {
+	end := fmt.Sprintf("return code %d", st.ReturnCode)
+	if !st.Terminal {
+		end = "not finished (" + end + ")"
 	}
-	if st.Terminal {
-		fmt.Fprintf(a.stdout, "job %s (Slurm job %s): %s, return code %d\n", st.JobID, st.SlurmJobID, st.State, st.ReturnCode)
-	} else {
-		fmt.Fprintf(a.stdout, "job %s (Slurm job %s): %s, not finished (return code %d)\n", st.JobID, st.SlurmJobID, st.State, st.ReturnCode)
-	}
+	fmt.Fprintf(w, "job %s (Slurm job %s): %s, %s\n", st.JobID, st.SlurmJobID, st.State, end)
 	if st.Detail != "" {
-		fmt.Fprintf(a.stdout, "  %s\n", st.Detail)
+		fmt.Fprintf(w, "  %s\n", st.Detail)
 	}
 	if p := st.Pending(time.Now()); p != "" {
-		fmt.Fprintf(a.stdout, "  %s\n", visible.Lines(p))
+		fmt.Fprintf(w, "  %s\n", visible.Lines(p))
 	}
-	return nil
 }
 
 // pendingReporter is what wait says on stderr while the job is pending:

@@ -133,7 +133,6 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 	return cmd
 }
 
-// plural renders "1 problem" or "3 problems".
 func plural(n int, word string) string {
 	if n == 1 {
 		return "1 " + word

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -59,7 +60,7 @@ func newWaitCommand(a *app) *cobra.Command {
 			if err != nil {
 				return runtimeFailure(errcode.WaitFailed, err, "the job was not changed; run wait again to keep watching it")
 			}
-			if err := a.printStatus(st, t.asJSON); err != nil {
+			if err := a.emit(cmd, st, func(w io.Writer) { printStatus(w, st) }); err != nil {
 				return err
 			}
 			if st.ReturnCode == 0 {

@@ -90,7 +90,7 @@ func run(large bool, scale int) error {
 			}
 		}
 		fmt.Printf("| %s | %s | %s | %s | %s | %.2f (%.2f–%.2f) | %s | %s | %s | %s |\n",
-			s.Name, s.A, s.B, ms(procbench.Median(procbench.Seconds(p.A))), ms(procbench.Median(procbench.Seconds(p.B))),
+			s.Name, s.A, s.B, ms(procbench.Median(p.A)), ms(procbench.Median(p.B)),
 			med, slices.Min(p.Ratios), slices.Max(p.Ratios), s.Target, met, rss, procbench.Load())
 	}
 	fmt.Printf("\nload average at the end %s; %d target(s) not met\n", procbench.Load(), failed)

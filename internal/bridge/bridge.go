@@ -93,8 +93,15 @@ func executable(argv0 string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("cannot find the path of this flare-slurm binary: %w", err)
 	}
-	if p := invokedAs(argv0); p != "" && sameFile(p, self) {
-		return p, nil
+	// argv0 as a shell found it, made absolute and cleaned.
+	p := argv0
+	if !strings.Contains(p, "/") {
+		if p, err = exec.LookPath(p); err != nil {
+			p = ""
+		}
+	}
+	if abs, err := filepath.Abs(p); p != "" && err == nil && sameFile(abs, self) {
+		return abs, nil
 	}
 	real, err := filepath.EvalSymlinks(self)
 	if err != nil {
@@ -103,28 +110,6 @@ func executable(argv0 string) (string, error) {
 	return filepath.Abs(real)
 }
 
-// invokedAs is the absolute, cleaned path of argv0 as a shell found it,
-// or "".
-func invokedAs(argv0 string) string {
-	if argv0 == "" {
-		return ""
-	}
-	p := argv0
-	if !strings.Contains(argv0, "/") {
-		found, err := exec.LookPath(argv0)
-		if err != nil {
-			return ""
-		}
-		p = found
-	}
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return ""
-	}
-	return abs
-}
-
-// sameFile says whether a and b name the same file.
 func sameFile(a, b string) bool {
 	sa, err := os.Stat(a)
 	if err != nil {

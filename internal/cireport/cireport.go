@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"strings"
 )
 
@@ -98,9 +97,6 @@ var escapeData = strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A")
 // escapes plus the separators of the property list (: and ,).
 var escapeProperty = strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C")
 
-// sarifSchemaURI is the schema the SARIF log names.
-const sarifSchemaURI = "https://json.schemastore.org/sarif-2.1.0.json"
-
 // SARIF writes one SARIF 2.1.0 log with one run of tool. Each finding is a
 // result of its level (error unless it is a warning) whose rule is its class (rules lists the classes;
 // only those used are written); the file and line:column are its physical
@@ -152,7 +148,7 @@ func SARIF(w io.Writer, tool Tool, rules []Rule, fs []Finding) error {
 		results = append(results, r)
 	}
 	log := sarifLog{
-		Schema:  sarifSchemaURI,
+		Schema:  "https://json.schemastore.org/sarif-2.1.0.json",
 		Version: "2.1.0",
 		Runs: []sarifRun{{
 			Tool:    sarifTool{Driver: sarifDriver{Name: tool.Name, Version: tool.Version, InformationURI: tool.InformationURI, Rules: sr}},
@@ -290,15 +286,11 @@ func JUnit(w io.Writer, suite string, cases []Case) error {
 	}
 	s.Time = fmt.Sprintf("%.3f", seconds)
 	doc := junitSuites{junitCounts: s.junitCounts, Suites: []junitSuite{s}}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
+	out, err := xml.MarshalIndent(doc, "", "  ")
+	if err != nil {
 		return err
 	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
+	_, err = io.WriteString(w, xml.Header+string(out)+"\n")
 	return err
 }
 
@@ -343,6 +335,3 @@ type junitSkipped struct {
 
 // Formats are the values of a --format flag, in the order help lists them.
 var Formats = []string{"text", "json", "github", "sarif"}
-
-// ValidFormat says whether f is one of Formats.
-func ValidFormat(f string) bool { return slices.Contains(Formats, f) }

@@ -28,19 +28,22 @@ type Page struct {
 	Data []byte
 }
 
-// commands lists root and every command under it that the reference
-// documents (cobra's rule: available, not a help topic), root first,
-// then in cobra's (sorted) order. It first adds cobra's help command, as
-// running the CLI does, so that every page lists the same commands.
-func commands(root *cobra.Command) []*cobra.Command {
+// render renders one page per documented command with gen (kind names
+// the pages in errors); a page's name is the command path joined by sep
+// (cobra's Markdown links use "flare-slurm_validate.md"), then ext. The
+// documented commands are root and every command under it by cobra's rule
+// (available, not a help topic), root first, then in cobra's (sorted)
+// order. It first adds cobra's help command, as running the CLI does, so
+// that every page lists the same commands.
+func render(root *cobra.Command, kind, sep, ext string, gen func(*cobra.Command, *bytes.Buffer) error) ([]Page, error) {
 	root.InitDefaultHelpCmd()
-	var out []*cobra.Command
+	var commands []*cobra.Command
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		// Pages carry no generation date: the same tree always renders
 		// the same bytes.
 		c.DisableAutoGenTag = true
-		out = append(out, c)
+		commands = append(commands, c)
 		for _, sub := range c.Commands() {
 			if sub.IsAvailableCommand() && !sub.IsAdditionalHelpTopicCommand() {
 				walk(sub)
@@ -48,15 +51,8 @@ func commands(root *cobra.Command) []*cobra.Command {
 		}
 	}
 	walk(root)
-	return out
-}
-
-// render renders one page per documented command with gen (kind names
-// the pages in errors); a page's name is the command path joined by sep
-// (cobra's Markdown links use "flare-slurm_validate.md"), then ext.
-func render(root *cobra.Command, kind, sep, ext string, gen func(*cobra.Command, *bytes.Buffer) error) ([]Page, error) {
 	var pages []Page
-	for _, c := range commands(root) {
+	for _, c := range commands {
 		var b bytes.Buffer
 		if err := gen(c, &b); err != nil {
 			return nil, fmt.Errorf("render the %s page of %q: %w", kind, c.CommandPath(), err)

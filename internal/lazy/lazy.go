@@ -40,6 +40,5 @@ func (l *Value[T]) Get() (T, error) {
 func (l *Value[T]) Forget() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var zero T
-	l.v, l.err, l.made = zero, nil, false
+	l.v, l.err, l.made = *new(T), nil, false
 }

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"unicode"
@@ -54,14 +53,16 @@ func FromBinary(bin, root, gomodcache, goroot string) ([]Module, error) {
 	}
 	mods := []Module{{Path: goModule, Dir: goroot}}
 	for _, d := range info.Deps {
-		m := moduleOf(d)
-		switch {
-		case d.Replace != nil && (strings.HasPrefix(d.Replace.Path, "./") || strings.HasPrefix(d.Replace.Path, "../")):
-			m.Dir = filepath.Join(root, filepath.FromSlash(d.Replace.Path))
-		case d.Replace != nil:
-			m.Dir = filepath.Join(gomodcache, escapePath(d.Replace.Path)+"@"+d.Replace.Version)
-		default:
-			m.Dir = filepath.Join(gomodcache, escapePath(d.Path)+"@"+d.Version)
+		m := Module{Path: d.Path, Version: d.Version, Dir: filepath.Join(gomodcache, escapePath(d.Path)+"@"+d.Version)}
+		if r := d.Replace; r != nil {
+			m.Replace = r.Path
+			if r.Version != "" && r.Version != "(devel)" {
+				m.Replace += " " + r.Version
+			}
+			m.Dir = filepath.Join(gomodcache, escapePath(r.Path)+"@"+r.Version)
+			if strings.HasPrefix(r.Path, "./") || strings.HasPrefix(r.Path, "../") {
+				m.Dir = filepath.Join(root, filepath.FromSlash(r.Path))
+			}
 		}
 		mods = append(mods, m)
 	}
@@ -78,19 +79,6 @@ func FromBinary(bin, root, gomodcache, goroot string) ([]Module, error) {
 // license, under the directory that holds it.
 var inTree = []Module{
 	{Path: "github.com/santhosh-tekuri/jsonschema/v6", Version: "v6.0.3", CopyIn: "internal/third_party/jsonschema"},
-}
-
-// moduleOf is the module of a build information dependency, without its
-// directory.
-func moduleOf(d *debug.Module) Module {
-	m := Module{Path: d.Path, Version: d.Version}
-	if r := d.Replace; r != nil {
-		m.Replace = r.Path
-		if r.Version != "" && r.Version != "(devel)" {
-			m.Replace += " " + r.Version
-		}
-	}
-	return m
 }
 
 // escapePath is a module path as the module cache spells it: each

@@ -37,8 +37,8 @@ func BenchmarkProcess(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.ReportMetric(Median(p.Ratios), "ratio-median")
-				b.ReportMetric(Median(Seconds(p.A))*1000, "A-ms")
-				b.ReportMetric(Median(Seconds(p.B))*1000, "B-ms")
+				b.ReportMetric(Median(p.A)*1000, "A-ms")
+				b.ReportMetric(Median(p.B)*1000, "B-ms")
 				if s.RSS != nil {
 					kib, err := PeakRSS(ctx, *s.RSS, 5)
 					if err != nil {

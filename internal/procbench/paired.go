@@ -20,12 +20,11 @@ type Command struct {
 	Before func() error
 }
 
-// Pair holds the wall times of two commands run in turn, A B A B ..., and
-// the ratio A/B of each pair: a ratio of one pair holds when the machine's
-// speed drifts between pairs.
+// Pair holds the wall times in seconds of two commands run in turn, A B A
+// B ..., and the ratio A/B of each pair: a ratio of one pair holds when the
+// machine's speed drifts between pairs.
 type Pair struct {
-	A, B   []time.Duration
-	Ratios []float64
+	A, B, Ratios []float64
 }
 
 // RunPaired runs warmup uncounted pairs, then runs counted pairs.
@@ -41,8 +40,8 @@ func RunPaired(ctx context.Context, a, b Command, runs, warmup int) (Pair, error
 			return p, err
 		}
 		if i >= warmup {
-			p.A, p.B = append(p.A, ta), append(p.B, tb)
-			p.Ratios = append(p.Ratios, float64(ta)/float64(tb))
+			p.A, p.B = append(p.A, ta.Seconds()), append(p.B, tb.Seconds())
+			p.Ratios = append(p.Ratios, ta.Seconds()/tb.Seconds())
 		}
 	}
 	return p, nil
@@ -63,7 +62,11 @@ func timeRun(ctx context.Context, c Command) (time.Duration, error) {
 	err := cmd.Run()
 	elapsed := time.Since(start)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %v\n%s", strings.Join(c.Argv, " "), err, tail(out.Bytes()))
+		tail := out.Bytes() // its last 2000 bytes
+		if len(tail) > 2000 {
+			tail = append([]byte("..."), tail[len(tail)-2000:]...)
+		}
+		return 0, fmt.Errorf("%s: %v\n%s", strings.Join(c.Argv, " "), err, tail)
 	}
 	return elapsed, nil
 }
@@ -116,32 +119,12 @@ func Median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// Seconds converts durations to seconds, for Median.
-func Seconds(ds []time.Duration) []float64 {
-	out := make([]float64, len(ds))
-	for i, d := range ds {
-		out[i] = d.Seconds()
-	}
-	return out
-}
-
 // Load is the machine's load average line (/proc/loadavg), quoted with
 // every figure: other work on the machine moves whole-process timings.
 func Load() string {
 	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
+	if f := strings.Fields(string(data)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
 	}
-	f := strings.Fields(string(data))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
-}
-
-func tail(b []byte) string {
-	if len(b) > 2000 {
-		return "..." + string(b[len(b)-2000:])
-	}
-	return string(b)
+	return "unknown"
 }

@@ -49,7 +49,7 @@ func TestRunPairedAlternates(t *testing.T) {
 		t.Fatalf("counted %d/%d runs and %d ratios, want 3", len(p.A), len(p.B), len(p.Ratios))
 	}
 	for i, r := range p.Ratios {
-		if want := float64(p.A[i]) / float64(p.B[i]); r != want {
+		if want := p.A[i] / p.B[i]; r != want {
 			t.Fatalf("ratio %d = %v, want %v", i, r, want)
 		}
 	}

@@ -1,13 +1,14 @@
 package procbench
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
+	"regexp"
 	"syscall"
 )
 
@@ -34,7 +35,6 @@ type Fixture struct {
 	NVFlare        []string
 	NVFlareEnv     []string
 	NVFlareMissing string
-	largeKit       string
 }
 
 // NewFixture builds the binaries into dir and lays out the inputs. NVFlare
@@ -77,25 +77,14 @@ func withImage(root, dir, name, image string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	lines := strings.Split(string(data), "\n")
-	for i, l := range lines {
-		if strings.HasPrefix(l, "  image: ") {
-			lines[i] = "  image: " + image
-		}
-	}
+	data = regexp.MustCompile(`(?m)^  image: .*$`).ReplaceAllLiteral(data, []byte("  image: "+image))
 	p := filepath.Join(dir, name)
-	return p, os.WriteFile(p, []byte(strings.Join(lines, "\n")), 0o644)
+	return p, os.WriteFile(p, data, 0o644)
 }
 
 func (f *Fixture) findNVFlare(ctx context.Context) {
-	python := os.Getenv("NVFLARE_PYTHON")
-	if python == "" {
-		python = "python3"
-	}
-	src := os.Getenv("NVFLARE_SRC")
-	if src == "" {
-		src = filepath.Join(f.Root, "..", "shared", "nvflare")
-	}
+	python := cmp.Or(os.Getenv("NVFLARE_PYTHON"), "python3")
+	src := cmp.Or(os.Getenv("NVFLARE_SRC"), filepath.Join(f.Root, "..", "shared", "nvflare"))
 	if _, err := os.Stat(filepath.Join(src, "nvflare", "tool", "deploy", "deploy_commands.py")); err != nil {
 		f.NVFlareMissing = "no NVFlare source at " + src + " (set NVFLARE_SRC)"
 		return
@@ -108,18 +97,14 @@ func (f *Fixture) findNVFlare(ctx context.Context) {
 	check := exec.CommandContext(ctx, python, "-c", "import nvflare.tool.deploy.deploy_commands")
 	check.Env = env
 	if out, err := check.CombinedOutput(); err != nil {
+		out = bytes.TrimSpace(out) // its last line says why
 		f.NVFlareMissing = fmt.Sprintf("%s cannot import NVFlare's deploy code with PYTHONPATH=%s (%v): %s "+
 			"(NVFlare's README lists the Python packages it needs; set NVFLARE_PYTHON or NVFLARE_PYTHONPATH)",
-			python, path, err, lastLine(out))
+			python, path, err, out[bytes.LastIndexByte(out, '\n')+1:])
 		return
 	}
 	f.NVFlare = []string{python, "-c", nvflarePrepare}
 	f.NVFlareEnv = env
-}
-
-func lastLine(b []byte) string {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	return lines[len(lines)-1]
 }
 
 // Scenario is one paired comparison and its target: the median of the
@@ -220,34 +205,13 @@ func (f *Fixture) Scenarios(large bool) ([]Scenario, error) {
 	return list, nil
 }
 
-// buildLargeKit builds, once, a client kit of the example site-1 files plus
+// buildLargeKit builds a client kit of the example site-1 files plus
 // 10,000 files totalling 200 MiB in 100 directories.
 func (f *Fixture) buildLargeKit() (string, error) {
-	if f.largeKit != "" {
-		return f.largeKit, nil
-	}
 	kit := filepath.Join(f.Dir, "large-kit")
-	src := filepath.Join(f.Root, "examples", "site-1")
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		dst := filepath.Join(kit, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return os.MkdirAll(dst, info.Mode().Perm())
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, data, info.Mode().Perm())
-	})
-	if err != nil {
+	// os.CopyFS's modes (0666, or 0777 with an execute bit, less the
+	// umask) are git's for the checked-out example.
+	if err := os.CopyFS(kit, os.DirFS(filepath.Join(f.Root, "examples", "site-1"))); err != nil {
 		return "", err
 	}
 	const files, total = 10000, 200 << 20
@@ -268,6 +232,5 @@ func (f *Fixture) buildLargeKit() (string, error) {
 		}
 	}
 	syscall.Sync()
-	f.largeKit = kit
 	return kit, nil
 }

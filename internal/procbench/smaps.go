@@ -4,8 +4,6 @@
 package procbench
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"strconv"
@@ -41,9 +39,8 @@ func parseSmapsRollup(data []byte) (Memory, error) {
 		"Private_Dirty:": &m.PrivateDirty, "Anonymous:": &m.Anonymous,
 	}
 	seen := 0
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
+	for line := range strings.Lines(string(data)) {
+		f := strings.Fields(line)
 		if len(f) != 3 || f[2] != "kB" {
 			continue
 		}

@@ -10,15 +10,12 @@ import (
 	"testing"
 )
 
-// ci says whether the tests run under CI (CI=true, set by .ci/run).
-func ci() bool { return os.Getenv("CI") == "true" }
-
 // Unavailable stops t because what it needs is missing: a failure under
 // CI, a skip elsewhere.
 func Unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
 	why := fmt.Sprintf(format, args...)
-	if ci() {
+	if os.Getenv("CI") == "true" { // set by .ci/run
 		t.Fatal(why + " (CI must provide it: see .ci/run)")
 	}
 	t.Skip(why)
